@@ -1,0 +1,5 @@
+"""``python -m nexus`` runs the CLI."""
+
+from .cli import main
+
+raise SystemExit(main())

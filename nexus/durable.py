@@ -1,0 +1,98 @@
+"""Durable writes: the only module that writes vault files byte by byte.
+
+Two shapes, both acknowledged only once the bytes are on disk:
+
+* ``append`` – add bytes to the end of a file and fsync it (callers hold the file's sidecar lock);
+* ``replace`` – write a temp file in the same folder, fsync it, rename it over the target, fsync the
+  folder. A crash at any point leaves the old file or the new one, never a mix or a file of zeros.
+
+If fsync reports an error the write is treated as lost (the OSError propagates); it is never retried.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a folder's entries (a rename or a new file) to disk."""
+    if os.name == "nt":  # pragma: no cover - Windows cannot open folders for fsync
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append(path: Path, data: bytes) -> int:
+    """Append ``data`` to ``path`` durably; return the file's size before the write.
+
+    The caller holds the lock that serialises writers of ``path``.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return start
+
+
+def replace(path: Path, data: bytes, *, durable: bool = True, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` atomically.
+
+    ``durable=False`` skips the fsyncs; only for derived files under ``.nexus/`` that are rebuilt from
+    the vault when they are missing or unreadable.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode) if hasattr(os, "fchmod") else None
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if durable:
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+        if durable:
+            fsync_dir(path.parent)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def create_exclusive(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Create ``path`` with ``data`` durably; fail with FileExistsError if it exists."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+
+
+def truncate(path: Path, size: int) -> None:
+    """Cut ``path`` to ``size`` bytes durably (used to remove a torn tail after quarantining it)."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

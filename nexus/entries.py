@@ -1,0 +1,252 @@
+"""The on-disk form of a live-context entry: render, parse, canonical bytes, ids.
+
+An entry in a segment file (``log/YYYY-MM.md``) looks like this::
+
+    %% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%
+    **2026-11-30 04:41:07Z** · ella · build · note — Set up the CI pipeline ^01JDQ8Z6V3M2K4T5N7P9R1S3W5
+
+    The body, verbatim, Markdown allowed.
+    %% nexus:end {"ack":[],"id":"01JD…","key":"…","prev":"…","seen":null,"seq":1,"sig":"…","v":1} %%
+    <blank line>
+
+Obsidian hides ``%% … %%`` comments, so a reader sees the header line (time · agent · channel · type —
+summary) and the body; the block id makes the entry linkable as ``[[log/2026-11#^ID]]``. A body line that
+could be mistaken for framing gets one extra leading backslash on write and loses it on read, so every
+body round-trips byte for byte and never creates an entry.
+
+This module does no I/O; see ``log.py`` for the write path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import replace
+from typing import Any
+
+from .records import Entry
+
+FORMAT_VERSION = 1
+SIGN_CONTEXT = b"nexus/entry/v1\n"
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ID_PATTERN = r"[0-9A-HJKMNP-TV-Z]{26}"
+ID_RE = re.compile(ID_PATTERN)
+
+BEGIN_PREFIX = "%% nexus:begin "
+END_PREFIX = "%% nexus:end "
+FRAME_PREFIX = "%% nexus:"
+BEGIN_RE = re.compile(rf"%% nexus:begin (?P<id>{ID_PATTERN}) %%")
+END_RE = re.compile(r"%% nexus:end (?P<json>\{.*\}) %%")
+HEADER_RE = re.compile(
+    r"\*\*(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)Z\*\* · (?P<agent>[a-z0-9-]+) · "
+    r"(?P<channel>[a-z0-9-]+) · (?P<type>[a-z0-9-]+) — (?P<summary>.*) \^(?P<bid>[A-Za-z0-9-]+)"
+)
+# Anything a parser could take for framing: escaped in bodies.
+_LOOKS_LIKE_FRAME = re.compile(r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · )")
+
+
+# ---------------------------------------------------------------- ids and time
+
+
+def encode_id(ms: int, rand: int) -> str:
+    """A ULID: 48 bits of milliseconds then 80 random bits, Crockford base32, time-sortable."""
+    value = (ms << 80) | rand
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def decode_id_ms(entry_id: str) -> int:
+    value = 0
+    for ch in entry_id:
+        value = value * 32 + _CROCKFORD.index(ch)
+    return value >> 80
+
+
+def new_id(after: str | None = None, now_ms: int | None = None) -> str:
+    """A fresh id, strictly greater than ``after`` (monotonic under the log lock)."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    candidate = encode_id(ms, int.from_bytes(os.urandom(10), "big"))
+    if after is not None and candidate <= after:
+        value = 0
+        for ch in after:
+            value = value * 32 + _CROCKFORD.index(ch)
+        value += 1 + int.from_bytes(os.urandom(2), "big")
+        ms_after, rand = value >> 80, value & ((1 << 80) - 1)
+        candidate = encode_id(ms_after, rand)
+    return candidate
+
+
+def utc_ts(ms: int) -> str:
+    """``2026-11-30T04:41:07Z`` (second precision; the id carries milliseconds)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+def segment_name(ts: str) -> str:
+    """The month segment an entry written at ``ts`` belongs to: ``2026-11``."""
+    return ts[:7]
+
+
+# ---------------------------------------------------------------- canonical form
+
+
+def canonical(entry: Entry) -> bytes:
+    """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON."""
+    data: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "id": entry.id,
+        "ts": entry.ts,
+        "agent": entry.agent,
+        "channel": entry.channel,
+        "type": entry.type,
+        "summary": entry.summary,
+        "body": entry.body,
+        "ack": list(entry.ack),
+        "seen": entry.seen,
+        "seq": entry.seq,
+        "prev": entry.prev,
+        "key": entry.key,
+        "via": entry.via,
+    }
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def signing_bytes(entry: Entry) -> bytes:
+    return SIGN_CONTEXT + canonical(entry)
+
+
+def entry_hash(entry: Entry) -> str:
+    """What the author's next entry names as ``prev``: sha256 of the canonical bytes and signature."""
+    return hashlib.sha256(canonical(entry) + b"\n" + entry.sig.encode("ascii")).hexdigest()
+
+
+# ---------------------------------------------------------------- render
+
+
+def escape_body_line(line: str) -> str:
+    return "\\" + line if _LOOKS_LIKE_FRAME.match(line) else line
+
+
+def unescape_body_line(line: str) -> str:
+    return line[1:] if line.startswith("\\") and _LOOKS_LIKE_FRAME.match(line) else line
+
+
+def header_line(entry: Entry) -> str:
+    date, clock = entry.ts[:10], entry.ts[11:19]
+    return (
+        f"**{date} {clock}Z** · {entry.agent} · {entry.channel} · {entry.type} — "
+        f"{entry.summary} ^{entry.id}"
+    )
+
+
+def end_line(entry: Entry) -> str:
+    meta: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "id": entry.id,
+        "ack": list(entry.ack),
+        "seen": entry.seen,
+        "seq": entry.seq,
+        "prev": entry.prev,
+        "key": entry.key,
+        "sig": entry.sig,
+    }
+    if entry.via is not None:
+        meta["via"] = entry.via
+    return END_PREFIX + json.dumps(meta, sort_keys=True, separators=(",", ":")) + " %%"
+
+
+def render(entry: Entry) -> str:
+    """The entry's text in a segment, ending with the blank separator line."""
+    lines = [f"{BEGIN_PREFIX}{entry.id} %%", header_line(entry)]
+    if entry.body is not None:
+        lines.append("")
+        lines.extend(escape_body_line(line) for line in entry.body.split("\n"))
+    lines.append(end_line(entry))
+    return "\n".join(lines) + "\n\n"
+
+
+# ---------------------------------------------------------------- parse
+
+
+class FrameError(ValueError):
+    """An entry's framing is broken; ``line`` is 0-based within the entry's lines."""
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def parse_lines(lines: list[str]) -> Entry:
+    """Parse one entry from its lines (begin line to end line, without the separator)."""
+    if len(lines) < 3:
+        raise FrameError("entry is cut short", len(lines))
+    begin = BEGIN_RE.fullmatch(lines[0])
+    if not begin:
+        raise FrameError("bad begin line", 0)
+    header = HEADER_RE.fullmatch(lines[1])
+    if not header:
+        raise FrameError("bad header line", 1)
+    end = END_RE.fullmatch(lines[-1])
+    if not end:
+        raise FrameError("bad end line", len(lines) - 1)
+    try:
+        meta = json.loads(end.group("json"))
+    except json.JSONDecodeError as err:
+        raise FrameError(f"end line is not valid JSON: {err.msg}", len(lines) - 1) from None
+    if not isinstance(meta, dict):
+        raise FrameError("end line metadata is not an object", len(lines) - 1)
+    body_lines = lines[2:-1]
+    body: str | None
+    if not body_lines:
+        body = None
+    else:
+        if body_lines[0] != "":
+            raise FrameError("missing blank line after the header", 2)
+        body = "\n".join(unescape_body_line(line) for line in body_lines[1:])
+    entry_id = begin.group("id")
+    try:
+        ack = meta["ack"]
+        if not isinstance(ack, list) or not all(isinstance(a, str) for a in ack):
+            raise TypeError("ack")
+        seq = meta["seq"]
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            raise TypeError("seq")
+        entry = Entry(
+            id=entry_id,
+            ts=f"{header.group('date')}T{header.group('time')}Z",
+            agent=header.group("agent"),
+            channel=header.group("channel"),
+            type=header.group("type"),
+            summary=header.group("summary"),
+            body=body,
+            ack=tuple(ack),
+            seen=_opt_str(meta.get("seen")),
+            seq=seq,
+            prev=_opt_str(meta.get("prev")),
+            key=str(meta["key"]),
+            sig=str(meta["sig"]),
+            via=_opt_str(meta.get("via")),
+        )
+    except (KeyError, TypeError) as err:
+        raise FrameError(f"end line metadata is missing or has a bad field: {err}", len(lines) - 1) from None
+    if meta.get("id") != entry_id or header.group("bid") != entry_id:
+        raise FrameError("the ids of the begin line, header and end line differ", 1)
+    return entry
+
+
+def _opt_str(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def unsigned(entry: Entry) -> Entry:
+    return replace(entry, sig="")

@@ -1,0 +1,70 @@
+"""Every error nexus raises on purpose.
+
+One base class, so a caller (the CLI, the MCP server, a hook) can catch ``NexusError`` and print
+``str(err)``: each message is one line a person or a model can act on. Nothing is written when one of
+these is raised before a write starts.
+
+    NexusError
+    ├── VaultError            no vault found, not a vault, refusing to take over a folder
+    ├── InputError            bad input: names, summaries, bodies, invisible characters, sizes
+    │   └── UnsafeContentError  the safety scan blocked content headed for memory
+    ├── IdentityError         unknown agent, missing or mismatched key, not a human identity
+    ├── ConflictError         a stale edit: the file changed since the version the edit was based on
+    ├── NotFoundError         no such entry, decision, checkpoint, fact
+    ├── CapacityError         memory would pass its limit (the message lists what is there)
+    ├── IntegrityError        the vault's own files are damaged in a way that stops the operation
+    ├── BusyError             another process holds what this one needs (a second watcher)
+    └── QueryError            a search query with bad syntax
+"""
+
+from __future__ import annotations
+
+
+class NexusError(Exception):
+    """Base of every error nexus raises on purpose; ``str()`` is the message for the user."""
+
+    exit_code = 1
+
+
+class VaultError(NexusError):
+    """No vault where one was expected, or a folder nexus refuses to take over."""
+
+
+class InputError(NexusError):
+    """Input that nexus refuses: it changes nothing."""
+
+    exit_code = 2
+
+
+class UnsafeContentError(InputError):
+    """Content blocked by the safety scan (prompt injection, exfiltration, secrets…)."""
+
+
+class IdentityError(NexusError):
+    """An unknown agent, a missing private key, or a key that does not match."""
+
+
+class ConflictError(NexusError):
+    """A stale edit: the target changed since the version the edit was planned on."""
+
+    exit_code = 3
+
+
+class NotFoundError(NexusError):
+    """The thing named does not exist."""
+
+
+class CapacityError(NexusError):
+    """A bounded store would pass its limit."""
+
+
+class IntegrityError(NexusError):
+    """The vault's files are damaged in a way that stops this operation."""
+
+
+class BusyError(NexusError):
+    """Another process holds what this one needs."""
+
+
+class QueryError(InputError):
+    """A search query nexus cannot parse."""

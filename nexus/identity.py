@@ -1,0 +1,205 @@
+"""Agent and person identities: Ed25519 key pairs and identity notes.
+
+The private key lives outside the vault (``<keys home>/<vault id>/<name>.pem``, mode 0600); the public
+key and a note a person fills in live in the vault at ``agents/NAME/identity.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from . import durable
+from .errors import IdentityError, InputError
+from .records import Identity
+from .text import check_name
+from .vault import Vault
+
+KINDS = ("agent", "human")
+
+
+def key_id(raw_public: bytes) -> str:
+    return hashlib.sha256(raw_public).hexdigest()[:16]
+
+
+def private_key_path(vault: Vault, keys_home: Path, name: str) -> Path:
+    return keys_home / "keys" / vault.vault_id / f"{check_name(name)}.pem"
+
+
+@dataclass(frozen=True)
+class Signer:
+    """A loaded private key, ready to sign on behalf of ``name``."""
+
+    name: str
+    key_id: str
+    _key: Ed25519PrivateKey
+
+    def sign(self, data: bytes) -> str:
+        return base64.b64encode(self._key.sign(data)).decode("ascii")
+
+
+def _raw_public(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def load_signer(vault: Vault, keys_home: Path, name: str) -> Signer:
+    """The signer for ``name``; IdentityError if the agent is unknown or its private key is missing."""
+    check_name(name)
+    if not vault.identity_path(name).is_file():
+        raise IdentityError(f"unknown agent {name!r}: run `nexus agent add {name}` first")
+    path = private_key_path(vault, keys_home, name)
+    try:
+        pem = path.read_bytes()
+    except FileNotFoundError:
+        raise IdentityError(
+            f"no private key for {name!r} at {path} (set NEXUS_HOME to the folder that holds it)"
+        ) from None
+    key = serialization.load_pem_private_key(pem, password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise IdentityError(f"{path} is not an Ed25519 private key")
+    return Signer(name, key_id(_raw_public(key.public_key())), key)
+
+
+def verify_signature(public_key: str, signature: str, data: bytes) -> bool:
+    """True when ``signature`` (base64) is ``public_key``'s (``ed25519:<base64>``) signature of data."""
+    try:
+        raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
+        Ed25519PublicKey.from_public_bytes(raw).verify(base64.b64decode(signature, validate=True), data)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+_IDENTITY_BODY = """\
+# {name}
+
+> [!note] Identity of {article} {kind}
+> nexus signs every entry {name} writes with the key above. Fill in the sections below: every agent
+> reads them in its brief.
+
+## Role
+_What {name} is responsible for._
+
+## Priorities
+- _What matters most, in order._
+
+## Never without asking
+- _What {name} must not do before a person agrees._
+
+## Relations to the other agents
+- _Who {name} hands work to, who reviews its work._
+"""
+
+
+def add(vault: Vault, keys_home: Path, name: str, *, human: bool = False) -> Identity:
+    """Create ``name``: private key outside the vault, identity note inside. Nothing is left behind
+    on failure."""
+    check_name(name)
+    note = vault.identity_path(name)
+    if note.exists():
+        raise InputError(f"identity {name!r} already exists ({vault.rel(note)})")
+    key_path = private_key_path(vault, keys_home, name)
+    if key_path.exists():
+        raise IdentityError(f"a private key for {name!r} already exists at {key_path}; remove it first")
+    key = Ed25519PrivateKey.generate()
+    raw = _raw_public(key.public_key())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    key_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(key_path.parent, 0o700)
+    durable.create_exclusive(key_path, pem, mode=0o600)
+    kind = "human" if human else "agent"
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    identity = Identity(
+        name=name,
+        kind=kind,
+        public_key="ed25519:" + base64.b64encode(raw).decode("ascii"),
+        key_id=key_id(raw),
+        created=created,
+        path=f"agents/{name}/identity.md",
+    )
+    props = {
+        "name": name,
+        "kind": kind,
+        "public_key": identity.public_key,
+        "key_id": identity.key_id,
+        "created": created,
+        "tags": [f"nexus/{kind}"],
+    }
+    from . import notes
+
+    try:
+        note.parent.mkdir(parents=True, exist_ok=True)
+        durable.create_exclusive(
+            note,
+            notes.render(
+                props,
+                _IDENTITY_BODY.format(name=name, kind=kind, article="a" if human else "an"),
+            ).encode("utf-8"),
+        )
+    except BaseException:
+        key_path.unlink(missing_ok=True)
+        raise
+    if human and vault.human() is None:
+        _set_vault_human(vault, name)
+    return identity
+
+
+def _set_vault_human(vault: Vault, name: str) -> None:
+    from . import notes
+    from .vault import MARKER
+
+    props, body = notes.read(vault.root / MARKER, vault.root)
+    props["human"] = name
+    notes.write(vault.root / MARKER, props, body)
+
+
+def load(vault: Vault, name: str) -> Identity:
+    from . import notes
+
+    path = vault.identity_path(check_name(name))
+    if not path.is_file():
+        raise IdentityError(f"unknown agent {name!r}")
+    props, _ = notes.read(path, vault.root)
+    try:
+        return Identity(
+            name=str(props["name"]),
+            kind=str(props.get("kind", "agent")),
+            public_key=str(props["public_key"]),
+            key_id=str(props["key_id"]),
+            created=str(props.get("created", "")),
+            path=vault.rel(path),
+        )
+    except KeyError as err:
+        raise IdentityError(f"{vault.rel(path)} lacks the property {err}") from None
+
+
+def all_identities(vault: Vault) -> dict[str, Identity]:
+    """Every identity in the vault, by name (folders whose name is not a valid name are skipped)."""
+    out: dict[str, Identity] = {}
+    if not vault.agents_dir.is_dir():
+        return out
+    for child in sorted(vault.agents_dir.iterdir()):
+        if (child / "identity.md").is_file():
+            try:
+                out[child.name] = load(vault, child.name)
+            except (InputError, IdentityError):
+                continue
+    return out
+
+
+def identity_text(vault: Vault, name: str) -> str:
+    """The identity note's body (what a person wrote about the agent)."""
+    from . import notes
+
+    _, body = notes.read(vault.identity_path(check_name(name)), vault.root)
+    return body

@@ -1,0 +1,79 @@
+"""Markdown notes with frontmatter properties: read safely, write atomically.
+
+Properties are YAML, parsed with a safe loader that refuses anchors and aliases (so a "billion laughs"
+YAML bomb is an error, not a hang) and bounded in size. Writing renders block-style YAML that Obsidian's
+property editor shows as properties.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import yaml
+
+from . import durable
+from .errors import InputError
+
+MAX_NOTE_BYTES = 1024 * 1024
+MAX_FRONTMATTER_BYTES = 64 * 1024
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """A safe loader that refuses anchors/aliases (YAML bombs) outright."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.constructor.ConstructorError(
+                None, None, "YAML aliases are not allowed in nexus notes", event.start_mark
+            )
+        event = self.peek_event()
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, "YAML anchors are not allowed in nexus notes", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+class _Handler(frontmatter.YAMLHandler):  # type: ignore[misc]
+    def load(self, fm: str, **kwargs: Any) -> Any:
+        if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
+            raise InputError(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES} bytes")
+        return yaml.load(fm, Loader=_NoAliasLoader)  # noqa: S506 - safe loader subclass
+
+
+def parse(text: str, source: str = "note") -> tuple[dict[str, Any], str]:
+    """Split a note's text into (properties, body). Bad YAML raises InputError naming ``source``."""
+    if len(text.encode("utf-8")) > MAX_NOTE_BYTES:
+        raise InputError(f"{source} is larger than {MAX_NOTE_BYTES} bytes")
+    try:
+        post = frontmatter.loads(text, handler=_Handler())
+    except InputError:
+        raise
+    except yaml.YAMLError as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise InputError(f"{source}: invalid frontmatter: {first}") from None
+    props = post.metadata
+    if not isinstance(props, dict):
+        raise InputError(f"{source}: frontmatter is not a set of properties")
+    return dict(props), str(post.content)
+
+
+def read(path: Path, vault_root: Path | None = None) -> tuple[dict[str, Any], str]:
+    source = str(path.relative_to(vault_root)) if vault_root else str(path)
+    return parse(path.read_text(encoding="utf-8"), source)
+
+
+def render(props: dict[str, Any], body: str) -> str:
+    """A note's text: YAML frontmatter block, then the body (ending with a newline)."""
+    fm = yaml.safe_dump(props, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+    body = body if body.endswith("\n") else body + "\n"
+    return f"---\n{fm}---\n{body}"
+
+
+def write(path: Path, props: dict[str, Any], body: str) -> None:
+    """Replace the note atomically and durably."""
+    durable.replace(path, render(props, body).encode("utf-8"))

@@ -1,0 +1,112 @@
+"""Pure value types shared by every module: frozen dataclasses, no I/O.
+
+Each record kind written to the vault is described in ``vault_template/NEXUS-FORMAT.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One signed entry of the live-context log.
+
+    ``seq`` and ``prev`` chain an agent's entries (one chain per agent); ``seen`` is the id of the last
+    entry its author had read when writing it; ``key`` identifies the public key that signs it; ``via``
+    names the process that signed on a person's behalf (``"watcher"``), or is ``None``.
+    """
+
+    id: str
+    ts: str
+    agent: str
+    channel: str
+    type: str
+    summary: str
+    body: str | None
+    ack: tuple[str, ...]
+    seen: str | None
+    seq: int
+    prev: str | None
+    key: str
+    sig: str = ""
+    via: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ack"] = list(self.ack)
+        return data
+
+
+@dataclass(frozen=True)
+class Located:
+    """An entry and where it stands: segment file (vault-relative), 1-based line range, byte range."""
+
+    entry: Entry
+    file: str
+    line_start: int
+    line_end: int
+    offset: int
+    end_offset: int
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.entry.to_json()
+        data.update(
+            file=self.file, line_start=self.line_start, line_end=self.line_end, link=self.link
+        )
+        return data
+
+    @property
+    def link(self) -> str:
+        """Obsidian wikilink to the entry's block."""
+        note = self.file[:-3] if self.file.endswith(".md") else self.file
+        return f"[[{note}#^{self.entry.id}]]"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing ``verify`` found wrong."""
+
+    kind: str  # torn-tail, framing, stray-text, edited, forged, unknown-agent, key-mismatch, missing,
+    #            reordered, duplicate, history-edit, ...
+    file: str
+    line: int
+    message: str
+    entry_id: str | None = None
+    agent: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        who = f" {self.entry_id}" if self.entry_id else ""
+        return f"{self.file}:{self.line}: {self.kind}{who}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """An agent or a person, as its identity note declares it."""
+
+    name: str
+    kind: str  # "agent" or "human"
+    public_key: str  # "ed25519:<base64>"
+    key_id: str  # first 16 hex digits of sha256(raw public key)
+    created: str
+    path: str  # vault-relative path of the identity note
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What ``log.append`` acknowledges once the entry is durable."""
+
+    located: Located
+    quarantined: tuple[str, ...] = field(default=())  # torn tails moved aside during this append
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.located.to_json()
+        data["quarantined"] = list(self.quarantined)
+        return data

@@ -1,0 +1,164 @@
+"""Scanning a log segment's bytes into entries, stray text, broken framing and a torn tail.
+
+A scan never raises on bad bytes: whatever it cannot read becomes a finding, so a reader survives any
+truncation or hand edit. It is pure (bytes in, findings out); callers do the I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import entries
+from .entries import BEGIN_PREFIX, BEGIN_RE, END_PREFIX, FrameError
+from .records import Located
+
+SEGMENT_MARKER_PREFIX = "%% nexus:segment "
+
+
+def preamble(segment: str) -> str:
+    """The text a new segment file starts with."""
+    return (
+        "---\n"
+        f"segment: \"{segment}\"\n"
+        "tags:\n  - nexus/log\n"
+        "cssclasses:\n  - nexus-log\n"
+        "---\n"
+        f"# Live context — {segment}\n\n"
+        "> [!info] Append-only, signed by its authors\n"
+        "> Agents append here with `nexus log append`; never edit an entry. A person may write a note\n"
+        "> at the very end of this file, below the last entry: `nexus watch` signs it as an entry of\n"
+        "> the vault's human identity. Format: [[NEXUS-FORMAT]].\n\n"
+        f"{SEGMENT_MARKER_PREFIX}{segment} %%\n\n"
+    )
+
+
+@dataclass(frozen=True)
+class Stray:
+    """Lines outside any entry (a person's text, or damage)."""
+
+    line_start: int
+    line_end: int
+    offset: int
+    end_offset: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Broken:
+    """An entry whose framing or fields cannot be read."""
+
+    line: int
+    offset: int
+    end_offset: int
+    message: str
+    entry_id: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Torn:
+    """Incomplete bytes at the end of a segment (a writer died mid-write, or a writer is mid-write)."""
+
+    offset: int
+    line: int
+    size: int
+
+
+@dataclass
+class Scan:
+    entries: list[Located] = field(default_factory=list)
+    stray: list[Stray] = field(default_factory=list)
+    broken: list[Broken] = field(default_factory=list)
+    torn: Torn | None = None
+    end_offset: int = 0  # where complete content ends (the start of a torn tail, or the data's end)
+    end_line: int = 1  # the 1-based number of the line that starts at end_offset
+
+
+def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
+    """Scan ``data``, the bytes of segment ``file`` from byte ``offset`` (which starts line ``line``).
+
+    When ``offset`` is 0 everything before the segment marker line (or the first entry) is preamble.
+    """
+    result = Scan(end_offset=offset, end_line=line)
+    raw_lines = data.split(b"\n")
+    partial = raw_lines.pop()  # bytes after the last newline (b"" when data ends with one)
+    pos = offset
+    line_no = line
+    in_preamble = offset == 0
+    cur: list[str] | None = None  # lines of the entry being read
+    cur_start = (0, 0)  # (offset, line)
+    stray: list[tuple[int, int, str]] = []  # (offset, line, text) of consecutive stray lines
+
+    def flush_stray(end_offset: int) -> None:
+        if stray:
+            text = "\n".join(s[2] for s in stray)
+            result.stray.append(Stray(stray[0][1], stray[-1][1], stray[0][0], end_offset, text))
+            stray.clear()
+
+    for raw in raw_lines:
+        next_pos = pos + len(raw) + 1
+        # Invalid UTF-8 becomes U+FFFD: the entry's signature then fails and verify names it.
+        text = raw.decode("utf-8", errors="replace")
+        if in_preamble:
+            if text.startswith(SEGMENT_MARKER_PREFIX):
+                in_preamble = False
+                pos, line_no = next_pos, line_no + 1
+                continue
+            if not text.startswith(BEGIN_PREFIX):
+                pos, line_no = next_pos, line_no + 1
+                continue
+            in_preamble = False
+        if cur is None:
+            if BEGIN_RE.fullmatch(text):
+                flush_stray(pos)
+                cur, cur_start = [text], (pos, line_no)
+            elif text.strip() == "":
+                flush_stray(pos)
+            else:
+                stray.append((pos, line_no, text))
+        elif text.startswith(BEGIN_PREFIX):
+            # a new entry starts before the previous one ended
+            _broken(result, cur, cur_start, pos, "entry has no end line")
+            cur, cur_start = [text], (pos, line_no)
+        else:
+            cur.append(text)
+            if text.startswith(END_PREFIX):
+                _finish(result, cur, cur_start, next_pos, line_no, file)
+                cur = None
+        pos, line_no = next_pos, line_no + 1
+
+    if cur is not None:
+        result.torn = Torn(cur_start[0], cur_start[1], offset + len(data) - cur_start[0])
+        result.end_offset, result.end_line = cur_start
+        stray.clear()
+    elif partial:
+        if partial.startswith(b"%%") or (stray and stray[-1][2].startswith("%%")):
+            result.torn = Torn(pos, line_no, len(partial))
+            flush_stray(pos)
+            result.end_offset, result.end_line = pos, line_no
+        else:  # a person's text without a final newline: reported, not consumed
+            stray.append((pos, line_no, partial.decode("utf-8", errors="replace")))
+            flush_stray(pos + len(partial))
+            result.end_offset, result.end_line = pos, line_no
+    else:
+        flush_stray(pos)
+        result.end_offset, result.end_line = pos, line_no
+    return result
+
+
+def _finish(
+    result: Scan, lines: list[str], start: tuple[int, int], end: int, last_line: int, file: str
+) -> None:
+    try:
+        entry = entries.parse_lines(lines)
+    except FrameError as err:
+        _broken(result, lines, start, end, str(err))
+        return
+    result.entries.append(Located(entry, file, start[1], last_line, start[0], end))
+
+
+def _broken(result: Scan, lines: list[str], start: tuple[int, int], end: int, message: str) -> None:
+    match = BEGIN_RE.fullmatch(lines[0]) if lines else None
+    result.broken.append(
+        Broken(start[1], start[0], end, message, match.group("id") if match else None, "\n".join(lines))
+    )

@@ -1,0 +1,90 @@
+"""Settings, resolved in one visible order: argument, ``NEXUS_*`` environment, vault config, default.
+
+The vault config is the frontmatter of the vault's ``nexus.md`` note (Markdown stays canonical). Only
+entry points (``cli.py``, ``mcp_server.py``, hooks) call :func:`resolve`; library functions take plain
+parameters.
+
+| setting                  | argument        | environment                    | nexus.md property          | default |
+|--------------------------|-----------------|--------------------------------|----------------------------|---------|
+| vault                    | ``--vault``     | ``NEXUS_VAULT``                | –  (walk up from cwd)      | –       |
+| key folder               | –               | ``NEXUS_HOME``                 | –                          | per-user config dir |
+| brief budget (chars)     | ``--max-chars`` | ``NEXUS_BRIEF_MAX_CHARS``      | ``brief_max_chars``        | 10000   |
+| types that need an ack   | –               | ``NEXUS_ACK_TYPES`` (commas)   | ``ack_types``              | correction, decision, handoff, question |
+| race window (seconds)    | –               | ``NEXUS_RACE_WINDOW``          | ``race_window_seconds``    | 60      |
+| stale checkpoint (min)   | –               | ``NEXUS_STALE_MINUTES``        | ``stale_checkpoint_minutes`` | 30    |
+| memory limit (chars)     | –               | ``NEXUS_MEMORY_CHARS``         | ``memory_chars``           | 2200    |
+| user profile limit       | –               | ``NEXUS_USER_CHARS``           | ``user_chars``             | 1375    |
+| sweep age (days)         | ``--older-than``| ``NEXUS_SWEEP_DAYS``           | ``sweep_days``             | 7       |
+| watcher rescan (seconds) | ``--rescan``    | ``NEXUS_RESCAN_SECONDS``       | ``rescan_seconds``         | 5       |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_ACK_TYPES = ("correction", "decision", "handoff", "question")
+
+
+@dataclass(frozen=True)
+class Settings:
+    brief_max_chars: int = 10_000
+    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES
+    race_window_seconds: int = 60
+    stale_checkpoint_minutes: int = 30
+    memory_chars: int = 2_200
+    user_chars: int = 1_375
+    sweep_days: int = 7
+    rescan_seconds: float = 5.0
+
+
+_ENV = {
+    "brief_max_chars": "NEXUS_BRIEF_MAX_CHARS",
+    "ack_types": "NEXUS_ACK_TYPES",
+    "race_window_seconds": "NEXUS_RACE_WINDOW",
+    "stale_checkpoint_minutes": "NEXUS_STALE_MINUTES",
+    "memory_chars": "NEXUS_MEMORY_CHARS",
+    "user_chars": "NEXUS_USER_CHARS",
+    "sweep_days": "NEXUS_SWEEP_DAYS",
+    "rescan_seconds": "NEXUS_RESCAN_SECONDS",
+}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    default = getattr(Settings(), name)
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        return tuple(str(v) for v in value)
+    return type(default)(value)
+
+
+def resolve(
+    args: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    vault_config: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Each setting from the first of: argument, environment, vault config, default."""
+    args = args or {}
+    env = os.environ if env is None else env
+    vault_config = vault_config or {}
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        for source in (args.get(f.name), env.get(_ENV[f.name]), vault_config.get(f.name)):
+            if source is not None:
+                values[f.name] = _coerce(f.name, source)
+                break
+    return Settings(**values)
+
+
+def keys_home(env: Mapping[str, str] | None = None) -> Path:
+    """Where private keys live: ``NEXUS_HOME`` or the per-user config folder (never in a vault)."""
+    env = os.environ if env is None else env
+    if env.get("NEXUS_HOME"):
+        return Path(env["NEXUS_HOME"]).expanduser()
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("nexus", appauthor=False))

@@ -1,0 +1,78 @@
+"""Shared fixtures: a fresh vault with agents, and a runner for real `nexus` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nexus import identity, log
+from nexus.identity import Signer
+from nexus.vault import Vault, init
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@dataclass
+class Env:
+    """A vault, the folder holding its private keys, and helpers to act in it."""
+
+    vault: Vault
+    keys_home: Path
+
+    @property
+    def environ(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(NEXUS_VAULT=str(self.vault.root), NEXUS_HOME=str(self.keys_home))
+        env.pop("NO_COLOR", None)
+        return env
+
+    def run(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60) -> Run:
+        """Run `python -m nexus ARGS` as a real process against this vault."""
+        proc = subprocess.run(
+            [sys.executable, "-W", "error", "-m", "nexus", *args],
+            input=input, capture_output=True, text=True, env=self.environ, timeout=timeout,
+            cwd=str(self.vault.root),
+        )
+        result = Run(proc.returncode, proc.stdout, proc.stderr)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"nexus {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        return result
+
+    def signer(self, name: str) -> Signer:
+        return identity.load_signer(self.vault, self.keys_home, name)
+
+    def append(self, agent: str, summary: str = "hello", **kw: Any) -> Any:
+        kw.setdefault("channel", "general")
+        kw.setdefault("type", "note")
+        return log.append(self.vault, self.signer(agent), summary=summary, **kw)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    """A fresh vault with agents ella and lyra and the human sam."""
+    keys = tmp_path / "keys-home"
+    monkeypatch.setenv("NEXUS_HOME", str(keys))
+    vault, _ = init(tmp_path / "vault")
+    monkeypatch.setenv("NEXUS_VAULT", str(vault.root))
+    for name in ("ella", "lyra"):
+        identity.add(vault, keys, name)
+    identity.add(vault, keys, "sam", human=True)
+    yield Env(vault, keys)
