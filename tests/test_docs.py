@@ -1,0 +1,40 @@
+"""Every CLI command is documented: help text, an example in its help, and a section in docs/cli.md."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+
+from nexus.cli import build_parser
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                full = f"{prefix} {name}".strip()
+                if sub.get_default("handler") is not None:
+                    yield full, sub
+                yield from _commands(sub, full)
+
+
+def test_there_are_commands() -> None:
+    names = [name for name, _ in _commands(build_parser())]
+    assert {"init", "agent add", "log append", "log read", "verify"} <= set(names)
+
+
+def test_every_command_has_help_and_an_example() -> None:
+    for name, sub in _commands(build_parser()):
+        assert sub.description, f"`nexus {name}` has no description"
+        assert sub.epilog and "example" in sub.epilog and "nexus " in sub.epilog, (
+            f"`nexus {name}` has no example in its help"
+        )
+
+
+def test_every_command_has_a_section_in_docs_cli_md() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    missing = [name for name, _ in _commands(build_parser()) if f"## nexus {name}\n" not in text]
+    assert not missing, f"commands not documented in docs/cli.md: {missing}"
