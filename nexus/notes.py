@@ -25,11 +25,11 @@ class _NoAliasLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.constructor.ConstructorError(
                 None, None, "YAML aliases are not allowed in nexus notes", event.start_mark
             )
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         anchor = getattr(event, "anchor", None)
         if anchor is not None:
             raise yaml.constructor.ConstructorError(
@@ -38,11 +38,11 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-class _Handler(frontmatter.YAMLHandler):  # type: ignore[misc]
+class _Handler(frontmatter.YAMLHandler):  # type: ignore[misc,name-defined]
     def load(self, fm: str, **kwargs: Any) -> Any:
         if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
             raise InputError(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES} bytes")
-        return yaml.load(fm, Loader=_NoAliasLoader)  # noqa: S506 - safe loader subclass
+        return yaml.load(fm, Loader=_NoAliasLoader)  # a SafeLoader subclass
 
 
 def parse(text: str, source: str = "note") -> tuple[dict[str, Any], str]:

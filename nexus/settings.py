@@ -4,18 +4,19 @@ The vault config is the frontmatter of the vault's ``nexus.md`` note (Markdown s
 entry points (``cli.py``, ``mcp_server.py``, hooks) call :func:`resolve`; library functions take plain
 parameters.
 
-| setting                  | argument        | environment                    | nexus.md property          | default |
-|--------------------------|-----------------|--------------------------------|----------------------------|---------|
-| vault                    | ``--vault``     | ``NEXUS_VAULT``                | –  (walk up from cwd)      | –       |
-| key folder               | –               | ``NEXUS_HOME``                 | –                          | per-user config dir |
-| brief budget (chars)     | ``--max-chars`` | ``NEXUS_BRIEF_MAX_CHARS``      | ``brief_max_chars``        | 10000   |
-| types that need an ack   | –               | ``NEXUS_ACK_TYPES`` (commas)   | ``ack_types``              | correction, decision, handoff, question |
-| race window (seconds)    | –               | ``NEXUS_RACE_WINDOW``          | ``race_window_seconds``    | 60      |
-| stale checkpoint (min)   | –               | ``NEXUS_STALE_MINUTES``        | ``stale_checkpoint_minutes`` | 30    |
-| memory limit (chars)     | –               | ``NEXUS_MEMORY_CHARS``         | ``memory_chars``           | 2200    |
-| user profile limit       | –               | ``NEXUS_USER_CHARS``           | ``user_chars``             | 1375    |
-| sweep age (days)         | ``--older-than``| ``NEXUS_SWEEP_DAYS``           | ``sweep_days``             | 7       |
-| watcher rescan (seconds) | ``--rescan``    | ``NEXUS_RESCAN_SECONDS``       | ``rescan_seconds``         | 5       |
+Settings (argument / environment / ``nexus.md`` property, default):
+
+- vault: ``--vault`` / ``NEXUS_VAULT`` / – (else walk up from the current folder)
+- key folder: – / ``NEXUS_HOME`` / – , default the per-user config folder
+- brief budget in characters: ``--max-chars`` / ``NEXUS_BRIEF_MAX_CHARS`` / ``brief_max_chars``, 10000
+- types that need an ack: – / ``NEXUS_ACK_TYPES`` (commas) / ``ack_types``,
+  correction, decision, handoff, question
+- race window in seconds: – / ``NEXUS_RACE_WINDOW`` / ``race_window_seconds``, 60
+- stale checkpoint in minutes: – / ``NEXUS_STALE_MINUTES`` / ``stale_checkpoint_minutes``, 30
+- memory limit in characters: – / ``NEXUS_MEMORY_CHARS`` / ``memory_chars``, 2200
+- user profile limit: – / ``NEXUS_USER_CHARS`` / ``user_chars``, 1375
+- sweep age in days: ``--older-than`` / ``NEXUS_SWEEP_DAYS`` / ``sweep_days``, 7
+- watcher rescan in seconds: ``--rescan`` / ``NEXUS_RESCAN_SECONDS`` / ``rescan_seconds``, 5
 """
 
 from __future__ import annotations
