@@ -19,15 +19,17 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import durable, entries, segments
 from .errors import IntegrityError
-from .identity import Signer
 from .locks import exclusive
 from .records import AppendResult, Entry, Located
 from .text import check_body, check_line, check_name, check_token
 from .vault import Vault
+
+if TYPE_CHECKING:
+    from .identity import Signer
 
 TAIL_FILE = "tail.json"
 
