@@ -110,3 +110,32 @@ class AppendResult:
         data = self.located.to_json()
         data["quarantined"] = list(self.quarantined)
         return data
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """An agent's working context (``agents/NAME/checkpoint.md``); ``seq`` counts its versions."""
+
+    agent: str
+    task: str
+    step: str
+    next: str
+    status: str  # in-progress, blocked, done
+    files: tuple[str, ...]
+    notes: str
+    saved: str  # UTC, 2026-11-30T04:41:07Z
+    seq: int
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["files"] = list(self.files)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Checkpoint:
+        return cls(
+            agent=str(data["agent"]), task=str(data["task"]), step=str(data["step"]),
+            next=str(data["next"]), status=str(data["status"]),
+            files=tuple(str(f) for f in data.get("files") or ()), notes=str(data.get("notes") or ""),
+            saved=str(data["saved"]), seq=int(data["seq"]),
+        )
