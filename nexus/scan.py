@@ -108,11 +108,11 @@ def findings(text: str, vault_root: Path | None = None) -> list[Finding]:
         found.append(Finding("too-large-to-scan", "prompt-injection",
                              f"more than {MAX_SCAN_CHARS:,} characters cannot be scanned", text[:40]))
         text = text[:MAX_SCAN_CHARS]
-    for m in INVISIBLE_RE.finditer(text):
-        found.append(Finding(f"invisible-{describe_char(m.group())}", "invisible-unicode",
+    inv = INVISIBLE_RE.search(text)
+    if inv:
+        found.append(Finding(f"invisible-{describe_char(inv.group())}", "invisible-unicode",
                              "an invisible or bidirectional-control character",
-                             _excerpt(text, m.start(), m.end())))
-        break
+                             _excerpt(text, inv.start(), inv.end())))
     folded = unicodedata.normalize("NFKC", text)
     for rule in rules(vault_root):
         m = rule.regex.search(folded)
