@@ -12,6 +12,7 @@ these is raised before a write starts.
     ├── ConflictError         a stale edit: the file changed since the version the edit was based on
     ├── NotFoundError         no such entry, decision, checkpoint, fact
     ├── CapacityError         memory would pass its limit (the message lists what is there)
+    │   └── MemoryFullError     an add/replace over MEMORY.md/USER.md's limit (carries entries, usage)
     ├── IntegrityError        the vault's own files are damaged in a way that stops the operation
     ├── BusyError             another process holds what this one needs (a second watcher)
     └── QueryError            a search query with bad syntax
@@ -56,6 +57,15 @@ class NotFoundError(NexusError):
 
 class CapacityError(NexusError):
     """A bounded store would pass its limit."""
+
+
+class MemoryFullError(CapacityError):
+    """MEMORY.md or USER.md would pass its limit; ``entries`` and ``usage`` say what is there."""
+
+    def __init__(self, message: str, entries: tuple[str, ...] = (), usage: str = "") -> None:
+        super().__init__(message)
+        self.entries = entries
+        self.usage = usage
 
 
 class IntegrityError(NexusError):
