@@ -10,6 +10,7 @@ these is raised before a write starts.
     │   └── UnsafeContentError  the safety scan blocked content headed for memory
     ├── IdentityError         unknown agent, missing or mismatched key, not a human identity
     ├── ConflictError         a stale edit: the file changed since the version the edit was based on
+    │   └── StaleEditError      a stale `state set`: carries the current version and a diff
     ├── NotFoundError         no such entry, decision, checkpoint, fact
     ├── CapacityError         memory would pass its limit (the message lists what is there)
     │   └── MemoryFullError     an add/replace over MEMORY.md/USER.md's limit (carries entries, usage)
@@ -49,6 +50,15 @@ class ConflictError(NexusError):
     """A stale edit: the target changed since the version the edit was planned on."""
 
     exit_code = 3
+
+
+class StaleEditError(ConflictError):
+    """A stale edit of the project state; ``current`` is the version now, ``diff`` what changed since."""
+
+    def __init__(self, message: str, current: int, diff: str) -> None:
+        super().__init__(message)
+        self.current = current
+        self.diff = diff
 
 
 class NotFoundError(NexusError):

@@ -1,0 +1,358 @@
+"""The decision register: each decision a signed note that is never edited, only superseded.
+
+* ``decisions/D-0007-slug.md`` – one note per decision (properties + Decision / Rationale /
+  Alternatives / Sources sections), signed by its author over its canonical fields and body.
+* ``Decisions.md`` – the register a person reads: every decision, active first, with links.
+* a ``decision`` entry in the live log for each one (agents must acknowledge it).
+
+Ids are allocated under an exclusive lock and each note is created with ``O_EXCL``, so concurrent
+agents never share an id. Superseding flips the old note's ``status`` to ``superseded`` and names its
+successor: the only change a decision note ever gets, signed by the superseding author (and logged by
+the new decision's entry). ``check_notes`` (called by ``verify``) catches any other edit.
+
+Hot paths (the brief) read ``.nexus/cache/decisions.json``, keyed by the folder listing's names,
+mtimes and sizes, so a brief never parses every note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from . import durable, properties
+from .errors import InputError, NotFoundError
+from .locks import exclusive
+from .records import Decision, Problem
+from .text import check_body, check_line
+from .vault import Vault
+
+SIGN_CONTEXT = b"nexus/decision/v1\n"
+STATUS_CONTEXT = b"nexus/decision-status/v1\n"
+REGISTER = "Decisions.md"
+ID_RE = re.compile(r"D-(\d{4,})")
+NOTE_RE = re.compile(r"(D-\d{4,})-[a-z0-9-]*\.md")
+SUPERSEDED_MARK = "%% nexus:superseded %%"
+CACHE = "decisions.json"
+_SECTIONS = ("Decision", "Rationale", "Alternatives", "Sources")
+
+
+def folder(vault: Vault) -> Path:
+    return vault.root / "decisions"
+
+
+def slug(title: str) -> str:
+    words = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return (words[:40].rstrip("-") or "decision")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# ------------------------------------------------------------------ canonical forms and signatures
+
+
+def _canonical(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def signed_body(body: str) -> str:
+    """The part of the body the author's signature covers: everything before the superseded notice."""
+    cut = body.find(SUPERSEDED_MARK)
+    return (body if cut < 0 else body[:cut]).rstrip()
+
+
+def decision_bytes(props: dict[str, Any], body: str) -> bytes:
+    """What the author signs: id, title, author, date, supersedes, refs and the body's hash."""
+    data = {k: props.get(k) for k in ("id", "title", "author", "date", "supersedes", "refs")}
+    data["v"] = 1
+    data["body_sha256"] = hashlib.sha256(signed_body(body).encode("utf-8")).hexdigest()
+    return SIGN_CONTEXT + _canonical(data)
+
+
+def status_bytes(props: dict[str, Any]) -> bytes:
+    """What the superseding author signs when flipping a decision to ``superseded``."""
+    data = {k: props.get(k) for k in ("id", "status", "superseded_by", "superseded_at")}
+    data["v"] = 1
+    return STATUS_CONTEXT + _canonical(data)
+
+
+# ------------------------------------------------------------------ rendering and reading
+
+
+def _body(did: str, title: str, decision: str, rationale: str, alternatives: str | None,
+          sources: list[str]) -> str:
+    lines = [f"# {did} · {title}", "", "## Decision", "", decision.strip(), "", "## Rationale", "",
+             rationale.strip(), "", "## Alternatives", "", (alternatives or "_None recorded._").strip(),
+             "", "## Sources", ""]
+    lines += sources or ["_None._"]
+    return "\n".join(lines) + "\n"
+
+
+def _superseded_tail(by_note: str, by_id: str, at: str, who: str) -> str:
+    return (f"\n\n{SUPERSEDED_MARK}\n> [!warning] Superseded\n> Replaced by [[{by_note}|{by_id}]] on "
+            f"{at.replace('T', ' ')} ({who}). Kept for the record; do not follow it.\n")
+
+
+def _section(body: str, name: str) -> str:
+    m = re.search(rf"^## {name}\n(.*?)(?=^## |\Z)", signed_body(body) + "\n", re.S | re.M)
+    return m.group(1).strip() if m else ""
+
+
+def _record(vault: Vault, path: Path, props: dict[str, Any], body: str) -> Decision:
+    return Decision(
+        id=str(props["id"]), title=str(props["title"]), status=str(props.get("status", "active")),
+        author=str(props["author"]), date=str(props["date"]),
+        decision=_section(body, "Decision"), rationale=_section(body, "Rationale"),
+        alternatives=_section(body, "Alternatives"),
+        supersedes=_opt(props.get("supersedes")), superseded_by=_opt(props.get("superseded_by")),
+        refs=tuple(str(r) for r in props.get("refs") or ()), entry=_opt(props.get("entry")),
+        path=vault.rel(path),
+    )
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _read(vault: Vault, path: Path) -> tuple[dict[str, Any], str]:
+    return properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
+
+
+def note_files(vault: Vault) -> list[Path]:
+    try:
+        names = os.listdir(folder(vault))
+    except FileNotFoundError:
+        return []
+    return sorted(folder(vault) / n for n in names if NOTE_RE.fullmatch(n))
+
+
+def _stamp(vault: Vault) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    try:
+        with os.scandir(folder(vault)) as it:
+            for d in it:
+                if NOTE_RE.fullmatch(d.name):
+                    st = d.stat()
+                    out.append([d.name, st.st_mtime_ns, st.st_size])
+    except FileNotFoundError:
+        pass
+    return sorted(out)
+
+
+def all_decisions(vault: Vault) -> list[Decision]:
+    """Every decision, oldest first, from the derived cache when the folder has not changed."""
+    stamp = _stamp(vault)
+    cache = vault.state / "cache" / CACHE
+    try:
+        cached = json.loads(cache.read_bytes())
+        if cached.get("stamp") == stamp:
+            return [Decision.from_json(d) for d in cached["decisions"]]
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        pass
+    out = []
+    for path in note_files(vault):
+        try:
+            props, body = _read(vault, path)
+            out.append(_record(vault, path, props, body))
+        except (InputError, KeyError, TypeError, ValueError, OSError):
+            continue  # verify names a damaged note; the register skips it
+    durable.replace(cache, json.dumps({"stamp": stamp, "decisions": [d.to_json() for d in out]},
+                                      ensure_ascii=False).encode(), durable=False)
+    return out
+
+
+def active(vault: Vault) -> list[Decision]:
+    return [d for d in all_decisions(vault) if d.status == "active"]
+
+
+def find(vault: Vault, did: str) -> Decision:
+    for d in all_decisions(vault):
+        if d.id == did:
+            return d
+    raise NotFoundError(f"no decision {did} (see `nexus decisions --all`)")
+
+
+def one_line(d: Decision, limit: int = 160) -> str:
+    first = " ".join(d.decision.split())
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def brief_lines(vault: Vault) -> list[str]:
+    """What every brief shows: each active decision, title and one line (cached; no YAML)."""
+    return [f"- {d.id} {d.title} — {one_line(d)} ({d.link})" for d in active(vault)]
+
+
+# ------------------------------------------------------------------ deciding
+
+
+def decide(
+    vault: Vault, signer: Any, *, title: str, decision: str, rationale: str,
+    alternatives: str | None = None, supersedes: str | None = None, refs: tuple[str, ...] = (),
+) -> Decision:
+    """Record a decision (note + signed log entry); flip the one it supersedes. Returns the new one."""
+    from . import entries, log
+
+    title = check_line(title, "title")
+    texts = {}
+    for label, value in (("decision", decision), ("rationale", rationale), ("alternatives", alternatives)):
+        clean = check_body(value, 16 * 1024)
+        if clean is None and label != "alternatives":
+            raise InputError(f"{label} is empty")
+        if clean is not None and ("%% nexus:" in clean or re.search(r"^## ", clean, re.M)):
+            raise InputError(f"{label} must not contain '%% nexus:' or a line starting with '## '")
+        texts[label] = clean
+    if supersedes is not None and not ID_RE.fullmatch(supersedes):
+        raise InputError(f"--supersedes {supersedes!r} is not a decision id like D-0007")
+    for ref in refs:
+        if not entries.ID_RE.fullmatch(ref):
+            raise InputError(f"--ref {ref!r} is not an entry id (26 characters, as printed by append)")
+    folder(vault).mkdir(exist_ok=True)
+    with exclusive(vault.lock("decisions")):
+        old_path: Path | None = None
+        old_props: dict[str, Any] = {}
+        old_body = ""
+        if supersedes is not None:
+            old_path = next((p for p in note_files(vault) if p.name.startswith(supersedes + "-")), None)
+            if old_path is None:
+                raise NotFoundError(f"no decision {supersedes} to supersede")
+            old_props, old_body = _read(vault, old_path)
+            if old_props.get("status") != "active":
+                raise InputError(f"{supersedes} is already {old_props.get('status')}; supersede "
+                                 f"{old_props.get('superseded_by') or 'its successor'} instead")
+        numbers = [int(m.group(1)[2:]) for p in note_files(vault) if (m := NOTE_RE.fullmatch(p.name))]
+        did = f"D-{(max(numbers) + 1 if numbers else 1):04d}"
+        path = folder(vault) / f"{did}-{slug(title)}.md"
+        note = f"decisions/{path.stem}"
+        sources = [f"- {_entry_link(vault, r)}" for r in refs]
+        if old_path is not None:
+            sources.append(f"- Supersedes [[decisions/{old_path.stem}|{supersedes}]]")
+        body = _body(did, title, texts["decision"] or "", texts["rationale"] or "", texts["alternatives"],
+                     sources)
+        props: dict[str, Any] = {
+            "id": did, "title": title, "status": "active", "author": signer.name, "date": _now(),
+            "supersedes": supersedes, "superseded_by": None, "refs": list(refs), "entry": None,
+        }
+        props["key"] = signer.key_id
+        props["sig"] = signer.sign(decision_bytes(props, body))
+        props["tags"] = ["nexus/decision"]
+        props["aliases"] = [did]
+        durable.create_exclusive(path, properties.render(props, body).encode("utf-8"))
+        summary = f"{did}: {title}" + (f" (supersedes {supersedes})" if supersedes else "")
+        entry_body = f"{one_line(_record(vault, path, props, body), 400)}\n\nDecision note: [[{note}|{did}]]"
+        if supersedes:
+            entry_body += f"\nSupersedes [[decisions/{old_path.stem}|{supersedes}]]" if old_path else ""
+        located = log.append(vault, signer, channel="decisions", type="decision", summary=summary[:200],
+                             body=entry_body, ack=tuple(refs)).located
+        props["entry"] = located.entry.id
+        durable.replace(path, properties.render(props, body).encode("utf-8"))
+        if old_path is not None:
+            at = _now()
+            old_props.update(status="superseded", superseded_by=did, superseded_at=at)
+            old_props["superseded_key"] = signer.key_id
+            old_props["superseded_sig"] = signer.sign(status_bytes(old_props))
+            old_body = signed_body(old_body) + _superseded_tail(note, did, at, signer.name)
+            durable.replace(old_path, properties.render(old_props, old_body).encode("utf-8"))
+        write_register(vault)
+    return _record(vault, path, props, body)
+
+
+def _entry_link(vault: Vault, entry_id: str) -> str:
+    from . import entries
+
+    name = entries.segment_name(entries.utc_ts(entries.decode_id_ms(entry_id)))
+    return f"[[log/{name}#^{entry_id}]]"
+
+
+def write_register(vault: Vault) -> Path:
+    """Rewrite ``Decisions.md`` from the decision notes (callers hold the decisions lock)."""
+    decisions = all_decisions(vault)
+    act = [d for d in decisions if d.status == "active"]
+    old = [d for d in decisions if d.status != "active"]
+    lines = ["# Decisions", "",
+             "> [!info] The register of decisions. Agents follow every **active** decision; a decision",
+             "> is never edited, only superseded by a new one (`nexus decide --supersedes ID`).", "",
+             f"## Active ({len(act)})", ""]
+    lines += [f"- [[{d.path[:-3]}|{d.id}]] **{d.title}** — {one_line(d)} ({d.author}, {d.date[:10]})"
+              for d in reversed(act)] or ["_None yet._"]
+    lines += ["", f"## Superseded ({len(old)})", ""]
+    by_id = {d.id: d for d in decisions}
+    for d in reversed(old):
+        succ = by_id.get(d.superseded_by or "")
+        to = f"[[{succ.path[:-3]}|{succ.id}]]" if succ else (d.superseded_by or "?")
+        lines.append(f"- [[{d.path[:-3]}|{d.id}]] ~~{d.title}~~ → superseded by {to}")
+    if not old:
+        lines.append("_None._")
+    path = vault.root / REGISTER
+    text = properties.render({"tags": ["nexus/register"], "aliases": ["Decision register"]},
+                             "\n".join(lines) + "\n")
+    durable.replace(path, text.encode("utf-8"))
+    return path
+
+
+# ------------------------------------------------------------------ verify
+
+
+def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: set[str] | None = None) -> list[Problem]:
+    """Problems with decision notes: a hand edit (signature mismatch), a bad status change, no entry."""
+    from .identity import verify_signature
+
+    out: list[Problem] = []
+    seen: dict[str, str] = {}
+    for path in note_files(vault):
+        rel = vault.rel(path)
+        try:
+            props, body = _read(vault, path)
+        except (InputError, OSError) as err:
+            out.append(Problem("decision-edited", rel, 1, f"unreadable decision note: {err}"))
+            continue
+        did = str(props.get("id"))
+        if not path.name.startswith(f"{did}-"):
+            out.append(Problem("decision-edited", rel, 1, f"id {did!r} does not match the file name"))
+            continue
+        if did in seen:
+            out.append(Problem("duplicate", rel, 1, f"decision id {did} is also used by {seen[did]}"))
+        seen[did] = rel
+        author = identities.get(str(props.get("author")))
+        if author is None or props.get("key") != author.key_id or not verify_signature(
+            author.public_key, str(props.get("sig")), decision_bytes(props, body)
+        ):
+            out.append(Problem("decision-edited", rel, 1,
+                               f"{did}: signature by {props.get('author')} does not match the note: "
+                               "edited by hand (a decision is never edited; supersede it instead)"))
+        out.extend(_check_status(vault, rel, did, props, body, identities))
+        entry = props.get("entry")
+        if entry is None or (entry_ids is not None and entry not in entry_ids):
+            out.append(Problem("decision-unlogged", rel, 1, f"{did} has no decision entry in the log"))
+    return out
+
+
+def _check_status(vault: Vault, rel: str, did: str, props: dict[str, Any], body: str,
+                  identities: dict[str, Any]) -> list[Problem]:
+    from .identity import verify_signature
+
+    status = props.get("status")
+    if status == "active":
+        if props.get("superseded_by") or SUPERSEDED_MARK in body:
+            return [Problem("decision-edited", rel, 1, f"{did} is marked active but names a successor")]
+        return []
+    if status != "superseded":
+        return [Problem("decision-edited", rel, 1, f"{did} has status {status!r}: only active or superseded")]
+    succ_id = str(props.get("superseded_by"))
+    succ = next((p for p in note_files(vault) if p.name.startswith(succ_id + "-")), None)
+    signer = next((i for i in identities.values() if i.key_id == props.get("superseded_key")), None)
+    if succ is None or signer is None or not verify_signature(
+        signer.public_key, str(props.get("superseded_sig")), status_bytes(props)
+    ):
+        return [Problem("decision-edited", rel, 1,
+                        f"{did}: the status change to superseded is not signed by its successor's author")]
+    tail = _superseded_tail(f"decisions/{succ.stem}", succ_id, str(props.get("superseded_at")), signer.name)
+    if body.rstrip() != signed_body(body) + tail.rstrip():
+        return [Problem("decision-edited", rel, 1, f"{did}: the superseded notice was edited")]
+    return []
+
