@@ -12,6 +12,7 @@ crypto library. It writes to the log only when the status or the task changes (a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -83,7 +84,7 @@ def parse(text: str, source: str) -> Checkpoint:
     props, body = properties.parse(text, source)
     notes = ""
     start, end = body.find("%% nexus:notes %%\n"), body.find("\n%% nexus:end-notes %%")
-    if 0 <= start and start + 17 <= end:
+    if start >= 0 and start + 17 <= end:
         notes = body[start + 18 : end]
     try:
         return Checkpoint(
@@ -164,10 +165,8 @@ def save(
         line = (f"- {cp.saved.replace('T', ' ')} · #{seq} · {status} · {task} — {step} → {next} "
                 f"{HISTORY_MARK}{record} %%\n")
         if not hist.exists():
-            try:
+            with contextlib.suppress(FileExistsError):
                 durable.create_exclusive(hist, _HISTORY_HEAD.format(agent=agent).encode())
-            except FileExistsError:
-                pass
         durable.append(hist, _complete_line(hist) + line.encode("utf-8"))
         durable.replace(path, render(cp).encode("utf-8"))
     logged = False
@@ -209,7 +208,11 @@ def epoch(ts: str) -> float:
     """Seconds since 1970 of a ``2026-11-30T04:41:07Z`` time."""
     import calendar
 
-    return float(calendar.timegm(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ")))
+    try:
+        parts = (int(ts[0:4]), int(ts[5:7]), int(ts[8:10]), int(ts[11:13]), int(ts[14:16]), int(ts[17:19]))
+    except ValueError:
+        raise InputError(f"bad time {ts!r}: expected 2026-11-30T04:41:07Z") from None
+    return float(calendar.timegm((*parts, 0, 0, 0)))
 
 
 def age_seconds(cp: Checkpoint, now: float | None = None) -> float:

@@ -163,6 +163,254 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+# ------------------------------------------------------------------ handlers: decisions, state, checkpoints, handoff (issue 4)
+
+
+def _stale_minutes(args: argparse.Namespace, vault: Any) -> float:
+    if getattr(args, "stale_minutes", None) is not None:
+        return float(args.stale_minutes)
+    from .settings import resolve
+
+    return float(resolve({}, os.environ, vault.config()).stale_checkpoint_minutes)
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    from . import decisions, identity
+
+    vault = _vault(args)
+    signer = identity.load_signer(vault, _keys_home(), args.agent)
+    d = decisions.decide(vault, signer, title=args.title, decision=args.decision, rationale=args.rationale,
+                         alternatives=args.alternatives, supersedes=args.supersedes,
+                         refs=tuple(args.ref or ()))
+    extra = f" (supersedes {d.supersedes})" if d.supersedes else ""
+    _emit(args, d.to_json(), f"{d.id} recorded: {d.path}{extra}")
+    return 0
+
+
+def cmd_decisions(args: argparse.Namespace) -> int:
+    from . import decisions
+
+    items = decisions.all_decisions(_vault(args))
+    if not args.all:
+        items = [d for d in items if d.status == "active"]
+    lines = [f"{d.id}  {d.status:<10} {d.title} — {decisions.one_line(d, 100)}  ({d.author}, {d.date[:10]})"
+             for d in items]
+    _emit(args, [d.to_json() for d in items], "\n".join(lines) or "no decisions yet")
+    return 0
+
+
+def cmd_state_show(args: argparse.Namespace) -> int:
+    from . import project_state
+
+    vault = _vault(args)
+    version, content, absorbed = project_state.show(vault, _keys_home())
+    if absorbed is not None:
+        sys.stderr.write(f"nexus: recorded a hand edit of state/project.md as version {absorbed.version}\n")
+    _emit(args, {"version": version, "content": content,
+                 "hand_edit": absorbed.to_json() if absorbed else None},
+          f"version {version}\n\n{content}" if version else "version 0 (no project state yet)")
+    return 0
+
+
+def cmd_state_set(args: argparse.Namespace) -> int:
+    from . import identity, project_state
+    from .errors import StaleEditError
+
+    vault = _vault(args)
+    signer = identity.load_signer(vault, _keys_home(), args.agent)
+    content = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    try:
+        v = project_state.set_state(vault, signer, expect=args.expect, content=content,
+                                    summary=args.summary, keys_home=_keys_home())
+    except StaleEditError as err:
+        sys.stderr.write(f"nexus: error: {err}\n{err.diff}")
+        if args.json:
+            _emit(args, {"error": str(err), "current": err.current, "diff": err.diff}, "")
+        return err.exit_code
+    _emit(args, {k: val for k, val in v.to_json().items() if k != "content"},
+          f"project state is now version {v.version}")
+    return 0
+
+
+def cmd_state_history(args: argparse.Namespace) -> int:
+    from . import project_state
+
+    items = project_state.versions(_vault(args))
+    lines = [f"v{v.version:<4} {v.ts}  {v.author:<12} {v.kind:<6} {v.summary}" for v in items]
+    _emit(args, [{k: val for k, val in v.to_json().items() if k != "content"} for v in items],
+          "\n".join(lines) or "no versions yet")
+    return 0
+
+
+def cmd_state_diff(args: argparse.Namespace) -> int:
+    from . import project_state
+
+    vault = _vault(args)
+    old = project_state.load_version(vault, args.old)
+    new_version = args.new if args.new is not None else project_state.show(vault)[0]
+    new = project_state.load_version(vault, new_version)
+    text = project_state.diff(old.content, new.content, f"v{old.version}", f"v{new.version}")
+    _emit(args, {"old": old.version, "new": new.version, "diff": text}, text or "no difference")
+    return 0
+
+
+def cmd_state_restore(args: argparse.Namespace) -> int:
+    from . import identity, project_state
+
+    vault = _vault(args)
+    signer = identity.load_signer(vault, _keys_home(), args.agent)
+    v = project_state.restore(vault, signer, version=args.version, expect=args.expect, keys_home=_keys_home())
+    _emit(args, {k: val for k, val in v.to_json().items() if k != "content"},
+          f"restored version {args.version} as version {v.version}")
+    return 0
+
+
+def _checkpoint_text(cp: Any, crashed: bool) -> str:
+    flag = "  ⚠ probable crash: in-progress with no activity since it was saved" if crashed else ""
+    lines = [f"{cp.agent} · {cp.status} · version {cp.seq} · saved {cp.saved}{flag}",
+             f"task:  {cp.task}", f"done:  {cp.step}", f"next:  {cp.next}"]
+    if cp.files:
+        lines.append("files: " + ", ".join(cp.files))
+    if cp.notes.strip():
+        lines += ["notes:", *("  " + line for line in cp.notes.rstrip().split("\n"))]
+    return "\n".join(lines)
+
+
+def cmd_checkpoint_save(args: argparse.Namespace) -> int:
+    from . import checkpoints
+
+    vault = _vault(args)
+    notes = None
+    if args.notes_file:
+        notes = sys.stdin.read() if args.notes_file == "-" else Path(args.notes_file).read_text(encoding="utf-8")
+    cp, logged = checkpoints.save(vault, args.agent, task=args.task, step=args.step, next=args.next,
+                                  status=args.status, files=tuple(args.files or ()), notes=notes,
+                                  keys_home=_keys_home())
+    _emit(args, {**cp.to_json(), "logged": logged}, f"checkpoint {cp.seq} saved ({cp.status})")
+    return 0
+
+
+def cmd_checkpoint_show(args: argparse.Namespace) -> int:
+    from . import checkpoints
+    from .errors import NotFoundError
+
+    vault = _vault(args)
+    cp = checkpoints.load(vault, args.agent)
+    if cp is None:
+        raise NotFoundError(f"{args.agent} has no checkpoint yet")
+    crashed = checkpoints.probable_crash(cp, _stale_minutes(args, vault))
+    data = {**cp.to_json(), "probable_crash": crashed}
+    if args.history:
+        data["history"] = [c.to_json() for c in checkpoints.history(vault, args.agent)]
+    text = _checkpoint_text(cp, crashed)
+    if args.history:
+        text += "\n\nhistory:\n" + "\n".join(f"  #{c.seq} {c.saved} {c.status:<11} {c.step} → {c.next}"
+                                             for c in checkpoints.history(vault, args.agent))
+    _emit(args, data, text)
+    return 0
+
+
+def cmd_checkpoint_resume(args: argparse.Namespace) -> int:
+    from . import checkpoints
+
+    vault = _vault(args)
+    got = checkpoints.resume(vault, args.agent, keys_home=None if args.no_log else _keys_home())
+    cp = got["checkpoint"]
+    since = got["since"]
+    data = {"checkpoint": cp.to_json(), "since": [loc.to_json() for loc in since],
+            "resume_entry": got["resume_entry"].entry.id if got["resume_entry"] else None}
+    text = "Resume from this checkpoint:\n" + _checkpoint_text(cp, False)
+    others = [loc for loc in since if loc.entry.id != data["resume_entry"]]
+    text += f"\n\n{len(others)} log entries since it was saved:\n" + (
+        "\n\n".join(_entry_text(loc) for loc in others) or "  (none)")
+    _emit(args, data, text)
+    return 0
+
+
+def cmd_handoff(args: argparse.Namespace) -> int:
+    from . import handoff
+
+    vault = _vault(args)
+    report = handoff.build(vault, since=args.since, stale_minutes=_stale_minutes(args, vault))
+    path = handoff.write(vault, report)
+    if args.json:
+        _emit(args, {**report.to_json(), "path": vault.rel(path)}, "")
+        return 0
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    sys.stdout.write(handoff.for_terminal(report.markdown, colour=colour))
+    sys.stdout.write(f"\n(written to {vault.rel(path)})\n")
+    return 0
+
+
+def _add_continuity_commands(sub: Any) -> None:
+    """Parsers for decide, decisions, state, checkpoint and handoff (issue 4)."""
+    p = _cmd(sub, "decide", cmd_decide, "record a decision (a signed note + a decision entry)",
+             'nexus decide --agent ella --title "Secrets live in the OS keychain" '
+             '--decision "Never in .env files" --rationale "Leaked twice" [--supersedes D-0001]')
+    p.add_argument("--agent", required=True)
+    p.add_argument("--title", required=True, help="one line")
+    p.add_argument("--decision", required=True, help="what was decided")
+    p.add_argument("--rationale", required=True, help="why")
+    p.add_argument("--alternatives", help="what else was considered")
+    p.add_argument("--supersedes", metavar="ID", help="the decision this one replaces (D-NNNN)")
+    p.add_argument("--ref", action="append", metavar="ENTRY", help="a log entry the decision came from")
+    p = _cmd(sub, "decisions", cmd_decisions, "list the active decisions (--all: superseded too)",
+             "nexus decisions --all --json")
+    p.add_argument("--all", action="store_true", help="include superseded decisions")
+
+    state = sub.add_parser("state", help="the project state note (versioned)").add_subparsers(
+        title="state commands", metavar="COMMAND")
+    _cmd(state, "show", cmd_state_show, "the project state and its version", "nexus state show --json")
+    p = _cmd(state, "set", cmd_state_set,
+             "replace the project state if it is still at --expect VERSION (else exit 3 with a diff)",
+             "nexus state set --agent ella --expect 3 --file state.md")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--expect", type=int, required=True, metavar="VERSION", help="the version you read")
+    p.add_argument("--file", required=True, help="the new content (Markdown), or - for standard input")
+    p.add_argument("--summary", help="one line for the log (default: the first added line)")
+    _cmd(state, "history", cmd_state_history, "every version of the project state",
+         "nexus state history")
+    p = _cmd(state, "diff", cmd_state_diff, "the difference between two versions (default: to current)",
+             "nexus state diff 2 4")
+    p.add_argument("old", type=int)
+    p.add_argument("new", type=int, nargs="?")
+    p = _cmd(state, "restore", cmd_state_restore, "make an earlier version current (a new version)",
+             "nexus state restore --agent ella --version 2 --expect 5")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--version", type=int, required=True)
+    p.add_argument("--expect", type=int, required=True, metavar="VERSION")
+
+    cp = sub.add_parser("checkpoint", help="per-agent checkpoints").add_subparsers(
+        title="checkpoint commands", metavar="COMMAND")
+    p = _cmd(cp, "save", cmd_checkpoint_save, "save the agent's working context (atomic replace)",
+             'nexus checkpoint save --agent ella --task "Port the parser" --step "lexer done" '
+             '--next "write the grammar" --files nexus/lexer.py')
+    p.add_argument("--agent", required=True)
+    p.add_argument("--task", required=True)
+    p.add_argument("--step", required=True, help="what is done so far")
+    p.add_argument("--next", required=True, help="what comes next")
+    p.add_argument("--status", default="in-progress", choices=("in-progress", "blocked", "done"))
+    p.add_argument("--files", nargs="*", help="files touched")
+    p.add_argument("--notes-file", help="open questions and notes (Markdown file, or - for stdin)")
+    p = _cmd(cp, "show", cmd_checkpoint_show, "the agent's checkpoint (flags a probable crash)",
+             "nexus checkpoint show --agent ella --history")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--history", action="store_true", help="list earlier versions too")
+    p.add_argument("--stale-minutes", type=float, help="idle time that counts as a probable crash")
+    p = _cmd(cp, "resume", cmd_checkpoint_resume,
+             "what a new session needs: the checkpoint and the log entries since it was saved",
+             "nexus checkpoint resume --agent ella")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--no-log", action="store_true", help="do not log a resume entry")
+
+    p = _cmd(sub, "handoff", cmd_handoff,
+             "write handoff/YYYY-MM-DD.md: the night's work, decisions, corrections, races, crashes…",
+             "nexus handoff --since last")
+    p.add_argument("--since", default="last",
+                   help="'last' (the previous handoff; default), an ISO time, or hours like 12h")
+    p.add_argument("--stale-minutes", type=float, help="idle time that counts as a probable crash")
+
+
 # ------------------------------------------------------------------ parser
 
 
@@ -224,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _cmd(sub, "verify", cmd_verify, "check framing, signatures, chains and ids; exit 1 on problems",
          "nexus verify --json")
+    _add_continuity_commands(sub)
     return parser
 
 

@@ -86,7 +86,8 @@ def load_version(vault: Vault, version: int) -> StateVersion:
     try:
         props, body = properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
     except FileNotFoundError:
-        raise NotFoundError(f"no version {version} of the project state (see `nexus state history`)") from None
+        raise NotFoundError(
+            f"no version {version} of the project state (see `nexus state history`)") from None
     return StateVersion(
         version=version, author=str(props.get("author")), kind=str(props.get("kind", "agent")),
         ts=str(props.get("ts")), summary=str(props.get("summary", "")),

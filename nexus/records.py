@@ -139,3 +139,55 @@ class Checkpoint:
             files=tuple(str(f) for f in data.get("files") or ()), notes=str(data.get("notes") or ""),
             saved=str(data["saved"]), seq=int(data["seq"]),
         )
+
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A recorded decision (``decisions/D-NNNN-slug.md``); never edited, only superseded."""
+
+    id: str  # D-0007
+    title: str
+    status: str  # active, superseded
+    author: str
+    date: str
+    decision: str
+    rationale: str
+    alternatives: str
+    supersedes: str | None
+    superseded_by: str | None
+    refs: tuple[str, ...]
+    entry: str | None  # id of its `decision` entry in the log
+    path: str  # vault-relative
+
+    @property
+    def link(self) -> str:
+        return f"[[{self.path.removesuffix('.md')}|{self.id}]]"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["refs"] = list(self.refs)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Decision:
+        return cls(**{**data, "refs": tuple(data.get("refs") or ())})
+
+
+
+@dataclass(frozen=True)
+class StateVersion:
+    """One accepted version of the project state (``state/history/vNNNN.md``)."""
+
+    version: int
+    author: str
+    kind: str  # agent or human (a person's edit in Obsidian)
+    ts: str
+    summary: str
+    sha256: str
+    restored_from: int | None
+    content: str
+    path: str  # vault-relative
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

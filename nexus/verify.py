@@ -55,7 +55,7 @@ def verify(vault: Vault) -> Report:
     report = Report()
     identities = all_identities(vault)
     by_key = {ident.key_id: ident for ident in identities.values()}
-    heads: dict[str, tuple[int, str, Located]] = {}
+    chains: dict[str, list[_Link]] = {}
     seen_ids: dict[str, Located] = {}
     last_id: str | None = None
     for _name, path in log.segment_files(vault):
@@ -88,15 +88,30 @@ def verify(vault: Vault) -> Report:
                 report.problems.append(Problem("reordered", *where,
                     f"id is older than the entry before it ({last_id})", e.id, e.agent))
             last_id = max(last_id or e.id, e.id)
-            _check_signature(report, located, identities, by_key)
-            _check_chain(report, located, heads)
+            verdict = _check_signature(report, located, identities, by_key)
+            if verdict != "foreign":  # an entry forged in another's name is not part of its chain
+                chains.setdefault(e.agent, []).append(
+                    _Link(located, entries.entry_hash(e), verdict == "ok"))
+    heads = {agent: _check_chain(report, links) for agent, links in chains.items()}
     _check_heads(report, vault, heads)
     return report
 
 
+@dataclass
+class _Link:
+    located: Located
+    digest: str
+    signed_ok: bool
+
+    @property
+    def seq(self) -> int:
+        return self.located.entry.seq
+
+
 def _check_signature(
     report: Report, located: Located, identities: dict[str, Identity], by_key: dict[str, Identity]
-) -> None:
+) -> str:
+    """Report a bad signature; return "ok", "edited" (the author's, text changed) or "foreign"."""
     e = located.entry
     where = (located.file, located.line_start)
     author = identities.get(e.agent)
@@ -104,12 +119,17 @@ def _check_signature(
     if author is None:
         report.problems.append(Problem("unknown-agent", *where, f"no identity note for {e.agent!r}",
                                        e.id, e.agent))
-        return
+        return "foreign"
+    if not e.sig:
+        report.problems.append(Problem("forged", *where,
+            f"entry claims {e.agent} but carries no signature", e.id, e.agent))
+        return "foreign"
     if e.key == author.key_id:
         if not verify_signature(author.public_key, e.sig, data):
             report.problems.append(Problem("edited", *where,
                 f"signature by {e.agent} does not match the text: changed after signing", e.id, e.agent))
-        return
+            return "edited"
+        return "ok"
     signer = by_key.get(e.key)
     if signer is not None and verify_signature(signer.public_key, e.sig, data):
         msg = f"claims {e.agent} but is signed with {signer.name}'s key"
@@ -118,33 +138,53 @@ def _check_signature(
     else:
         msg = f"signed with a key that belongs to no identity ({e.key})"
     report.problems.append(Problem("forged", *where, msg, e.id, e.agent))
+    return "foreign"
 
 
-def _check_chain(report: Report, located: Located, heads: dict[str, tuple[int, str, Located]]) -> None:
-    e = located.entry
-    where = (located.file, located.line_start)
-    head = heads.get(e.agent)
-    expected = head[0] + 1 if head else 1
-    if e.seq == expected:
-        if head and e.prev != head[1]:
-            report.problems.append(Problem("missing", *where,
-                f"{e.agent}'s chain breaks: prev does not match entry {head[2].entry.id}", e.id, e.agent))
-        elif not head and e.prev is not None:
-            report.problems.append(Problem("missing", *where,
-                f"{e.agent}'s first entry here names a previous entry: earlier entries are gone",
-                e.id, e.agent))
-    elif e.seq > expected:
-        gap = f"{expected}" if e.seq == expected + 1 else f"{expected}–{e.seq - 1}"
-        report.problems.append(Problem("missing", *where,
-            f"{e.agent}'s entries with seq {gap} are missing before this one (seq {e.seq})", e.id, e.agent))
-    elif head and e.seq == head[0]:
-        report.problems.append(Problem("duplicate", *where,
-            f"{e.agent} already has an entry with seq {e.seq} ({head[2].entry.id}): a fork", e.id, e.agent))
-    else:
-        report.problems.append(Problem("reordered", *where,
-            f"{e.agent}'s seq {e.seq} comes after seq {expected - 1}", e.id, e.agent))
-    if head is None or e.seq >= head[0]:
-        heads[e.agent] = (e.seq, entries.entry_hash(e), located)
+def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:
+    """Check one agent's chain (its entries in file order); return its head (seq, hash, entry)."""
+    agent = links[0].located.entry.agent
+    by_seq: dict[int, _Link] = {}
+    flagged: set[int] = set()  # ids of links already reported, one problem per entry
+
+    def add(kind: str, link: _Link, message: str) -> None:
+        loc = link.located
+        report.problems.append(Problem(kind, loc.file, loc.line_start, message, loc.entry.id, agent))
+        flagged.add(id(link))
+
+    top: _Link | None = None
+    for link in links:
+        first = by_seq.get(link.seq)
+        if first is not None:
+            add("duplicate", link, f"{agent} already has an entry with seq {link.seq} "
+                f"({first.located.entry.id} at {first.located.file}:{first.located.line_start}): a fork")
+            continue
+        by_seq[link.seq] = link
+        if top is not None and link.seq < top.seq:
+            add("reordered", link, f"{agent}'s seq {link.seq} comes after seq {top.seq} in the log")
+        if top is None or link.seq > top.seq:
+            top = link
+    assert top is not None
+    expected = 1
+    for seq in sorted(by_seq):
+        link = by_seq[seq]
+        if seq > expected:
+            gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
+            if id(link) not in flagged:
+                add("missing", link, f"{agent}'s entries with seq {gap} are missing before this one "
+                    f"(seq {seq}): deleted")
+        elif seq >= 1:
+            before = by_seq.get(seq - 1)
+            prev = link.located.entry.prev
+            if before is None and prev is not None and seq == 1:
+                add("missing", link, f"{agent}'s first entry names a previous entry")
+            elif before is not None and before.signed_ok and prev != before.digest and (
+                id(link) not in flagged
+            ):
+                add("missing", link, f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} "
+                    f"({before.located.entry.id}): that entry was replaced")
+        expected = max(expected, seq + 1)
+    return top.seq, top.digest, top.located
 
 
 def _check_heads(report: Report, vault: Vault, heads: dict[str, tuple[int, str, Located]]) -> None:
@@ -154,15 +194,17 @@ def _check_heads(report: Report, vault: Vault, heads: dict[str, tuple[int, str, 
     try:
         state = json.loads((vault.state / log.TAIL_FILE).read_bytes())
         recorded = state["heads"]
+        if not isinstance(recorded, dict):
+            return
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return
     for agent, head in recorded.items():
         found = heads.get(agent)
-        if not isinstance(head, list) or not head:
+        if not isinstance(head, list) or not head or not isinstance(head[0], int):
             continue
         have = found[0] if found else 0
         if have < head[0]:
-            where = (found[2].file, found[2].line_end) if found else ("log", 0)
+            where = (found[2].file, found[2].line_start) if found else ("log", 0)
+            gap = f"{have + 1}" if have + 1 == head[0] else f"{have + 1}–{head[0]}"
             report.problems.append(Problem("missing", *where,
-                f"{agent}'s last entries (seq {have + 1}–{head[0]}) were written but are gone",
-                None, agent))
+                f"{agent}'s last entries (seq {gap}) were written but are gone", None, agent))

@@ -1,0 +1,367 @@
+"""The morning handoff: the page a person reads to learn what the agents did overnight.
+
+``build`` gathers, for a time window, every item a person needs – most important first, each once,
+each linked to its source – and renders Markdown; ``write`` saves it as ``handoff/YYYY-MM-DD.md``
+(``-2``, ``-3``… for later handoffs the same day). Sections, in order:
+
+1. a summary callout (counts);
+2. **Waiting for you** – integrity problems from ``verify``, checkpoints that probably crashed or are
+   blocked, facts waiting for a person's approval (retention bank), open questions;
+3. **Corrections** and who has not acknowledged them;
+4. **Races** not yet reconciled;
+5. **Decisions** made and superseded;
+6. **Checkpoints** in progress, recovered after a crash, done;
+7. **Project state** changes;
+8. **Work by agent** – everything else, grouped by agent and channel.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import durable, properties
+from .errors import InputError
+from .records import Located
+from .vault import Vault
+
+SHOWN_PER_CHANNEL = 12
+
+
+@dataclass
+class Handoff:
+    since: str | None
+    until: str
+    markdown: str = ""
+    items: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"since": self.since, "until": self.until, "items": self.items, "markdown": self.markdown}
+
+
+def _utc(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def folder(vault: Vault) -> Path:
+    return vault.root / "handoff"
+
+
+def previous(vault: Vault) -> tuple[Path, str] | None:
+    """The latest handoff note and the time it covered up to."""
+    best: tuple[Path, str] | None = None
+    try:
+        names = os.listdir(folder(vault))
+    except FileNotFoundError:
+        return None
+    for name in names:
+        if not re.fullmatch(r"\d{4}-\d\d-\d\d(-\d+)?\.md", name):
+            continue
+        path = folder(vault) / name
+        try:
+            props, _ = properties.parse(path.read_text(encoding="utf-8"), name)
+        except (InputError, OSError):
+            continue
+        until = props.get("until")
+        if isinstance(until, str) and (best is None or until > best[1]):
+            best = (path, until)
+    return best
+
+
+def resolve_since(vault: Vault, since: str | None, now: float) -> str | None:
+    """'last' → the previous handoff's end (None: everything); '12h' → 12 hours ago; ISO → itself."""
+    if since is None or since == "last":
+        prev = previous(vault)
+        return prev[1] if prev else None
+    m = re.fullmatch(r"(\d+)([hd])", since)
+    if m:
+        return _utc(now - int(m.group(1)) * (3600 if m.group(2) == "h" else 86400))
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d)(?::(\d\d))?Z?)?", since)
+    if not m:
+        raise InputError(f"--since {since!r}: use 'last', hours like 12h, days like 2d, or a UTC time "
+                         "like 2026-11-30T04:00Z")
+    return f"{m.group(1)}T{m.group(2) or '00:00'}:{m.group(3) or '00'}Z"
+
+
+# ------------------------------------------------------------------ gathering
+
+
+def _acks_owed(vault: Vault, window: list[Located], everything: list[Located], ack_types: tuple[str, ...],
+               agents: list[str]) -> dict[str, list[str]]:
+    """entry id -> agents that still owe an acknowledgement (issue 3's acks module when present)."""
+    try:
+        from . import acks
+
+        owed: dict[str, list[str]] = acks.unacknowledged(vault, ack_types)
+        return owed
+    except ImportError:
+        pass
+    acked: dict[str, set[str]] = {}
+    for loc in everything:
+        for a in loc.entry.ack:
+            acked.setdefault(a, set()).add(loc.entry.agent)
+    out: dict[str, list[str]] = {}
+    for loc in window:
+        e = loc.entry
+        if e.type in ack_types:
+            missing = [a for a in agents if a != e.agent and a not in acked.get(e.id, set())]
+            if missing:
+                out[e.id] = missing
+    return out
+
+
+def _races(vault: Vault, window_seconds: int) -> tuple[list[Any] | None, str | None]:
+    try:
+        from . import races
+    except ImportError:
+        return None, "race detection is not installed (nexus/races.py)"
+    found: list[Any] = races.find_races(vault, window_seconds)
+    return found, None
+
+
+def _pending(vault: Vault) -> list[Any] | None:
+    """Facts waiting for a person's approval, from the retention bank (issue 6) when installed."""
+    try:
+        from . import bank  # type: ignore[attr-defined]
+    except ImportError:
+        return None  # HOOK: the retention bank (nexus/bank.py) is not installed in this vault's nexus
+    items: list[Any] = bank.pending(vault)
+    return items
+
+
+def _pending_line(item: Any) -> str:
+    for attr in ("line", "summary", "text", "fact"):
+        value = getattr(item, attr, None)
+        if isinstance(value, str) and value:
+            text = value
+            break
+    else:
+        text = str(item)
+    link = getattr(item, "link", None)
+    return f"- {' '.join(text.split())[:200]}" + (f" — {link}" if isinstance(link, str) else "")
+
+
+def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30.0,
+          now: float | None = None) -> Handoff:
+    """Gather and render the handoff for the window since ``since`` (see :func:`resolve_since`)."""
+    from . import checkpoints, decisions, log, project_state, verify
+    from .identity import all_identities
+    from .settings import resolve
+
+    now = time.time() if now is None else now
+    start = resolve_since(vault, since, now)
+    until = _utc(now)
+    settings = resolve({}, os.environ, vault.config())
+    idents = all_identities(vault)
+    agents = [n for n, i in idents.items() if i.kind == "agent"]
+    everything = list(log.iter_entries(vault))
+    window = [loc for loc in everything if start is None or loc.entry.ts >= start]
+    by_id = {loc.entry.id: loc for loc in everything}
+    shown: set[str] = set()
+    out = Handoff(since=start, until=until)
+    md: list[str] = []
+    items = out.items
+
+    # ---- waiting for a person
+    waiting: list[str] = []
+    report = verify.verify(vault)
+    items["integrity"] = [p.to_json() for p in report.errors]
+    for p in report.errors:
+        target = p.file.removesuffix(".md")
+        link = f"[[{target}#^{p.entry_id}]]" if p.entry_id and p.entry_id in by_id else f"[[{target}]]"
+        what = f"{p.kind} {p.entry_id}" if p.entry_id else p.kind
+        waiting.append(f"- ⚠ **integrity** {what}: {p.message} — {link}")
+    last_activity: dict[str, str] = {}
+    for loc in everything:
+        last_activity[loc.entry.agent] = max(last_activity.get(loc.entry.agent, ""), loc.entry.ts)
+    cps = checkpoints.all_checkpoints(vault)
+    crashed = {a for a, cp in cps.items()
+               if checkpoints.probable_crash(cp, stale_minutes, last_activity=last_activity.get(a), now=now)}
+    items["checkpoints"] = [{**cp.to_json(), "probable_crash": a in crashed} for a, cp in cps.items()]
+    for a in sorted(crashed):
+        cp = cps[a]
+        waiting.append(f"- ⚠ **{a} probably crashed** during “{cp.task}”: in progress, idle since "
+                       f"{cp.saved.replace('T', ' ')}; last step “{cp.step}”, next “{cp.next}” — "
+                       f"[[agents/{a}/checkpoint]] (`nexus checkpoint resume --agent {a}`)")
+    for a, cp in sorted(cps.items()):
+        if cp.status == "blocked":
+            waiting.append(f"- ⛔ **{a} is blocked** on “{cp.task}”: {cp.step}; needs: {cp.next} — "
+                           f"[[agents/{a}/checkpoint]]")
+    pending = _pending(vault)
+    items["pending_facts"] = None if pending is None else [str(x) for x in pending]
+    if pending:
+        waiting.append(f"- 📥 **{len(pending)} fact(s) wait for your approval** in the retention bank:")
+        waiting += ["  " + _pending_line(x) for x in pending]
+    owed = _acks_owed(vault, window, everything, settings.ack_types, agents)
+    questions = [loc for loc in window if loc.entry.type == "question" and loc.entry.id in owed]
+    for loc in questions:
+        e = loc.entry
+        waiting.append(f"- ❓ open question from {e.agent}: {e.summary} — {loc.link}")
+        shown.add(e.id)
+    items["open_questions"] = [q.entry.id for q in questions]
+
+    # ---- corrections
+    corrections = [loc for loc in window if loc.entry.type == "correction"]
+    items["corrections"] = [{"id": c.entry.id, "by": c.entry.agent, "summary": c.entry.summary,
+                             "not_acked_by": owed.get(c.entry.id, [])} for c in corrections]
+    corr_lines = []
+    for loc in corrections:
+        e = loc.entry
+        missing = owed.get(e.id, [])
+        status = (f"**not acknowledged by {', '.join(missing)}**" if missing else "acknowledged by all")
+        corr_lines.append(f"- {e.agent}: {e.summary} — {status} — {loc.link}")
+        shown.add(e.id)
+
+    # ---- races
+    found, race_note = _races(vault, settings.race_window_seconds)
+    open_races = [r for r in (found or []) if r.resolved_by is None and
+                  (start is None or max(r.a.entry.ts, r.b.entry.ts) >= start)]
+    items["races"] = [list(r.key) for r in open_races]
+    race_lines = [f"- {r.a.entry.agent} “{r.a.entry.summary}” {r.a.link} and {r.b.entry.agent} "
+                  f"“{r.b.entry.summary}” {r.b.link} were written without seeing each other — reconcile "
+                  "with an entry of type `reconcile` acking both" for r in open_races]
+    resolved = [r for r in (found or []) if r.resolved_by is not None and r.resolved_by in by_id
+                and (start is None or by_id[r.resolved_by].entry.ts >= start)]
+    items["races_reconciled"] = [list(r.key) for r in resolved]
+
+    # ---- decisions
+    all_dec = decisions.all_decisions(vault)
+    made = [d for d in all_dec if start is None or d.date >= start]
+    made_ids = {d.id for d in made}
+    superseded = [d for d in all_dec if d.superseded_by in made_ids]
+    items["decisions_made"] = [d.id for d in made]
+    items["decisions_superseded"] = [d.id for d in superseded]
+    dec_lines = []
+    for d in made:
+        status = "" if d.status == "active" else f" (since superseded by {d.superseded_by})"
+        entry = by_id.get(d.entry or "")
+        dec_lines.append(f"- {d.link} **{d.title}** by {d.author}{status}: {decisions.one_line(d)}"
+                         + (f" — {entry.link}" if entry else ""))
+        if d.entry:
+            shown.add(d.entry)
+    for d in superseded:
+        dec_lines.append(f"- ~~{d.link} {d.title}~~ superseded by {d.superseded_by}")
+
+    # ---- checkpoints
+    cp_lines = []
+    resumes = [loc for loc in window if loc.entry.type == "resume"]
+    for loc in resumes:
+        cp_lines.append(f"- ↻ {loc.entry.agent} recovered after a crash: {loc.entry.summary} — {loc.link}")
+        shown.add(loc.entry.id)
+    for a, cp in sorted(cps.items()):
+        if a in crashed or cp.status == "blocked":
+            continue
+        mark = "✓ done" if cp.status == "done" else "… in progress"
+        cp_lines.append(f"- {mark}: {a} — {cp.task}: {cp.step}; next: {cp.next} — [[agents/{a}/checkpoint]]")
+    items["resumed"] = [loc.entry.id for loc in resumes]
+
+    # ---- project state
+    changes = project_state.changes_since(vault, start or "")
+    items["state_changes"] = [v.version for v in changes]
+    state_lines = [f"- v{v.version} by {v.author}{' (a person, in Obsidian)' if v.kind == 'human' else ''}: "
+                   f"{v.summary} — [[{v.path.removesuffix('.md')}|v{v.version}]]" for v in changes]
+    conflicts = [loc for loc in window if loc.entry.type == "state-conflict"]
+    state_lines += [f"- refused a stale edit by {loc.entry.agent}: {loc.entry.summary} — {loc.link}"
+                    for loc in conflicts]
+    for loc in window:
+        if loc.entry.type in ("state", "state-conflict", "checkpoint", "reconcile"):
+            shown.add(loc.entry.id)
+
+    # ---- work by agent (everything not shown above)
+    work: dict[str, dict[str, list[Located]]] = {}
+    for loc in window:
+        if loc.entry.id not in shown:
+            work.setdefault(loc.entry.agent, {}).setdefault(loc.entry.channel, []).append(loc)
+    items["work"] = {a: {c: [x.entry.id for x in locs] for c, locs in chans.items()}
+                     for a, chans in work.items()}
+
+    # ---- render
+    day = until[:10]
+    counts = [f"{len(window)} entries by {len({x.entry.agent for x in window})} author(s)",
+              f"{len(made)} decision(s)", f"{len(corrections)} correction(s)",
+              f"{len(open_races)} unreconciled race(s)", f"{len(crashed)} probable crash(es)",
+              f"{len(changes)} state change(s)",
+              "integrity clean" if report.ok else f"**{len(report.errors)} integrity problem(s)**"]
+    window_text = f"{start.replace('T', ' ') if start else 'the beginning'} → {until.replace('T', ' ')}"
+    kind = "success" if not waiting else "warning"
+    md += [f"# Morning handoff — {day}", "", f"> [!{kind}] {window_text} (UTC)",
+           "> " + " · ".join(counts), ""]
+    md += ["## Waiting for you", ""] + (waiting or ["Nothing needs you. ✓"]) + [""]
+    if corr_lines:
+        md += ["## Corrections", "", *corr_lines, ""]
+    if race_lines or race_note or resolved:
+        md += ["## Races", ""] + (race_lines or ["- none unreconciled"])
+        md += [f"- reconciled: {by_id[r.resolved_by].link}" for r in resolved if r.resolved_by]
+        md += [f"- _{race_note}_"] if race_note else []
+        md += [""]
+    if dec_lines:
+        md += ["## Decisions", "", *dec_lines, ""]
+    if cp_lines:
+        md += ["## Checkpoints", "", *cp_lines, ""]
+    if state_lines:
+        md += ["## Project state", "", *state_lines, ""]
+    md += ["## Work by agent", ""]
+    if not work:
+        md += ["_No other entries in this window._", ""]
+    for agent in sorted(work):
+        total = sum(len(v) for v in work[agent].values())
+        md += [f"### {agent} ({total})", ""]
+        for channel, locs in sorted(work[agent].items()):
+            md.append(f"- **{channel}**")
+            for loc in locs[:SHOWN_PER_CHANNEL]:
+                e = loc.entry
+                md.append(f"  - {e.ts[11:16]} {e.type}: {e.summary} — {loc.link}")
+            if len(locs) > SHOWN_PER_CHANNEL:
+                more = len(locs) - SHOWN_PER_CHANNEL
+                md.append(f"  - … {more} more in [[{locs[-1].file.removesuffix('.md')}]]")
+        md.append("")
+    md += ["---", "See the [[Decisions]] register and [[state/project|the project state]]." if
+           (vault.root / "state" / "project.md").exists() else "See the [[Decisions]] register."]
+    if not (vault.root / "Decisions.md").exists():
+        md[-1] = "Decisions are listed with `nexus decisions`."
+    out.markdown = "\n".join(md) + "\n"
+    return out
+
+
+def write(vault: Vault, handoff: Handoff) -> Path:
+    """Save as ``handoff/YYYY-MM-DD.md`` (next free ``-N`` suffix when that day already has one)."""
+    day = handoff.until[:10]
+    props = {"since": handoff.since, "until": handoff.until, "tags": ["nexus/handoff"]}
+    text = properties.render(props, handoff.markdown).encode("utf-8")
+    folder(vault).mkdir(exist_ok=True)
+    n = 1
+    while True:
+        path = folder(vault) / (f"{day}.md" if n == 1 else f"{day}-{n}.md")
+        try:
+            durable.create_exclusive(path, text)
+            return path
+        except FileExistsError:
+            n += 1
+
+
+_BOLD, _DIM, _CYAN, _YELLOW, _GREEN, _RESET = (
+    "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[32m", "\033[0m")
+
+
+def for_terminal(markdown: str, *, colour: bool) -> str:
+    """The handoff for a terminal: wikilinks shortened; ANSI colour when ``colour``."""
+    out = []
+    for line in markdown.split("\n"):
+        line = re.sub(r"\[\[([^\]|]+)\|([^\]]+)\]\]", r"\2", line)
+        if not colour:
+            out.append(line)
+            continue
+        line = re.sub(r"\[\[([^\]]+)\]\]", lambda m: f"{_DIM}[[{m.group(1)}]]{_RESET}", line)
+        line = re.sub(r"\*\*(.+?)\*\*", lambda m: f"{_BOLD}{m.group(1)}{_RESET}", line)
+        if line.startswith("#"):
+            line = f"{_BOLD}{_CYAN}{line}{_RESET}"
+        elif "⚠" in line or "⛔" in line:
+            line = f"{_YELLOW}{line}{_RESET}"
+        elif "✓" in line:
+            line = f"{_GREEN}{line}{_RESET}"
+        out.append(line)
+    return "\n".join(out)
