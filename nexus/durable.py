@@ -11,6 +11,7 @@ If fsync reports an error the write is treated as lost (the OSError propagates);
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -35,14 +36,19 @@ def append(path: Path, data: bytes) -> int:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         start = os.fstat(fd).st_size
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
+        append_fd(fd, data)
     finally:
         os.close(fd)
     return start
+
+
+def append_fd(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (opened with O_APPEND) and fsync it."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    os.fsync(fd)
 
 
 def replace(path: Path, data: bytes, *, durable: bool = True, mode: int = 0o644) -> None:
@@ -69,10 +75,8 @@ def replace(path: Path, data: bytes, *, durable: bool = True, mode: int = 0o644)
     except BaseException:
         if fd >= 0:
             os.close(fd)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 
@@ -81,7 +85,9 @@ def create_exclusive(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -71,6 +71,11 @@ def decode_id_ms(entry_id: str) -> int:
 
 def new_id(after: str | None = None, now_ms: int | None = None) -> str:
     """A fresh id, strictly greater than ``after`` (monotonic under the log lock)."""
+    return new_id_ms(after, now_ms)[0]
+
+
+def new_id_ms(after: str | None = None, now_ms: int | None = None) -> tuple[str, int]:
+    """A fresh id strictly greater than ``after``, and the millisecond time it encodes."""
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     candidate = encode_id(ms, int.from_bytes(os.urandom(10), "big"))
     if after is not None and candidate <= after:
@@ -78,9 +83,9 @@ def new_id(after: str | None = None, now_ms: int | None = None) -> str:
         for ch in after:
             value = value * 32 + _CROCKFORD.index(ch)
         value += 1 + int.from_bytes(os.urandom(2), "big")
-        ms_after, rand = value >> 80, value & ((1 << 80) - 1)
-        candidate = encode_id(ms_after, rand)
-    return candidate
+        ms, rand = value >> 80, value & ((1 << 80) - 1)
+        candidate = encode_id(ms, rand)
+    return candidate, ms
 
 
 def utc_ts(ms: int) -> str:
@@ -123,7 +128,12 @@ def signing_bytes(entry: Entry) -> bytes:
 
 def entry_hash(entry: Entry) -> str:
     """What the author's next entry names as ``prev``: sha256 of the canonical bytes and signature."""
-    return hashlib.sha256(canonical(entry) + b"\n" + entry.sig.encode("ascii")).hexdigest()
+    return hash_canonical(canonical(entry), entry.sig)
+
+
+def hash_canonical(canonical_bytes: bytes, sig: str) -> str:
+    """``entry_hash`` from canonical bytes already computed (the write path signs them too)."""
+    return hashlib.sha256(canonical_bytes + b"\n" + sig.encode("ascii")).hexdigest()
 
 
 # ---------------------------------------------------------------- render

@@ -13,6 +13,7 @@ Derived state under ``.nexus/`` (rebuilt from the segments whenever it is missin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -22,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import durable, entries, segments
-from .errors import IntegrityError
-from .locks import exclusive
+from .errors import IdentityError, InputError, IntegrityError
+from .locks import FileLock, exclusive
 from .records import AppendResult, Entry, Located
 from .text import check_body, check_line, check_name, check_token
 from .vault import Vault
@@ -62,10 +63,18 @@ def iter_entries(vault: Vault) -> Iterator[Located]:
 
 
 # ------------------------------------------------------------------ tail state
+#
+# The tail state (``.nexus/tail.json``) is derived: each key can be rebuilt from the segments.
+#   segment   newest segment name;  size, lines: bytes and newlines of it that have been checked
+#   last_id   the newest id in the log;  seg_last: [offset, id] of the last entry in the newest segment
+#   heads     agent -> [seq, hash] of its newest entry. Heads are high-water marks: a rebuild keeps a
+#             recorded head that is ahead of the segments, so deleting an agent's last entries stays
+#             visible to ``verify`` (and the agent's next entry leaves a gap it reports as missing).
 
 
-def _empty_state() -> dict[str, Any]:
-    return {"segment": None, "size": 0, "lines": 0, "last_id": None, "last_start": 0, "heads": {}}
+def _empty_state(heads: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"segment": None, "size": 0, "lines": 0, "last_id": None, "seg_last": None,
+            "heads": dict(heads or {})}
 
 
 def _load_state(vault: Vault) -> dict[str, Any] | None:
@@ -73,7 +82,14 @@ def _load_state(vault: Vault) -> dict[str, Any] | None:
         state = json.loads((vault.state / TAIL_FILE).read_bytes())
     except (FileNotFoundError, ValueError):
         return None
-    return state if isinstance(state, dict) and "heads" in state else None
+    if not isinstance(state, dict) or not isinstance(state.get("heads"), dict):
+        return None
+    for key, kind in (("size", int), ("lines", int)):
+        if not isinstance(state.get(key), kind):
+            return None
+    if "seg_last" not in state:  # an older layout: rebuild it
+        return None
+    return state
 
 
 def _save_state(vault: Vault, state: dict[str, Any]) -> None:
@@ -81,21 +97,31 @@ def _save_state(vault: Vault, state: dict[str, Any]) -> None:
     durable.replace(vault.state / TAIL_FILE, json.dumps(state).encode(), durable=False)
 
 
-def _absorb(state: dict[str, Any], located: Located) -> None:
+def _absorb(state: dict[str, Any], located: Located, digest: str | None = None) -> None:
     e = located.entry
-    state["heads"][e.agent] = [e.seq, entries.entry_hash(e)]
+    head = state["heads"].get(e.agent)
+    if not head or not isinstance(head, list) or e.seq >= head[0]:
+        state["heads"][e.agent] = [e.seq, digest or entries.entry_hash(e)]
     if state["last_id"] is None or e.id > state["last_id"]:
         state["last_id"] = e.id
-    state["last_start"] = located.offset
+    state["seg_last"] = [located.offset, e.id]
 
 
-def _rebuild_state(vault: Vault) -> dict[str, Any]:
+def _rebuild_state(vault: Vault, previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The tail state from the segments. The newest segment's size stops where its complete content
+    stops, so the caller's catch-up finds (and quarantines) a torn tail after it."""
     state = _empty_state()
     for name, path in segment_files(vault):
         result = scan_file(vault, path)
+        state["seg_last"] = None
         for located in result.entries:
             _absorb(state, located)
-        state.update(segment=name, size=path.stat().st_size, lines=result.end_line - 1)
+        state.update(segment=name, size=result.end_offset, lines=result.end_line - 1)
+    if previous:
+        for agent, head in previous.get("heads", {}).items():
+            mine = state["heads"].get(agent)
+            if isinstance(head, list) and len(head) == 2 and (not mine or head[0] > mine[0]):
+                state["heads"][agent] = head
     return state
 
 
@@ -106,52 +132,266 @@ def _quarantine(vault: Vault, path: Path, torn: segments.Torn) -> str:
         data = f.read()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     target = vault.state / "quarantine" / f"{path.stem}-{stamp}-{torn.offset}.torn"
+    n = 1
+    while target.exists():  # two torn tails at one offset in one second: keep both
+        n += 1
+        target = target.with_name(f"{path.stem}-{stamp}-{torn.offset}-{n}.torn")
     durable.replace(target, data)
     durable.truncate(path, torn.offset)
     return vault.rel(target)
 
 
-def _checked_state(vault: Vault, quarantined: list[str]) -> dict[str, Any]:
-    """The tail state, brought up to date with the newest segment. Caller holds the log lock."""
+def _checked_state(
+    vault: Vault, quarantined: list[str], known: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The tail state, brought up to date with the newest segment. Caller holds the log lock.
+
+    ``known`` is a state this process holds in memory (fresher than tail.json when it saves lazily).
+    """
     files = segment_files(vault)
-    state = _load_state(vault)
+    stored = _load_state(vault)
+    base = known if known is not None else stored
+    if known is not None and stored is not None and stored["segment"] == known["segment"] and (
+        stored["size"] > known["size"]
+    ):
+        base = stored  # another process got further than this one
     if not files:
-        return state if state and state["segment"] is None else _empty_state()
+        return _empty_state(base["heads"] if base else None)
     name, path = files[-1]
     size = path.stat().st_size
-    if state is None or state["segment"] != name or state["size"] > size or not _boundary_ok(
-        path, state
-    ):
-        state = _rebuild_state(vault)
-        size = state["size"]
+    if base is None or base["segment"] != name or base["size"] > size or not _boundary_ok(path, base):
+        state = _rebuild_state(vault, base)
+    else:
+        state = json.loads(json.dumps(base))  # a deep copy: never mutate the caller's state
     if size > state["size"]:  # other writers (or a person) added bytes: catch up
         with open(path, "rb") as f:
             f.seek(state["size"])
-            data = f.read()
+            data = f.read(size - state["size"])
         result = segments.scan(data, vault.rel(path), offset=state["size"], line=state["lines"] + 1)
         for located in result.entries:
             _absorb(state, located)
         if result.torn is not None:
             quarantined.append(_quarantine(vault, path, result.torn))
-        state["size"] = result.end_offset if result.torn else size
-        state["lines"] = (result.end_line - 1) if result.torn else state["lines"] + data.count(b"\n")
+            state["size"], state["lines"] = result.end_offset, result.end_line - 1
+        else:
+            state["size"], state["lines"] = size, state["lines"] + data.count(b"\n")
     return state
 
 
 def _boundary_ok(path: Path, state: dict[str, Any]) -> bool:
     """The recorded size still ends the recorded last entry (nobody rewrote the file under us)."""
-    size, start, last = state["size"], state["last_start"], state["last_id"]
-    if last is None:
-        return True
-    if start >= size:
-        return False
+    size = state["size"]
+    seg_last = state.get("seg_last")
     with open(path, "rb") as f:
+        if not seg_last:  # no entry in this segment yet: the size must still end a line
+            if size == 0:
+                return True
+            f.seek(size - 1)
+            return f.read(1) == b"\n"
+        start, last = seg_last
+        if not isinstance(start, int) or not isinstance(last, str) or not 0 <= start < size:
+            return False
         f.seek(start)
         chunk = f.read(size - start)
-    return chunk.startswith(f"{entries.BEGIN_PREFIX}{last} %%".encode()) and f'"id":"{last}"'.encode() in chunk
+    if not chunk.startswith(f"{entries.BEGIN_PREFIX}{last} %%".encode()) or not chunk.endswith(b"\n"):
+        return False
+    end_line = chunk.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+    return end_line.startswith(entries.END_PREFIX.encode()) and f'"id":"{last}"'.encode() in end_line
 
 
 # ------------------------------------------------------------------ append
+
+SAVE_EVERY = 32  # a long-lived writer saves tail.json at least this often (and on flush/close/exit)
+
+
+class LogWriter:
+    """Appends to one vault's log; keeps the tail state in memory between appends.
+
+    Under the log lock each append checks that nothing changed since its own last append (the log
+    folder's mtime, and the newest segment's inode and size): then it writes at once; otherwise it
+    catches up from the segments as a fresh process would. Durability is the same either way: every
+    entry is fsynced before ``append`` returns. Only the derived ``tail.json`` is saved lazily.
+    """
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self._lock = FileLock(vault.lock("log"))
+        self._state: dict[str, Any] | None = None
+        self._stamp: tuple[int, int, int] | None = None  # (log dir mtime, segment inode, size)
+        self._unsaved = 0
+        self._cursors: dict[str, tuple[tuple[int, int, int], str | None]] = {}
+        self._log_dir = vault.log_dir
+        self._paths: dict[str, tuple[Path, str]] = {}  # segment name -> (path, vault-relative path)
+        self._cursor_files: dict[str, Path] = {}
+
+    def _segment(self, name: str) -> tuple[Path, str]:
+        found = self._paths.get(name)
+        if found is None:
+            path = self._log_dir / f"{name}.md"
+            found = self._paths[name] = (path, f"{self.vault.rel(self._log_dir)}/{name}.md")
+        return found
+
+    def append(
+        self,
+        signer: Signer,
+        *,
+        channel: str,
+        type: str,
+        summary: str,
+        body: str | None = None,
+        ack: tuple[str, ...] = (),
+        via: str | None = None,
+        agent: str | None = None,
+    ) -> AppendResult:
+        """Append one signed entry and return once it is durable (see :func:`append`)."""
+        agent = check_name(agent or signer.name)
+        channel = check_token(channel, "channel")
+        type = check_token(type, "type")
+        summary = check_line(summary, "summary")
+        body = check_body(body)
+        for ack_id in ack:
+            if not entries.ID_RE.fullmatch(ack_id):
+                raise InputError(
+                    f"--ack {ack_id!r} is not an entry id (26 characters, as printed by append)"
+                )
+        seen = self._seen(agent)
+        quarantined: list[str] = []
+        log_dir = self._log_dir
+        with self._lock:
+            fd = -1
+            try:
+                fast = False
+                if self._state is not None and self._stamp is not None:
+                    path, rel = self._segment(self._state["segment"])
+                    try:
+                        dir_mtime = os.stat(log_dir).st_mtime_ns
+                        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                    except FileNotFoundError:
+                        pass
+                    else:
+                        st = os.fstat(fd)
+                        fast = (dir_mtime, st.st_ino, st.st_size) == self._stamp
+                if fast:
+                    state = self._state
+                    assert state is not None
+                else:
+                    if fd >= 0:
+                        os.close(fd)
+                        fd = -1
+                    log_dir.mkdir(exist_ok=True)
+                    state = _checked_state(self.vault, quarantined, self._state)
+                entry_id, ms = entries.new_id_ms(after=state["last_id"])
+                ts = entries.utc_ts(ms)
+                name = entries.segment_name(ts)
+                if state["segment"] is None or name > state["segment"]:  # a new month: a new segment
+                    if fd >= 0:
+                        os.close(fd)
+                        fd = -1
+                    fast = False
+                    path, rel = self._segment(name)
+                    if not path.exists():
+                        durable.create_exclusive(path, segments.preamble(name).encode())
+                    text = path.read_bytes()
+                    state.update(segment=name, size=len(text), lines=text.count(b"\n"), seg_last=None)
+                else:  # (if the clock went back across a month: stay in the newest segment)
+                    name = state["segment"]
+                    path, rel = self._segment(name)
+                head = state["heads"].get(agent)
+                entry = Entry(
+                    id=entry_id, ts=ts, agent=agent, channel=channel, type=type, summary=summary,
+                    body=body, ack=tuple(dict.fromkeys(ack)), seen=seen,
+                    seq=(head[0] + 1) if head else 1, prev=head[1] if head else None,
+                    key=signer.key_id, via=via,
+                )
+                canonical = entries.canonical(entry)
+                entry = replace(entry, sig=signer.sign(entries.SIGN_CONTEXT + canonical))
+                digest = entries.hash_canonical(canonical, entry.sig)
+                text_bytes = entries.render(entry).encode("utf-8")
+                lead = b"" if fast else _separator_needed(path, state["size"])
+                if fd < 0:
+                    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                # Invalidate the in-memory state first: if the write fails, the next append must
+                # look at the file again instead of trusting a size that may be wrong.
+                self._stamp = None
+                durable.append_fd(fd, lead + text_bytes)
+                ino = os.fstat(fd).st_ino
+            finally:
+                if fd >= 0:
+                    os.close(fd)
+            start = state["size"] + len(lead)
+            first_line = state["lines"] + lead.count(b"\n") + 1
+            n_lines = text_bytes.count(b"\n")
+            located = Located(entry, rel, first_line, first_line + n_lines - 2,
+                              start, start + len(text_bytes))
+            state["size"] = start + len(text_bytes)
+            state["lines"] = first_line - 1 + n_lines
+            _absorb(state, located, digest)
+            self._state = state
+            self._stamp = (os.stat(log_dir).st_mtime_ns, ino, state["size"])
+            self._unsaved += 1
+            if not fast or self._unsaved >= SAVE_EVERY:
+                self._save()
+        return AppendResult(located, tuple(quarantined))
+
+    def _save(self) -> None:
+        if self._state is not None and self._unsaved:
+            _save_state(self.vault, self._state)
+            self._unsaved = 0
+
+    def flush(self) -> None:
+        """Save the derived tail state now (appends are durable without it)."""
+        if self._state is not None and self._unsaved:
+            with self._lock:
+                stored = _load_state(self.vault)
+                if stored is None or stored.get("segment") != self._state["segment"] or (
+                    stored["size"] <= self._state["size"]
+                ):
+                    self._save()
+
+    def close(self) -> None:
+        self.flush()
+        self._lock.close()
+
+    def _seen(self, agent: str) -> str | None:
+        """The last id ``agent`` has read (its cursor), cached by the cursor file's identity."""
+        path = self._cursor_files.get(agent)
+        if path is None:
+            path = self._cursor_files[agent] = _cursor_path(self.vault, agent)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        cached = self._cursors.get(agent)
+        if cached and cached[0] == key:
+            return cached[1]
+        seen = read_cursor(self.vault, agent).get("seen")
+        seen = seen if isinstance(seen, str) else None
+        self._cursors[agent] = (key, seen)
+        return seen
+
+
+_WRITERS: dict[tuple[int, Path], LogWriter] = {}
+
+
+def writer(vault: Vault) -> LogWriter:
+    """This process's writer for ``vault`` (one per vault; a forked child gets its own)."""
+    key = (os.getpid(), vault.root)
+    found = _WRITERS.get(key)
+    if found is None:
+        if not _WRITERS:
+            import atexit
+
+            atexit.register(_flush_all)
+        found = _WRITERS[key] = LogWriter(vault)
+    return found
+
+
+def _flush_all() -> None:
+    for (pid, _root), w in list(_WRITERS.items()):
+        if pid == os.getpid():
+            with contextlib.suppress(OSError):  # derived state only; the next writer rebuilds it
+                w.flush()
 
 
 def append(
@@ -171,63 +411,8 @@ def append(
     ``agent`` defaults to the signer; it differs only when the watcher signs a person's text
     (``via="watcher"``) with that person's key.
     """
-    agent = check_name(agent or signer.name)
-    channel = check_token(channel, "channel")
-    type = check_token(type, "type")
-    summary = check_line(summary, "summary")
-    body = check_body(body)
-    for ack_id in ack:
-        if not entries.ID_RE.fullmatch(ack_id):
-            raise _input(f"--ack {ack_id!r} is not an entry id (26 characters, as printed by append)")
-    seen = read_cursor(vault, agent).get("seen")
-    quarantined: list[str] = []
-    vault.log_dir.mkdir(exist_ok=True)
-    with exclusive(vault.lock("log")):
-        state = _checked_state(vault, quarantined)
-        entry_id = entries.new_id(after=state["last_id"])
-        ts = entries.utc_ts(entries.decode_id_ms(entry_id))
-        name = entries.segment_name(ts)
-        path = vault.log_dir / f"{name}.md"
-        if state["segment"] is None or name > state["segment"]:
-            if not path.exists():
-                durable.create_exclusive(path, segments.preamble(name).encode())
-            text = path.read_bytes()
-            state.update(segment=name, size=len(text), lines=text.count(b"\n"), last_start=0)
-            if state["last_id"] is not None:
-                state["last_start"] = len(text) + 1  # no last entry in this segment yet
-        elif name < state["segment"]:  # the clock went back across a month: stay in the newest
-            name = state["segment"]
-            path = vault.log_dir / f"{name}.md"
-        head = state["heads"].get(agent)
-        entry = Entry(
-            id=entry_id,
-            ts=ts,
-            agent=agent,
-            channel=channel,
-            type=type,
-            summary=summary,
-            body=body,
-            ack=tuple(dict.fromkeys(ack)),
-            seen=seen,
-            seq=(head[0] + 1) if head else 1,
-            prev=head[1] if head else None,
-            key=signer.key_id,
-            via=via,
-        )
-        entry = replace(entry, sig=signer.sign(entries.signing_bytes(entry)))
-        text_bytes = entries.render(entry).encode("utf-8")
-        lead = _separator_needed(path, state["size"])
-        durable.append(path, lead + text_bytes)
-        start = state["size"] + len(lead)
-        first_line = state["lines"] + lead.count(b"\n") + 1
-        n_lines = text_bytes.count(b"\n")
-        located = Located(entry, vault.rel(path), first_line, first_line + n_lines - 2, start,
-                          start + len(text_bytes))
-        state["size"] = start + len(text_bytes)
-        state["lines"] = first_line - 1 + n_lines
-        _absorb(state, located)
-        _save_state(vault, state)
-    return AppendResult(located, tuple(quarantined))
+    return writer(vault).append(signer, channel=channel, type=type, summary=summary, body=body,
+                                ack=ack, via=via, agent=agent)
 
 
 def _separator_needed(path: Path, size: int) -> bytes:
@@ -240,12 +425,6 @@ def _separator_needed(path: Path, size: int) -> bytes:
     if last.endswith(b"\n\n") or (size == 1 and last == b"\n"):
         return b""
     return b"\n" if last.endswith(b"\n") else b"\n\n"
-
-
-def _input(message: str) -> Exception:
-    from .errors import InputError
-
-    return InputError(message)
 
 
 def repair_tail(vault: Vault) -> list[str]:
@@ -275,19 +454,19 @@ def read_cursor(vault: Vault, agent: str) -> dict[str, Any]:
 
 
 def _cursor_start(path: Path, size: int, mark: Any) -> tuple[int, int, str | None]:
-    """Where to resume in a segment: (offset, line, last id there), or (0, 1, None) if the saved
-    position no longer ends the entry it ended when saved."""
+    """Where to resume in a segment: (offset, line, last id read there), or (0, 1, None) when the
+    saved position no longer ends the entry it ended when saved (the file was edited before it)."""
     if not isinstance(mark, list) or len(mark) != 3:
         return 0, 1, None
     offset, line, last = mark
-    if not isinstance(offset, int) or offset > size or offset <= 0:
+    if not isinstance(offset, int) or not isinstance(line, int) or not isinstance(last, str):
         return 0, 1, None
-    if last is None:
-        return offset, line, None
+    if offset > size or offset <= 0:
+        return 0, 1, None
     with open(path, "rb") as f:
         f.seek(max(0, offset - 8192))
         window = f.read(min(offset, 8192))
-    tail_line = window.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    tail_line = window.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
     if window.endswith(b"\n") and tail_line.startswith(entries.END_PREFIX.encode()) and (
         f'"id":"{last}"'.encode() in tail_line
     ):
@@ -296,33 +475,40 @@ def _cursor_start(path: Path, size: int, mark: Any) -> tuple[int, int, str | Non
 
 
 def unread(vault: Vault, agent: str, *, advance: bool = True) -> list[Located]:
-    """Entries by others that ``agent`` has not read, oldest first; advances the cursor unless told not."""
-    check_name(agent)
+    """Entries by others that ``agent`` has not read, oldest first; advances the cursor unless told not.
+
+    The cursor keeps, per segment, the byte offset just after the last entry read there, so a read
+    scans only what was added since. If the file changed before that offset the segment is scanned
+    again from the start, and entries up to the last id read (``seen``) are skipped.
+    """
+    if not vault.identity_path(check_name(agent)).is_file():
+        raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
     cursor = read_cursor(vault, agent)
-    seen: str | None = cursor.get("seen")
+    seen = cursor.get("seen") if isinstance(cursor.get("seen"), str) else None
     marks: dict[str, Any] = dict(cursor["segments"])
     out: list[Located] = []
     newest_seen = seen
     for name, path in segment_files(vault):
         size = path.stat().st_size
-        offset, line, last = _cursor_start(path, size, marks.get(name))
-        if offset == size and offset > 0:
+        offset, line, _last = _cursor_start(path, size, marks.get(name))
+        if offset == size:
             continue
         with open(path, "rb") as f:
             f.seek(offset)
-            data = f.read()
+            data = f.read(size - offset)
         result = segments.scan(data, vault.rel(path), offset=offset, line=line)
         for located in result.entries:
             e = located.entry
-            last = e.id if last is None or e.id > last else last
             if seen is not None and e.id <= seen:
                 continue
             if newest_seen is None or e.id > newest_seen:
                 newest_seen = e.id
             if e.agent != agent:
                 out.append(located)
-        marks[name] = [result.end_offset, result.end_line, last]
-    if advance:
+        if result.entries:
+            last = result.entries[-1]
+            marks[name] = [last.end_offset, last.line_end + 1, last.entry.id]
+    if advance and (newest_seen != seen or marks != cursor["segments"]):
         _write_cursor(vault, agent, {"seen": newest_seen, "segments": marks})
     return out
 
@@ -364,10 +550,30 @@ def _tail_of(vault: Vault, path: Path, n: int) -> list[Located]:
                 if count > n or start == 0:
                     break
             chunk *= 2
-        f.seek(0)
-        line = f.read(start + aligned).count(b"\n") + 1
+        line = _line_at(vault, path, f, start + aligned, data, start)
     result = segments.scan(data[aligned:], vault.rel(path), offset=start + aligned, line=line)
     return result.entries[-n:]
+
+
+def _line_at(vault: Vault, path: Path, f: Any, offset: int, data: bytes, data_start: int) -> int:
+    """The 1-based line number of the line starting at ``offset``, without reading the whole prefix
+    when the tail state knows the line count at a size inside ``data``."""
+    state = _load_state(vault)
+    if state is not None and state["segment"] == path.stem:
+        known, lines = state["size"], state["lines"]
+        if data_start <= known <= data_start + len(data):
+            if known >= offset:
+                return int(lines) - data.count(b"\n", offset - data_start, known - data_start) + 1
+            return int(lines) + data.count(b"\n", known - data_start, offset - data_start) + 1
+    f.seek(0)
+    count, left = 0, offset
+    while left > 0:
+        block = f.read(min(left, 1 << 20))
+        if not block:
+            break
+        count += block.count(b"\n")
+        left -= len(block)
+    return count + 1
 
 
 def find_entry(vault: Vault, entry_id: str) -> Located:

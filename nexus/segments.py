@@ -98,7 +98,11 @@ def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
     for raw in raw_lines:
         next_pos = pos + len(raw) + 1
         # Invalid UTF-8 becomes U+FFFD: the entry's signature then fails and verify names it.
+        # A CR before the LF (an editor saved the file with CRLF endings) is not part of the line:
+        # nexus never writes a CR (bodies show one as ⟦U+000D⟧), so dropping it loses nothing.
         text = raw.decode("utf-8", errors="replace")
+        if text.endswith("\r"):
+            text = text[:-1]
         if in_preamble:
             if text.startswith(SEGMENT_MARKER_PREFIX):
                 in_preamble = False
@@ -132,7 +136,8 @@ def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
         result.end_offset, result.end_line = cur_start
         stray.clear()
     elif partial:
-        if partial.startswith(b"%%") or (stray and stray[-1][2].startswith("%%")):
+        # An unterminated last line that is (the start of) framing is a writer's torn write.
+        if partial.startswith(b"%") or (stray and stray[-1][2].startswith("%%")):
             result.torn = Torn(pos, line_no, len(partial))
             flush_stray(pos)
             result.end_offset, result.end_line = pos, line_no

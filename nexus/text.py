@@ -34,9 +34,10 @@ _INVISIBLE = (
     "\U000e0000-\U000e007f"  # tag characters
 )
 _CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f"
+_SURROGATE = "\ud800-\udfff"  # lone surrogates (undecodable bytes in argv) cannot be stored as UTF-8
 INVISIBLE_RE = re.compile(f"[{_INVISIBLE}]")
-FORBIDDEN_INLINE_RE = re.compile(f"[{_INVISIBLE}{_CONTROL}\n]")
-FORBIDDEN_BODY_RE = re.compile(f"[{_INVISIBLE}{_CONTROL}]")
+FORBIDDEN_INLINE_RE = re.compile(f"[{_INVISIBLE}{_CONTROL}{_SURROGATE}\n]")
+FORBIDDEN_BODY_RE = re.compile(f"[{_INVISIBLE}{_CONTROL}{_SURROGATE}]")
 
 
 def describe_char(ch: str) -> str:

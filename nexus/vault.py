@@ -163,7 +163,10 @@ def init(path: Path, *, force: bool = False) -> tuple[Vault, list[str]]:
         if rel == MARKER:
             data = data.replace(b"vault_id: REPLACE_ME", f"vault_id: {secrets.token_hex(8)}".encode())
         target.parent.mkdir(parents=True, exist_ok=True)
-        durable.create_exclusive(target, data)
+        try:
+            durable.create_exclusive(target, data)
+        except FileExistsError:  # another `nexus init` of the same folder got there first
+            continue
         created.append(rel)
     vault = Vault(path)
     for sub in ("locks", "cursors", "cache", "quarantine"):
