@@ -1,0 +1,392 @@
+"""Bounded agent memory: ``agents/A/MEMORY.md`` (the agent's notes) and ``USER.md`` (the user's profile).
+
+The files are Hermes Agent's format exactly: entries joined by ``"\\n§\\n"`` (a line holding only ``§``),
+no frontmatter, so a Hermes runtime can read and write them too. The rules follow Hermes's memory tool:
+
+* the size counts the separators (``len("\\n§\\n".join(entries))``); a size equal to the limit is fine;
+* an add or replace that would pass the limit fails, listing every current entry and the usage;
+* an exact duplicate add succeeds and adds nothing;
+* replace/remove find the entry by ``old_text``, a case-sensitive substring; an entry equal to it
+  wins; several different matches fail with short previews; no match fails listing the entries;
+* content is stripped; empty content is refused; everything written passes the safety scan.
+
+Writes hold the store's sidecar lock, re-read the file, and replace it atomically. A file edited by hand
+in a way nexus would not write back byte for byte is copied to ``archive/backups/`` first and the result
+says so. Each entry's first-seen time is kept in ``.nexus/memory/KEY.json`` (``memory sweep`` needs
+ages; the ``§`` file stays Hermes-compatible).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import durable, scan
+from .errors import InputError, MemoryFullError, NotFoundError
+from .locks import exclusive
+from .records import MemoryResult
+from .text import check_name
+from .vault import Vault
+
+DELIM = "\n§\n"
+TARGETS = ("memory", "user")
+PREVIEW = 80
+BAR = "═" * 46
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass(frozen=True)
+class Store:
+    """Where one bounded store lives."""
+
+    target: str
+    agent: str | None
+    path: Path
+    key: str  # lock and sidecar name
+
+    @property
+    def label(self) -> str:
+        return "USER.md" if self.target == "user" else f"{self.agent}'s MEMORY.md"
+
+
+def store(vault: Vault, target: str, agent: str | None) -> Store:
+    if target not in TARGETS:
+        raise InputError(f"invalid target {target!r}: use memory or user")
+    if target == "user":
+        return Store("user", None, vault.root / "USER.md", "memory-user")
+    if not agent:
+        raise InputError("--agent is required for the memory target")
+    check_name(agent)
+    return Store("memory", agent, vault.agent_dir(agent) / "MEMORY.md", f"memory-{agent}")
+
+
+# ---------------------------------------------------------------- the file format
+
+
+def parse(raw: str) -> list[str]:
+    """Entries of a ``§`` file (Hermes's reading: split on ``"\\n§\\n"``, strip, drop empties)."""
+    if not raw.strip():
+        return []
+    return [e for e in (part.strip() for part in raw.replace("\r\n", "\n").split(DELIM)) if e]
+
+
+def render(entries: Sequence[str]) -> str:
+    return DELIM.join(entries) + "\n" if entries else ""
+
+
+def size(entries: Sequence[str]) -> int:
+    return len(DELIM.join(entries))
+
+
+def drift(raw: str, limit: int) -> str | None:
+    """Why nexus would not write ``raw`` back byte for byte (None when it would)."""
+    if not raw.strip():
+        return None
+    entries = parse(raw)
+    if raw.strip() != DELIM.join(entries):
+        return "its separators or spacing differ from one `§` line between entries"
+    if len(set(entries)) != len(entries):
+        return "it holds the same entry twice"
+    big = max((len(e) for e in entries), default=0)
+    if big > limit:
+        return f"one entry ({big:,} chars) is larger than the whole limit ({limit:,})"
+    return None
+
+
+def read(path: Path) -> list[str]:
+    try:
+        return parse(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+
+
+def previews(entries: Sequence[str], width: int = PREVIEW) -> list[str]:
+    return [(e[:width] + "...") if len(e) > width else e for e in entries]
+
+
+def display(entries: Sequence[str], source: str, vault_root: Path | None = None) -> list[str]:
+    """Entries as they may be shown to a model: a poisoned one becomes a BLOCKED placeholder."""
+    out = []
+    for e in entries:
+        found = scan.findings(e, vault_root)
+        out.append(scan.blocked_placeholder(source, found) if found else e)
+    return out
+
+
+def _listing(entries: Sequence[str], source: str, vault_root: Path) -> str:
+    shown = display(entries, source, vault_root)
+    return " Current entries: " + " ".join(f"[{i}] {e!r}" for i, e in enumerate(shown, 1)) if shown \
+        else " There are no entries."
+
+
+# ---------------------------------------------------------------- dates sidecar
+
+
+def _digest(entry: str) -> str:
+    return hashlib.sha256(entry.encode("utf-8")).hexdigest()[:20]
+
+
+def dates_path(vault: Vault, st: Store) -> Path:
+    return vault.state / "memory" / f"{st.key}.json"
+
+
+def load_dates(vault: Vault, st: Store) -> dict[str, str]:
+    try:
+        data = json.loads(dates_path(vault, st).read_text(encoding="utf-8"))
+        return {str(k): str(v) for k, v in data.get("first_seen", {}).items()}
+    except (FileNotFoundError, ValueError, AttributeError):
+        return {}
+
+
+def first_seen(dates: dict[str, str], entry: str) -> str | None:
+    return dates.get(_digest(entry))
+
+
+def _save_dates(vault: Vault, st: Store, entries: Sequence[str], dates: dict[str, str],
+                now: str, overrides: dict[str, str] | None = None) -> None:
+    keep = {}
+    for e in entries:
+        d = _digest(e)
+        keep[d] = (overrides or {}).get(e) or dates.get(d) or now
+    if keep != dates:
+        body = json.dumps({"store": st.key, "first_seen": keep}, indent=1, sort_keys=True)
+        durable.replace(dates_path(vault, st), body.encode("utf-8"))
+
+
+# ---------------------------------------------------------------- the write path
+
+
+@contextmanager
+def locked(vault: Vault, st: Store) -> Iterator[None]:
+    with exclusive(vault.lock(st.key)):
+        yield
+
+
+def _backup(vault: Vault, st: Store, raw: str) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    rel = vault.rel(st.path).replace("/", "-").removesuffix(".md")
+    path = vault.root / "archive" / "backups" / f"{rel}-{stamp}-{_digest(raw)[:6]}.md"
+    if not path.exists():
+        durable.create_exclusive(path, raw.encode("utf-8"))
+    return vault.rel(path)
+
+
+def write_entries(vault: Vault, st: Store, raw: str, entries: Sequence[str], limit: int,
+                  *, first_seen_overrides: dict[str, str] | None = None) -> str | None:
+    """Replace the store's file (caller holds the lock and read ``raw`` under it); return a backup
+    path when the old file would not have round-tripped."""
+    backup = _backup(vault, st, raw) if drift(raw, limit) else None
+    dates = load_dates(vault, st)
+    st.path.parent.mkdir(parents=True, exist_ok=True)
+    durable.replace(st.path, render(entries).encode("utf-8"))
+    _save_dates(vault, st, entries, dates, utc_now(), first_seen_overrides)
+    return backup
+
+
+def _read_locked(st: Store) -> str:
+    try:
+        return st.path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def _result(vault: Vault, st: Store, message: str, entries: Sequence[str], limit: int,
+            changed: bool, backup: str | None) -> MemoryResult:
+    if backup:
+        message += (f" The file had been edited by hand in a way nexus would not write back exactly; "
+                    f"its previous text is kept in {backup}.")
+    return MemoryResult(st.target, st.agent, vault.rel(st.path) if st.path.exists() else
+                        st.path.relative_to(vault.root).as_posix(), message, tuple(entries),
+                        size(entries), limit, changed, backup)
+
+
+def _clean(content: str | None, what: str, vault: Vault) -> str:
+    text = (content or "").replace("\r\n", "\n").strip()
+    if not text:
+        raise InputError(f"{what} is empty; give the text of the entry"
+                         + (" (use `nexus memory remove` to delete one)" if what == "new content" else ""))
+    if DELIM in f"\n{text}\n":
+        raise InputError(f"{what} contains a line holding only `§`, which separates entries; "
+                         "add each entry separately")
+    scan.check(text, f"{what} for memory", vault.root)
+    return text
+
+
+def usage(vault: Vault, target: str, agent: str | None, limit: int) -> MemoryResult:
+    st = store(vault, target, agent)
+    entries = list(dict.fromkeys(read(st.path)))
+    return _result(vault, st, "", entries, limit, False, None)
+
+
+def add(vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int) -> MemoryResult:
+    st = store(vault, target, agent)
+    text = _clean(content, "content", vault)
+    with locked(vault, st):
+        raw = _read_locked(st)
+        entries = list(dict.fromkeys(parse(raw)))
+        if text in entries:
+            return _result(vault, st, "Entry already exists (no duplicate added).", entries, limit,
+                           False, None)
+        new = [*entries, text]
+        if size(new) > limit:
+            current = size(entries)
+            raise MemoryFullError(
+                f"{st.label} at {current:,}/{limit:,} chars. Adding this entry ({len(text):,} chars) "
+                f"would exceed the limit. Consolidate now: replace overlapping entries with shorter "
+                f"ones or remove stale ones, then retry.{_listing(entries, st.label, vault.root)}",
+                tuple(display(entries, st.label, vault.root)), f"{current:,}/{limit:,}")
+        backup = write_entries(vault, st, raw, new, limit)
+    return _result(vault, st, "Entry added.", new, limit, True, backup)
+
+
+def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> int:
+    needle = (old_text or "").strip()
+    if not needle:
+        raise InputError("--old-text is empty; give a short unique part of the entry")
+    if needle in entries:  # an entry equal to old_text wins over entries that merely contain it
+        return entries.index(needle)
+    matches = [i for i, e in enumerate(entries) if needle in e]
+    if not matches:
+        raise NotFoundError(f"No entry matched {needle!r}.{_listing(entries, st.label, vault.root)}")
+    if len({entries[i] for i in matches}) > 1:
+        shown = previews(display([entries[i] for i in matches], st.label, vault.root))
+        raise InputError(f"Multiple entries matched {needle!r}; be more specific. Matches: "
+                         + " ".join(f"[{n}] {p!r}" for n, p in enumerate(shown, 1)))
+    return matches[0]
+
+
+def replace(vault: Vault, target: str, agent: str | None, old_text: str | None, content: str | None,
+            *, limit: int) -> MemoryResult:
+    st = store(vault, target, agent)
+    text = _clean(content, "new content", vault)
+    with locked(vault, st):
+        raw = _read_locked(st)
+        entries = list(dict.fromkeys(parse(raw)))
+        idx = _find(vault, st, entries, old_text)
+        new = list(entries)
+        new[idx] = text
+        new = list(dict.fromkeys(new))
+        if size(new) > limit:
+            current = size(entries)
+            raise MemoryFullError(
+                f"Replacement would put {st.label} at {size(new):,}/{limit:,} chars. Shorten the new "
+                f"content or remove other entries first.{_listing(entries, st.label, vault.root)}",
+                tuple(display(entries, st.label, vault.root)), f"{current:,}/{limit:,}")
+        backup = write_entries(vault, st, raw, new, limit)
+    return _result(vault, st, "Entry replaced.", new, limit, True, backup)
+
+
+def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int) -> MemoryResult:
+    st = store(vault, target, agent)
+    with locked(vault, st):
+        raw = _read_locked(st)
+        entries = list(dict.fromkeys(parse(raw)))
+        idx = _find(vault, st, entries, old_text)
+        new = entries[:idx] + entries[idx + 1:]
+        backup = write_entries(vault, st, raw, new, limit)
+    return _result(vault, st, "Entry removed.", new, limit, True, backup)
+
+
+# ---------------------------------------------------------------- the frozen snapshot
+
+
+def render_block(target: str, entries: Sequence[str], limit: int) -> str:
+    """Hermes's system-prompt block: a 46-``═`` frame, a usage header, the entries."""
+    if not entries:
+        return ""
+    content = DELIM.join(entries)
+    current = len(content)
+    pct = min(100, current * 100 // limit) if limit > 0 else 0
+    over = " ⚠ OVER BUDGET" if current > limit else ""
+    name = "USER PROFILE (who the user is)" if target == "user" else "MEMORY (your personal notes)"
+    return f"{BAR}\n{name} [{pct}% — {current:,}/{limit:,} chars{over}]\n{BAR}\n{content}"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    agent: str
+    text: str
+    memory: MemoryResult
+    user: MemoryResult
+    blocked: tuple[str, ...]  # what was held back, as "FILE: rule, …"
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for w in (self.memory.warning, self.user.warning) if w]
+
+    def to_json(self) -> dict[str, object]:
+        return {"agent": self.agent, "text": self.text, "memory": self.memory.to_json(),
+                "user": self.user.to_json(), "blocked": list(self.blocked), "warnings": self.warnings}
+
+
+def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) -> Snapshot:
+    """Both stores as the block a runtime puts in its system prompt, each entry scanned again."""
+    blocks: list[str] = []
+    blocked: list[str] = []
+    results: list[MemoryResult] = []
+    for target, limit in (("memory", memory_limit), ("user", user_limit)):
+        st = store(vault, target, agent)
+        entries = list(dict.fromkeys(read(st.path)))
+        shown = []
+        for e in entries:
+            found = scan.findings(e, vault.root)
+            if found:
+                blocked.append(f"{vault.rel(st.path)}: " + ", ".join(f.rule for f in found))
+                shown.append(scan.blocked_placeholder(vault.rel(st.path), found))
+            else:
+                shown.append(e)
+        block = render_block(target, shown, limit)
+        if block:
+            blocks.append(block)
+        results.append(_result(vault, st, "", entries, limit, False, None))
+    return Snapshot(agent, "\n\n".join(blocks), results[0], results[1], tuple(blocked))
+
+
+# ---------------------------------------------------------------- import from Hermes
+
+
+def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
+                  user_limit: int) -> list[MemoryResult]:
+    """Add the entries of a Hermes ``memories/`` folder (MEMORY.md, USER.md) to ``agent``'s memory and
+    the vault's USER.md. Every entry is scanned and the limits hold; nothing is written unless all fit."""
+    folder = folder.expanduser()
+    if (folder / "memories").is_dir():
+        folder = folder / "memories"
+    found = [(t, folder / f) for t, f in (("memory", "MEMORY.md"), ("user", "USER.md"))
+             if (folder / f).is_file()]
+    if not found:
+        raise NotFoundError(f"{folder} holds no MEMORY.md or USER.md")
+    plans = []
+    for target, src in found:
+        incoming = parse(src.read_text(encoding="utf-8"))
+        for e in incoming:
+            scan.check(e, f"{src.name} entry {e[:40]!r}", vault.root)
+        plans.append((target, incoming))
+    results = []
+    for target, incoming in plans:
+        limit = memory_limit if target == "memory" else user_limit
+        st = store(vault, target, agent)
+        with locked(vault, st):
+            raw = _read_locked(st)
+            entries = list(dict.fromkeys(parse(raw)))
+            new = list(dict.fromkeys([*entries, *incoming]))
+            if size(new) > limit:
+                raise MemoryFullError(
+                    f"importing {len(incoming)} {target} entries would put {st.label} at "
+                    f"{size(new):,}/{limit:,} chars; consolidate the Hermes file first (nothing of "
+                    f"{target} was imported).{_listing(entries, st.label, vault.root)}",
+                    tuple(display(entries, st.label, vault.root)), f"{size(entries):,}/{limit:,}")
+            backup = write_entries(vault, st, raw, new, limit) if new != entries else None
+        added = len(new) - len(entries)
+        results.append(_result(vault, st, f"Imported {added} entr{'y' if added == 1 else 'ies'} "
+                               f"({len(incoming) - added} already there).", new, limit, added > 0,
+                               backup))
+    return results
