@@ -411,6 +411,309 @@ def _add_continuity_commands(sub: Any) -> None:
     p.add_argument("--stale-minutes", type=float, help="idle time that counts as a probable crash")
 
 
+# ------------------------------------------------------------------ handlers: memory, facts, bank, review (issue 6)
+
+
+def _memory_limits(args: argparse.Namespace, vault: Any) -> dict[str, int]:
+    s = _settings(args, vault)
+    return {"memory": int(s.memory_chars), "user": int(s.user_chars)}
+
+
+def _memory_text(res: Any) -> str:
+    lines = [f"{res.message} {res.path}: {res.usage}, {len(res.entries)} entries".strip()]
+    if res.warning:
+        lines.append(f"warning: {res.warning}")
+    return "\n".join(lines)
+
+
+def _memory_emit(args: argparse.Namespace, res: Any) -> int:
+    if res.backup:
+        sys.stderr.write(f"nexus: kept the hand-edited file's previous text in {res.backup}\n")
+    if res.warning and not args.json:
+        sys.stderr.write(f"nexus: warning: {res.warning}\n")
+    _emit(args, res.to_json(), f"{res.message} {res.path}: {res.usage}, {len(res.entries)} entries")
+    return 0
+
+
+def _memory_content(args: argparse.Namespace) -> str | None:
+    if getattr(args, "content_file", None):
+        return sys.stdin.read() if args.content_file == "-" else Path(args.content_file).read_text(
+            encoding="utf-8")
+    content: str | None = args.content
+    return content
+
+
+def cmd_memory_add(args: argparse.Namespace) -> int:
+    from . import memory
+
+    vault = _vault(args)
+    limit = _memory_limits(args, vault)[args.target]
+    return _memory_emit(args, memory.add(vault, args.target, args.agent, _memory_content(args), limit=limit))
+
+
+def cmd_memory_replace(args: argparse.Namespace) -> int:
+    from . import memory
+
+    vault = _vault(args)
+    limit = _memory_limits(args, vault)[args.target]
+    return _memory_emit(args, memory.replace(vault, args.target, args.agent, args.old_text,
+                                             _memory_content(args), limit=limit))
+
+
+def cmd_memory_remove(args: argparse.Namespace) -> int:
+    from . import memory
+
+    vault = _vault(args)
+    limit = _memory_limits(args, vault)[args.target]
+    return _memory_emit(args, memory.remove(vault, args.target, args.agent, args.old_text, limit=limit))
+
+
+def cmd_memory_snapshot(args: argparse.Namespace) -> int:
+    from . import memory
+
+    vault = _vault(args)
+    limits = _memory_limits(args, vault)
+    snap = memory.snapshot(vault, args.agent, memory_limit=limits["memory"], user_limit=limits["user"])
+    for b in snap.blocked:
+        sys.stderr.write(f"nexus: blocked from the snapshot: {b}\n")
+    _emit(args, snap.to_json(), snap.text or "(memory and user profile are empty)")
+    return 0
+
+
+def cmd_memory_import_hermes(args: argparse.Namespace) -> int:
+    from . import memory
+
+    vault = _vault(args)
+    limits = _memory_limits(args, vault)
+    results = memory.import_hermes(vault, Path(args.folder), args.agent,
+                                   memory_limit=limits["memory"], user_limit=limits["user"])
+    _emit(args, [r.to_json() for r in results], "\n".join(_memory_text(r) for r in results))
+    return 0
+
+
+def cmd_memory_sweep(args: argparse.Namespace) -> int:
+    from . import archive
+
+    vault = _vault(args)
+    s = _settings(args, vault)
+    report = archive.sweep(vault, older_than_days=float(s.sweep_days), agent=args.agent,
+                           limits=_memory_limits(args, vault))
+    lines = [f"archived {a.id} from {a.agent + ' memory' if a.agent else 'USER.md'}: {a.text[:70]!r}"
+             for a in report.archived]
+    lines.append(f"{len(report.archived)} plan-shaped entr{'y' if len(report.archived) == 1 else 'ies'} "
+                 f"archived (older than {report.older_than_days:g} days); {report.kept_plans} younger kept"
+                 + ("; bring one back with `nexus memory restore ID`" if report.archived else ""))
+    _emit(args, report.to_json(), "\n".join(lines))
+    return 0
+
+
+def cmd_memory_restore(args: argparse.Namespace) -> int:
+    from . import archive, facts
+
+    vault = _vault(args)
+    if not args.ids:
+        items = [a.to_json() | {"kind": "memory-entry"} for a in archive.archived(vault)]
+        items += [f.to_json() | {"kind": "fact", "id": f.name} for f in facts.retired(vault)]
+        lines = [f"{i['id']}  {i['kind']}  {(i.get('text') or i.get('description') or '')[:70]!r}"
+                 for i in items]
+        _emit(args, items, "\n".join(lines) or "nothing archived")
+        return 0
+    limits = _memory_limits(args, vault)
+    out: list[Any] = []
+    for item in args.ids:
+        if archive.ID_RE.fullmatch(item):
+            out.append(archive.restore(vault, item, limits=limits).to_json())
+        else:
+            out.append(facts.restore(vault, item).to_json())
+    _emit(args, out, "\n".join(f"restored {i}" for i in args.ids))
+    return 0
+
+
+def cmd_memory_consolidate(args: argparse.Namespace) -> int:
+    from . import archive
+
+    vault = _vault(args)
+    limit = _memory_limits(args, vault)[args.target]
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    res, moved = archive.consolidate(vault, args.target, args.agent, text, limit=limit,
+                                     archive=tuple(args.archive or ()))
+    data = res.to_json() | {"archived": [m.to_json() for m in moved]}
+    _emit(args, data, _memory_text(res) + "".join(f"\narchived {m.id}" for m in moved))
+    return 0
+
+
+def cmd_facts_add(args: argparse.Namespace) -> int:
+    from . import facts
+
+    vault = _vault(args)
+    fact = facts.add(vault, name=args.name, description=args.description, type=args.type,
+                     body=args.body or "")
+    _emit(args, fact.to_json(), f"added {fact.path}")
+    return 0
+
+
+def cmd_facts_list(args: argparse.Namespace) -> int:
+    from . import facts
+
+    vault = _vault(args)
+    items = facts.retired(vault) if args.retired else facts.all_facts(vault)
+    _emit(args, [f.to_json() for f in items],
+          "\n".join(f"{f.name:<32} {f.type:<9} {f.description}" for f in items) or "no facts yet")
+    return 0
+
+
+def cmd_facts_show(args: argparse.Namespace) -> int:
+    from . import facts
+
+    fact = facts.get(_vault(args), args.name)
+    text = f"{fact.name} ({fact.type}) — {fact.description}\n{fact.path}\n\n{fact.body}".rstrip()
+    _emit(args, fact.to_json(), text)
+    return 0
+
+
+def cmd_facts_retire(args: argparse.Namespace) -> int:
+    from . import facts
+
+    fact = facts.retire(_vault(args), args.name)
+    _emit(args, fact.to_json(), f"retired {fact.name} to {fact.path}; `nexus memory restore {fact.name}` "
+          "brings it back")
+    return 0
+
+
+def cmd_retain(args: argparse.Namespace) -> int:
+    from . import bank
+
+    vault = _vault(args)
+    fact = bank.retain(vault, args.agent, type=args.type, content=args.content, source=args.source)
+    _emit(args, fact.to_json(), f"retained {fact.id} (pending review: `nexus review`)")
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from . import bank
+
+    vault = _vault(args)
+    hits = bank.recall(vault, args.agent, args.query, limit=args.n)
+    _emit(args, [h.to_json() for h in hits],
+          "\n".join(f"{h.id}  {h.type:<10} {h.status:<8} {h.content[:90]}" for h in hits)
+          or "nothing recalled")
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from . import bank
+
+    vault = _vault(args)
+    if args.approve or args.reject:
+        if not args.agent:
+            from .errors import InputError
+
+            raise InputError("--agent PERSON (a human identity) is required to approve or reject")
+        if args.approve:
+            fact = bank.approve(vault, args.approve, args.agent)
+        else:
+            fact = bank.reject(vault, args.reject, args.agent, why=args.why)
+        text = (f"{fact.id} {fact.status} by {fact.reviewed_by}"
+                + (f"; promoted to memory/{fact.fact}.md" if fact.fact else ""))
+        _emit(args, fact.to_json(), text)
+        return 0
+    items = bank.pending(vault)
+    _emit(args, [f.to_json() for f in items],
+          "\n".join(f"{f.id}  {f.type:<10} {f.content[:90]}" for f in items) or "nothing pending")
+    return 0
+
+
+def _add_memory_commands(sub: Any) -> None:
+    """Parsers for memory, retain, recall and review (issue 6)."""
+    mem = sub.add_parser("memory", help="bounded agent memory, the user profile, the memory index")
+    msub = mem.add_subparsers(title="memory commands", metavar="COMMAND")
+
+    def store_args(p: argparse.ArgumentParser, content: bool, old: bool) -> None:
+        p.add_argument("--agent", help="the agent whose MEMORY.md (required for --target memory)")
+        p.add_argument("--target", choices=("memory", "user"), default="memory",
+                       help="memory: agents/AGENT/MEMORY.md; user: the shared USER.md")
+        if old:
+            p.add_argument("--old-text", required=True, help="a short unique part of the entry")
+        if content:
+            g = p.add_mutually_exclusive_group(required=True)
+            g.add_argument("--content", help="the entry's text")
+            g.add_argument("--content-file", help="read the entry from a file, or - for standard input")
+
+    p = _cmd(msub, "add", cmd_memory_add, "add an entry to MEMORY.md or USER.md (Hermes rules)",
+             'nexus memory add --agent ella --target memory --content "CI runs on a 2-core box"')
+    store_args(p, True, False)
+    p = _cmd(msub, "replace", cmd_memory_replace, "replace the entry containing --old-text",
+             'nexus memory replace --agent ella --old-text "2-core" --content "CI runs on 4 cores"')
+    store_args(p, True, True)
+    p = _cmd(msub, "remove", cmd_memory_remove, "remove the entry containing --old-text",
+             'nexus memory remove --target user --old-text "timezone"')
+    store_args(p, False, True)
+    p = _cmd(msub, "snapshot", cmd_memory_snapshot,
+             "both stores as the frozen block a runtime puts in its system prompt",
+             "nexus memory snapshot --agent ella")
+    p.add_argument("--agent", required=True)
+    p = _cmd(msub, "import-hermes", cmd_memory_import_hermes,
+             "import a Hermes memories folder (MEMORY.md to the agent, USER.md to the vault)",
+             "nexus memory import-hermes ~/.hermes/memories --agent ella")
+    p.add_argument("folder", help="a Hermes home or its memories/ folder")
+    p.add_argument("--agent", required=True)
+    p = _cmd(msub, "sweep", cmd_memory_sweep,
+             "archive plan-shaped entries older than the sweep age (never decisions or preferences)",
+             "nexus memory sweep --older-than 7")
+    p.add_argument("--agent", help="only this agent's MEMORY.md (and USER.md); default: every agent")
+    p.add_argument("--older-than", dest="sweep_days", type=float, metavar="DAYS",
+                   help="age in days (default: the vault's sweep_days, 7)")
+    p = _cmd(msub, "restore", cmd_memory_restore,
+             "bring back an archived entry or a retired fact (no ID: list what can be restored)",
+             "nexus memory restore m-20261130t044107z-3fa2b1")
+    p.add_argument("ids", nargs="*", metavar="ID", help="archived entry id or retired fact name")
+    p = _cmd(msub, "consolidate", cmd_memory_consolidate,
+             "replace a store's entries by a rewritten set, refusing if an old fact would be lost",
+             "nexus memory consolidate --agent ella --target memory --file new.md --archive 'old plan'")
+    p.add_argument("--agent")
+    p.add_argument("--target", choices=("memory", "user"), default="memory")
+    p.add_argument("--file", required=True, help="the new entries, separated by lines holding only §")
+    p.add_argument("--archive", action="append", metavar="TEXT",
+                   help="archive the old entry containing TEXT instead of keeping it (repeatable)")
+
+    facts_p = msub.add_parser("facts", help="the memory index: one note per fact under memory/")
+    fsub = facts_p.add_subparsers(title="facts commands", metavar="COMMAND")
+    p = _cmd(fsub, "add", cmd_facts_add, "add a fact note to the memory index",
+             'nexus memory facts add --type project --description "Search uses Whoosh" --name search-engine')
+    p.add_argument("--name", help="lowercase letters, digits, dashes (default: from the description)")
+    p.add_argument("--description", required=True, help="one line: the index shows it")
+    p.add_argument("--type", required=True, choices=("user", "feedback", "project", "reference"))
+    p.add_argument("--body", help="a short body (Markdown)")
+    p = _cmd(fsub, "list", cmd_facts_list, "list the facts of the memory index",
+             "nexus memory facts list --json")
+    p.add_argument("--retired", action="store_true", help="list retired facts (archive/facts/)")
+    p = _cmd(fsub, "show", cmd_facts_show, "show one fact", "nexus memory facts show search-engine")
+    p.add_argument("name")
+    p = _cmd(fsub, "retire", cmd_facts_retire, "move a fact to archive/facts/ (never deleted)",
+             "nexus memory facts retire search-engine")
+    p.add_argument("name")
+
+    p = _cmd(sub, "retain", cmd_retain, "keep a curated fact in the agent's bank, pending human review",
+             'nexus retain --agent ella --type decision --content "Search uses Whoosh, not FTS5"')
+    p.add_argument("--agent", required=True)
+    p.add_argument("--type", required=True, choices=("decision", "fact", "failure", "preference"))
+    p.add_argument("--content", required=True)
+    p.add_argument("--source", metavar="ENTRY", help="the log entry id it came from")
+    p = _cmd(sub, "recall", cmd_recall, "the agent's banked facts relevant to QUERY, ranked",
+             'nexus recall --agent ella "search engine" --json')
+    p.add_argument("--agent", required=True)
+    p.add_argument("query")
+    p.add_argument("-n", type=int, default=10, help="how many (default 10)")
+    p = _cmd(sub, "review", cmd_review,
+             "list banked facts pending review; approve (promote to the memory index) or reject",
+             "nexus review --approve ella-3 --agent sam")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--approve", metavar="ID")
+    g.add_argument("--reject", metavar="ID")
+    p.add_argument("--agent", metavar="PERSON", help="who reviews: a human identity")
+    p.add_argument("--why", help="why it was rejected (one line)")
+
+
 # ------------------------------------------------------------------ parser
 
 
@@ -472,6 +775,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _cmd(sub, "verify", cmd_verify, "check framing, signatures, chains and ids; exit 1 on problems",
          "nexus verify --json")
+    _add_memory_commands(sub)
     _add_continuity_commands(sub)
     return parser
 
