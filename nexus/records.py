@@ -141,7 +141,6 @@ class Checkpoint:
         )
 
 
-
 @dataclass(frozen=True)
 class Decision:
     """A recorded decision (``decisions/D-NNNN-slug.md``); never edited, only superseded."""
@@ -172,25 +171,6 @@ class Decision:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Decision:
         return cls(**{**data, "refs": tuple(data.get("refs") or ())})
-
-
-
-@dataclass(frozen=True)
-class StateVersion:
-    """One accepted version of the project state (``state/history/vNNNN.md``)."""
-
-    version: int
-    author: str
-    kind: str  # agent or human (a person's edit in Obsidian)
-    ts: str
-    summary: str
-    sha256: str
-    restored_from: int | None
-    content: str
-    path: str  # vault-relative
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -300,3 +280,195 @@ class BankFact:
         data = asdict(self)
         data["link"] = self.link
         return data
+
+
+# ------------------------------------------------------------------ coordination (issue 3)
+
+
+@dataclass(frozen=True)
+class Race:
+    """Two entries by different agents, each written without its author having seen the other.
+
+    ``a`` is the older entry (smaller id). ``resolved_by`` is the id of the first ``reconcile`` entry
+    that acks both, or ``None``. Both entries always stay in the log.
+    """
+
+    a: Located
+    b: Located
+    resolved_by: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.a.entry.id, self.b.entry.id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a.to_json(), "b": self.b.to_json(), "resolved_by": self.resolved_by}
+
+
+@dataclass(frozen=True)
+class BriefSection:
+    """One section of a brief: its name (``identity``, ``owed``, ``decisions``, ``checkpoint``,
+    ``memory``, ``unread``), heading and rendered text, and how many items it left out."""
+
+    name: str
+    title: str
+    text: str
+    omitted: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What an agent loads before a turn, bounded by ``max_chars`` once rendered."""
+
+    agent: str
+    generated: str
+    max_chars: int
+    sections: tuple[BriefSection, ...]
+    owed: tuple[str, ...]  # ids of entries the agent still has to acknowledge
+    races: tuple[tuple[str, str], ...]  # unresolved races the agent is part of
+    unread_shown: int
+    unread_omitted: int
+    cursor_advanced: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "generated": self.generated,
+            "max_chars": self.max_chars,
+            "sections": [s.to_json() for s in self.sections],
+            "owed": list(self.owed),
+            "races": [list(r) for r in self.races],
+            "unread_shown": self.unread_shown,
+            "unread_omitted": self.unread_omitted,
+            "cursor_advanced": self.cursor_advanced,
+        }
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A visible notice the watcher wrote into a log segment (restored entries, a history edit)."""
+
+    id: str
+    kind: str  # "restored", "history-edit", "recreated"
+    file: str  # the segment the notice was written to
+    entries: tuple[str, ...]  # the entry ids it is about
+    ts: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["entries"] = list(self.entries)
+        return data
+
+
+@dataclass(frozen=True)
+class StateVersion:
+    """One accepted version of the project state (``state/history/vNNNN.md``)."""
+
+    version: int
+    author: str
+    kind: str  # agent or human (a person's edit in Obsidian)
+    ts: str
+    summary: str
+    sha256: str
+    restored_from: int | None
+    content: str
+    path: str  # vault-relative
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ShadowCopy:
+    """The watcher's durable copy of a verified entry, byte for byte as it was first seen."""
+
+    id: str
+    agent: str
+    file: str  # the segment it was seen in (vault-relative)
+    sha: str  # sha256 hex of ``text``
+    text: str  # from the begin line to the end line, with the final newline
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a Markdown note, split at headings (for the search index)."""
+
+    heading: str  # "" for text before the first heading
+    level: int  # 1..6, 0 for text before the first heading
+    line_start: int  # 1-based, counting the frontmatter
+    line_end: int
+    start: int  # byte offsets in the file
+    end: int
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result, with where it came from."""
+
+    kind: str  # "entry" (a log entry) or "section" (a section of a note)
+    path: str  # vault-relative file
+    line_start: int
+    line_end: int
+    link: str  # Obsidian wikilink: [[log/2026-11#^ID]] or [[decisions/D-0001-x#Heading]]
+    title: str  # the entry's summary, or the section's heading (the note's title when empty)
+    snippet: str  # matched words marked **like this**
+    score: float
+    entry_id: str | None = None
+    heading: str | None = None
+    agent: str | None = None  # author
+    time: str | None = None  # UTC, ISO 8601
+    type: str | None = None
+    channel: str | None = None
+    status: str | None = None  # frontmatter status of a note (active, superseded…)
+    superseded: bool = False
+    verified: bool | None = None  # entry signature checks against the author's public key; None: not an entry
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """What the search index holds and whether it is up to date with the vault."""
+
+    path: str  # the index folder, vault-relative
+    exists: bool
+    documents: int
+    entries: int
+    sections: int
+    files: int  # files indexed
+    stale_files: tuple[str, ...]  # files changed since they were indexed (indexed at the next search)
+    size_bytes: int
+    built: str | None  # when the index was last rebuilt from scratch
+    updated: str | None  # when it last took in a change
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["stale_files"] = list(self.stale_files)
+        return data
+
+
+@dataclass(frozen=True)
+class RefreshStats:
+    """What one refresh of the search index did."""
+
+    files_checked: int
+    files_indexed: int
+    files_removed: int
+    documents_added: int
+    rebuilt: bool
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
