@@ -1,0 +1,110 @@
+"""Writers SIGKILLed at random moments: every acknowledged entry survives, the log still parses, and
+a torn tail is quarantined by the next append."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import Env
+
+from nexus import log
+from nexus.verify import verify
+
+WORKER = Path(__file__).resolve().parent / "log_worker.py"
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _check(env: Env, acked: set[str]) -> None:
+    report = verify(env.vault)
+    assert {p.kind for p in report.errors} <= {"torn-tail"}, [str(p) for p in report.errors]
+    assert len([p for p in report.errors if p.kind == "torn-tail"]) <= 1
+    present = {loc.entry.id for loc in log.iter_entries(env.vault)}
+    assert acked <= present, f"{len(acked - present)} acknowledged entries are gone"
+
+
+def test_writer_sigkilled_200_times(env: Env) -> None:
+    """200 forked writers, each appending in a loop and killed after a random delay."""
+    rng = random.Random(20261130)
+    signer = env.signer("ella")
+    acked: set[str] = set()
+    for round_no in range(200):
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the writer: a real process, killed with SIGKILL mid-loop
+            try:
+                os.close(read_fd)
+                i = 0
+                while True:
+                    result = log.append(env.vault, signer, channel="crash", type="note",
+                                        summary=f"round {round_no} entry {i}", body="x" * (i % 500))
+                    os.write(write_fd, f"{result.located.entry.id}\n".encode())
+                    i += 1
+            finally:
+                os._exit(1)
+        os.close(write_fd)
+        time.sleep(rng.uniform(0, 0.03))
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        acked.update(_read_all(read_fd).decode().split())
+        os.close(read_fd)
+        if round_no % 25 == 24:
+            _check(env, acked)
+    _check(env, acked)
+    assert len(acked) > 200  # the writers did get work done between kills
+    # the next append (a real CLI process) leaves the log clean
+    env.run("log", "append", "--agent", "lyra", "--channel", "crash", "--type", "note",
+            "--summary", "after the storm")
+    assert verify(env.vault).ok
+
+
+def test_cli_writer_processes_sigkilled(env: Env) -> None:
+    """Real worker processes (fresh interpreters) killed at random moments after they start writing."""
+    rng = random.Random(7)
+    acked: set[str] = set()
+    for _ in range(12):
+        with subprocess.Popen([sys.executable, str(WORKER), str(env.vault.root), str(env.keys_home),
+                               rng.choice(["ella", "lyra"]), "0"], stdout=subprocess.PIPE) as proc:
+            assert proc.stdout is not None
+            assert proc.stdout.readline() == b"ready\n"
+            time.sleep(rng.uniform(0, 0.05))
+            proc.kill()
+            proc.wait()
+            acked.update(proc.stdout.read().decode().split())
+        _check(env, acked)
+    assert env.run("verify").returncode == 0
+
+
+def test_torn_tail_quarantined_by_next_cli_append(env: Env) -> None:
+    env.append("ella", "complete")
+    (_, path), = log.segment_files(env.vault)
+    whole = path.read_bytes()
+    env.append("ella", "will be torn", body="half of this is lost")
+    data = path.read_bytes()
+    torn = data[len(whole):len(whole) + 140]
+    path.write_bytes(whole + torn)
+    (env.vault.state / "tail.json").unlink()  # the torn entry was never acknowledged
+    report = env.run("verify", "--json", check=False)
+    assert report.returncode == 1
+    assert [p["kind"] for p in report.json()["problems"]] == ["torn-tail"]
+    run = env.run("log", "append", "--agent", "lyra", "--channel", "c", "--type", "note",
+                  "--summary", "next")
+    assert "moved a torn tail" in run.stderr and ".nexus/quarantine/" in run.stderr
+    moved = list((env.vault.state / "quarantine").iterdir())
+    assert len(moved) == 1 and moved[0].read_bytes() == torn
+    assert env.run("verify").returncode == 0
+    assert [loc.entry.summary for loc in log.iter_entries(env.vault)] == ["complete", "next"]
