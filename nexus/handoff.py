@@ -36,11 +36,15 @@ SHOWN_PER_CHANNEL = 12
 class Handoff:
     since: str | None
     until: str
+    last_entry: str | None = None  # the newest entry covered: `--since last` starts after it
+    last_state_version: int = 0
     markdown: str = ""
     items: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"since": self.since, "until": self.until, "items": self.items, "markdown": self.markdown}
+        return {"since": self.since, "until": self.until, "last_entry": self.last_entry,
+                "last_state_version": self.last_state_version, "items": self.items,
+                "markdown": self.markdown}
 
 
 def _utc(ts: float) -> str:
@@ -51,9 +55,9 @@ def folder(vault: Vault) -> Path:
     return vault.root / "handoff"
 
 
-def previous(vault: Vault) -> tuple[Path, str] | None:
-    """The latest handoff note and the time it covered up to."""
-    best: tuple[Path, str] | None = None
+def previous(vault: Vault) -> tuple[Path, str, dict[str, Any]] | None:
+    """The latest handoff note, the time it covered up to, and its properties."""
+    best: tuple[Path, str, dict[str, Any]] | None = None
     try:
         names = os.listdir(folder(vault))
     except FileNotFoundError:
@@ -68,7 +72,7 @@ def previous(vault: Vault) -> tuple[Path, str] | None:
             continue
         until = props.get("until")
         if isinstance(until, str) and (best is None or until > best[1]):
-            best = (path, until)
+            best = (path, until, props)
     return best
 
 
@@ -148,21 +152,36 @@ def _pending_line(item: Any) -> str:
 def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30.0,
           now: float | None = None) -> Handoff:
     """Gather and render the handoff for the window since ``since`` (see :func:`resolve_since`)."""
-    from . import checkpoints, decisions, log, project_state, verify
+    from . import checkpoints, decisions, entries, log, project_state, verify
     from .identity import all_identities
     from .settings import resolve
 
     now = time.time() if now is None else now
     start = resolve_since(vault, since, now)
+    prev = previous(vault) if since in (None, "last") else None
+    after_entry = prev[2].get("last_entry") if prev else None
+    after_version = int(prev[2].get("last_state_version") or 0) if prev else 0
     until = _utc(now)
     settings = resolve({}, os.environ, vault.config())
     idents = all_identities(vault)
     agents = [n for n, i in idents.items() if i.kind == "agent"]
     everything = list(log.iter_entries(vault))
-    window = [loc for loc in everything if start is None or loc.entry.ts >= start]
+    start_ms = None if start is None else int(checkpoints.epoch(start) * 1000)
+
+    def fresh(entry_id: str | None, ts: str) -> bool:
+        """In the window: after the previous handoff's last entry, or at/after --since."""
+        if isinstance(after_entry, str):
+            return entry_id is not None and entry_id > after_entry
+        if start_ms is None:
+            return True
+        return entries.decode_id_ms(entry_id) >= start_ms if entry_id else ts >= (start or "")
+
+    window = [loc for loc in everything if fresh(loc.entry.id, loc.entry.ts)]
     by_id = {loc.entry.id: loc for loc in everything}
     shown: set[str] = set()
-    out = Handoff(since=start, until=until)
+    out = Handoff(since=start, until=until,
+                  last_entry=everything[-1].entry.id if everything else after_entry,
+                  last_state_version=max([v.version for v in project_state.versions(vault)], default=0))
     md: list[str] = []
     items = out.items
 
@@ -218,23 +237,22 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
 
     # ---- races
     found, race_note = _races(vault, settings.race_window_seconds)
-    open_races = [r for r in (found or []) if r.resolved_by is None and
-                  (start is None or max(r.a.entry.ts, r.b.entry.ts) >= start)]
+    open_races = [r for r in (found or []) if r.resolved_by is None]  # until reconciled, every time
     items["races"] = [list(r.key) for r in open_races]
     race_lines = [f"- {r.a.entry.agent} “{r.a.entry.summary}” {r.a.link} and {r.b.entry.agent} "
                   f"“{r.b.entry.summary}” {r.b.link} were written without seeing each other — reconcile "
                   "with an entry of type `reconcile` acking both" for r in open_races]
     resolved = [r for r in (found or []) if r.resolved_by is not None and r.resolved_by in by_id
-                and (start is None or by_id[r.resolved_by].entry.ts >= start)]
+                and fresh(r.resolved_by, by_id[r.resolved_by].entry.ts)]
     items["races_reconciled"] = [list(r.key) for r in resolved]
 
     # ---- decisions
     all_dec = decisions.all_decisions(vault)
-    made = [d for d in all_dec if start is None or d.date >= start]
+    made = [d for d in all_dec if fresh(d.entry, d.date)]
     made_ids = {d.id for d in made}
-    superseded = [d for d in all_dec if d.superseded_by in made_ids]
+    superseded = [d for d in all_dec if d.superseded_by in made_ids and d.id not in made_ids]
     items["decisions_made"] = [d.id for d in made]
-    items["decisions_superseded"] = [d.id for d in superseded]
+    items["decisions_superseded"] = [d.id for d in all_dec if d.superseded_by in made_ids]
     dec_lines = []
     for d in made:
         status = "" if d.status == "active" else f" (since superseded by {d.superseded_by})"
@@ -260,7 +278,8 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     items["resumed"] = [loc.entry.id for loc in resumes]
 
     # ---- project state
-    changes = project_state.changes_since(vault, start or "")
+    changes = [v for v in project_state.versions(vault)
+               if v.version > after_version and (after_version or start is None or v.ts >= start)]
     items["state_changes"] = [v.version for v in changes]
     state_lines = [f"- v{v.version} by {v.author}{' (a person, in Obsidian)' if v.kind == 'human' else ''}: "
                    f"{v.summary} — [[{v.path.removesuffix('.md')}|v{v.version}]]" for v in changes]
@@ -330,7 +349,8 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
 def write(vault: Vault, handoff: Handoff) -> Path:
     """Save as ``handoff/YYYY-MM-DD.md`` (next free ``-N`` suffix when that day already has one)."""
     day = handoff.until[:10]
-    props = {"since": handoff.since, "until": handoff.until, "tags": ["nexus/handoff"]}
+    props = {"since": handoff.since, "until": handoff.until, "last_entry": handoff.last_entry,
+             "last_state_version": handoff.last_state_version, "tags": ["nexus/handoff"]}
     text = properties.render(props, handoff.markdown).encode("utf-8")
     folder(vault).mkdir(exist_ok=True)
     n = 1

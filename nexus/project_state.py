@@ -204,7 +204,7 @@ def set_state(vault: Vault, signer: Any, *, expect: int, content: str, summary: 
 def _first_change(vault: Vault, content: str) -> str:
     old = _note_content(vault) or ""
     for raw in difflib.ndiff(old.splitlines(), content.splitlines()):
-        if raw.startswith("+ ") and raw[2:].strip():
+        if raw.startswith("+ ") and raw[2:].strip() and not raw[2:].lstrip().startswith("#"):
             text = " ".join(raw[2:].split()).lstrip("#-* ")
             return text[:120] or "updated"
     return "updated"

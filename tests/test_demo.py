@@ -1,0 +1,59 @@
+"""The demo night (agents/demo.py) as a real run: its morning handoff holds every item, links resolve."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from test_handoff import assert_links_resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
+    vault = tmp_path / "demo-vault"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}
+    proc = subprocess.run([sys.executable, "-W", "error", str(ROOT / "agents" / "demo.py"), str(vault)],
+                          capture_output=True, text=True, env=env, timeout=240, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    # the transcript shows the real commands being run
+    for command in ("$ nexus decide", "$ nexus log append", "$ nexus log read", "$ nexus state set",
+                    "$ nexus checkpoint show", "$ nexus handoff", "killed with SIGKILL"):
+        assert command in out, command
+    assert "the project state is at version 1, not 0" in out  # the stale edit was refused
+    handoffs = sorted((vault / "handoff").glob("*.md"))
+    assert len(handoffs) == 1
+    text = handoffs[0].read_text(encoding="utf-8")
+    assert "# Morning handoff" in out  # printed as well as written
+    # per-agent work, grouped and linked
+    assert "### ella" in text and "### lyra" in text
+    assert "progress: parser tests green (4/4)" in text
+    # decisions made and superseded
+    assert "D-0002" in text and "since superseded by D-0002" in text
+    # corrections, and who has not acknowledged them
+    assert "it must say 3.11 — **not acknowledged by ella**" in text
+    assert "D-0001 breaks every CI job — acknowledged by all" in text
+    # the race and its reconciliation; no spurious ones
+    assert "## Races" in text and "- reconciled: [[log/" in text
+    assert "- none unreconciled" in text
+    # checkpoints: the crash and the resume, one still in progress
+    assert "ella recovered after a crash" in text
+    assert "in progress: lyra — Fix the flaky watcher test" in text
+    assert "✓ done: ella" in text
+    # state changes, including the person's edit in Obsidian and the refused stale edit
+    assert "v3 by sam (a person, in Obsidian)" in text and "refused a stale edit by lyra" in text
+    # integrity (verify) and what waits for a person
+    assert "integrity clean" in text
+    assert "## Waiting for you" in text and "open question from lyra" in text
+    assert_links_resolve(vault, text)
+    # the vault itself is consistent: verify clean, and the register lists both decisions
+    verify = subprocess.run([sys.executable, "-m", "nexus", "--vault", str(vault), "verify", "--json"],
+                            capture_output=True, text=True, env=env)
+    assert verify.returncode == 0, verify.stdout
+    assert json.loads(verify.stdout)["ok"]
+    register = (vault / "Decisions.md").read_text(encoding="utf-8")
+    assert "## Active (1)" in register and "## Superseded (1)" in register
