@@ -714,6 +714,102 @@ def _add_memory_commands(sub: Any) -> None:
     p.add_argument("--why", help="why it was rejected (one line)")
 
 
+# ------------------------------------------------------------------ handlers: coordination (issue 3)
+
+
+def cmd_brief(args: argparse.Namespace) -> int:
+    from . import brief
+
+    vault = _vault(args)
+    st = _settings(args, vault)
+    result = brief.build(vault, args.agent, max_chars=st.brief_max_chars, ack_types=st.ack_types,
+                         race_window=st.race_window_seconds, stale_minutes=st.stale_checkpoint_minutes,
+                         peek=args.peek)
+    _emit(args, result.to_json(), brief.render(result))
+    return 0
+
+
+def cmd_log_owed(args: argparse.Namespace) -> int:
+    from . import acks
+
+    vault = _vault(args)
+    st = _settings(args, vault)
+    items = acks.owed(vault, args.agent, st.ack_types, race_window=st.race_window_seconds)
+    _emit(args, [i.to_json() for i in items],
+          "\n\n".join(_entry_text(i) for i in items) or f"{args.agent} owes no acknowledgements")
+    return 0
+
+
+def cmd_races(args: argparse.Namespace) -> int:
+    from . import races
+
+    vault = _vault(args)
+    st = _settings(args, vault)
+    found = races.find_races(vault, st.race_window_seconds, ack_types=st.ack_types,
+                             unresolved=args.unresolved)
+    lines = []
+    for race in found:
+        a, b = race.a.entry, race.b.entry
+        state = f"resolved by {race.resolved_by}" if race.resolved_by else "UNRESOLVED"
+        lines.append(f"{a.id} ({a.agent}: {a.summary})  ×  {b.id} ({b.agent}: {b.summary})  {state}")
+    _emit(args, [r.to_json() for r in found], "\n".join(lines) or "no races")
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from . import watcher
+
+    vault = _vault(args)
+    st = _settings(args, vault)
+    watcher.run(vault, _keys_home(), rescan_seconds=st.rescan_seconds, settle_seconds=args.settle,
+                ack_types=st.ack_types, race_window=st.race_window_seconds, once=args.once,
+                as_json=args.json)
+    return 0
+
+
+def cmd_log_recover(args: argparse.Namespace) -> int:
+    from . import shadow
+
+    vault = _vault(args)
+    original = shadow.original(vault, args.id)
+    text = original.text
+    if args.restore:
+        shadow.restore_entry(vault, args.id)
+        text = f"restored {args.id} in {original.file} from the shadow"
+    _emit(args, original.to_json(), text)
+    return 0
+
+
+def _add_coordination_commands(sub: Any, logp: Any) -> None:
+    p = _cmd(sub, "brief", cmd_brief,
+             "what an agent loads before a turn: identity, what it owes, unread entries (bounded)",
+             "nexus brief --agent ella --max-chars 8000")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--max-chars", dest="brief_max_chars", type=int,
+                   help="the size bound (default: the vault's brief_max_chars, 10000)")
+    p.add_argument("--peek", action="store_true", help="leave the read cursor where it is")
+    p = _cmd(logp, "owed", cmd_log_owed, "entries waiting for this agent's acknowledgement",
+             "nexus log owed --agent lyra --json")
+    p.add_argument("--agent", required=True)
+    p = _cmd(logp, "recover", cmd_log_recover,
+             "print an entry's original text from the watcher's shadow (--restore puts it back)",
+             "nexus log recover 01KB7Q2V4J6M8P0R2T4W6Y8A0C --restore")
+    p.add_argument("id", help="the entry id")
+    p.add_argument("--restore", action="store_true",
+                   help="replace the edited (or re-insert the missing) entry with the original")
+    p = _cmd(sub, "races", cmd_races, "entries by different agents written without seeing each other",
+             "nexus races --unresolved --json")
+    p.add_argument("--unresolved", action="store_true", help="only races no reconcile entry resolves")
+    p = _cmd(sub, "watch", cmd_watch,
+             "watch the vault: derived state, shadow and restore, a person's notes as entries",
+             "nexus watch --rescan 5")
+    p.add_argument("--once", action="store_true", help="one full pass, then exit")
+    p.add_argument("--rescan", dest="rescan_seconds", type=float,
+                   help="seconds between full rescans (default: the vault's rescan_seconds, 5)")
+    p.add_argument("--settle", type=float, default=3.0,
+                   help="seconds a person's text must stay unchanged before it is signed (default 3)")
+
+
 # ------------------------------------------------------------------ parser
 
 
@@ -777,6 +873,7 @@ def build_parser() -> argparse.ArgumentParser:
          "nexus verify --json")
     _add_memory_commands(sub)
     _add_continuity_commands(sub)
+    _add_coordination_commands(sub, logp)
     return parser
 
 

@@ -7,6 +7,7 @@ Each problem names the entry (id, file, line) and what is wrong with it:
 | torn-tail     | incomplete bytes at the end of a segment (a writer died mid-write) |
 | framing       | an entry whose lines cannot be read as an entry |
 | stray-text    | text outside any entry (warning: a person's note the watcher has not signed yet) |
+| notice        | a notice `nexus watch` wrote: entries it restored, a history edit it found (warning) |
 | unknown-agent | an entry by a name with no identity note |
 | forged        | signed with a key that is not its author's (another agent's, or none known) |
 | edited        | the author's key, but the signature fails: the text changed after signing |
@@ -66,6 +67,10 @@ def verify(vault: Vault) -> Report:
             report.problems.append(Problem("framing", rel, b.line, b.message, b.entry_id))
         for s in result.stray:
             first = s.text.splitlines()[0][:60] if s.text else ""
+            if s.text.startswith("%% nexus:notice "):  # a notice `nexus watch` wrote (shadow.py)
+                title = next((ln for ln in s.text.splitlines() if ln.startswith("> [!")), first)
+                report.problems.append(Problem("notice", rel, s.line_start, title.split("] ", 1)[-1]))
+                continue
             report.problems.append(
                 Problem("stray-text", rel, s.line_start, f"text outside any entry: {first!r}")
             )

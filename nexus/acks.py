@@ -1,0 +1,52 @@
+"""Acknowledgements: entries of an ack-needing type are owed by every other agent until it acks them.
+
+An entry acks others by listing their ids in ``ack`` (``nexus log append --ack ID``). The types that
+need acknowledgement are a vault setting (``ack_types``; default correction, decision, handoff,
+question). "Every other agent" means every identity of kind ``agent`` except the entry's author: people
+never owe acknowledgements (they read in Obsidian, and may still ack). An ack by anyone else than the
+author counts for that acker only; acking your own entry changes nothing.
+
+Answers come from the derived state in ``coordination.py`` (incremental; no full parse per call).
+"""
+
+from __future__ import annotations
+
+from . import coordination, roster
+from .records import Located
+from .settings import DEFAULT_ACK_TYPES
+from .vault import Vault
+
+DEFAULT_WINDOW = 60.0
+
+
+def owed(
+    vault: Vault, agent: str, ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES, *,
+    race_window: float = DEFAULT_WINDOW,
+) -> list[Located]:
+    """Entries of an ack-needing type by others that ``agent`` has not acked yet, oldest first.
+
+    A person (an identity of kind ``human``) owes nothing.
+    """
+    from .text import check_name
+
+    check_name(agent)
+    info = roster.roster(vault).get(agent)
+    if info is not None and info.get("kind") == "human":
+        return []
+    data = coordination.view(vault, agent, ack_types, race_window)
+    return [coordination.materialize(vault, ref) for ref in data["owed"]]
+
+
+def unacknowledged(
+    vault: Vault, ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES, *, race_window: float = DEFAULT_WINDOW,
+) -> dict[str, list[str]]:
+    """Entry id -> the agents that still owe it an acknowledgement (only ids someone still owes)."""
+    state = coordination.refresh(vault, ack_types, race_window).state
+    agents = roster.agents(vault)
+    out: dict[str, list[str]] = {}
+    for entry_id in sorted(state["pending"]):
+        author, acked = state["pending"][entry_id][0], state["pending"][entry_id][6]
+        owers = [a for a in agents if a != author and a not in acked]
+        if owers:
+            out[entry_id] = owers
+    return out

@@ -1,0 +1,262 @@
+"""``nexus brief``: what an agent loads at session start or before a turn, bounded in size.
+
+Sections, in order: **identity** (the body of the agent's identity note, from the roster's JSON cache),
+**owed** (entries waiting for its acknowledgement, races it must reconcile), **decisions** (slot for
+the decisions helper), **checkpoint** (slot), **memory** (slot), **unread** (entries by others since
+its read cursor).
+
+The whole rendering is at most ``max_chars`` characters (default 10,000: what agent runtimes take from
+a hook). Over budget, room goes first to what the agent owes, then to its identity and the slots, then
+to the newest unread entries; every section that left something out says how many and the exact
+command that shows them.
+
+The read cursor: ``build`` advances the agent's cursor (as ``nexus log read`` does) when the brief
+showed every unread entry; when it had to leave some out it leaves the cursor where it was, so
+``nexus log read --agent A`` still returns everything. ``peek=True`` (``--peek``) never moves it.
+
+Hot path: no YAML, no watchdog; owed acks and races come from the incremental derived state
+(``coordination.view``), unread entries from the cursor (``log.unread``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import coordination, log, roster
+from .records import Brief, BriefSection, Located
+from .settings import DEFAULT_ACK_TYPES
+from .vault import Vault
+
+IDENTITY_SHARE = 0.25  # at most this share of the budget for the identity note
+OWED_SHARE = 0.45  # at most this share for what the agent owes
+BODY_CHARS = 600  # an unread entry's body is cut after this many characters
+OWED_MATERIALIZE = 200  # at most this many owed entries are read back for display
+
+
+def _entry_line(located: Located, *, body: bool) -> str:
+    e = located.entry
+    text = f"- {e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
+    if e.ack:
+        text += f" (acks {', '.join(e.ack)})"
+    if body and e.body:
+        shown = e.body if len(e.body) <= BODY_CHARS else e.body[:BODY_CHARS] + " …"
+        text += "\n" + "\n".join("  " + line for line in shown.split("\n"))
+    return text
+
+
+def _cut(text: str, limit: int, hint: str) -> str:
+    if len(text) <= limit:
+        return text
+    suffix = f"\n… ({hint})"
+    return text[: max(0, limit - len(suffix))] + suffix
+
+
+def _identity_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
+    info = roster.roster(vault).get(agent)
+    if info is None:
+        return None
+    body = str(info.get("body", "")).strip()
+    return BriefSection("identity", f"Identity: {agent}",
+                        _cut(body, limit, f"the rest is in agents/{agent}/identity.md"))
+
+
+def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int) -> BriefSection | None:
+    from .races import reconcile_command
+    from .records import Race
+
+    refs = list(data.get("owed", []))  # type: ignore[call-overload]
+    race_refs = list(data.get("races", []))  # type: ignore[call-overload]
+    if not refs and not race_refs:
+        return None
+    lines: list[str] = []
+    used = 0
+    omitted = 0
+    for a_ref, b_ref in race_refs:
+        race = Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref))
+        block = (
+            f"- RACE: {race.a.entry.agent}'s [{race.a.entry.id}] \"{race.a.entry.summary}\" and "
+            f"{race.b.entry.agent}'s [{race.b.entry.id}] \"{race.b.entry.summary}\" were written without "
+            f"either seeing the other. Read both, then reconcile:\n  {reconcile_command(race, agent)}"
+        )
+        if used + len(block) + 1 > limit:
+            omitted += 1
+            continue
+        lines.append(block)
+        used += len(block) + 1
+    shown_refs = refs[-OWED_MATERIALIZE:]
+    omitted += len(refs) - len(shown_refs)
+    acks: list[str] = []
+    for ref in reversed(shown_refs):  # newest first while filling
+        block = _entry_line(coordination.materialize(vault, ref), body=False)
+        if used + len(block) + 1 > limit:
+            omitted += 1
+            continue
+        acks.append(block)
+        used += len(block) + 1
+    if acks:
+        lines.append(f"Waiting for your acknowledgement ({len(refs)}); ack with "
+                     f"`nexus log append --agent {agent} ... --ack ID`:")
+        lines.extend(reversed(acks))
+    if omitted:
+        lines.append(f"… {omitted} more owed item(s) not shown: run `nexus log owed --agent {agent}`"
+                     f" and `nexus races --unresolved`")
+    return BriefSection("owed", f"OWED: {len(refs)} acknowledgement(s), {len(race_refs)} race(s)",
+                        "\n".join(lines), omitted)
+
+
+# ------------------------------------------------------------------ slots for other issues
+
+
+def _decisions_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
+    """SLOT (issue 4): the active decisions. Return a section, or None when there is nothing."""
+    from .decisions import brief_lines  # reads .nexus/cache/decisions.json; no YAML
+
+    lines = brief_lines(vault)
+    if not lines:
+        return None
+    shown: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > limit:
+            break
+        shown.append(line)
+        used += len(line) + 1
+    omitted = len(lines) - len(shown)
+    if omitted:
+        shown.append(f"… {omitted} more active decision(s): run `nexus decisions`")
+    return BriefSection("decisions", f"Active decisions ({len(lines)}): follow them", "\n".join(shown),
+                        omitted)
+
+
+def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int) -> BriefSection | None:
+    """SLOT (issue 4): the agent's last checkpoint (flag it when stale). None when there is none."""
+    from . import checkpoints
+    from .errors import InputError
+
+    try:
+        cp = checkpoints.load(vault, agent)
+    except InputError as err:
+        return BriefSection("checkpoint", "Your last checkpoint", f"unreadable: {err}")
+    if cp is None:
+        return None
+    flag = ""
+    if checkpoints.probable_crash(cp, stale_minutes):
+        flag = (" — PROBABLE CRASH: in progress with no save since then; continue from here "
+                f"(`nexus checkpoint resume --agent {agent}`)")
+    text = (f"{cp.status} · saved {cp.saved} · version {cp.seq}{flag}\n"
+            f"task: {cp.task}\ndone: {cp.step}\nnext: {cp.next}")
+    if cp.files:
+        text += "\nfiles: " + ", ".join(cp.files)
+    if cp.notes.strip():
+        text += "\nnotes:\n" + cp.notes.strip()
+    return BriefSection("checkpoint", "Your last checkpoint",
+                        _cut(text, limit, f"the rest is in agents/{agent}/checkpoint.md"))
+
+
+def _memory_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
+    """SLOT (issue 6): the agent's memory. None when there is none."""
+    return None
+
+
+# ------------------------------------------------------------------ build and render
+
+
+def _unread_section(
+    agent: str, items: list[Located], limit: int
+) -> tuple[BriefSection | None, int]:
+    """Newest entries first until the budget is spent; returns the section and how many were left out."""
+    if not items:
+        return None, 0
+    chosen: list[str] = []
+    used = 0
+    footer_room = 120
+    for located in reversed(items):
+        block = _entry_line(located, body=True)
+        if used + len(block) + 1 > max(0, limit - footer_room):
+            break
+        chosen.append(block)
+        used += len(block) + 1
+    omitted = len(items) - len(chosen)
+    lines = list(reversed(chosen))
+    if omitted:
+        lines.insert(0, f"… {omitted} older unread entr{'y' if omitted == 1 else 'ies'} not shown: "
+                        f"run `nexus log read --agent {agent}`")
+    return BriefSection("unread", f"Unread from others: {len(items)}", "\n".join(lines), omitted), omitted
+
+
+def _section_text(section: BriefSection) -> str:
+    return f"## {section.title}\n{section.text}\n" if section.text else f"## {section.title}\n"
+
+
+def build(
+    vault: Vault,
+    agent: str,
+    *,
+    max_chars: int = 10_000,
+    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    race_window: float = 60.0,
+    stale_minutes: int = 30,
+    peek: bool = False,
+) -> Brief:
+    """Assemble ``agent``'s brief within ``max_chars`` (see the module docstring for the cursor)."""
+    from .errors import InputError
+    from .text import check_name
+
+    check_name(agent)
+    if max_chars < 200:
+        raise InputError(f"--max-chars {max_chars} is too small; the least is 200")
+    generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    header = f"# nexus brief for {agent} ({generated})\n"
+    budget = max_chars - len(header) - 16
+    info = roster.roster(vault).get(agent)
+    is_human = info is not None and info.get("kind") == "human"
+    data: dict[str, object] = ({"owed": [], "races": []} if is_human
+                               else coordination.view(vault, agent, ack_types, race_window))
+    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE))
+    used = len(_section_text(owed)) if owed else 0
+    identity = _identity_section(vault, agent, min(int(budget * IDENTITY_SHARE), budget - used - 40))
+    used += len(_section_text(identity)) if identity else 0
+    slots: list[BriefSection] = []
+    for which in ("decisions", "checkpoint", "memory"):
+        room = max(0, (budget - used) // 3)
+        if which == "decisions":
+            section = _decisions_section(vault, agent, room)
+        elif which == "checkpoint":
+            section = _checkpoint_section(vault, agent, room, stale_minutes)
+        else:
+            section = _memory_section(vault, agent, room)
+        if section is not None:
+            slots.append(section)
+            used += len(_section_text(section))
+    before = None if peek else log.read_cursor(vault, agent)
+    items = log.unread(vault, agent, advance=not peek)
+    unread, omitted = _unread_section(agent, items, budget - used - 40)
+    advanced = bool(items) and not peek
+    if before is not None and omitted:
+        # Some entries were left out: put the cursor back so `nexus log read` still returns them all.
+        log._write_cursor(vault, agent, before)
+        advanced = False
+    sections = tuple(s for s in (identity, owed, *slots, unread) if s is not None)
+    if unread is None:
+        sections += (BriefSection("unread", "Unread from others: 0", "nothing new"),)
+    return Brief(
+        agent=agent,
+        generated=generated,
+        max_chars=max_chars,
+        sections=sections,
+        owed=tuple(ref[0] for ref in data.get("owed", [])),  # type: ignore[attr-defined]
+        races=tuple((a[0], b[0]) for a, b in data.get("races", [])),  # type: ignore[attr-defined]
+        unread_shown=len(items) - omitted,
+        unread_omitted=omitted,
+        cursor_advanced=advanced,
+    )
+
+
+def render(brief: Brief) -> str:
+    """The brief as Markdown text, never longer than ``brief.max_chars``."""
+    text = f"# nexus brief for {brief.agent} ({brief.generated})\n" + "\n".join(
+        _section_text(s) for s in brief.sections
+    )
+    if len(text) > brief.max_chars:  # a safety net; the sections were sized to fit
+        text = _cut(text, brief.max_chars, "brief cut at --max-chars")
+    return text

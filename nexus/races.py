@@ -1,0 +1,49 @@
+"""Races: two entries by different agents, each written without its author having seen the other.
+
+Definition (deterministic, from the log alone): entries X (by agent A) and Y (by agent B ≠ A) with
+X.id < Y.id race when B had not seen X – ``Y.seen`` is null or older than X.id – and Y does not ack X,
+and Y was written at most ``window`` seconds after X (times from the ids' milliseconds; default 60 s).
+A could never have seen the later Y. Entries of type ``reconcile`` never race, nor do a person's notes
+signed by the watcher (``via``). A race is resolved by the first entry of type ``reconcile`` that acks
+both ids; meaning is never merged automatically and both entries always stay.
+
+Answers come from the derived state in ``coordination.py`` (incremental; no full parse per call).
+"""
+
+from __future__ import annotations
+
+from . import coordination
+from .records import Race
+from .settings import DEFAULT_ACK_TYPES
+from .vault import Vault
+
+
+def find_races(
+    vault: Vault, window_seconds: float = 60.0, *, ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    unresolved: bool = False,
+) -> list[Race]:
+    """Every race in the log, ordered by (a id, b id); only unresolved ones when ``unresolved``."""
+    state = coordination.refresh(vault, ack_types, window_seconds).state
+    out = []
+    for a_ref, b_ref, resolved_by in sorted(state["races"], key=lambda r: (r[0][0], r[1][0])):
+        if unresolved and resolved_by is not None:
+            continue
+        out.append(Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref),
+                        resolved_by))
+    return out
+
+
+def agent_races(
+    vault: Vault, agent: str, window_seconds: float = 60.0, *,
+    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+) -> list[Race]:
+    """The unresolved races ``agent`` is part of (what its brief lists)."""
+    data = coordination.view(vault, agent, ack_types, window_seconds)
+    return [Race(coordination.materialize(vault, a), coordination.materialize(vault, b)) for a, b in
+            data["races"]]
+
+
+def reconcile_command(race: Race, agent: str) -> str:
+    a, b = race.a.entry.id, race.b.entry.id
+    return (f'nexus log append --agent {agent} --channel {race.b.entry.channel} --type reconcile '
+            f'--ack {a} --ack {b} --summary "..."')

@@ -1,0 +1,644 @@
+"""``nexus watch``: a watchdog observer over the vault that keeps the log whole and the derived state fresh.
+
+What it does on every change it notices, and on a periodic full rescan (the source of truth: inotify
+drops events when its queue overflows, an atomic save arrives as a move, a file can vanish):
+
+* **new entries** are verified (Ed25519, the author's key) and copied to the shadow
+  (``shadow.py``); the derived coordination state (owed acks, races) is refreshed, and an event line is
+  printed (``--json``: one JSON object a line);
+* **entries gone from a segment** (an editor saved its stale buffer over appends made meanwhile, a
+  truncation, a deleted file) are put back verbatim from the shadow, in id order, with a visible notice;
+  the watcher waits until the file has been quiet for ``QUIET_SECONDS`` so it never races an editor that
+  is still writing;
+* **a changed entry** (text differs from its shadow copy) is a history edit: a notice names it once;
+  the original stays in the shadow (``nexus log recover ID [--restore]``); ``verify`` reports it too;
+* **a person's text** below the last entry of a segment, outside any entry, unchanged for
+  ``settle`` seconds, becomes an entry of the vault's human identity, signed by the watcher on the
+  person's behalf (``via: "watcher"``, channel ``obsidian``, type ``note``, the raw text as its body);
+  the text is then removed from where it was typed (the entry holds it).
+
+Only one watcher runs per vault: it holds ``.nexus/locks/watch.lock`` (non-blocking; a second one
+fails with BusyError). SIGINT and SIGTERM stop it cleanly.
+
+Extension point for other notes: ``register(predicate, callback)``. ``predicate(relpath)`` gets a
+vault-relative POSIX path of a Markdown note outside ``log/`` and ``.nexus/``; when it returns True,
+``callback(vault, relpath)`` runs in the watcher's thread after the note changes (and once for every
+matching note on each start, so callbacks must be idempotent). An exception in a callback is reported
+as an ``error`` event and never stops the watcher. Modules that register handlers are listed in
+``PLUGIN_MODULES``; the watcher imports them at start so their module-level ``register`` calls run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import coordination, entries, log, segments
+from .errors import BusyError, NexusError
+from .records import Identity, Located, Notice, ShadowCopy
+from .shadow import NOTICE_PREFIX, Shadow, insert_entries, record_notice, render_notice, sha
+from .vault import Vault
+
+QUIET_SECONDS = 0.5  # a segment must be unchanged this long before entries are put back into it
+PERSON_CHANNEL = "obsidian"
+PERSON_TYPE = "note"
+
+Predicate = Callable[[str], bool]
+Callback = Callable[[Vault, str], None]
+_HANDLERS: list[tuple[Predicate, Callback]] = []
+PLUGIN_MODULES: tuple[str, ...] = ()  # imported at start for their register() calls
+
+
+def register(predicate: Predicate, callback: Callback) -> None:
+    """Call ``callback(vault, relpath)`` when a note whose path satisfies ``predicate`` changes."""
+    _HANDLERS.append((predicate, callback))
+
+
+@dataclass
+class Track:
+    """What the watcher knows of one segment: where its last entry ends and a hash of the bytes up to
+    there, so appends are read incrementally and any other change is caught."""
+
+    inode: int
+    size: int
+    mtime_ns: int
+    end: int
+    end_line: int
+    last_line: bytes
+    digest: Any  # hashlib sha256 object over data[:end]
+
+
+class Watcher:
+    def __init__(
+        self, vault: Vault, keys_home: Path, *, ack_types: tuple[str, ...], race_window: float,
+        settle_seconds: float, emit: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.vault = vault
+        self.keys_home = keys_home
+        self.ack_types = ack_types
+        self.race_window = race_window
+        self.settle = settle_seconds
+        self.emit = emit
+        self.shadow = Shadow.load(vault)
+        self.tracks: dict[str, Track] = {}
+        self.identities: dict[str, Identity] = {}
+        self._identities_loaded = 0.0
+        self.person_seen: dict[tuple[str, str], float] = {}
+        self.deadlines: dict[str, float] = {}  # file -> monotonic time to check it again
+        self.edits_path = vault.state / "watch" / "edits.json"
+        self.edits = self._load_edits()
+        self.note_stamps: dict[str, tuple[int, int]] = {}
+        self.missing_since: dict[str, float] = {}
+        self.races_known: dict[tuple[str, str], str | None] = {}
+        self.quiet_emit = False  # the first pass reports a summary instead of one line per entry
+        self.new_count = 0
+
+    # ------------------------------------------------------------ helpers
+    def _load_edits(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.edits_path.read_bytes())
+            return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def _identities(self, force: bool = False) -> dict[str, Identity]:
+        if force and time.monotonic() - self._identities_loaded < 1.0:
+            force = False
+        if force or not self.identities:
+            from .identity import all_identities
+
+            self.identities = all_identities(self.vault)
+            self._identities_loaded = time.monotonic()
+        return self.identities
+
+    def _verified(self, located: Located) -> bool:
+        from .identity import verify_signature
+
+        e = located.entry
+        author = self._identities().get(e.agent) or self._identities(force=True).get(e.agent)
+        if author is None or e.key != author.key_id:
+            return False
+        return verify_signature(author.public_key, e.sig, entries.signing_bytes(e))
+
+    def _shadow_new(self, data: bytes, base: int, found: list[Located]) -> list[Located]:
+        """Verify and shadow entries the shadow does not hold yet; return them."""
+        fresh = [loc for loc in found if loc.entry.id not in self.shadow.copies]
+        copies = []
+        verified = []
+        for loc in fresh:
+            if self._verified(loc):
+                text = data[loc.offset - base:loc.end_offset - base].decode("utf-8", errors="replace")
+                copies.append(ShadowCopy(loc.entry.id, loc.entry.agent, loc.file, sha(text), text))
+                verified.append(loc)
+        self.shadow.add(copies)
+        for loc in verified:
+            self.new_count += 1
+            if not self.quiet_emit:
+                e = loc.entry
+                self.emit({"event": "entry", "id": e.id, "agent": e.agent, "type": e.type,
+                           "summary": e.summary, "file": loc.file, "line": loc.line_start})
+                if e.type in self.ack_types:
+                    from .roster import agents
+
+                    owers = [a for a in agents(self.vault) if a != e.agent]
+                    if owers:
+                        self.emit({"event": "owed", "id": e.id, "by": owers})
+        return verified
+
+    # ------------------------------------------------------------ segments
+    def check_segment(self, path: Path, *, full: bool = False) -> bool:
+        """Bring one segment up to date; True when it changed anything the derived state depends on."""
+        rel = f"log/{path.name}"
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self.tracks.pop(rel, None)
+            return self._restore(path, rel) if self.shadow.ids(rel) else False
+        track = self.tracks.get(rel)
+        if track is not None and not full and self._boundary_ok(path, track, st):
+            if (st.st_size, st.st_mtime_ns) == (track.size, track.mtime_ns):
+                return False
+            return self._incremental(path, rel, track, st)
+        return self._full(path, rel, st)
+
+    def _boundary_ok(self, path: Path, track: Track, st: os.stat_result) -> bool:
+        if st.st_ino != track.inode or st.st_size < track.end:
+            return False
+        if not track.last_line:
+            return True
+        with open(path, "rb") as f:
+            f.seek(track.end - len(track.last_line))
+            return bool(f.read(len(track.last_line)) == track.last_line)
+
+    def _incremental(self, path: Path, rel: str, track: Track, st: os.stat_result) -> bool:
+        with open(path, "rb") as f:
+            f.seek(track.end)
+            data = f.read()
+        result = segments.scan(data, rel, offset=track.end, line=track.end_line)
+        if result.broken:
+            return self._full(path, rel, st)
+        start = track.end
+        new = self._shadow_new(data, start, result.entries)
+        if result.entries:
+            last = result.entries[-1]
+            consumed = data[: last.end_offset - start]
+            track.digest.update(consumed)
+            track.end, track.end_line = last.end_offset, last.line_end + 1
+            track.last_line = _last_line(consumed)
+        track.size, track.mtime_ns = st.st_size, st.st_mtime_ns
+        self._person_text(path, rel, data, start, track.end, result, st)
+        return bool(new)
+
+    def _full(self, path: Path, rel: str, st: os.stat_result) -> bool:
+        data = path.read_bytes()
+        result = segments.scan(data, rel)
+        new = self._shadow_new(data, 0, result.entries)
+        present = {loc.entry.id for loc in result.entries}
+        broken = {b.entry_id for b in result.broken if b.entry_id}
+        missing = [i for i in self.shadow.ids(rel) if i not in present and i not in broken]
+        if missing and result.torn is None:
+            self.tracks.pop(rel, None)
+            return self._restore(path, rel) or bool(new)
+        if result.torn is not None:
+            self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
+        self._history_edits(path, rel, data, result)
+        end, end_line, last_line = 0, 1, b""
+        if result.entries:
+            last = result.entries[-1]
+            end, end_line = last.end_offset, last.line_end + 1
+            last_line = _last_line(data[:end])
+        self.tracks[rel] = Track(st.st_ino, st.st_size, st.st_mtime_ns, end, end_line, last_line,
+                                 hashlib.sha256(data[:end]))
+        self._person_text(path, rel, data, 0, end, result, st)
+        return bool(new)
+
+    def verify_prefix(self, path: Path) -> bool:
+        """The periodic check: the bytes up to the last known entry are still what was read."""
+        rel = f"log/{path.name}"
+        track = self.tracks.get(rel)
+        if track is None:
+            return False
+        try:
+            with open(path, "rb") as f:
+                prefix = f.read(track.end)
+        except FileNotFoundError:
+            return False
+        return bool(hashlib.sha256(prefix).digest() == track.digest.digest())
+
+    def _history_edits(self, path: Path, rel: str, data: bytes, result: segments.Scan) -> None:
+        edited: list[tuple[str, str]] = []
+        for loc in result.entries:
+            copy = self.shadow.copies.get(loc.entry.id)
+            if copy is not None:
+                text = data[loc.offset:loc.end_offset].decode("utf-8", errors="replace")
+                current = sha(text)
+                if current != copy.sha and self.edits.get(copy.id) != current:
+                    edited.append((copy.id, current))
+        for b in result.broken:
+            if b.entry_id and b.entry_id in self.shadow.copies:
+                current = sha(b.text)
+                if current != self.shadow.copies[b.entry_id].sha and self.edits.get(b.entry_id) != current:
+                    edited.append((b.entry_id, current))
+        if not edited:
+            return
+        from .locks import exclusive
+
+        note = rel[:-3]
+        ts = _now()
+        for entry_id, current in edited:
+            notice_id = entries.new_id()
+            copy = self.shadow.copies[entry_id]
+            message = (f"the text of entry {entry_id} by {copy.agent} was changed after it was signed "
+                       f"(a history edit)")
+            text = render_notice(notice_id, f"nexus watch: history edit of {entry_id}", [
+                f"{message}: [[{note}#^{entry_id}]] ({ts}).",
+                f"The original is kept in `.nexus/shadow/`: `nexus log recover {entry_id}` prints it,"
+                f" `nexus log recover {entry_id} --restore` puts it back.",
+            ])
+            with exclusive(self.vault.lock("log")):
+                size = path.stat().st_size
+                with open(path, "rb") as f:
+                    f.seek(max(0, size - 2))
+                    tail = f.read()
+                lead = b"" if tail.endswith(b"\n\n") else (b"\n" if tail.endswith(b"\n") else b"\n\n")
+                from . import durable
+
+                durable.append(path, lead + text.encode() + b"\n")
+            record_notice(self.vault, Notice(notice_id, "history-edit", rel, (entry_id,), ts, message))
+            self.edits[entry_id] = current
+            self.emit({"event": "history-edit", "id": entry_id, "file": rel, "notice": notice_id})
+        from . import durable
+
+        durable.replace(self.edits_path, json.dumps(self.edits).encode(), durable=False)
+
+    def _restore(self, path: Path, rel: str) -> bool:
+        """Put entries the shadow holds but the segment lost back in place, under the log lock."""
+        from . import durable
+        from .locks import exclusive
+
+        notice_id = entries.new_id()
+        ts = _now()
+        with exclusive(self.vault.lock("log")):
+            # Never race a writer that does not take the lock (an editor saving in place): act only
+            # on a file that stayed the same while it was read and has been quiet for a while.
+            before = _stamp(path)
+            exists = before is not None
+            data = path.read_bytes() if exists else segments.preamble(path.stem).encode()
+            after = _stamp(path)
+            if before is None:
+                first = self.missing_since.setdefault(rel, time.monotonic())
+                quiet_for = time.monotonic() - first
+            else:
+                self.missing_since.pop(rel, None)
+                quiet_for = time.time() - before[2] / 1e9 if before == after else 0.0
+            if after != before or quiet_for < QUIET_SECONDS:
+                self.deadlines[rel] = time.monotonic() + max(0.0, QUIET_SECONDS - quiet_for) + 0.05
+                return False
+            self.missing_since.pop(rel, None)
+            result = segments.scan(data, rel)
+            if result.torn is not None:
+                return False
+            present = {loc.entry.id for loc in result.entries}
+            present |= {b.entry_id for b in result.broken if b.entry_id}
+            missing = [self.shadow.copies[i] for i in self.shadow.ids(rel) if i not in present]
+            if not missing:
+                return False
+            note = rel[:-3]
+            links = ", ".join(f"[[{note}#^{c.id}]]" for c in missing[:20])
+            more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+            kind = "restored" if exists else "recreated"
+            why = "an editor saved an older copy, or it was cut" if exists else "the file was deleted"
+            message = (f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'} missing from {rel} "
+                       f"({why}) put back verbatim from the shadow")
+            notice = render_notice(notice_id, f"nexus watch {kind} {len(missing)} entr"
+                                   f"{'y' if len(missing) == 1 else 'ies'}",
+                                   [f"{message} ({ts}): {links}{more}.",
+                                    "Nothing you wrote was removed; entries are append-only."])
+            durable.replace(path, insert_entries(data, result, missing, notice))
+        ids = tuple(c.id for c in missing)
+        record_notice(self.vault, Notice(notice_id, kind, rel, ids, ts, message))
+        self.tracks.pop(rel, None)
+        self.deadlines[rel] = time.monotonic()  # look again at once (a person's text, new entries)
+        self.emit({"event": kind, "file": rel, "entries": list(ids), "notice": notice_id})
+        return True
+
+    # ------------------------------------------------------------ a person's text
+    def _person_text(
+        self, path: Path, rel: str, data: bytes, base: int, last_end: int, result: segments.Scan,
+        st: os.stat_result,
+    ) -> None:
+        """``data`` holds the segment's bytes from offset ``base``; text after the last entry
+        (``last_end``) that is not a notice is a person's."""
+        runs = [s for s in result.stray if s.offset >= last_end and not s.text.startswith(NOTICE_PREFIX)]
+        if not runs or any(loc.offset > runs[0].offset for loc in result.entries):
+            return
+        if any(s.text.startswith(NOTICE_PREFIX) for s in result.stray
+               if runs[0].offset < s.offset < runs[-1].offset):
+            text = "\n\n".join(s.text for s in runs)
+        else:
+            text = data[runs[0].offset - base:runs[-1].end_offset - base].decode("utf-8", errors="replace")
+        text = text.strip("\n")
+        if not text.strip():
+            return
+        key = (rel, sha(text))
+        now = time.monotonic()
+        first = self.person_seen.setdefault(key, now)
+        settled = now - first >= self.settle or time.time() - st.st_mtime >= self.settle
+        if not settled:
+            self.deadlines[rel] = first + self.settle + 0.05
+            return
+        self._sign_person(path, rel, text)
+        self.person_seen.pop(key, None)
+
+    def _sign_person(self, path: Path, rel: str, text: str) -> None:
+        from . import durable
+        from .identity import load_signer
+        from .locks import exclusive
+        from .text import SUMMARY_MAX, check_body, make_visible
+
+        human = self.vault.human()
+        if human is None:
+            self.emit({"event": "error", "file": rel,
+                       "message": "a person's text is waiting, but the vault has no human identity "
+                                  "(run `nexus agent add NAME --human`)"})
+            return
+        body = check_body(text)
+        first = next((line.strip() for line in text.split("\n") if line.strip()), "note")
+        summary = make_visible(first.lstrip("#>-* ").strip() or first)
+        if len(summary) > SUMMARY_MAX:
+            summary = summary[: SUMMARY_MAX - 1] + "…"
+        try:
+            signer = load_signer(self.vault, self.keys_home, human)
+            result = log.append(self.vault, signer, channel=PERSON_CHANNEL, type=PERSON_TYPE,
+                                summary=summary, body=body, via="watcher", agent=human)
+        except NexusError as err:
+            self.emit({"event": "error", "file": rel, "message": f"could not sign a person's text: {err}"})
+            return
+        entry = result.located.entry
+        # The entry holds the text now: take it out of where it was typed (only if it is unchanged).
+        with exclusive(self.vault.lock("log")):
+            data = path.read_bytes()
+            scan = segments.scan(data, rel)
+            cut: list[tuple[int, int]] = []
+            for s in scan.stray:
+                if s.text.startswith(NOTICE_PREFIX) or s.offset >= result.located.offset:
+                    continue
+                later = [loc for loc in scan.entries if loc.offset > s.offset]
+                if later and later[0].entry.id == entry.id and s.text.strip("\n") in text:
+                    stop = s.end_offset
+                    while data[stop:stop + 1] == b"\n" and stop < later[0].offset:
+                        stop += 1
+                    cut.append((s.offset, stop))
+            if cut:
+                out = bytearray()
+                prev = 0
+                for start, stop in cut:
+                    out += data[prev:start]
+                    prev = stop
+                out += data[prev:]
+                durable.replace(path, bytes(out))
+        self.tracks.pop(rel, None)
+        self.deadlines[rel] = time.monotonic()
+        self.emit({"event": "person", "id": entry.id, "agent": human, "file": rel,
+                   "summary": entry.summary})
+
+    # ------------------------------------------------------------ passes
+    def segment_paths(self) -> list[Path]:
+        paths = {path for _, path in log.segment_files(self.vault)}
+        for rel in self.shadow.by_segment:  # segments that were deleted
+            paths.add(self.vault.root / rel)
+        return sorted(paths)
+
+    def full_pass(self) -> None:
+        """The periodic rescan: every segment whose bytes changed in a way events did not explain."""
+        changed = False
+        for path in self.segment_paths():
+            full = not self.verify_prefix(path)
+            changed |= self.check_segment(path, full=full)
+        self.refresh()
+        self.scan_notes()
+
+    def refresh(self) -> None:
+        """Refresh the derived state; report races and resolutions not reported before (a rebuild
+        finds every race again)."""
+        update = coordination.refresh(self.vault, self.ack_types, self.race_window)
+        for a, b, by in update.state["races"]:
+            key = (a[0], b[0])
+            if key not in self.races_known:
+                self.races_known[key] = None
+                if not self.quiet_emit:
+                    self.emit({"event": "race", "a": a[0], "b": b[0], "agents": [a[1], b[1]]})
+            if by is not None and self.races_known.get(key) is None:
+                self.races_known[key] = by
+                if not self.quiet_emit:
+                    self.emit({"event": "resolved", "a": a[0], "b": b[0], "by": by})
+
+    def on_paths(self, paths: set[str]) -> None:
+        changed = False
+        for raw in sorted(paths):
+            path = Path(raw)
+            rel = _rel(self.vault, path)
+            if rel is None:
+                continue
+            if rel.startswith("log/") and rel.count("/") == 1 and rel.endswith(".md"):
+                changed |= self.check_segment(self.vault.root / rel)
+            elif rel.endswith(".md"):
+                self._dispatch(rel)
+        if changed:
+            self.refresh()
+
+    def due(self) -> None:
+        now = time.monotonic()
+        for rel, when in list(self.deadlines.items()):
+            if when <= now:
+                del self.deadlines[rel]
+                if self.check_segment(self.vault.root / rel, full=True):
+                    self.refresh()
+
+    # ------------------------------------------------------------ other notes
+    def _dispatch(self, rel: str) -> None:
+        for predicate, callback in list(_HANDLERS):
+            try:
+                if predicate(rel):
+                    callback(self.vault, rel)
+            except Exception as err:  # a handler's bug must not stop the watcher
+                self.emit({"event": "error", "file": rel, "message": f"{type(err).__name__}: {err}"})
+
+    def scan_notes(self) -> None:
+        if not _HANDLERS:
+            return
+        for folder, dirs, files in os.walk(self.vault.root):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and not (
+                folder == str(self.vault.root) and d == "log")]
+            for name in files:
+                if not name.endswith(".md"):
+                    continue
+                full = os.path.join(folder, name)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue
+                rel = Path(full).relative_to(self.vault.root).as_posix()
+                stamp = (st.st_mtime_ns, st.st_size)
+                if self.note_stamps.get(rel) != stamp:
+                    self.note_stamps[rel] = stamp
+                    self._dispatch(rel)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _last_line(data: bytes) -> bytes:
+    """The last complete line of ``data`` (an entry's end line), with its newline."""
+    body = data[:-1] if data.endswith(b"\n") else data
+    return data[body.rfind(b"\n") + 1:]
+
+
+def _rel(vault: Vault, path: Path) -> str | None:
+    try:
+        rel = path.relative_to(vault.root).as_posix()
+    except ValueError:
+        return None
+    if rel.startswith(".") or "/." in rel:
+        return None
+    return rel
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# ------------------------------------------------------------------ running
+
+
+def _printer(as_json: bool) -> Callable[[dict[str, Any]], None]:
+    lock = threading.Lock()
+
+    def emit(event: dict[str, Any]) -> None:
+        if as_json:
+            line = json.dumps(event, ensure_ascii=False)
+        else:
+            kind = event.get("event")
+            rest = " ".join(f"{k}={v}" for k, v in event.items() if k != "event")
+            line = f"{_now()} {kind} {rest}"
+        with lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    return emit
+
+
+def run(
+    vault: Vault, keys_home: Path, *, rescan_seconds: float = 5.0, settle_seconds: float = 3.0,
+    ack_types: tuple[str, ...] = ("correction", "decision", "handoff", "question"),
+    race_window: float = 60.0, once: bool = False, as_json: bool = False,
+) -> None:
+    """Watch ``vault`` until SIGINT/SIGTERM (or one pass with ``once``). BusyError if another watcher
+    holds the vault."""
+    import importlib
+
+    from .locks import exclusive
+
+    lock = vault.lock("watch")
+    pid_file = vault.state / "watch" / "pid"
+    try:
+        with exclusive(lock, wait=False):
+            pid_file.parent.mkdir(parents=True, exist_ok=True)
+            pid_file.write_text(str(os.getpid()))
+            for module in PLUGIN_MODULES:
+                importlib.import_module(module)
+            _run_locked(vault, keys_home, rescan_seconds, settle_seconds, ack_types, race_window,
+                        once, _printer(as_json))
+    except BusyError:
+        try:
+            other = pid_file.read_text().strip()
+        except OSError:
+            other = "?"
+        raise BusyError(f"another `nexus watch` is already running on {vault.root} (pid {other})") from None
+
+
+def _run_locked(
+    vault: Vault, keys_home: Path, rescan_seconds: float, settle_seconds: float,
+    ack_types: tuple[str, ...], race_window: float, once: bool, emit: Callable[[dict[str, Any]], None],
+) -> None:
+    watcher = Watcher(vault, keys_home, ack_types=ack_types, race_window=race_window,
+                      settle_seconds=settle_seconds, emit=emit)
+    watcher.quiet_emit = True
+    watcher.full_pass()
+    watcher.quiet_emit = False
+    emit({"event": "ready", "shadowed": len(watcher.shadow.copies), "new": watcher.new_count,
+          "pid": os.getpid()})
+    if once:
+        for _ in range(10):  # a restore waiting for the file to be quiet, a person's text settling
+            if not watcher.deadlines:
+                break
+            time.sleep(max(0.0, max(watcher.deadlines.values()) - time.monotonic()))
+            watcher.due()
+        return
+
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    stop = threading.Event()
+    wake = threading.Event()
+    changed: queue.SimpleQueue[str] = queue.SimpleQueue()
+    state_dir = str(vault.state)
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            for p in (event.src_path, getattr(event, "dest_path", "")):
+                p = os.fsdecode(p)
+                if p and not p.startswith(state_dir):
+                    changed.put(p)
+                    wake.set()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+        wake.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    observer = Observer()
+    observer.schedule(Handler(), str(vault.root), recursive=True)
+    observer.start()
+    try:
+        watcher.full_pass()  # changes made between the first pass and the observer starting
+        next_rescan = time.monotonic() + rescan_seconds
+        while not stop.is_set():
+            soonest = min([next_rescan, *watcher.deadlines.values()])
+            wake.wait(max(0.0, soonest - time.monotonic()))
+            wake.clear()
+            if stop.is_set():
+                break
+            paths: set[str] = set()
+            while True:
+                try:
+                    paths.add(changed.get_nowait())
+                except queue.Empty:
+                    break
+            if paths:
+                watcher.on_paths(paths)
+            watcher.due()
+            if time.monotonic() >= next_rescan:
+                watcher.full_pass()
+                next_rescan = time.monotonic() + rescan_seconds
+    finally:
+        observer.stop()
+        observer.join(timeout=10)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        emit({"event": "stopped", "pid": os.getpid()})
