@@ -99,6 +99,9 @@ def verify(vault: Vault) -> Report:
                     _Link(located, entries.entry_hash(e), verdict == "ok"))
     heads = {agent: _check_chain(report, links) for agent, links in chains.items()}
     _check_heads(report, vault, heads)
+    from .decisions import check_notes  # decision notes: hand edits, unsigned status changes (issue 4)
+
+    report.problems.extend(check_notes(vault, identities, set(seen_ids)))
     return report
 
 
