@@ -324,6 +324,8 @@ def apply_review_note(vault: Vault) -> ReviewOutcome:
                                       " ticked facts stay pending",))
         for fact_id in dict.fromkeys(ticked):
             try:
+                if find(vault, fact_id).status != "pending":
+                    continue  # an editor saved a stale buffer: already reviewed, nothing to do
                 approved.append(approve(vault, fact_id, person))
             except (InputError, NotFoundError, IdentityError) as err:
                 problems.append(f"{fact_id}: {err}")
