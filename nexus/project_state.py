@@ -220,3 +220,25 @@ def restore(vault: Vault, signer: Any, *, version: int, expect: int, keys_home: 
 
 def changes_since(vault: Vault, since: str) -> list[StateVersion]:
     return [v for v in versions(vault) if v.ts >= since]
+
+
+# ------------------------------------------------------------------ the watcher
+
+
+def _on_note_change(vault: Vault, rel: str) -> None:
+    """`nexus watch` handler: a person's save of ``state/project.md`` becomes a version at once."""
+    from .settings import keys_home
+
+    absorb_hand_edit(vault, keys_home())
+
+
+def _register_with_watcher() -> None:
+    """The watcher imports this module (``watcher.PLUGIN_MODULES``) so this registers the handler."""
+    import sys
+
+    watcher = sys.modules.get("nexus.watcher")
+    if watcher is not None:
+        watcher.register(lambda rel: rel == "state/project.md", _on_note_change)
+
+
+_register_with_watcher()
