@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import durable, scan
 from .errors import InputError, MemoryFullError, NotFoundError
@@ -32,6 +33,9 @@ from .locks import exclusive
 from .records import MemoryResult
 from .text import check_name
 from .vault import Vault
+
+if TYPE_CHECKING:
+    from .records import BriefSection
 
 DELIM = "\n§\n"
 TARGETS = ("memory", "user")
@@ -348,6 +352,64 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
             blocks.append(block)
         results.append(_result(vault, st, "", entries, limit, False, None))
     return Snapshot(agent, "\n\n".join(blocks), results[0], results[1], tuple(blocked))
+
+
+def _stamp(path: Path) -> list[int]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return [0, 0]
+    return [st.st_ino, st.st_mtime_ns, st.st_size]
+
+
+def cached_snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) -> dict[str, object]:
+    """``snapshot(...).to_json()``, cached under ``.nexus/cache/`` by the stamps of both stores and the
+    rule files, so the brief (a hot path) scans only when something changed."""
+    check_name(agent)
+    deps = [store(vault, "memory", agent).path, vault.root / "USER.md", vault.root / scan.VAULT_RULES_FILE,
+            Path(scan.__file__).parent / scan.RULES_FILE]
+    key = [[_stamp(p) for p in deps], memory_limit, user_limit]
+    cache = vault.state / "cache" / f"memory-snapshot-{agent}.json"
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data.get("key") == key:
+            return dict(data["snapshot"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    snap = snapshot(vault, agent, memory_limit=memory_limit, user_limit=user_limit).to_json()
+    durable.replace(cache, json.dumps({"key": key, "snapshot": snap}).encode("utf-8"), durable=False)
+    return snap
+
+
+def brief_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
+    """The brief's memory slot: usage warnings, the snapshot, the memory index (cut to ``limit``).
+
+    The limits come from the vault's settings (``memory_chars``, ``user_chars`` in nexus.md): the brief's
+    slot is called without them.
+    """
+    from . import facts
+    from .records import BriefSection
+
+    cfg = vault.config()
+    mem_limit = int(cfg.get("memory_chars") or 2200)
+    user_limit = int(cfg.get("user_chars") or 1375)
+    snap = cached_snapshot(vault, agent, memory_limit=mem_limit, user_limit=user_limit)
+    warnings = snap.get("warnings")
+    parts: list[str] = [f"⚠ {w}" for w in warnings] if isinstance(warnings, list) else []
+    if snap.get("text"):
+        parts.append(str(snap["text"]))
+    index = facts.index_text(vault)
+    lines = [line for line in (index or "").split("\n") if line.startswith("- [[")]
+    if lines:
+        parts.append(f"Memory index ({len(lines)} fact{'s' if len(lines) != 1 else ''}; open a note with "
+                     "`nexus memory facts show NAME`):\n" + "\n".join(lines))
+    if not parts:
+        return None
+    text = "\n\n".join(parts)
+    if len(text) > limit:
+        hint = f"\n… (cut; the whole snapshot: `nexus memory snapshot --agent {agent}`)"
+        text = text[: max(0, limit - len(hint))] + hint
+    return BriefSection("memory", "Your memory", text)
 
 
 # ---------------------------------------------------------------- import from Hermes
