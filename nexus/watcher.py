@@ -56,7 +56,7 @@ PERSON_TYPE = "note"
 Predicate = Callable[[str], bool]
 Callback = Callable[[Vault, str], None]
 _HANDLERS: list[tuple[Predicate, Callback]] = []
-PLUGIN_MODULES: tuple[str, ...] = ("nexus.project_state",)  # imported for register()
+PLUGIN_MODULES: tuple[str, ...] = ("nexus.review", "nexus.project_state")  # imported for register()
 
 
 def register(predicate: Predicate, callback: Callback) -> None:
