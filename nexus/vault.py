@@ -107,7 +107,9 @@ def find(explicit: str | os.PathLike[str] | None, env_value: str | None, cwd: Pa
         if given:
             root = Path(given).expanduser()
             if not (root / MARKER).is_file():
-                raise VaultError(f"{origin} {root} is not a nexus vault (no {MARKER}); run `nexus init {root}`")
+                raise VaultError(
+                    f"{origin} {root} is not a nexus vault (no {MARKER}); run `nexus init {root}`"
+                )
             return Vault(root)
     for folder in (cwd, *cwd.parents):
         if (folder / MARKER).is_file():
