@@ -810,6 +810,109 @@ def _add_coordination_commands(sub: Any, logp: Any) -> None:
                    help="seconds a person's text must stay unchanged before it is signed (default 3)")
 
 
+# ------------------------------------------------------------------ handlers: search and MCP (issue 5)
+
+
+def _progress_bar() -> Any:
+    """A progress callback drawing on stderr when it is a terminal (rebuilds of a large vault)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\rnexus: indexing the vault [{'#' * filled}{'.' * (width - filled)}] "
+                         f"{100 * done // max(total, 1):3d}%")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _hit_text(n: int, hit: Any) -> str:
+    when = (hit.time or "")[:16].replace("T", " ")
+    who = " · ".join(x for x in (when, hit.agent, hit.channel, hit.type) if x)
+    mark = ""
+    if hit.verified is not None:
+        mark = "  ✓ signed" if hit.verified else "  ✗ SIGNATURE DOES NOT VERIFY"
+    if hit.superseded:
+        mark += "  (superseded)"
+    lines = [f"{n}. {hit.title}{mark}", f"   {who}" if who else "",
+             f"   {hit.path}:{hit.line_start}-{hit.line_end}  {hit.link}", f"   {hit.snippet}"]
+    return "\n".join(line for line in lines if line)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from . import search
+
+    vault = _vault(args)
+    hits = search.search(vault, args.query, agent=args.agent, type=args.type, channel=args.channel,
+                         since=args.since, until=args.until, path=args.path, limit=args.n,
+                         progress=_progress_bar())
+    _emit(args, [h.to_json() for h in hits],
+          "\n\n".join(_hit_text(i + 1, h) for i, h in enumerate(hits)) or "no matches")
+    return 0
+
+
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from . import search
+
+    stats = search.rebuild(_vault(args), progress=_progress_bar())
+    _emit(args, stats.to_json(),
+          f"index rebuilt: {stats.documents_added} documents from {stats.files_indexed} files "
+          f"in {stats.seconds:.1f} s")
+    return 0
+
+
+def cmd_index_status(args: argparse.Namespace) -> int:
+    from . import search
+
+    st = search.status(_vault(args))
+    if not st.exists:
+        text = f"no index at {st.path} yet: the next search builds it (or run `nexus index rebuild`)"
+    else:
+        text = (f"{st.path}: {st.documents} documents ({st.entries} log entries, {st.sections} note "
+                f"sections) from {st.files} files, {st.size_bytes / 1e6:.1f} MB; built {st.built}, "
+                f"updated {st.updated}")
+        if st.stale_files:
+            text += (f"\n{len(st.stale_files)} file(s) changed since indexed (taken in at the next "
+                     f"search): " + ", ".join(st.stale_files[:10]))
+        else:
+            text += "\nup to date"
+    _emit(args, st.to_json(), text)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from . import mcp_server
+
+    return mcp_server.run(_vault(args), _keys_home(), args.agent)
+
+
+def _add_search_commands(sub: Any) -> None:
+    p = _cmd(sub, "search", cmd_search,
+             "ranked full-text search over the log and every note, with provenance",
+             'nexus search "agent:lyra type:decision secrets" --since 7d -n 5')
+    p.add_argument("query", help='words, "phrases", prefix*, field:value, AND OR NOT, ( )')
+    p.add_argument("--agent", help="only entries/notes by this agent")
+    p.add_argument("--type", help="only this type (note, decision, checkpoint, state, memory…)")
+    p.add_argument("--channel", help="only log entries on this channel")
+    p.add_argument("--since", help="UTC time (2026-11-30, 2026-11-30T04:00) or age (30m, 12h, 2d)")
+    p.add_argument("--until", help="UTC time or age, as --since")
+    p.add_argument("--path", help="only files matching this glob (decisions/*, log/2026-11.md)")
+    p.add_argument("-n", type=int, default=10, help="how many hits (default 10)")
+    indexp = sub.add_parser("index", help="the search index under .nexus/index/").add_subparsers(
+        title="index commands", metavar="COMMAND")
+    _cmd(indexp, "rebuild", cmd_index_rebuild, "rebuild the search index from the vault",
+         "nexus index rebuild")
+    _cmd(indexp, "status", cmd_index_status, "what the search index holds and whether it is current",
+         "nexus index status --json")
+    p = _cmd(sub, "mcp", cmd_mcp, "serve nexus to an agent runtime over MCP (stdio)",
+             "nexus mcp --agent ella", json_flag=False)
+    p.add_argument("--agent", required=True, help="the identity tools act as (appends are signed by it)")
+
+
 # ------------------------------------------------------------------ parser
 
 
@@ -874,6 +977,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_memory_commands(sub)
     _add_continuity_commands(sub)
     _add_coordination_commands(sub, logp)
+    _add_search_commands(sub)
     return parser
 
 

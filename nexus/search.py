@@ -1,0 +1,755 @@
+"""Full-text search over the whole vault, never stale: the only module that imports Whoosh.
+
+What is indexed (one Whoosh document each):
+
+* every log entry (id, agent, channel, type, time, summary, body), read with ``log.scan_file``;
+* every section of every other Markdown note (decisions, checkpoints, state, identities, memory, a
+  person's own notes), split at headings by ``sections.split``, with the note's frontmatter status,
+  author/agent and time.
+
+The index lives in ``.nexus/index/``: ``manifest.json`` says which Whoosh folder (``ix-XXXX/``) is
+current and, per file, its size, mtime, content hash and (for a log segment) the byte offset indexed so
+far. Before every search ``refresh`` compares the vault with the manifest (a stat of each file, a hash
+only when size or mtime moved) and indexes just what changed; an appended segment is read from its
+saved offset. One writer at a time (``.nexus/locks/index.lock``); readers that meet a Whoosh commit in
+progress retry. A missing, corrupt or outdated index is rebuilt from the vault into a fresh folder and
+swapped in by rewriting the manifest.
+
+Speed choices (measured in ``benchmarks/bench_search.py``; see docs/performance.md): no positions and
+no stored text (snippets and signature checks read the entry's bytes back from the vault by offset);
+words are counted with one regex instead of Whoosh's token pipeline; English stop words are not
+indexed; phrases are matched as an AND of their words, then checked against the text itself; a full
+build uses Whoosh's two-process writer leaving two segments.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+from whoosh import fields, index
+from whoosh import query as _whoosh_query
+from whoosh.analysis.filters import STOP_WORDS, LowercaseFilter, StopFilter
+from whoosh.analysis.tokenizers import RegexTokenizer
+from whoosh.qparser.default import QueryParser
+from whoosh.system import pack_uint
+
+from . import durable, log, sections
+from .errors import QueryError
+from .locks import exclusive
+from .records import Hit, IndexStatus, Located, RefreshStats
+from .vault import Vault
+
+query: Any = _whoosh_query  # Whoosh does not re-export its query classes for type checkers
+SCHEMA_VERSION = 3
+INDEX_DIR = "index"
+MANIFEST = "manifest.json"
+WORD_RE = re.compile(r"\w+")
+STOP = frozenset(STOP_WORDS)
+SUPERSEDED_FACTOR = 0.2  # a superseded decision's score is scaled by this, so active ones rank above
+LARGE = 5000  # documents: above this a rebuild shows progress even without a terminal
+Progress = Callable[[int, int], None]
+
+QUERY_FIELDS = ("text", "summary", "heading", "agent", "channel", "type", "status", "id", "path", "kind")
+
+
+def _words(value: str) -> list[str]:
+    return [w for w in WORD_RE.findall(value.lower()) if w not in STOP]
+
+
+class _Words(fields.TEXT):
+    """A TEXT field that counts words with one regex (5× faster than the token pipeline) and keeps
+    no positions. Its query-time analyzer produces the same words."""
+
+    def index(self, value: Any, **kwargs: Any) -> Generator[tuple[bytes, int, float | int, bytes], Any, None]:
+        boost = getattr(self.format, "field_boost", 1.0)
+        for word, freq in Counter(_words(value)).items():
+            yield word.encode("utf-8"), freq, freq * boost, pack_uint(freq)
+
+
+def _schema() -> fields.Schema:
+    analyzer = RegexTokenizer(r"\w+") | LowercaseFilter() | StopFilter(stoplist=STOP, minsize=1)
+    return fields.Schema(
+        key=fields.ID(stored=True, unique=True),
+        kind=fields.ID(stored=True),
+        path=fields.ID(stored=True),
+        id=fields.ID,
+        agent=fields.ID(stored=True),
+        channel=fields.ID(stored=True),
+        type=fields.ID(stored=True),
+        status=fields.ID(stored=True),
+        ts=fields.STORED,
+        heading=fields.STORED,
+        title=_Words(analyzer=analyzer, phrase=False),
+        summary=_Words(analyzer=analyzer, phrase=False),
+        text=_Words(analyzer=analyzer, phrase=False),
+        loc=fields.STORED,  # [byte start, byte end, line start, line end]
+    )
+
+
+# ------------------------------------------------------------------ documents
+
+
+def _entry_doc(located: Located) -> dict[str, Any]:
+    e = located.entry
+    text = e.summary if e.body is None else f"{e.summary}\n{e.summary}\n{e.body}"
+    return {
+        "key": f"e:{e.id}", "kind": "entry", "path": located.file, "id": e.id.lower(),
+        "agent": e.agent, "channel": e.channel, "type": e.type, "status": "", "ts": e.ts,
+        "heading": "", "summary": e.summary, "title": e.summary, "text": text,
+        "loc": [located.offset, located.end_offset, located.line_start, located.line_end],
+    }
+
+
+def _note_type(rel: str, props: dict[str, Any]) -> str:
+    parts = rel.split("/")
+    by_folder = {"decisions": "decision", "state": "state", "handoff": "handoff", "memory": "memory",
+                 "archive": "archive"}
+    if parts[0] in by_folder:
+        return by_folder[parts[0]]
+    if parts[0] == "agents" and len(parts) == 3:
+        stem = parts[2][:-3].lower()
+        return {"identity": "identity", "checkpoint": "checkpoint", "memory": "memory"}.get(
+            stem, "bank" if "bank" in stem else "note")
+    if rel == "USER.md":
+        return "memory"
+    value = props.get("type")
+    return value.lower() if isinstance(value, str) and re.fullmatch(r"[\w-]+", value) else "note"
+
+
+def _prop(props: dict[str, Any], *names: str) -> str:
+    for name in names:
+        value = props.get(name)
+        if value is not None and not isinstance(value, (dict, list)):
+            return str(value)
+    return ""
+
+
+def _note_docs(rel: str, data: bytes, mtime: float) -> list[dict[str, Any]]:
+    text = data.decode("utf-8", errors="replace")
+    props, parts = sections.split(text)
+    parts_dir = rel.split("/")
+    agent = _prop(props, "agent", "author") or _prop(props, "name") if parts_dir[0] == "agents" else \
+        _prop(props, "agent", "author")
+    if not agent and parts_dir[0] == "agents" and len(parts_dir) >= 3:
+        agent = parts_dir[1]
+    ts = _prop(props, "ts", "updated", "date", "created") or time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime))
+    status = _prop(props, "status").lower()
+    note_title = _prop(props, "title") or Path(rel).stem
+    base = {"kind": "section", "path": rel, "id": _prop(props, "id").lower(),
+            "agent": agent.lower(), "channel": "", "type": _note_type(rel, props), "status": status,
+            "ts": ts}
+    docs = []
+    if not parts:  # only properties: still findable by its title and fields
+        docs.append({**base, "key": f"n:{rel}#0", "heading": "", "summary": "", "title": note_title,
+                     "text": note_title, "loc": [0, len(data), 1, max(1, text.count("\n"))]})
+    for i, sec in enumerate(parts):
+        docs.append({**base, "key": f"n:{rel}#{i}", "heading": sec.heading, "summary": "",
+                     "title": f"{note_title} {sec.heading}",
+                     "text": f"{note_title}\n{sec.heading}\n{sec.heading}\n{sec.text}",
+                     "loc": [sec.start, sec.end, sec.line_start, sec.line_end]})
+    return docs
+
+
+# ------------------------------------------------------------------ the vault's files
+
+
+def _is_segment(rel: str) -> bool:
+    return rel.startswith("log/") and rel.count("/") == 1 and log._is_segment(rel[4:-3])
+
+
+def _vault_files(vault: Vault) -> dict[str, tuple[int, int]]:
+    """Every Markdown file outside dot-folders: relpath -> (size, mtime_ns)."""
+    out: dict[str, tuple[int, int]] = {}
+    root = str(vault.root)
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            items = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for item in items:
+            if item.name.startswith("."):
+                continue
+            try:
+                if item.is_dir(follow_symlinks=False):
+                    stack.append(item.path)
+                elif item.name.endswith(".md") and item.is_file(follow_symlinks=False):
+                    st = item.stat()
+                    out[item.path[len(root) + 1:].replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
+            except FileNotFoundError:
+                continue
+    return out
+
+
+# ------------------------------------------------------------------ manifest and index folder
+
+
+def index_dir(vault: Vault) -> Path:
+    return vault.state / INDEX_DIR
+
+
+def _load_manifest(vault: Vault) -> dict[str, Any] | None:
+    try:
+        data = json.loads((index_dir(vault) / MANIFEST).read_bytes())
+    except (FileNotFoundError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("version") != SCHEMA_VERSION or not isinstance(
+            data.get("files"), dict) or not isinstance(data.get("dir"), str):
+        return None
+    return data
+
+
+def _save_manifest(vault: Vault, manifest: dict[str, Any]) -> None:
+    durable.replace(index_dir(vault) / MANIFEST, json.dumps(manifest).encode(), durable=False)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _open(vault: Vault, manifest: dict[str, Any]) -> Any:
+    return index.open_dir(str(index_dir(vault) / manifest["dir"]))
+
+
+# ------------------------------------------------------------------ indexing
+
+
+def _tail_mark(data: bytes, end: int) -> str:
+    return data[max(0, end - 256):end].hex()
+
+
+def _index_segment(rel: str, data: bytes, offset: int, line: int, add: Callable[..., None]
+                   ) -> tuple[int, int, int]:
+    """Add the entries of ``data`` (bytes of segment ``rel`` from ``offset``); return (entries added,
+    end offset, end line) where the end excludes a torn tail still being written."""
+    from . import segments
+
+    result = segments.scan(data, rel, offset=offset, line=line)
+    for located in result.entries:
+        add(**_entry_doc(located))
+    return len(result.entries), result.end_offset, result.end_line
+
+
+def _plan(vault: Vault, manifest: dict[str, Any], files: dict[str, tuple[int, int]]
+          ) -> tuple[list[str], list[str]]:
+    """(changed or new files, removed files) according to size and mtime."""
+    known: dict[str, Any] = manifest["files"]
+    changed = [rel for rel, (size, mtime) in files.items()
+               if rel not in known or known[rel]["size"] != size or known[rel]["mtime"] != mtime]
+    removed = [rel for rel in known if rel not in files]
+    return sorted(changed), sorted(removed)
+
+
+def _apply(vault: Vault, manifest: dict[str, Any], changed: list[str], removed: list[str]) -> tuple[int, int]:
+    """Index the changes into the current index (caller holds the index lock). Returns (files
+    reindexed, documents added)."""
+    known: dict[str, Any] = manifest["files"]
+    ix = _open(vault, manifest)
+    writer = ix.writer()
+    added = 0
+    touched = 0
+    try:
+        for rel in removed:
+            writer.delete_by_term("path", rel)
+            del known[rel]
+        for rel in changed:
+            path = vault.root / rel
+            try:
+                data = path.read_bytes()
+                st = path.stat()
+            except FileNotFoundError:
+                if rel in known:
+                    writer.delete_by_term("path", rel)
+                    del known[rel]
+                continue
+            old = known.get(rel)
+            digest = hashlib.sha256(data).hexdigest()
+            record = {"size": len(data), "mtime": st.st_mtime_ns, "sha": digest}
+            if old is not None and old.get("sha") == digest:
+                known[rel] = {**old, **record}  # touched, not changed
+                continue
+            touched += 1
+            if _is_segment(rel):
+                offset = old.get("offset", 0) if old else 0
+                grown = (old is not None and 0 < offset <= len(data)
+                         and _tail_mark(data, offset) == old.get("tail"))
+                if grown and old is not None:
+                    n, end, line = _index_segment(rel, data[offset:], offset, old["line"],
+                                                  writer.update_document)
+                else:
+                    writer.delete_by_term("path", rel)
+                    n, end, line = _index_segment(rel, data, 0, 1, writer.add_document)
+                record.update(offset=end, line=line, tail=_tail_mark(data, end))
+                added += n
+            else:
+                writer.delete_by_term("path", rel)
+                for doc in _note_docs(rel, data, st.st_mtime_ns / 1e9):
+                    writer.add_document(**doc)
+                    added += 1
+            known[rel] = record
+        writer.commit()
+    except BaseException:
+        writer.cancel()
+        raise
+    manifest["updated"] = _now()
+    return touched, added
+
+
+def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
+    """A fresh index of the whole vault in a new folder; returns its manifest (not yet saved)."""
+    files = _vault_files(vault)
+    name = f"ix-{secrets.token_hex(4)}"
+    folder = index_dir(vault) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    ix = index.create_in(str(folder), _schema())
+    total_bytes = sum(size for size, _ in files.values()) or 1
+    big = total_bytes > 4 * 1024 * 1024
+    # Two processes each build a segment (multisegment: no merge at the end) on a large vault.
+    writer = ix.writer(procs=2, multisegment=True, limitmb=128) if big else ix.writer(limitmb=128)
+    known: dict[str, Any] = {}
+    done = 0
+    try:
+        for rel in sorted(files):
+            path = vault.root / rel
+            try:
+                data = path.read_bytes()
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            record: dict[str, Any] = {"size": len(data), "mtime": st.st_mtime_ns,
+                                      "sha": hashlib.sha256(data).hexdigest()}
+            if _is_segment(rel):
+                _n, end, line = _index_segment(rel, data, 0, 1, writer.add_document)
+                record.update(offset=end, line=line, tail=_tail_mark(data, end))
+            else:
+                for doc in _note_docs(rel, data, st.st_mtime_ns / 1e9):
+                    writer.add_document(**doc)
+            known[rel] = record
+            done += len(data)
+            if progress is not None:
+                progress(done, total_bytes)
+        writer.commit()
+    except BaseException:
+        writer.cancel()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return {"version": SCHEMA_VERSION, "dir": name, "files": known, "built": _now(),
+            "updated": _now()}
+
+
+def _swap_in(vault: Vault, manifest: dict[str, Any]) -> None:
+    _save_manifest(vault, manifest)
+    for child in index_dir(vault).iterdir():  # earlier folders (readers that hold one keep their fds)
+        if child.is_dir() and child.name.startswith("ix-") and child.name != manifest["dir"]:
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def rebuild(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
+    """Build the index from scratch (``nexus index rebuild``)."""
+    started = time.perf_counter()
+    with exclusive(vault.lock("index")):
+        manifest = _build(vault, progress)
+        _swap_in(vault, manifest)
+    _CACHE.pop(str(vault.root), None)
+    n = len(manifest["files"])
+    return RefreshStats(n, n, 0, _doc_count(vault), True, time.perf_counter() - started)
+
+
+def refresh(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
+    """Bring the index up to date with the vault: index what changed since the last refresh; rebuild
+    a missing, corrupt or outdated index. Cheap when nothing changed (a stat per file)."""
+    started = time.perf_counter()
+    files = _vault_files(vault)
+    manifest = _load_manifest(vault)
+    if manifest is not None:
+        changed, removed = _plan(vault, manifest, files)
+        if not changed and not removed and _usable(vault, manifest):
+            return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
+    with exclusive(vault.lock("index")):
+        manifest = _load_manifest(vault)  # another process may have done the work meanwhile
+        if manifest is None or not _usable(vault, manifest):
+            manifest = _build(vault, progress)
+            _swap_in(vault, manifest)
+            _CACHE.pop(str(vault.root), None)
+            n = len(manifest["files"])
+            return RefreshStats(n, n, 0, _doc_count(vault), True, time.perf_counter() - started)
+        changed, removed = _plan(vault, manifest, _vault_files(vault))
+        if not changed and not removed:
+            return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
+        try:
+            touched, added = _apply(vault, manifest, changed, removed)
+        except Exception:  # a damaged index: rebuild from the vault
+            manifest = _build(vault, progress)
+            _swap_in(vault, manifest)
+            _CACHE.pop(str(vault.root), None)
+            n = len(manifest["files"])
+            return RefreshStats(n, n, 0, _doc_count(vault), True, time.perf_counter() - started)
+        _save_manifest(vault, manifest)
+    return RefreshStats(len(files), touched, len(removed), added, False, time.perf_counter() - started)
+
+
+def _usable(vault: Vault, manifest: dict[str, Any]) -> bool:
+    folder = index_dir(vault) / manifest["dir"]
+    try:
+        return index.exists_in(str(folder))
+    except Exception:
+        return False
+
+
+# ------------------------------------------------------------------ reading
+
+
+_CACHE: dict[str, tuple[str, Any, Any]] = {}  # vault root -> (folder, index, searcher)
+
+
+def _searcher(vault: Vault) -> Any:
+    """An up-to-date searcher, reused between searches in one process. Retries while a writer in
+    another process is committing (a .toc file may vanish under a reader)."""
+    root = str(vault.root)
+    for attempt in range(50):
+        manifest = _load_manifest(vault)
+        if manifest is None:
+            refresh(vault)
+            continue
+        try:
+            cached = _CACHE.get(root)
+            if cached is not None and cached[0] == manifest["dir"]:
+                searcher = cached[2]
+                if not searcher.up_to_date():
+                    searcher = searcher.refresh()
+                    _CACHE[root] = (cached[0], cached[1], searcher)
+                return searcher
+            ix = _open(vault, manifest)
+            searcher = ix.searcher()
+            _CACHE[root] = (manifest["dir"], ix, searcher)
+            return searcher
+        except FileNotFoundError:
+            _CACHE.pop(root, None)
+            time.sleep(0.01 * (attempt + 1))
+        except Exception:  # unreadable index: rebuild it
+            _CACHE.pop(root, None)
+            with exclusive(vault.lock("index")):
+                current = _load_manifest(vault)
+                if current is None or current["dir"] == manifest["dir"]:
+                    _swap_in(vault, _build(vault, None))
+    raise QueryError("the search index is busy; try again")
+
+
+def _doc_count(vault: Vault) -> int:
+    manifest = _load_manifest(vault)
+    if manifest is None:
+        return 0
+    try:
+        return int(_open(vault, manifest).doc_count())
+    except Exception:
+        return 0
+
+
+# ------------------------------------------------------------------ queries
+
+_FIELD_RE = re.compile(r'(?:(?<=^)|(?<=[\s(]))([A-Za-z_]\w*):(?=\S)')
+_PHRASE_RE = re.compile(r'"([^"]*)"')
+_TIME_RE = re.compile(r"(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d)(?::(\d\d))?Z?)?")
+
+
+def _check_syntax(text: str) -> None:
+    if not text.strip():
+        raise QueryError("the query is empty")
+    if text.count('"') % 2:
+        raise QueryError(f"unbalanced quote in query {text!r}: close the phrase with \"")
+    depth = 0
+    for ch in _PHRASE_RE.sub("", text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            raise QueryError(f"unbalanced parentheses in query {text!r}: a ) closes nothing")
+    if depth:
+        raise QueryError(f"unbalanced parentheses in query {text!r}: a ( is never closed")
+    for name in _FIELD_RE.findall(_PHRASE_RE.sub("", text)):
+        if name not in QUERY_FIELDS:
+            raise QueryError(f"unknown field {name!r} in query; fields: {', '.join(QUERY_FIELDS)}")
+    words = _PHRASE_RE.sub("x", text).split()
+    ops = {"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"}
+    if words and (words[-1] in ops or words[0] in ops - {"NOT"}):
+        raise QueryError(f"query {text!r} starts or ends with the operator "
+                         f"{words[0] if words[0] in ops else words[-1]}")
+
+
+def _rewrite(q: Any) -> Any:
+    """Phrases become an AND of their words (the index keeps no positions); checked later."""
+    if isinstance(q, query.Phrase):
+        words = [w for w in q.words if w]
+        if not words:
+            return query.NullQuery
+        terms = [query.Term(q.fieldname, w) for w in words]
+        return terms[0] if len(terms) == 1 else query.And(terms)
+    if isinstance(q, query.CompoundQuery):
+        return q.__class__([_rewrite(sub) for sub in q.subqueries], boost=q.boost)
+    if isinstance(q, query.Not):
+        return query.Not(_rewrite(q.query))
+    if hasattr(q, "children") and hasattr(q, "a") and hasattr(q, "b"):
+        return q.__class__(_rewrite(q.a), _rewrite(q.b))
+    return q
+
+
+def parse_query(text: str) -> tuple[Any, list[re.Pattern[str]]]:
+    """A Whoosh query and the phrases every hit must contain (checked against the text)."""
+    _check_syntax(text)
+    parser = QueryParser("text", _SCHEMA)
+    try:
+        parsed = parser.parse(text)
+    except Exception as err:  # any parser failure is the user's syntax
+        raise QueryError(f"cannot parse query {text!r}: {err}") from None
+    phrases: list[re.Pattern[str]] = []
+    simple = not re.search(r"\b(OR|NOT|ANDNOT)\b|(^|\s)-", _PHRASE_RE.sub("", text))
+    if simple:
+        for raw in _PHRASE_RE.findall(text):
+            words = WORD_RE.findall(raw.lower())
+            if len(words) > 1:
+                phrases.append(re.compile(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b",
+                                          re.IGNORECASE))
+    return _rewrite(parsed), phrases
+
+
+_SCHEMA = _schema()
+
+
+def _when(value: str | None, flag: str) -> str | None:
+    if value is None:
+        return None
+    m = re.fullmatch(r"(\d+)([mhd])", value.strip())
+    if m:
+        seconds = int(m.group(1)) * {"m": 60, "h": 3600, "d": 86400}[m.group(2)]
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - seconds))
+    m = _TIME_RE.fullmatch(value.strip())
+    if not m:
+        from .errors import InputError
+
+        raise InputError(f"{flag} {value!r}: use a UTC time like 2026-11-30 or 2026-11-30T04:00, "
+                         "or an age like 30m, 12h, 2d")
+    return f"{m.group(1)}T{m.group(2) or '00:00'}:{m.group(3) or '00'}Z"
+
+
+# ------------------------------------------------------------------ searching
+
+
+def search(vault: Vault, text: str, *, agent: str | None = None, type: str | None = None,
+           channel: str | None = None, since: str | None = None, until: str | None = None,
+           path: str | None = None, limit: int = 10, progress: Progress | None = None) -> list[Hit]:
+    """The best ``limit`` hits for ``text`` (Whoosh query syntax: fields, "phrases", prefix*, AND OR
+    NOT, parentheses), newest state of the vault, with provenance."""
+    q, phrases = parse_query(text)
+    start, end = _when(since, "--since"), _when(until, "--until")
+    filters = [query.Term(name, value.lower()) for name, value in
+               (("agent", agent), ("type", type), ("channel", channel)) if value]
+    if path and not any(ch in path for ch in "*?["):
+        filters.append(query.Term("path", path))
+        path = None
+    if filters:
+        q = query.And([q, *filters])
+    if limit <= 0:
+        return []
+    refresh(vault, progress=progress)
+    searcher = _searcher(vault)
+    terms = _highlight_terms(q, searcher)
+    reader = _Reader(vault)
+    want = limit * 2 + 10
+    k = want
+    while True:
+        try:
+            results = searcher.search(q, limit=k)
+            rows = [(r.score, r.fields()) for r in results]
+        except FileNotFoundError:
+            _CACHE.pop(str(vault.root), None)
+            searcher = _searcher(vault)
+            continue
+        kept: list[Hit] = []
+        for score, stored in rows:
+            if path and not fnmatch.fnmatchcase(stored["path"], path):
+                continue
+            if (start and stored["ts"] < start) or (end and stored["ts"] > end):
+                continue
+            hit = _hit(vault, reader, stored, score, terms, phrases)
+            if hit is not None:
+                kept.append(hit)
+        if len(kept) >= want or len(rows) < k:
+            break
+        k *= 4
+    reader.close()
+    kept.sort(key=lambda h: -h.score)
+    return kept[:limit]
+
+
+def _highlight_terms(q: Any, searcher: Any) -> set[str]:
+    words: set[str] = set()
+    text_fields = ("text", "summary", "title")
+    try:
+        for leaf in q.leaves():
+            if getattr(leaf, "fieldname", None) not in text_fields:
+                continue
+            if isinstance(leaf, query.Prefix):
+                for i, term in enumerate(searcher.reader().expand_prefix(leaf.fieldname, leaf.text)):
+                    words.add(term.decode("utf-8") if isinstance(term, bytes) else str(term))
+                    if i > 50:
+                        break
+            elif isinstance(leaf, query.Term):
+                words.add(str(leaf.text))
+    except Exception:  # highlighting is best effort
+        pass
+    return words
+
+
+class _Reader:
+    """Reads hits' bytes back from the vault, one open file per path."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.files: dict[str, Any] = {}
+
+    def read(self, rel: str, start: int, end: int) -> bytes | None:
+        f = self.files.get(rel)
+        if f is None:
+            try:
+                f = open(self.vault.root / rel, "rb")  # noqa: SIM115 - closed in close()
+            except FileNotFoundError:
+                return None
+            self.files[rel] = f
+        f.seek(start)
+        return bytes(f.read(end - start))
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+
+
+def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, terms: set[str],
+         phrases: list[re.Pattern[str]]) -> Hit | None:
+    start, end, line_start, line_end = stored["loc"]
+    rel = stored["path"]
+    data = reader.read(rel, start, end)
+    if data is None:
+        return None
+    note = rel[:-3] if rel.endswith(".md") else rel
+    if stored["kind"] == "entry":
+        from . import segments
+
+        scan = segments.scan(data, rel, offset=start, line=line_start)
+        if not scan.entries:
+            return None
+        located = scan.entries[0]
+        e = located.entry
+        body = f"{e.summary}\n{e.body or ''}"
+        if any(not p.search(body) for p in phrases):
+            return None
+        return Hit(kind="entry", path=rel, line_start=line_start, line_end=line_end,
+                   link=located.link, title=e.summary, snippet=_entry_snippet(e.summary, e.body, terms),
+                   score=round(score, 4), entry_id=e.id, agent=e.agent, time=e.ts, type=e.type,
+                   channel=e.channel, verified=_verified(vault, located))
+    text = data.decode("utf-8", errors="replace")
+    if any(not p.search(text) for p in phrases):
+        return None
+    heading = stored["heading"] or None
+    anchor = re.sub(r"[#|^\[\]]", " ", heading).strip() if heading else ""
+    status = stored["status"] or None
+    superseded = status == "superseded"
+    return Hit(kind="section", path=rel, line_start=line_start, line_end=line_end,
+               link=f"[[{note}#{anchor}]]" if anchor else f"[[{note}]]",
+               title=heading or Path(rel).stem, snippet=_snippet(_section_text(text), terms),
+               score=round(score * (SUPERSEDED_FACTOR if superseded else 1.0), 4), heading=heading,
+               agent=stored["agent"] or None, time=stored["ts"] or None, type=stored["type"] or None,
+               status=status, superseded=superseded)
+
+
+def _entry_snippet(summary: str, body: str | None, terms: set[str]) -> str:
+    if body and any(m.group(0).lower() in terms for m in WORD_RE.finditer(body)):
+        return _snippet(body, terms)
+    return _snippet(summary if not body else f"{summary} — {body}", terms)
+
+
+def _section_text(text: str) -> str:
+    """A section without its heading line (the hit shows the heading apart)."""
+    first, _, rest = text.partition("\n")
+    return rest if first.lstrip().startswith("#") and rest.strip() else text
+
+
+def _snippet(text: str, terms: set[str], width: int = 200) -> str:
+    flat = " ".join(text.split())
+    matches = [m for m in WORD_RE.finditer(flat) if m.group(0).lower() in terms]
+    if not matches:
+        return flat[:width] + ("…" if len(flat) > width else "")
+    begin = max(0, matches[0].start() - width // 3)
+    if begin:
+        space = flat.find(" ", begin)
+        begin = space + 1 if 0 <= space < matches[0].start() else begin
+    stop = min(len(flat), begin + width)
+    out, pos = [], begin
+    for m in matches:
+        if m.start() < begin or m.end() > stop:
+            continue
+        out.append(flat[pos:m.start()])
+        out.append(f"**{m.group(0)}**")
+        pos = m.end()
+    out.append(flat[pos:stop])
+    return ("…" if begin else "") + "".join(out) + ("…" if stop < len(flat) else "")
+
+
+_KEYS: dict[str, tuple[tuple[tuple[str, int], ...], dict[str, tuple[str, str]]]] = {}
+
+
+def _verified(vault: Vault, located: Located) -> bool:
+    """The entry's signature checks against its author's public key in the vault."""
+    from . import entries, identity
+
+    stamp: list[tuple[str, int]] = []
+    try:
+        for child in sorted(os.scandir(vault.agents_dir), key=lambda d: d.name):
+            try:
+                stamp.append((child.name, os.stat(os.path.join(child.path, "identity.md")).st_mtime_ns))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+    except FileNotFoundError:
+        pass
+    cached = _KEYS.get(str(vault.root))
+    if cached is None or cached[0] != tuple(stamp):
+        keys = {name: (i.key_id, i.public_key) for name, i in identity.all_identities(vault).items()}
+        cached = (tuple(stamp), keys)
+        _KEYS[str(vault.root)] = cached
+    e = located.entry
+    key = cached[1].get(e.agent)
+    if key is None or key[0] != e.key:
+        return False
+    return identity.verify_signature(key[1], e.sig, entries.signing_bytes(e))
+
+
+# ------------------------------------------------------------------ status
+
+
+def status(vault: Vault) -> IndexStatus:
+    """What the index holds and which files changed since they were indexed (no writing)."""
+    folder = index_dir(vault)
+    manifest = _load_manifest(vault)
+    rel_folder = f"{vault.rel(vault.state)}/{INDEX_DIR}"
+    if manifest is None or not _usable(vault, manifest):
+        return IndexStatus(rel_folder, False, 0, 0, 0, 0, (), 0, None, None)
+    changed, removed = _plan(vault, manifest, _vault_files(vault))
+    size = sum(p.stat().st_size for p in (folder / manifest["dir"]).iterdir() if p.is_file())
+    try:
+        with _open(vault, manifest).searcher() as s:
+            docs = s.doc_count()
+            n_entries = s.doc_frequency("kind", "entry")
+    except FileNotFoundError:
+        docs = n_entries = 0
+    return IndexStatus(rel_folder, True, docs, n_entries, docs - n_entries, len(manifest["files"]),
+                       tuple(changed + removed), size, manifest.get("built"), manifest.get("updated"))
