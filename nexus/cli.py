@@ -53,9 +53,13 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 def _read_body(args: argparse.Namespace) -> str | None:
     if getattr(args, "body_file", None):
-        if args.body_file == "-":
-            return sys.stdin.read()
-        return Path(args.body_file).read_text(encoding="utf-8")
+        from .errors import InputError
+
+        try:  # undecodable bytes become lone surrogates, which the text rules make visible
+            raw = sys.stdin.buffer.read() if args.body_file == "-" else Path(args.body_file).read_bytes()
+        except OSError as err:
+            raise InputError(f"cannot read the body file {args.body_file}: {err.strerror}") from None
+        return raw.decode("utf-8", errors="surrogateescape")
     body: str | None = getattr(args, "body", None)
     return body
 

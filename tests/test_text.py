@@ -1,0 +1,198 @@
+"""Text rules and the entry format: round-trips for any Unicode, refusals with one clear line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import Env
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from nexus import entries, segments, text
+from nexus.errors import InputError
+from nexus.records import Entry
+
+INVISIBLE = ["\u200b", "\u200d", "\u200f", "\u202a", "\u202e", "\u2060", "\u2064", "\u2066", "\u2069",
+             "\ufeff", "\U000e0001", "\U000e007f"]
+CONTROL = ["\x00", "\x07", "\x1b", "\x7f", "\x85", "\r"]
+
+FRAMING = [
+    "%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%",
+    "%% nexus:end {\"id\":\"01JDQ8Z6V3M2K4T5N7P9R1S3W5\"} %%",
+    "%% nexus:segment 2026-11 %%",
+    "%%nexus:begin",
+    "**2026-11-30 04:41:07Z** · lyra · build · note — forged ^01JDQ8Z6V3M2K4T5N7P9R1S3W5",
+    "\\%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%",
+    "\\\\\\%% nexus:end",
+    "\\",
+    "",
+]
+
+ids = st.builds(lambda ms, r: entries.encode_id(ms, r), st.integers(0, 2**48 - 1),
+                st.integers(0, 2**80 - 1))
+tokens = st.from_regex(text.TOKEN_RE, fullmatch=True)
+names = st.from_regex(text.NAME_RE, fullmatch=True).filter(lambda n: n not in text.RESERVED_NAMES)
+bodies = st.one_of(
+    st.none(),
+    st.text(),
+    st.lists(st.one_of(st.text(), st.sampled_from(FRAMING)), max_size=8).map("\n".join),
+)
+
+
+@st.composite
+def entry_st(draw: st.DrawFn) -> Entry:
+    summary = draw(st.text(min_size=1, max_size=200))
+    try:
+        summary = text.check_line(summary, "summary")
+    except InputError:
+        assume(False)
+    body = text.check_body(draw(bodies), max_bytes=10**9)
+    ts = draw(st.datetimes()).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assume(ts[:4].isdigit() and len(ts) == 20)
+    return Entry(
+        id=draw(ids), ts=ts, agent=draw(names), channel=draw(tokens), type=draw(tokens),
+        summary=summary, body=body, ack=tuple(draw(st.lists(ids, max_size=3))),
+        seen=draw(st.none() | ids), seq=draw(st.integers(1, 2**40)), prev=draw(st.none() | st.text(
+            "0123456789abcdef", min_size=64, max_size=64)), key=draw(st.text("0123456789abcdef",
+            min_size=16, max_size=16)), sig=draw(st.text(min_size=0, max_size=90)),
+        via=draw(st.none() | st.just("watcher")),
+    )
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(entry_st())
+def test_parse_render_round_trip(entry: Entry) -> None:
+    rendered = entries.render(entry)
+    data = rendered.encode("utf-8")
+    scan = segments.scan(data, "log/x.md", offset=1, line=1)  # offset>0: no preamble
+    assert scan.broken == [] and scan.stray == [] and scan.torn is None
+    assert [loc.entry for loc in scan.entries] == [entry]
+    # the same with a neighbour before and after, and as CRLF (an editor's save)
+    double = (rendered + rendered.replace(entry.id, entries.encode_id(0, 1))).encode("utf-8")
+    assert [loc.entry for loc in segments.scan(double, "x", offset=1).entries][0] == entry
+    crlf = data.replace(b"\n", b"\r\n")
+    assert [loc.entry for loc in segments.scan(crlf, "x", offset=1).entries] == [entry]
+    # canonical bytes are stable across the round trip (so signatures verify)
+    assert entries.canonical(scan.entries[0].entry) == entries.canonical(entry)
+
+
+@given(st.text())
+def test_bodies_never_keep_invisible_or_control_characters(raw: str) -> None:
+    try:
+        body = text.check_body(raw, max_bytes=10**9)
+    except InputError:
+        return
+    if body is None:
+        return
+    assert not text.FORBIDDEN_BODY_RE.search(body)
+    body.encode("utf-8")  # always storable
+
+
+@pytest.mark.parametrize("ch", INVISIBLE + CONTROL)
+def test_invisible_characters_are_made_visible_in_bodies(ch: str) -> None:
+    body = text.check_body(f"a{ch}b")
+    assert body == f"a⟦U+{ord(ch):04X}⟧b"
+
+
+@pytest.mark.parametrize("ch", [*INVISIBLE, *CONTROL, "\n"])
+@pytest.mark.parametrize("check", ["name", "token", "line"])
+def test_invisible_characters_are_refused_in_one_line_fields(ch: str, check: str) -> None:
+    value = f"ab{ch}cd"
+    with pytest.raises(InputError) as err:
+        if check == "name":
+            text.check_name(value)
+        elif check == "token":
+            text.check_token(value, "channel")
+        else:
+            text.check_line(value, "summary")
+    assert "\n" not in str(err.value)
+
+
+def _log_bytes(env: Env) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in env.vault.log_dir.iterdir()} if env.vault.log_dir.exists() else {}
+
+
+BAD_APPENDS = [
+    (["--summary", "zero\u200bwidth"], "U+200B"),
+    (["--summary", "bidi \u202e override"], "U+202E"),
+    (["--summary", "bell \x07"], "U+0007"),
+    (["--summary", "two\nlines"], "newline"),
+    (["--summary", ""], "empty"),
+    (["--summary", "   "], "empty"),
+    (["--summary", "x" * 201], "limit"),
+    (["--summary", "ok", "--channel", "Build"], "channel"),
+    (["--summary", "ok", "--channel", "bu\u200bild"], "channel"),
+    (["--summary", "ok", "--type", "no te"], "type"),
+    (["--summary", "ok", "--type", "../x"], "type"),
+    (["--summary", "ok", "--body", "x" * (64 * 1024 + 1)], "limit"),
+    (["--summary", "ok", "--ack", "not-an-id"], "not an entry id"),
+    (["--summary", "ok", "--body-file", "/nonexistent/body.md"], "body"),
+]
+
+
+@pytest.mark.parametrize(("args", "says"), BAD_APPENDS)
+def test_bad_append_input_one_line_nothing_written(env: Env, args: list[str], says: str) -> None:
+    env.append("ella", "before")
+    before = _log_bytes(env)
+    full = {"--agent": "ella", "--channel": "build", "--type": "note"}
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        full[flag] = value
+    argv = ["log", "append", *[x for kv in full.items() for x in kv]]
+    run = env.run(*argv, check=False)
+    assert run.returncode != 0
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nexus: error: ") and says in lines[0], run.stderr
+    assert _log_bytes(env) == before
+
+
+@pytest.mark.parametrize(("agent", "says"), [("mallory", "unknown agent"), ("Ella", "invalid"),
+                                             ("../ella", "invalid"), ("еlla", "U+0435")])
+def test_append_as_unknown_or_invalid_agent(env: Env, agent: str, says: str) -> None:
+    before = _log_bytes(env)
+    run = env.run("log", "append", "--agent", agent, "--channel", "c", "--type", "t", "--summary", "s",
+                  check=False)
+    assert run.returncode != 0 and len(run.stderr.splitlines()) == 1 and says in run.stderr
+    assert _log_bytes(env) == before
+
+
+def test_missing_private_key(env: Env) -> None:
+    (env.keys_home / "keys" / env.vault.vault_id / "ella.pem").unlink()
+    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "t", "--summary", "s",
+                  check=False)
+    assert run.returncode != 0 and "no private key" in run.stderr and len(run.stderr.splitlines()) == 1
+    assert _log_bytes(env) == {}
+
+
+def test_a_key_that_does_not_match_the_identity_is_refused(env: Env) -> None:
+    keys = env.keys_home / "keys" / env.vault.vault_id
+    (keys / "ella.pem").write_bytes((keys / "lyra.pem").read_bytes())
+    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "t", "--summary", "s",
+                  check=False)
+    assert run.returncode != 0 and "does not match" in run.stderr
+    assert _log_bytes(env) == {}
+
+
+def test_body_invisibles_made_visible_through_the_cli(env: Env) -> None:
+    body = "zero\u200bwidth, bidi \u202eevil\u202c, tab\tkept, bell\x07\nline two\r\nline three"
+    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note",
+                  "--summary", "visible", "--body-file", "-", "--json", input=body)
+    stored = run.json()["body"]
+    assert stored == ("zero⟦U+200B⟧width, bidi ⟦U+202E⟧evil⟦U+202C⟧, tab\tkept, bell⟦U+0007⟧\n"
+                      "line two\nline three")
+
+
+def test_undecodable_argv_bytes_are_made_visible_not_a_crash(env: Env) -> None:
+    """A body given as raw bytes that are not UTF-8 reaches Python as lone surrogates."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [os.fsencode(sys.executable), b"-m", b"nexus", b"log", b"append", b"--agent", b"ella",
+         b"--channel", b"c", b"--type", b"note", b"--summary", b"bytes", b"--body", b"caf\xe9", b"--json"],
+        capture_output=True, env=env.environ, cwd=str(Path.cwd()),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "⟦U+DCE9⟧" in proc.stdout.decode()
