@@ -90,6 +90,9 @@ def play(vault: Path, keys: Path) -> str:
     d1_entry = json.loads(n.nexus("decisions", "--json", quiet=True))[0]["entry"]
     correction = n.append("lyra", "decisions", "correction",
                           "CI runners have no OS keychain: D-0001 breaks every CI job", "--ack", d1_entry)
+    n.nexus("retain", "--agent", "lyra", "--type", "failure", "--content",
+            "CI runners have no OS keychain: tokens on CI come from the runner's secret store",
+            "--source", correction)
     n.nexus("log", "read", "--agent", "ella")
     n.nexus("decide", "--agent", "ella", "--title", "API tokens: OS keychain locally, CI secret store on CI",
             "--decision", "Locally agents read tokens from the OS keychain; on CI from the runner's "

@@ -168,6 +168,7 @@ def save(
             with contextlib.suppress(FileExistsError):
                 durable.create_exclusive(hist, _HISTORY_HEAD.format(agent=agent).encode())
         durable.append(hist, _complete_line(hist) + line.encode("utf-8"))
+        _sweep_temp_files(path)
         durable.replace(path, render(cp).encode("utf-8"))
     logged = False
     if keys_home is not None and (old is None or old.status != status or old.task != task):
@@ -175,6 +176,15 @@ def save(
              f"checkpoint {status}: {task} — {step}", f"Next: {next}\n\nSee [[agents/{agent}/checkpoint]].")
         logged = True
     return cp, logged
+
+
+def _sweep_temp_files(path: Path) -> None:
+    """Remove temp files a writer killed before its rename left behind (the caller holds the lock)."""
+    prefix = f".{path.name}."
+    for name in os.listdir(path.parent):
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path.parent / name)
 
 
 def _complete_line(path: Path) -> bytes:

@@ -138,15 +138,12 @@ def _pending(vault: Vault) -> list[Any] | None:
 
 
 def _pending_line(item: Any) -> str:
-    for attr in ("line", "summary", "text", "fact"):
-        value = getattr(item, attr, None)
-        if isinstance(value, str) and value:
-            text = value
-            break
-    else:
-        text = str(item)
+    text = next((v for a in ("content", "summary", "text") if isinstance(v := getattr(item, a, None), str)
+                 and v), str(item))
+    who = " · ".join(str(v) for a in ("agent", "type") if (v := getattr(item, a, None)))
     link = getattr(item, "link", None)
-    return f"- {' '.join(text.split())[:200]}" + (f" — {link}" if isinstance(link, str) else "")
+    return (f"- {who + ': ' if who else ''}{' '.join(text.split())[:200]}"
+            + (f" — {link}" if isinstance(link, str) else ""))
 
 
 def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30.0,
@@ -211,9 +208,10 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
             waiting.append(f"- ⛔ **{a} is blocked** on “{cp.task}”: {cp.step}; needs: {cp.next} — "
                            f"[[agents/{a}/checkpoint]]")
     pending = _pending(vault)
-    items["pending_facts"] = None if pending is None else [str(x) for x in pending]
+    items["pending_facts"] = None if pending is None else [str(getattr(x, "id", x)) for x in pending]
     if pending:
-        waiting.append(f"- 📥 **{len(pending)} fact(s) wait for your approval** in the retention bank:")
+        waiting.append(f"- 📥 **{len(pending)} fact(s) wait for your approval** in the retention bank "
+                       "(tick them in memory/REVIEW.md, or `nexus review`):")
         waiting += ["  " + _pending_line(x) for x in pending]
     owed = _acks_owed(vault, window, everything, settings.ack_types, agents)
     questions = [loc for loc in window if loc.entry.type == "question" and loc.entry.id in owed]

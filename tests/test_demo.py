@@ -49,6 +49,7 @@ def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     # integrity (verify) and what waits for a person
     assert "integrity clean" in text
     assert "## Waiting for you" in text and "open question from lyra" in text
+    assert "1 fact(s) wait for your approval" in text and "lyra · failure: CI runners have no OS keychain" in text
     assert_links_resolve(vault, text)
     # the vault itself is consistent: verify clean, and the register lists both decisions
     verify = subprocess.run([sys.executable, "-m", "nexus", "--vault", str(vault), "verify", "--json"],
