@@ -71,7 +71,7 @@ def test_parse_render_round_trip(entry: Entry) -> None:
     assert [loc.entry for loc in scan.entries] == [entry]
     # the same with a neighbour before and after, and as CRLF (an editor's save)
     double = (rendered + rendered.replace(entry.id, entries.encode_id(0, 1))).encode("utf-8")
-    assert [loc.entry for loc in segments.scan(double, "x", offset=1).entries][0] == entry
+    assert next(loc.entry for loc in segments.scan(double, "x", offset=1).entries) == entry
     crlf = data.replace(b"\n", b"\r\n")
     assert [loc.entry for loc in segments.scan(crlf, "x", offset=1).entries] == [entry]
     # canonical bytes are stable across the round trip (so signatures verify)
