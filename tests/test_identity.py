@@ -44,7 +44,7 @@ def _snapshot(root: Path) -> set[str]:
 def test_bad_names_are_refused_and_nothing_is_created(env: Env, name: str, says: str) -> None:
     vault_before = _snapshot(env.vault.root)
     keys_before = _snapshot(env.keys_home)
-    run = env.run("agent", "add", name, check=False)
+    run = env.run("agent", "add", "--", name, check=False)
     assert run.returncode == 2
     lines = run.stderr.splitlines()
     if name:
@@ -73,7 +73,8 @@ def test_agent_add_creates_key_outside_and_note_inside(env: Env) -> None:
     props, body = notes.read(note)
     assert props["public_key"].startswith("ed25519:") and props["key_id"] == data["key_id"]
     assert props["kind"] == "agent" and props["tags"] == ["nexus/agent"]
-    for section in ("## Role", "## Priorities", "## Never without asking", "## Relations to the other agents"):
+    for section in ("## Role", "## Priorities", "## Never without asking",
+                    "## Relations to the other agents"):
         assert section in body
     listed = env.run("agent", "list", "--json").json()
     assert [i["name"] for i in listed] == ["ella", "lyra", "nova", "sam"]
