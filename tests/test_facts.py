@@ -95,3 +95,11 @@ def test_fact_is_a_frozen_record(env: Env) -> None:
     f = facts.add(env.vault, description="x fact", type="user")
     with pytest.raises(dataclasses.FrozenInstanceError):
         f.name = "y"  # type: ignore[misc]
+
+
+def test_template_notes_match_what_nexus_writes(env: Env) -> None:
+    """A fresh vault ships memory/MEMORY-INDEX.md and memory/REVIEW.md exactly as nexus renders them."""
+    from nexus import bank
+
+    assert facts.index_path(env.vault).read_text(encoding="utf-8") == facts.render_index([])
+    assert bank.review_path(env.vault).read_text(encoding="utf-8") == bank.render_review([])
