@@ -143,3 +143,11 @@ def test_concurrent_retains_lose_nothing(env: Env) -> None:
         assert sorted(f.content for f in got) == sorted([f"{agent} fact {i}" for i in range(15)] * 2)
     review = (env.vault.root / "memory/REVIEW.md").read_text(encoding="utf-8")
     assert review.count("- [ ]") == 60
+
+
+def test_pending_facts_appear_in_the_handoff(env: Env) -> None:
+    bank.retain(env.vault, "ella", type="decision", content="Search uses Whoosh, not FTS5")
+    r = env.run("handoff", "--json").json()
+    assert r["items"]["pending_facts"] == ["ella-1"]
+    text = env.run("handoff").stdout
+    assert "Search uses Whoosh, not FTS5" in text and "ella-1" in text
