@@ -432,6 +432,17 @@ def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
         for e in incoming:
             scan.check(e, f"{src.name} entry {e[:40]!r}", vault.root)
         plans.append((target, incoming))
+    for target, incoming in plans:  # check every store first, so a refusal imports nothing at all
+        limit = memory_limit if target == "memory" else user_limit
+        st = store(vault, target, agent)
+        entries = list(dict.fromkeys(read(st.path)))
+        new = list(dict.fromkeys([*entries, *incoming]))
+        if size(new) > limit:
+            raise MemoryFullError(
+                f"importing {len(incoming)} {target} entries would put {st.label} at "
+                f"{size(new):,}/{limit:,} chars; consolidate first (nothing was imported)."
+                f"{_listing(entries, st.label, vault.root)}",
+                tuple(display(entries, st.label, vault.root)), f"{size(entries):,}/{limit:,}")
     results = []
     for target, incoming in plans:
         limit = memory_limit if target == "memory" else user_limit

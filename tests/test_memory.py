@@ -349,3 +349,11 @@ def test_four_cli_processes_adding_at_once(env: Env) -> None:
         _, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
     assert sorted(memory.read(_file(env, "user"))) == [f"cli fact {w}" for w in range(4)]
+
+
+def test_import_hermes_over_the_limit_imports_nothing(env: Env, tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("small fact", encoding="utf-8")
+    (tmp_path / "USER.md").write_text("u" * 1400, encoding="utf-8")  # over USER.md's 1,375
+    r = env.run("memory", "import-hermes", str(tmp_path), "--agent", "ella", check=False)
+    assert r.returncode == 1 and "nothing was imported" in r.stderr
+    assert not _file(env).exists() and not _file(env, "user").exists()
