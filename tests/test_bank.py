@@ -151,3 +151,19 @@ def test_pending_facts_appear_in_the_handoff(env: Env) -> None:
     assert r["items"]["pending_facts"] == ["ella-1"]
     text = env.run("handoff").stdout
     assert "Search uses Whoosh, not FTS5" in text and "ella-1" in text
+
+
+def test_recall_ranks_the_agents_facts_through_the_search_index(env: Env) -> None:
+    bank.retain(env.vault, "ella", type="decision", content="Search uses Whoosh; SQLite FTS5 is the anchor")
+    bank.retain(env.vault, "ella", type="failure",
+                content="The first Whoosh build took 84 seconds: Whoosh writer settings matter for Whoosh")
+    bank.retain(env.vault, "ella", type="preference", content="Sam likes tea in the afternoon")
+    bank.retain(env.vault, "lyra", type="fact", content="Whoosh is also what lyra remembers")
+    hits = env.run("recall", "--agent", "ella", "whoosh", "--json").json()
+    assert [h["id"] for h in hits] == ["ella-2", "ella-1"]  # BM25: the fact that says it most first
+    assert all(h["agent"] == "ella" for h in hits)
+    assert [h.id for h in bank.recall(env.vault, "ella", "afternoon tea")] == ["ella-3"]
+    assert bank.recall(env.vault, "ella", "kubernetes") == []
+    # a fact retained after the index was built is found at once (the index is never stale)
+    bank.retain(env.vault, "ella", type="fact", content="Kubernetes is not used here")
+    assert [h.id for h in bank.recall(env.vault, "ella", "kubernetes")] == ["ella-4"]
