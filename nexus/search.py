@@ -51,7 +51,7 @@ from .records import Hit, IndexStatus, Located, RefreshStats
 from .vault import Vault
 
 query: Any = _whoosh_query  # Whoosh does not re-export its query classes for type checkers
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 WORD_RE = re.compile(r"\w+")
@@ -60,7 +60,7 @@ SUPERSEDED_FACTOR = 0.2  # a superseded decision's score is scaled by this, so a
 LARGE = 5000  # documents: above this a rebuild shows progress even without a terminal
 Progress = Callable[[int, int], None]
 
-QUERY_FIELDS = ("text", "summary", "heading", "agent", "channel", "type", "status", "id", "path", "kind")
+QUERY_FIELDS = ("text", "agent", "channel", "type", "status", "path", "kind")
 
 
 def _words(value: str) -> list[str]:
@@ -80,18 +80,17 @@ class _Words(fields.TEXT):
 def _schema() -> fields.Schema:
     analyzer = RegexTokenizer(r"\w+") | LowercaseFilter() | StopFilter(stoplist=STOP, minsize=1)
     return fields.Schema(
-        key=fields.ID(stored=True, unique=True),
+        key=fields.STORED,  # a unique term per document would cost a third of the build time
         kind=fields.ID(stored=True),
         path=fields.ID(stored=True),
-        id=fields.ID,
         agent=fields.ID(stored=True),
         channel=fields.ID(stored=True),
         type=fields.ID(stored=True),
         status=fields.ID(stored=True),
         ts=fields.STORED,
         heading=fields.STORED,
-        title=_Words(analyzer=analyzer, phrase=False),
-        summary=_Words(analyzer=analyzer, phrase=False),
+        # One text field: a summary or heading is written twice so it weighs double (field boosts
+        # would need a field each, and every field's postings cost build time).
         text=_Words(analyzer=analyzer, phrase=False),
         loc=fields.STORED,  # [byte start, byte end, line start, line end]
     )
@@ -104,9 +103,9 @@ def _entry_doc(located: Located) -> dict[str, Any]:
     e = located.entry
     text = e.summary if e.body is None else f"{e.summary}\n{e.summary}\n{e.body}"
     return {
-        "key": f"e:{e.id}", "kind": "entry", "path": located.file, "id": e.id.lower(),
+        "key": f"e:{e.id}", "kind": "entry", "path": located.file,
         "agent": e.agent, "channel": e.channel, "type": e.type, "status": "", "ts": e.ts,
-        "heading": "", "summary": e.summary, "title": e.summary, "text": text,
+        "heading": "", "text": text,
         "loc": [located.offset, located.end_offset, located.line_start, located.line_end],
     }
 
@@ -146,17 +145,16 @@ def _note_docs(rel: str, data: bytes, mtime: float) -> list[dict[str, Any]]:
     ts = _prop(props, "ts", "updated", "date", "created") or time.strftime(
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime))
     status = _prop(props, "status").lower()
-    note_title = _prop(props, "title") or Path(rel).stem
-    base = {"kind": "section", "path": rel, "id": _prop(props, "id").lower(),
+    note_title = " ".join(x for x in (_prop(props, "id"), _prop(props, "title") or Path(rel).stem) if x)
+    base = {"kind": "section", "path": rel,
             "agent": agent.lower(), "channel": "", "type": _note_type(rel, props), "status": status,
             "ts": ts}
     docs = []
     if not parts:  # only properties: still findable by its title and fields
-        docs.append({**base, "key": f"n:{rel}#0", "heading": "", "summary": "", "title": note_title,
-                     "text": note_title, "loc": [0, len(data), 1, max(1, text.count("\n"))]})
+        docs.append({**base, "key": f"n:{rel}#0", "heading": "", "text": note_title,
+                     "loc": [0, len(data), 1, max(1, text.count("\n"))]})
     for i, sec in enumerate(parts):
-        docs.append({**base, "key": f"n:{rel}#{i}", "heading": sec.heading, "summary": "",
-                     "title": f"{note_title} {sec.heading}",
+        docs.append({**base, "key": f"n:{rel}#{i}", "heading": sec.heading,
                      "text": f"{note_title}\n{sec.heading}\n{sec.heading}\n{sec.text}",
                      "loc": [sec.start, sec.end, sec.line_start, sec.line_end]})
     return docs
@@ -231,6 +229,14 @@ def _tail_mark(data: bytes, end: int) -> str:
     return data[max(0, end - 256):end].hex()
 
 
+def _add(writer: Any) -> Callable[..., None]:
+    """``writer.add_document`` leaving out empty fields (no posting for an empty status or channel)."""
+    def add(**doc: Any) -> None:
+        writer.add_document(**{k: v for k, v in doc.items() if v != ""})
+
+    return add
+
+
 def _index_segment(rel: str, data: bytes, offset: int, line: int, add: Callable[..., None]
                    ) -> tuple[int, int, int]:
     """Add the entries of ``data`` (bytes of segment ``rel`` from ``offset``); return (entries added,
@@ -287,17 +293,18 @@ def _apply(vault: Vault, manifest: dict[str, Any], changed: list[str], removed: 
                 grown = (old is not None and 0 < offset <= len(data)
                          and _tail_mark(data, offset) == old.get("tail"))
                 if grown and old is not None:
+                    # duplicates (a crash between commit and manifest) are dropped when searching
                     n, end, line = _index_segment(rel, data[offset:], offset, old["line"],
-                                                  writer.update_document)
+                                                  _add(writer))
                 else:
                     writer.delete_by_term("path", rel)
-                    n, end, line = _index_segment(rel, data, 0, 1, writer.add_document)
+                    n, end, line = _index_segment(rel, data, 0, 1, _add(writer))
                 record.update(offset=end, line=line, tail=_tail_mark(data, end))
                 added += n
             else:
                 writer.delete_by_term("path", rel)
                 for doc in _note_docs(rel, data, st.st_mtime_ns / 1e9):
-                    writer.add_document(**doc)
+                    _add(writer)(**doc)
                     added += 1
             known[rel] = record
         writer.commit()
@@ -332,11 +339,11 @@ def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
             record: dict[str, Any] = {"size": len(data), "mtime": st.st_mtime_ns,
                                       "sha": hashlib.sha256(data).hexdigest()}
             if _is_segment(rel):
-                _n, end, line = _index_segment(rel, data, 0, 1, writer.add_document)
+                _n, end, line = _index_segment(rel, data, 0, 1, _add(writer))
                 record.update(offset=end, line=line, tail=_tail_mark(data, end))
             else:
                 for doc in _note_docs(rel, data, st.st_mtime_ns / 1e9):
-                    writer.add_document(**doc)
+                    _add(writer)(**doc)
             known[rel] = record
             done += len(data)
             if progress is not None:
@@ -547,9 +554,11 @@ def _when(value: str | None, flag: str) -> str | None:
 
 def search(vault: Vault, text: str, *, agent: str | None = None, type: str | None = None,
            channel: str | None = None, since: str | None = None, until: str | None = None,
-           path: str | None = None, limit: int = 10, progress: Progress | None = None) -> list[Hit]:
+           path: str | None = None, limit: int = 10, progress: Progress | None = None,
+           fresh: bool = True) -> list[Hit]:
     """The best ``limit`` hits for ``text`` (Whoosh query syntax: fields, "phrases", prefix*, AND OR
-    NOT, parentheses), newest state of the vault, with provenance."""
+    NOT, parentheses) over the vault as it is now, with provenance. ``fresh=False`` skips the
+    freshness check (only for measuring what a watcher already indexed)."""
     q, phrases = parse_query(text)
     start, end = _when(since, "--since"), _when(until, "--until")
     filters = [query.Term(name, value.lower()) for name, value in
@@ -561,40 +570,51 @@ def search(vault: Vault, text: str, *, agent: str | None = None, type: str | Non
         q = query.And([q, *filters])
     if limit <= 0:
         return []
-    refresh(vault, progress=progress)
+    if fresh:
+        refresh(vault, progress=progress)
     searcher = _searcher(vault)
     terms = _highlight_terms(q, searcher)
     reader = _Reader(vault)
-    want = limit * 2 + 10
-    k = want
-    while True:
-        try:
-            results = searcher.search(q, limit=k)
-            rows = [(r.score, r.fields()) for r in results]
-        except FileNotFoundError:
-            _CACHE.pop(str(vault.root), None)
-            searcher = _searcher(vault)
-            continue
-        kept: list[Hit] = []
-        for score, stored in rows:
-            if path and not fnmatch.fnmatchcase(stored["path"], path):
+    k = limit + 20
+    try:
+        while True:
+            try:
+                rows = [(r.score, r.fields()) for r in searcher.search(q, limit=k)]
+            except FileNotFoundError:  # a writer in another process committed under us
+                _CACHE.pop(str(vault.root), None)
+                searcher = _searcher(vault)
                 continue
-            if (start and stored["ts"] < start) or (end and stored["ts"] > end):
-                continue
-            hit = _hit(vault, reader, stored, score, terms, phrases)
-            if hit is not None:
-                kept.append(hit)
-        if len(kept) >= want or len(rows) < k:
-            break
-        k *= 4
-    reader.close()
-    kept.sort(key=lambda h: -h.score)
-    return kept[:limit]
+            ranked: list[tuple[float, dict[str, Any]]] = []
+            seen: set[str] = set()
+            for score, stored in rows:
+                if stored["key"] in seen:
+                    continue
+                seen.add(stored["key"])
+                if path and not fnmatch.fnmatchcase(stored["path"], path):
+                    continue
+                if (start and stored.get("ts", "") < start) or (end and stored.get("ts", "") > end):
+                    continue
+                if stored.get("status", "") == "superseded":
+                    score *= SUPERSEDED_FACTOR
+                ranked.append((score, stored))
+            ranked.sort(key=lambda item: -item[0])
+            hits: list[Hit] = []
+            for score, stored in ranked:
+                hit = _hit(vault, reader, stored, score, terms, phrases)
+                if hit is not None:
+                    hits.append(hit)
+                    if len(hits) >= limit:
+                        break
+            if len(hits) >= limit or len(rows) < k:
+                return hits
+            k *= 4
+    finally:
+        reader.close()
 
 
 def _highlight_terms(q: Any, searcher: Any) -> set[str]:
     words: set[str] = set()
-    text_fields = ("text", "summary", "title")
+    text_fields = ("text",)
     try:
         for leaf in q.leaves():
             if getattr(leaf, "fieldname", None) not in text_fields:
@@ -660,15 +680,16 @@ def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, te
     text = data.decode("utf-8", errors="replace")
     if any(not p.search(text) for p in phrases):
         return None
-    heading = stored["heading"] or None
+    heading = stored.get("heading", "") or None
     anchor = re.sub(r"[#|^\[\]]", " ", heading).strip() if heading else ""
-    status = stored["status"] or None
+    status = stored.get("status", "") or None
     superseded = status == "superseded"
     return Hit(kind="section", path=rel, line_start=line_start, line_end=line_end,
                link=f"[[{note}#{anchor}]]" if anchor else f"[[{note}]]",
                title=heading or Path(rel).stem, snippet=_snippet(_section_text(text), terms),
-               score=round(score * (SUPERSEDED_FACTOR if superseded else 1.0), 4), heading=heading,
-               agent=stored["agent"] or None, time=stored["ts"] or None, type=stored["type"] or None,
+               score=round(score, 4), heading=heading,
+               agent=stored.get("agent", "") or None, time=stored.get("ts", "") or None,
+               type=stored.get("type", "") or None,
                status=status, superseded=superseded)
 
 

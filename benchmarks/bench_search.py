@@ -1,0 +1,287 @@
+"""Search benchmark: nexus's Whoosh index against SQLite FTS5 over the same text, in the same run.
+
+    .venv/bin/python benchmarks/bench_search.py [--entries 100000] [--queries 200] [--json]
+
+Builds a synthetic vault (signed entries rendered straight into month segments, plus decision,
+checkpoint and free notes), then measures for both engines: full build (both read the vault's
+segments), index size, query latency p50/p99 for one term, two terms, a phrase and a filtered query,
+and append-to-searchable latency (at query time with no watcher; and with a watchdog observer calling
+``search.refresh`` as ``nexus watch`` does). Reported as ratios to FTS5 next to the targets of issue 5.
+Query words are drawn from the vocabulary in proportion to how often they occur, as a person's queries
+would be, so common words are tried too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nexus import entries, identity, log, search, segments  # noqa: E402
+from nexus.records import Entry  # noqa: E402
+from nexus.vault import Vault, init  # noqa: E402
+
+AGENTS = ("ella", "lyra", "max")
+CHANNELS = ("build", "ops", "general", "review")
+TYPES = ("note", "note", "note", "decision", "question", "correction", "handoff")
+COMMON = ("the", "of", "and", "to", "a", "in", "is", "it", "that", "for", "on", "with", "as", "was",
+          "be", "this", "by", "not", "are", "at")
+
+
+def vocabulary(rng: random.Random, size: int = 8000) -> tuple[list[str], list[float]]:
+    words = list(COMMON)
+    seen = set(words)
+    while len(words) < size:
+        w = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
+        if w not in seen:
+            seen.add(w)
+            words.append(w)
+    cum = list(itertools.accumulate(1 / (r + 1) for r in range(size)))  # Zipf, as in real text
+    return words, cum
+
+
+def make_vault(root: Path, keys: Path, n: int, rng: random.Random) -> tuple[Vault, list[str], list[float]]:
+    vault, _ = init(root)
+    signers = {}
+    for name in AGENTS:
+        identity.add(vault, keys, name)
+        signers[name] = identity.load_signer(vault, keys, name)
+    words, cum = vocabulary(rng)
+    heads: dict[str, tuple[int, str]] = {}
+    base_ms = int(time.time() * 1000) - 365 * 86400 * 1000
+    step = 365 * 86400 * 1000 // max(n, 1)
+    files: dict[str, list[str]] = {}
+    last = None
+    for i in range(n):
+        agent = rng.choice(AGENTS)
+        ms = base_ms + i * step
+        entry_id = entries.new_id(after=last, now_ms=ms)
+        last = entry_id
+        summary = " ".join(rng.choices(words, cum_weights=cum, k=rng.randint(5, 10)))
+        body = None if rng.random() < 0.3 else " ".join(rng.choices(words, cum_weights=cum,
+                                                                   k=rng.randint(15, 60)))
+        seq, prev = heads.get(agent, (0, None))
+        e = Entry(id=entry_id, ts=entries.utc_ts(entries.decode_id_ms(entry_id)), agent=agent,
+                  channel=rng.choice(CHANNELS), type=rng.choice(TYPES), summary=summary, body=body,
+                  ack=(), seen=None, seq=seq + 1, prev=prev, key=signers[agent].key_id)
+        e = replace(e, sig=signers[agent].sign(entries.signing_bytes(e)))
+        heads[agent] = (seq + 1, entries.entry_hash(e))
+        files.setdefault(entries.segment_name(e.ts), []).append(entries.render(e))
+    for name, texts in files.items():
+        (vault.log_dir / f"{name}.md").write_text(segments.preamble(name) + "".join(texts), encoding="utf-8")
+    for d in range(max(20, n // 500)):  # notes: decisions, checkpoints, a person's notes
+        text = lambda k: " ".join(rng.choices(words, cum_weights=cum, k=k))  # noqa: E731
+        status = "superseded" if d % 4 == 0 else "active"
+        (vault.root / "decisions" / f"D-{d:04d}-x.md").write_text(
+            f"---\nid: D-{d:04d}\ntitle: {text(4)}\nstatus: {status}\nauthor: {rng.choice(AGENTS)}\n---\n"
+            f"# {text(4)}\n\n## Decision\n{text(40)}\n\n## Rationale\n{text(60)}\n\n## Alternatives\n{text(30)}\n",
+            encoding="utf-8")
+        (vault.root / f"notes-{d}.md").write_text(
+            f"# {text(3)}\n\n{text(50)}\n\n## {text(2)}\n{text(80)}\n", encoding="utf-8")
+    return vault, words, cum
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p))] * 1000
+
+
+def build_fts(vault: Vault, db: Path) -> tuple[sqlite3.Connection, float]:
+    started = time.perf_counter()
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(summary, body, agent UNINDEXED, type UNINDEXED, "
+                 "channel UNINDEXED, ts UNINDEXED, path UNINDEXED)")
+    rows = ((loc.entry.summary, loc.entry.body or "", loc.entry.agent, loc.entry.type, loc.entry.channel,
+             loc.entry.ts, loc.file) for loc in log.iter_entries(vault))
+    conn.executemany("INSERT INTO t VALUES (?,?,?,?,?,?,?)", rows)
+    conn.commit()
+    return conn, time.perf_counter() - started
+
+
+def queries(rng: random.Random, words: list[str], cum: list[float], vault: Vault, k: int) -> dict[str, list[str]]:
+    pool = [w for w in rng.choices(words, cum_weights=cum, k=k * 20) if w not in COMMON]
+    bodies = [loc.entry.body for loc in itertools.islice(log.iter_entries(vault), 0, 5000) if loc.entry.body]
+    phrases = []
+    while len(phrases) < k:
+        ws = [w for w in rng.choice(bodies).split() if w not in COMMON]
+        if len(ws) > 3:
+            j = rng.randrange(len(ws) - 1)
+            phrases.append(f"{ws[j]} {ws[j + 1]}")
+    return {"one term": pool[:k], "two terms": [f"{a} {b}" for a, b in zip(pool[k:2 * k], pool[2 * k:3 * k])],
+            "phrase": phrases, "filtered": pool[3 * k:4 * k]}
+
+
+def run_whoosh(vault: Vault, qs: dict[str, list[str]]) -> dict[str, tuple[float, float]]:
+    out = {}
+    for kind, items in qs.items():
+        times = []
+        for q in items:
+            t = time.perf_counter()
+            if kind == "phrase":
+                search.search(vault, f'"{q}"')
+            elif kind == "filtered":
+                search.search(vault, q, agent="lyra", type="decision")
+            else:
+                search.search(vault, q)
+            times.append(time.perf_counter() - t)
+        out[kind] = (pct(times, 0.5), pct(times, 0.99))
+    return out
+
+
+def run_fts(conn: sqlite3.Connection, qs: dict[str, list[str]]) -> dict[str, tuple[float, float]]:
+    out = {}
+    sql = ("SELECT rowid, snippet(t, 1, '**', '**', '…', 20), bm25(t, 2.0, 1.0) AS r FROM t WHERE t MATCH ? "
+           "{} ORDER BY r LIMIT 10")
+    for kind, items in qs.items():
+        times = []
+        for q in items:
+            t = time.perf_counter()
+            if kind == "phrase":
+                conn.execute(sql.format(""), (f'"{q}"',)).fetchall()
+            elif kind == "filtered":
+                conn.execute(sql.format("AND agent = 'lyra' AND type = 'decision'"), (q,)).fetchall()
+            else:
+                conn.execute(sql.format(""), (" AND ".join(q.split()),)).fetchall()
+            times.append(time.perf_counter() - t)
+        out[kind] = (pct(times, 0.5), pct(times, 0.99))
+    return out
+
+
+def append_latency(vault: Vault, keys: Path, conn: sqlite3.Connection, rounds: int) -> dict[str, float]:
+    signer = identity.load_signer(vault, keys, "ella")
+    at_query, fts = [], []
+    for i in range(rounds):
+        word = f"fresh{i}x{random.randrange(10**9)}"
+        t = time.perf_counter()
+        log.append(vault, signer, channel="build", type="note", summary=f"{word} arrived")
+        hits = search.search(vault, word)
+        at_query.append(time.perf_counter() - t)
+        assert hits and word in hits[0].title, "an appended entry was not found at query time"
+        t = time.perf_counter()
+        conn.execute("INSERT INTO t VALUES (?,?,?,?,?,?,?)", (f"{word} arrived", "", "ella", "note",
+                                                               "build", "", "log"))
+        conn.commit()
+        assert conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (word,)).fetchall()
+        fts.append(time.perf_counter() - t)
+    watched = watcher_latency(vault, signer, rounds)
+    return {"at query time p50": pct(at_query, 0.5), "at query time p99": pct(at_query, 0.99),
+            "with watcher p50": pct(watched, 0.5), "with watcher max": max(watched) * 1000,
+            "fts5 p50": pct(fts, 0.5)}
+
+
+def watcher_latency(vault: Vault, signer: identity.Signer, rounds: int) -> list[float]:
+    """A watchdog observer refreshing the index on segment changes (what ``nexus watch`` does); the
+    time from append until a search that does not refresh (fresh=False) finds the entry."""
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            if str(event.src_path).endswith(".md"):
+                search.refresh(vault)
+
+    observer = Observer()
+    observer.schedule(Handler(), str(vault.log_dir), recursive=False)
+    observer.start()
+    out = []
+    try:
+        for i in range(rounds):
+            word = f"watched{i}y{random.randrange(10**9)}"
+            t = time.perf_counter()
+            log.append(vault, signer, channel="build", type="note", summary=f"{word} arrived")
+            while not search.search(vault, word, fresh=False):
+                if time.perf_counter() - t > 10:
+                    raise AssertionError("the watcher did not make an entry searchable in 10 s")
+                time.sleep(0.005)
+            out.append(time.perf_counter() - t)
+            time.sleep(0.05)
+    finally:
+        observer.stop()
+        observer.join()
+    return out
+
+
+def folder_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--entries", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--appends", type=int, default=20)
+    ap.add_argument("--keep", action="store_true", help="keep the synthetic vault")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    rng = random.Random(5)
+    tmp = Path(tempfile.mkdtemp(prefix="nexus-bench-search-"))
+    try:
+        t = time.perf_counter()
+        vault, words, cum = make_vault(tmp / "vault", tmp / "keys", args.entries, rng)
+        gen = time.perf_counter() - t
+        stats = search.rebuild(vault)
+        w_build = stats.seconds
+        conn, f_build = build_fts(vault, tmp / "fts.db")
+        w_size = folder_size(search.index_dir(vault))
+        f_size = (tmp / "fts.db").stat().st_size
+        qs = queries(rng, words, cum, vault, args.queries)
+        search.search(vault, "warmup")
+        w_q = run_whoosh(vault, qs)
+        f_q = run_fts(conn, qs)
+        app = append_latency(vault, tmp / "keys", conn, args.appends)
+        n = args.entries
+        result = {
+            "entries": n, "documents": stats.documents_added, "generate_s": round(gen, 1),
+            "build": {"whoosh_s": round(w_build, 2), "fts5_s": round(f_build, 2),
+                      "whoosh_entries_per_s": round(n / w_build), "fts5_entries_per_s": round(n / f_build),
+                      "ratio": round(w_build / f_build, 1), "target": ">= 3000 entries/s"},
+            "size": {"whoosh_mb": round(w_size / 1e6, 1), "fts5_mb": round(f_size / 1e6, 1),
+                     "ratio": round(w_size / f_size, 2)},
+            "queries_ms": {kind: {"whoosh_p50": round(w_q[kind][0], 2), "whoosh_p99": round(w_q[kind][1], 2),
+                                  "fts5_p50": round(f_q[kind][0], 2), "fts5_p99": round(f_q[kind][1], 2),
+                                  "ratio_p50": round(w_q[kind][0] / max(f_q[kind][0], 1e-3), 1)}
+                           for kind in qs},
+            "append_to_searchable_ms": {k: round(v, 1) for k, v in app.items()},
+        }
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"synthetic vault: {n} entries, {stats.documents_added} documents (generated in {gen:.0f} s)")
+            b = result["build"]
+            print(f"build      whoosh {b['whoosh_s']} s ({b['whoosh_entries_per_s']}/s)   fts5 {b['fts5_s']} s "
+                  f"({b['fts5_entries_per_s']}/s)   ratio {b['ratio']}x   target >= 3000/s")
+            s = result["size"]
+            print(f"size       whoosh {s['whoosh_mb']} MB   fts5 {s['fts5_mb']} MB   ratio {s['ratio']}x")
+            targets = {"one term": "p50<=5 p99<=50", "two terms": "p50<=5 p99<=50", "phrase": "p99<=200",
+                       "filtered": ""}
+            for kind, row in result["queries_ms"].items():
+                print(f"{kind:<10} whoosh p50 {row['whoosh_p50']:.2f} p99 {row['whoosh_p99']:.2f} ms   "
+                      f"fts5 p50 {row['fts5_p50']:.2f} p99 {row['fts5_p99']:.2f} ms   ratio(p50) "
+                      f"{row['ratio_p50']}x   target {targets[kind]}")
+            a = result["append_to_searchable_ms"]
+            print("append->searchable  " + "   ".join(f"{k} {v} ms" for k, v in a.items())
+                  + "   target: watcher < 1000 ms, always at query time")
+    finally:
+        if args.keep:
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("NEXUS_HOME", tempfile.mkdtemp(prefix="nexus-bench-keys-"))
+    threading.excepthook = lambda a: print(f"thread error: {a.exc_value}", file=sys.stderr)
+    sys.exit(main())
