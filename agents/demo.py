@@ -43,8 +43,9 @@ class Night:
     def nexus(self, *args: str, quiet: bool = False, ok: tuple[int, ...] = (0,)) -> str:
         """Run one real nexus process; print the command and its output."""
         self.show(args)
-        proc = subprocess.run([sys.executable, "-m", "nexus", *args], capture_output=True, text=True,
-                              env=self.env)
+        proc = subprocess.run(
+            [sys.executable, "-m", "nexus", *args], capture_output=True, text=True, env=self.env
+        )
         out = proc.stdout.rstrip("\n")
         if not quiet and out:
             print("\n".join("  " + line for line in out.split("\n")), flush=True)
@@ -55,8 +56,19 @@ class Night:
         return proc.stdout.strip()
 
     def append(self, agent: str, channel: str, type: str, summary: str, *extra: str) -> str:
-        return self.nexus("log", "append", "--agent", agent, "--channel", channel, "--type", type,
-                          "--summary", summary, *extra)
+        return self.nexus(
+            "log",
+            "append",
+            "--agent",
+            agent,
+            "--channel",
+            channel,
+            "--type",
+            type,
+            "--summary",
+            summary,
+            *extra,
+        )
 
     def spawn(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, *args], env=self.env, text=True)
@@ -71,44 +83,110 @@ def play(vault: Path, keys: Path) -> str:
     n.nexus("agent", "add", "sam", "--human")
 
     n.scene("22:00 · ella starts on the parser; lyra on the docs; each reads the other")
-    plan = n.append("ella", "parser", "plan", "Plan: port the parser to the new grammar, lexer first",
-                    "--body", "Steps: lexer, grammar rules, error messages, tests. Config comes from env.")
-    n.nexus("checkpoint", "save", "--agent", "ella", "--task", "Port the parser to the new grammar",
-            "--step", "plan written", "--next", "lexer ported")
+    plan = n.append(
+        "ella",
+        "parser",
+        "plan",
+        "Plan: port the parser to the new grammar, lexer first",
+        "--body",
+        "Steps: lexer, grammar rules, error messages, tests. Config comes from env.",
+    )
+    n.nexus(
+        "checkpoint",
+        "save",
+        "--agent",
+        "ella",
+        "--task",
+        "Port the parser to the new grammar",
+        "--step",
+        "plan written",
+        "--next",
+        "lexer ported",
+    )
     n.nexus("log", "read", "--agent", "lyra")
     n.append("lyra", "docs", "note", "Writing the migration guide for the new grammar")
 
     n.scene("23:10 · ella records a decision")
     n.nexus("log", "read", "--agent", "ella")
-    n.nexus("decide", "--agent", "ella", "--title", "API tokens live in the OS keychain",
-            "--decision", "Agents read API tokens from the OS keychain, never from .env files or the repo.",
-            "--rationale", "A token in a .env file leaked twice this year.",
-            "--alternatives", "A .env file outside the repo; an encrypted file in the repo.", "--ref", plan)
+    n.nexus(
+        "decide",
+        "--agent",
+        "ella",
+        "--title",
+        "API tokens live in the OS keychain",
+        "--decision",
+        "Agents read API tokens from the OS keychain, never from .env files or the repo.",
+        "--rationale",
+        "A token in a .env file leaked twice this year.",
+        "--alternatives",
+        "A .env file outside the repo; an encrypted file in the repo.",
+        "--ref",
+        plan,
+    )
 
     n.scene("23:40 · lyra sends a correction; ella supersedes the decision")
     n.nexus("brief", "--agent", "lyra", "--max-chars", "1500")
     d1_entry = json.loads(n.nexus("decisions", "--json", quiet=True))[0]["entry"]
-    correction = n.append("lyra", "decisions", "correction",
-                          "CI runners have no OS keychain: D-0001 breaks every CI job", "--ack", d1_entry)
-    n.nexus("retain", "--agent", "lyra", "--type", "failure", "--content",
-            "CI runners have no OS keychain: tokens on CI come from the runner's secret store",
-            "--source", correction)
+    correction = n.append(
+        "lyra",
+        "decisions",
+        "correction",
+        "CI runners have no OS keychain: D-0001 breaks every CI job",
+        "--ack",
+        d1_entry,
+    )
+    n.nexus(
+        "retain",
+        "--agent",
+        "lyra",
+        "--type",
+        "failure",
+        "--content",
+        "CI runners have no OS keychain: tokens on CI come from the runner's secret store",
+        "--source",
+        correction,
+    )
     n.nexus("log", "read", "--agent", "ella")
-    n.nexus("decide", "--agent", "ella", "--title", "API tokens: OS keychain locally, CI secret store on CI",
-            "--decision", "Locally agents read tokens from the OS keychain; on CI from the runner's "
-            "secret store. Never from .env files or the repo.",
-            "--rationale", "Lyra's correction: CI runners have no keychain.", "--supersedes", "D-0001",
-            "--ref", correction)
+    n.nexus(
+        "decide",
+        "--agent",
+        "ella",
+        "--title",
+        "API tokens: OS keychain locally, CI secret store on CI",
+        "--decision",
+        "Locally agents read tokens from the OS keychain; on CI from the runner's "
+        "secret store. Never from .env files or the repo.",
+        "--rationale",
+        "Lyra's correction: CI runners have no keychain.",
+        "--supersedes",
+        "D-0001",
+        "--ref",
+        correction,
+    )
     n.nexus("decisions", "--all")
 
     n.scene("00:30 · they race: both claim the flaky watcher test in the same second")
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
     cmd = ["-m", "nexus", "log", "append", "--channel", "tests", "--type", "claim"]
     for who in ("ella", "lyra"):
-        n.show(("log", "append", "--agent", who, "--channel", "tests", "--type", "claim", "--summary",
-                "I'll take the flaky watcher test"))
-    racers = [n.spawn(*cmd, "--agent", who, "--summary", "I'll take the flaky watcher test")
-              for who in ("ella", "lyra")]
+        n.show(
+            (
+                "log",
+                "append",
+                "--agent",
+                who,
+                "--channel",
+                "tests",
+                "--type",
+                "claim",
+                "--summary",
+                "I'll take the flaky watcher test",
+            )
+        )
+    racers = [
+        n.spawn(*cmd, "--agent", who, "--summary", "I'll take the flaky watcher test")
+        for who in ("ella", "lyra")
+    ]
     for p in racers:
         p.wait()
     races = json.loads(n.nexus("races", "--unresolved", "--json", quiet=True))
@@ -116,22 +194,34 @@ def play(vault: Path, keys: Path) -> str:
     race = races[0]
     a, b = race["a"]["id"], race["b"]["id"]
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
-    n.append("lyra", "tests", "reconcile", "Reconciled: lyra takes the flaky test, ella stays on the parser",
-             "--ack", a, "--ack", b)
+    n.append(
+        "lyra",
+        "tests",
+        "reconcile",
+        "Reconciled: lyra takes the flaky test, ella stays on the parser",
+        "--ack",
+        a,
+        "--ack",
+        b,
+    )
     n.nexus("races")
 
     n.scene("01:00 · project state: a stale edit is refused, a fresh one applied")
     n.nexus("log", "read", "--agent", "ella", quiet=True)
     n.nexus("state", "show")
     state1 = vault.parent / f".{vault.name}-state1.md"
-    state1.write_text("# Project state\n\n- Parser port: in progress (ella)\n- Docs: migration guide (lyra)\n")
+    state1.write_text(
+        "# Project state\n\n- Parser port: in progress (ella)\n- Docs: migration guide (lyra)\n"
+    )
     n.nexus("state", "set", "--agent", "ella", "--expect", "0", "--file", str(state1))
     state2 = vault.parent / f".{vault.name}-state2.md"
     state2.write_text("# Project state\n\n- Docs: migration guide drafted (lyra)\n")
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
     n.nexus("state", "set", "--agent", "lyra", "--expect", "0", "--file", str(state2), ok=(3,))
-    state2.write_text("# Project state\n\n- Parser port: in progress (ella)\n"
-                      "- Docs: migration guide drafted (lyra)\n- Flaky watcher test: lyra\n")
+    state2.write_text(
+        "# Project state\n\n- Parser port: in progress (ella)\n"
+        "- Docs: migration guide drafted (lyra)\n- Flaky watcher test: lyra\n"
+    )
     n.nexus("state", "set", "--agent", "lyra", "--expect", "1", "--file", str(state2))
     state1.unlink()
     state2.unlink()
@@ -141,7 +231,9 @@ def play(vault: Path, keys: Path) -> str:
     worker = n.spawn(str(HERE / "worker.py"), "--agent", "ella", "--pause", "0.3")
     checkpoint = vault / "agents" / "ella" / "checkpoint.md"
     deadline = time.time() + 20
-    while time.time() < deadline and 'step: "grammar rules ported"' not in checkpoint.read_text(encoding="utf-8"):
+    while time.time() < deadline and 'step: "grammar rules ported"' not in checkpoint.read_text(
+        encoding="utf-8"
+    ):
         time.sleep(0.02)
     worker.send_signal(signal.SIGKILL)
     worker.wait()
@@ -150,22 +242,45 @@ def play(vault: Path, keys: Path) -> str:
 
     n.scene("02:05 · lyra keeps going; asks a question; corrects ella; sam edits the state in Obsidian")
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
-    n.nexus("checkpoint", "save", "--agent", "lyra", "--task", "Fix the flaky watcher test",
-            "--step", "reproduced it: the test sleeps instead of waiting on the event",
-            "--next", "wait on the observer event", "--files", "tests/test_watch.py")
+    n.nexus(
+        "checkpoint",
+        "save",
+        "--agent",
+        "lyra",
+        "--task",
+        "Fix the flaky watcher test",
+        "--step",
+        "reproduced it: the test sleeps instead of waiting on the event",
+        "--next",
+        "wait on the observer event",
+        "--files",
+        "tests/test_watch.py",
+    )
     n.append("lyra", "tests", "question", "May the watcher test wait up to 5 s on a slow CI runner?")
     n.append("lyra", "docs", "correction", "ella: the migration guide says Python 3.10; it must say 3.11")
     project = vault / "state" / "project.md"
-    n.show(("'- Release: after the parser port lands (sam)'", ">>", "state/project.md",
-            "   # sam, typing in Obsidian"), "echo")
+    n.show(
+        (
+            "'- Release: after the parser port lands (sam)'",
+            ">>",
+            "state/project.md",
+            "   # sam, typing in Obsidian",
+        ),
+        "echo",
+    )
     with open(project, "a", encoding="utf-8") as f:
         f.write("- Release: after the parser port lands (sam)\n")
     n.nexus("state", "show")
 
     n.scene("02:10 · a new ella session resumes from the checkpoint")
     n.show(("agents/worker.py", "--agent", "ella", "--resume"), "python")
-    resumed = subprocess.run([sys.executable, str(HERE / "worker.py"), "--agent", "ella", "--resume",
-                              "--pause", "0.05"], env=n.env, capture_output=True, text=True, check=True)
+    resumed = subprocess.run(
+        [sys.executable, str(HERE / "worker.py"), "--agent", "ella", "--resume", "--pause", "0.05"],
+        env=n.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     print("\n".join("  " + line for line in resumed.stdout.rstrip().split("\n")))
     n.nexus("checkpoint", "show", "--agent", "ella")
     n.nexus("verify")
@@ -183,8 +298,10 @@ def main(argv: list[str]) -> int:
     keys = Path(tempfile.mkdtemp(prefix="nexus-demo-keys-"))
     started = time.time()
     play(target, keys)
-    print(f"\n{DIM}demo vault: {target} (open it in Obsidian) · keys: {keys} · "
-          f"{time.time() - started:.1f} s{RESET}")
+    print(
+        f"\n{DIM}demo vault: {target} (open it in Obsidian) · keys: {keys} · "
+        f"{time.time() - started:.1f} s{RESET}"
+    )
     return 0
 
 

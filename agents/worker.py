@@ -37,17 +37,42 @@ def main() -> int:
         got = json.loads(nexus("checkpoint", "resume", "--agent", args.agent, "--json"))
         done = got["checkpoint"]["step"]
         start = STEPS.index(done) + 1 if done in STEPS else 0
-        print(f"[{args.agent}] resuming after “{done}”: {len(got['since'])} log entries since the checkpoint",
-              flush=True)
+        print(
+            f"[{args.agent}] resuming after “{done}”: {len(got['since'])} log entries since the checkpoint",
+            flush=True,
+        )
     for i in range(start, len(STEPS)):
         time.sleep(args.pause)  # the work itself
         nexus("log", "read", "--agent", args.agent)
         last = i == len(STEPS) - 1
-        nexus("log", "append", "--agent", args.agent, "--channel", "parser", "--type", "progress",
-              "--summary", f"{STEPS[i]} ({i + 1}/{len(STEPS)})")
-        nexus("checkpoint", "save", "--agent", args.agent, "--task", TASK, "--step", STEPS[i],
-              "--next", "hand over for review" if last else STEPS[i + 1],
-              "--status", "done" if last else "in-progress", "--files", f"parser/step{i + 1}.py")
+        nexus(
+            "log",
+            "append",
+            "--agent",
+            args.agent,
+            "--channel",
+            "parser",
+            "--type",
+            "progress",
+            "--summary",
+            f"{STEPS[i]} ({i + 1}/{len(STEPS)})",
+        )
+        nexus(
+            "checkpoint",
+            "save",
+            "--agent",
+            args.agent,
+            "--task",
+            TASK,
+            "--step",
+            STEPS[i],
+            "--next",
+            "hand over for review" if last else STEPS[i + 1],
+            "--status",
+            "done" if last else "in-progress",
+            "--files",
+            f"parser/step{i + 1}.py",
+        )
         print(f"[{args.agent}] checkpoint: {STEPS[i]}", flush=True)
     return 0
 

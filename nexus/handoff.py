@@ -130,9 +130,9 @@ def _races(vault: Vault, window_seconds: int) -> tuple[list[Any] | None, str | N
 def _pending(vault: Vault) -> list[Any] | None:
     """Facts waiting for a person's approval, from the retention bank (issue 6) when installed."""
     try:
-        from . import bank  # type: ignore[attr-defined]
+        from . import bank
     except ImportError:
-        return None  # HOOK: the retention bank (nexus/bank.py) is not installed in this vault's nexus
+        return None  # HOOK: without the retention bank (nexus/bank.py) the handoff skips pending facts
     items: list[Any] = bank.pending(vault)
     return items
 

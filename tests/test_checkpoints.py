@@ -15,15 +15,35 @@ from nexus import checkpoints
 
 
 def _save(env: Env, agent: str, step: str, *extra: str, check: bool = True) -> object:
-    return env.run("checkpoint", "save", "--agent", agent, "--task", "Port the parser", "--step", step,
-                   "--next", f"after {step}", *extra, check=check)
+    return env.run(
+        "checkpoint",
+        "save",
+        "--agent",
+        agent,
+        "--task",
+        "Port the parser",
+        "--step",
+        step,
+        "--next",
+        f"after {step}",
+        *extra,
+        check=check,
+    )
 
 
 def test_save_show_history_and_resume(env: Env, tmp_path: object) -> None:
     notes = env.vault.root.parent / "notes.md"
     notes.write_text("Open question: keep the old AST?\n", encoding="utf-8")
-    _save(env, "ella", "lexer ported", "--files", "parser/lexer.py", "parser/tokens.py",
-          "--notes-file", str(notes))
+    _save(
+        env,
+        "ella",
+        "lexer ported",
+        "--files",
+        "parser/lexer.py",
+        "parser/tokens.py",
+        "--notes-file",
+        str(notes),
+    )
     env.run("log", "read", "--agent", "lyra")
     env.append("lyra", "the grammar changed under you")
     _save(env, "ella", "grammar ported")
@@ -57,19 +77,30 @@ def test_status_changes_are_logged_and_flags(env: Env) -> None:
     _save(env, "ella", "waiting on a person", "--status", "blocked")
     _save(env, "ella", "finished", "--status", "done")
     summaries = [e["summary"] for e in env.run("log", "tail", "-n", "10", "--json").json()]
-    assert [s.split(":")[0] for s in summaries] == ["checkpoint in-progress", "checkpoint blocked",
-                                                     "checkpoint done"]
+    assert [s.split(":")[0] for s in summaries] == [
+        "checkpoint in-progress",
+        "checkpoint blocked",
+        "checkpoint done",
+    ]
     done = env.run("checkpoint", "show", "--agent", "ella", "--stale-minutes", "0", "--json").json()
     assert done["probable_crash"] is False  # done is never a crash
 
 
 def test_a_stale_in_progress_checkpoint_is_flagged_in_show_and_brief(env: Env) -> None:
     # a real session process killed with SIGKILL after its checkpoint
-    proc = subprocess.Popen([sys.executable, "-c",
-        "import subprocess,sys,time; subprocess.run([sys.executable,'-m','nexus','checkpoint','save',"
-        "'--agent','ella','--task','T','--step','half','--next','rest'],check=True,stdout=subprocess.DEVNULL);"
-        " print('saved',flush=True);"
-        " time.sleep(60)"], env=env.environ, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess,sys,time; subprocess.run([sys.executable,'-m','nexus','checkpoint','save',"
+            "'--agent','ella','--task','T','--step','half','--next','rest'],check=True,stdout=subprocess.DEVNULL);"
+            " print('saved',flush=True);"
+            " time.sleep(60)",
+        ],
+        env=env.environ,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "saved"
     finally:
@@ -82,8 +113,13 @@ def test_a_stale_in_progress_checkpoint_is_flagged_in_show_and_brief(env: Env) -
     fresh = env.run("checkpoint", "show", "--agent", "ella", "--json").json()
     assert fresh["probable_crash"] is False  # the default 30 minutes have not passed
     env2 = dict(env.environ, NEXUS_STALE_MINUTES="0")
-    brief = subprocess.run([sys.executable, "-m", "nexus", "brief", "--agent", "ella", "--peek"], env=env2,
-                           capture_output=True, text=True, check=True).stdout
+    brief = subprocess.run(
+        [sys.executable, "-m", "nexus", "brief", "--agent", "ella", "--peek"],
+        env=env2,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "PROBABLE CRASH" in brief and "nexus checkpoint resume --agent ella" in brief
 
 
@@ -93,7 +129,10 @@ def test_bad_input_changes_nothing(env: Env) -> None:
         (("--agent", "ella", "--task", "", "--step", "S", "--next", "N"), "task is empty"),
         (("--agent", "ella", "--task", "T %% x", "--step", "S", "--next", "N"), "%%"),
         (("--agent", "ella", "--task", "T", "--step", "S\u202e", "--next", "N"), "U+202E"),
-        (("--agent", "ella", "--task", "T", "--step", "S", "--next", "N", "--status", "later"), "invalid choice"),
+        (
+            ("--agent", "ella", "--task", "T", "--step", "S", "--next", "N", "--status", "later"),
+            "invalid choice",
+        ),
     ):
         result = env.run("checkpoint", "save", *args, check=False)
         assert result.returncode != 0 and needle in result.stderr, result.stderr
@@ -103,11 +142,34 @@ def test_bad_input_changes_nothing(env: Env) -> None:
 
 def test_save_imports_no_yaml_and_no_crypto(env: Env) -> None:
     _save(env, "ella", "first")  # the first save of a task is logged (signed); later ones are not
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "nexus", "checkpoint", "save", "--agent",
-                           "ella", "--task", "Port the parser", "--step", "second", "--next", "third"],
-                          env=env.environ, capture_output=True, text=True, check=True)
-    modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
-               if line.startswith("import time:")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "nexus",
+            "checkpoint",
+            "save",
+            "--agent",
+            "ella",
+            "--task",
+            "Port the parser",
+            "--step",
+            "second",
+            "--next",
+            "third",
+        ],
+        env=env.environ,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    modules = {
+        line.split("|")[-1].strip().split(".")[0]
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "json" in modules  # the probe sees imports at all
     assert not modules & {"yaml", "frontmatter", "cryptography", "whoosh", "watchdog", "markdown_it", "mcp"}
 
@@ -125,11 +187,25 @@ def test_sigkill_during_save_200_times_leaves_old_or_new(env: Env) -> None:
     duration = time.perf_counter() - t0
     current = checkpoints.load(env.vault, "ella")
     outcomes = {"old": 0, "new": 0}
-    base = [sys.executable, "-m", "nexus", "checkpoint", "save", "--agent", "ella", "--task", "Port the parser"]
+    base = [
+        sys.executable,
+        "-m",
+        "nexus",
+        "checkpoint",
+        "save",
+        "--agent",
+        "ella",
+        "--task",
+        "Port the parser",
+    ]
     for i in range(1, 201):
         step = f"step-{i}"
-        proc = subprocess.Popen([*base, "--step", step, "--next", f"after {step}", "--files", f"f{i}.py"],
-                                env=env.environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [*base, "--step", step, "--next", f"after {step}", "--files", f"f{i}.py"],
+            env=env.environ,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.3, 1.1) * duration)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()

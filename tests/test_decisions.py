@@ -12,16 +12,47 @@ from nexus import decisions
 
 
 def _decide(env: Env, agent: str, title: str, *extra: str, check: bool = True) -> object:
-    return env.run("decide", "--agent", agent, "--title", title, "--decision", f"We do: {title}",
-                   "--rationale", "Because.", *extra, "--json", check=check)
+    return env.run(
+        "decide",
+        "--agent",
+        agent,
+        "--title",
+        title,
+        "--decision",
+        f"We do: {title}",
+        "--rationale",
+        "Because.",
+        *extra,
+        "--json",
+        check=check,
+    )
 
 
 def test_four_processes_decide_at_once(env: Env) -> None:
     procs = [
         subprocess.Popen(
-            [sys.executable, "-W", "error", "-m", "nexus", "decide", "--agent", agent, "--title",
-             f"Decision number {i}", "--decision", f"Do thing {i}", "--rationale", "Concurrency", "--json"],
-            env=env.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-W",
+                "error",
+                "-m",
+                "nexus",
+                "decide",
+                "--agent",
+                agent,
+                "--title",
+                f"Decision number {i}",
+                "--decision",
+                f"Do thing {i}",
+                "--rationale",
+                "Concurrency",
+                "--json",
+            ],
+            env=env.environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i, agent in enumerate(["ella", "lyra", "ella", "lyra"])
     ]
     outs = [p.communicate(timeout=60) for p in procs]
@@ -33,8 +64,11 @@ def test_four_processes_decide_at_once(env: Env) -> None:
     register = (env.vault.root / "Decisions.md").read_text(encoding="utf-8")
     listed = re.findall(r"\[\[decisions/(D-\d{4})-[a-z0-9-]+\|D-\d{4}\]\]", register)
     assert sorted(listed) == ids and "## Active (4)" in register
-    log_ids = [e["summary"][:6] for e in env.run("log", "tail", "-n", "10", "--json").json()
-               if e["type"] == "decision"]
+    log_ids = [
+        e["summary"][:6]
+        for e in env.run("log", "tail", "-n", "10", "--json").json()
+        if e["type"] == "decision"
+    ]
     assert sorted(log_ids) == ids
     assert env.run("verify").returncode == 0
 
@@ -42,9 +76,20 @@ def test_four_processes_decide_at_once(env: Env) -> None:
 def test_supersede_keeps_both_and_briefs_show_only_the_active_one(env: Env) -> None:
     _decide(env, "ella", "Tokens in the keychain")
     env.run("log", "read", "--agent", "lyra")
-    new = env.run("decide", "--agent", "lyra", "--title", "Tokens in the CI secret store on CI",
-                  "--decision", "Keychain locally, the CI secret store on CI", "--rationale", "No keychain on CI",
-                  "--supersedes", "D-0001", "--json").json()
+    new = env.run(
+        "decide",
+        "--agent",
+        "lyra",
+        "--title",
+        "Tokens in the CI secret store on CI",
+        "--decision",
+        "Keychain locally, the CI secret store on CI",
+        "--rationale",
+        "No keychain on CI",
+        "--supersedes",
+        "D-0001",
+        "--json",
+    ).json()
     assert new["id"] == "D-0002" and new["supersedes"] == "D-0001"
     listed = {d["id"]: d for d in env.run("decisions", "--all", "--json").json()}
     assert listed["D-0001"]["status"] == "superseded" and listed["D-0001"]["superseded_by"] == "D-0002"
@@ -103,11 +148,26 @@ def test_bad_input_changes_nothing(env: Env) -> None:
         (("--agent", "nobody", "--title", "T", "--decision", "D", "--rationale", "R"), "unknown agent"),
         (("--agent", "ella", "--title", " ", "--decision", "D", "--rationale", "R"), "title is empty"),
         (("--agent", "ella", "--title", "T\u200b", "--decision", "D", "--rationale", "R"), "U+200B"),
-        (("--agent", "ella", "--title", "T", "--decision", "D", "--rationale", "R", "--supersedes", "D-0042"),
-         "no decision D-0042"),
+        (
+            (
+                "--agent",
+                "ella",
+                "--title",
+                "T",
+                "--decision",
+                "D",
+                "--rationale",
+                "R",
+                "--supersedes",
+                "D-0042",
+            ),
+            "no decision D-0042",
+        ),
         (("--agent", "ella", "--title", "T", "--decision", "## Rationale", "--rationale", "R"), "## "),
-        (("--agent", "ella", "--title", "T", "--decision", "D", "--rationale", "R", "--ref", "nope"),
-         "not an entry id"),
+        (
+            ("--agent", "ella", "--title", "T", "--decision", "D", "--rationale", "R", "--ref", "nope"),
+            "not an entry id",
+        ),
     ):
         result = env.run("decide", *args, check=False)
         assert result.returncode != 0 and needle in result.stderr, (args, result.stderr)

@@ -16,13 +16,26 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     vault = tmp_path / "demo-vault"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}
-    proc = subprocess.run([sys.executable, "-W", "error", str(ROOT / "agents" / "demo.py"), str(vault)],
-                          capture_output=True, text=True, env=env, timeout=240, cwd=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", str(ROOT / "agents" / "demo.py"), str(vault)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+        cwd=str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
     # the transcript shows the real commands being run
-    for command in ("$ nexus decide", "$ nexus log append", "$ nexus log read", "$ nexus state set",
-                    "$ nexus checkpoint show", "$ nexus handoff", "killed with SIGKILL"):
+    for command in (
+        "$ nexus decide",
+        "$ nexus log append",
+        "$ nexus log read",
+        "$ nexus state set",
+        "$ nexus checkpoint show",
+        "$ nexus handoff",
+        "killed with SIGKILL",
+    ):
         assert command in out, command
     assert "the project state is at version 1, not 0" in out  # the stale edit was refused
     handoffs = sorted((vault / "handoff").glob("*.md"))
@@ -49,11 +62,18 @@ def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     # integrity (verify) and what waits for a person
     assert "integrity clean" in text
     assert "## Waiting for you" in text and "open question from lyra" in text
-    assert "1 fact(s) wait for your approval" in text and "lyra · failure: CI runners have no OS keychain" in text
+    assert (
+        "1 fact(s) wait for your approval" in text
+        and "lyra · failure: CI runners have no OS keychain" in text
+    )
     assert_links_resolve(vault, text)
     # the vault itself is consistent: verify clean, and the register lists both decisions
-    verify = subprocess.run([sys.executable, "-m", "nexus", "--vault", str(vault), "verify", "--json"],
-                            capture_output=True, text=True, env=env)
+    verify = subprocess.run(
+        [sys.executable, "-m", "nexus", "--vault", str(vault), "verify", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert verify.returncode == 0, verify.stdout
     assert json.loads(verify.stdout)["ok"]
     register = (vault / "Decisions.md").read_text(encoding="utf-8")

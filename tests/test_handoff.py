@@ -25,24 +25,67 @@ def assert_links_resolve(vault_root: Path, text: str) -> int:
         assert path.is_file(), f"[[{note}]] does not resolve"
         if block:
             assert re.search(rf"\^{re.escape(block)}\b", path.read_text(encoding="utf-8")), (
-                f"[[{note}#^{block}]]: no block ^{block} in {note}.md")
+                f"[[{note}#^{block}]]: no block ^{block} in {note}.md"
+            )
     return len(links)
 
 
 def _night(env: Env) -> dict[str, str]:
     ids = {}
-    ids["plan"] = env.run("log", "append", "--agent", "ella", "--channel", "build", "--type", "note",
-                          "--summary", "Plan for the night").stdout.strip()
+    ids["plan"] = env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "build",
+        "--type",
+        "note",
+        "--summary",
+        "Plan for the night",
+    ).stdout.strip()
     env.run("log", "read", "--agent", "lyra")
-    ids["fix"] = env.run("log", "append", "--agent", "lyra", "--channel", "build", "--type", "correction",
-                         "--summary", "The plan misses the tests").stdout.strip()
+    ids["fix"] = env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "build",
+        "--type",
+        "correction",
+        "--summary",
+        "The plan misses the tests",
+    ).stdout.strip()
     env.run("log", "read", "--agent", "ella")
-    env.run("decide", "--agent", "ella", "--title", "Tests first", "--decision", "Write tests first",
-            "--rationale", "Lyra's correction", "--ref", ids["fix"])
-    env.run("checkpoint", "save", "--agent", "lyra", "--task", "Docs", "--step", "outline",
-            "--next", "draft")
-    env.run("checkpoint", "save", "--agent", "ella", "--task", "Tests", "--step", "waiting",
-            "--next", "a person says which runner", "--status", "blocked")
+    env.run(
+        "decide",
+        "--agent",
+        "ella",
+        "--title",
+        "Tests first",
+        "--decision",
+        "Write tests first",
+        "--rationale",
+        "Lyra's correction",
+        "--ref",
+        ids["fix"],
+    )
+    env.run("checkpoint", "save", "--agent", "lyra", "--task", "Docs", "--step", "outline", "--next", "draft")
+    env.run(
+        "checkpoint",
+        "save",
+        "--agent",
+        "ella",
+        "--task",
+        "Tests",
+        "--step",
+        "waiting",
+        "--next",
+        "a person says which runner",
+        "--status",
+        "blocked",
+    )
     return ids
 
 
@@ -80,8 +123,18 @@ def test_since_last_covers_only_what_is_new(env: Env) -> None:
     _night(env)
     first = env.run("handoff", "--json").json()
     assert first["since"] is None and first["path"].startswith("handoff/")
-    new = env.run("log", "append", "--agent", "lyra", "--channel", "docs", "--type", "note",
-                  "--summary", "Draft written").stdout.strip()
+    new = env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "docs",
+        "--type",
+        "note",
+        "--summary",
+        "Draft written",
+    ).stdout.strip()
     second = env.run("handoff", "--since", "last", "--json").json()
     assert second["since"] == first["until"]
     assert second["path"] != first["path"]
@@ -97,8 +150,12 @@ def test_colour_only_on_a_terminal_without_no_color(env: Env) -> None:
 
     def run_on_pty(extra: dict[str, str]) -> str:
         master, slave = pty.openpty()
-        proc = subprocess.Popen([sys.executable, "-m", "nexus", "handoff"], stdout=slave,
-                                stderr=subprocess.DEVNULL, env={**env.environ, **extra})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nexus", "handoff"],
+            stdout=slave,
+            stderr=subprocess.DEVNULL,
+            env={**env.environ, **extra},
+        )
         os.close(slave)
         chunks = []
         while True:

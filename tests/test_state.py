@@ -16,20 +16,46 @@ def _write(tmp: Path, name: str, text: str) -> str:
 
 def test_stale_set_is_refused_and_a_fresh_one_applied(env: Env, tmp_path: Path) -> None:
     assert env.run("state", "show", "--json").json()["version"] == 0
-    env.run("state", "set", "--agent", "ella", "--expect", "0",
-            "--file", _write(tmp_path, "a.md", "# State\n\n- parser: started\n"))
+    env.run(
+        "state",
+        "set",
+        "--agent",
+        "ella",
+        "--expect",
+        "0",
+        "--file",
+        _write(tmp_path, "a.md", "# State\n\n- parser: started\n"),
+    )
     # lyra planned her edit on version 0: refused, with the current version and a diff
     note = env.vault.root / "state" / "project.md"
     before = note.read_bytes()
-    stale = env.run("state", "set", "--agent", "lyra", "--expect", "0",
-                    "--file", _write(tmp_path, "b.md", "# State\n\n- docs: drafted\n"), check=False)
+    stale = env.run(
+        "state",
+        "set",
+        "--agent",
+        "lyra",
+        "--expect",
+        "0",
+        "--file",
+        _write(tmp_path, "b.md", "# State\n\n- docs: drafted\n"),
+        check=False,
+    )
     assert stale.returncode == 3
     assert "at version 1, not 0" in stale.stderr
     assert "+- parser: started" in stale.stderr  # the diff of what changed since her version
     assert note.read_bytes() == before  # nothing changed
     assert [v["version"] for v in env.run("state", "history", "--json").json()] == [1]
-    fresh = env.run("state", "set", "--agent", "lyra", "--expect", "1", "--json",
-                    "--file", _write(tmp_path, "c.md", "# State\n\n- parser: started\n- docs: drafted\n"))
+    fresh = env.run(
+        "state",
+        "set",
+        "--agent",
+        "lyra",
+        "--expect",
+        "1",
+        "--json",
+        "--file",
+        _write(tmp_path, "c.md", "# State\n\n- parser: started\n- docs: drafted\n"),
+    )
     assert fresh.json()["version"] == 2
     shown = env.run("state", "show", "--json").json()
     assert shown["version"] == 2 and "- docs: drafted" in shown["content"]
@@ -40,7 +66,9 @@ def test_stale_set_is_refused_and_a_fresh_one_applied(env: Env, tmp_path: Path) 
 
 def test_history_diff_and_restore(env: Env, tmp_path: Path) -> None:
     for i, text in enumerate(["one\n", "two\n", "three\n"]):
-        env.run("state", "set", "--agent", "ella", "--expect", str(i), "--file", _write(tmp_path, f"{i}.md", text))
+        env.run(
+            "state", "set", "--agent", "ella", "--expect", str(i), "--file", _write(tmp_path, f"{i}.md", text)
+        )
     diff = env.run("state", "diff", "1", "3").stdout
     assert "-one" in diff and "+three" in diff
     env.run("state", "restore", "--agent", "lyra", "--version", "1", "--expect", "3")
@@ -55,12 +83,23 @@ def test_history_diff_and_restore(env: Env, tmp_path: Path) -> None:
 
 
 def test_a_persons_edit_in_obsidian_becomes_a_human_version(env: Env, tmp_path: Path) -> None:
-    env.run("state", "set", "--agent", "ella", "--expect", "0", "--file", _write(tmp_path, "a.md", "# S\n\nA\n"))
+    env.run(
+        "state", "set", "--agent", "ella", "--expect", "0", "--file", _write(tmp_path, "a.md", "# S\n\nA\n")
+    )
     note = env.vault.root / "state" / "project.md"
     note.write_text(note.read_text(encoding="utf-8") + "B from sam\n", encoding="utf-8")
     # an agent that planned on version 1 is now stale: the person's edit is version 2
-    stale = env.run("state", "set", "--agent", "lyra", "--expect", "1",
-                    "--file", _write(tmp_path, "b.md", "# S\n\nC\n"), check=False)
+    stale = env.run(
+        "state",
+        "set",
+        "--agent",
+        "lyra",
+        "--expect",
+        "1",
+        "--file",
+        _write(tmp_path, "b.md", "# S\n\nC\n"),
+        check=False,
+    )
     assert stale.returncode == 3 and "+B from sam" in stale.stderr
     history = env.run("state", "history", "--json").json()
     assert (history[-1]["version"], history[-1]["author"], history[-1]["kind"]) == (2, "sam", "human")
