@@ -215,6 +215,7 @@ def restore(vault: Vault, entry_id: str, *, limits: dict[str, int]) -> MemoryRes
     """Put an archived entry back into its store, byte for byte (its age restarts now), and delete the
     archive note."""
     e = find(vault, entry_id)
+    scan.check(e.text, f"archived entry {entry_id}", vault.root)  # the note may have been edited by hand
     st = memory.store(vault, e.target, e.agent)
     limit = limits[e.target]
     with memory.locked(vault, st):

@@ -342,9 +342,8 @@ def is_review_note(relpath: str) -> bool:
 
 def recall(vault: Vault, agent: str, query: str, *, limit: int = 10) -> list[BankFact]:
     """The agent's banked facts relevant to ``query``, best first, through the search index."""
-    import importlib
+    from . import search  # the Whoosh index (issue 5): imported only here
 
-    search = importlib.import_module("nexus.search")  # issue 5's index; imported only here
     check_name(agent)
     if not query.strip():
         raise InputError("the query is empty")

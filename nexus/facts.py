@@ -215,6 +215,8 @@ def restore(vault: Vault, name: str) -> Fact:
     with exclusive(vault.lock(LOCK)):
         if not src.is_file():
             raise NotFoundError(f"no retired fact {name!r} (see `nexus memory restore`)")
+        back = _load(vault, src, True)
+        scan.check(f"{back.description}\n{back.body}", f"retired fact {name}", vault.root)
         dest = memory_dir(vault) / f"{name}.md"
         if dest.exists():
             raise InputError(f"memory/{name}.md exists again; rename one of them first")
