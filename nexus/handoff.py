@@ -30,6 +30,7 @@ from .records import Located
 from .vault import Vault
 
 SHOWN_PER_CHANNEL = 12
+SHOWN_RACES = 10
 
 
 @dataclass
@@ -239,7 +240,11 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     items["races"] = [list(r.key) for r in open_races]
     race_lines = [f"- {r.a.entry.agent} “{r.a.entry.summary}” {r.a.link} and {r.b.entry.agent} "
                   f"“{r.b.entry.summary}” {r.b.link} were written without seeing each other — reconcile "
-                  "with an entry of type `reconcile` acking both" for r in open_races]
+                  "with an entry of type `reconcile` acking both" for r in open_races[:SHOWN_RACES]]
+    if len(open_races) > SHOWN_RACES:
+        race_lines.append(f"- … {len(open_races) - SHOWN_RACES} more: `nexus races --unresolved`")
+    for r in open_races:
+        shown.update((r.a.entry.id, r.b.entry.id))
     resolved = [r for r in (found or []) if r.resolved_by is not None and r.resolved_by in by_id
                 and fresh(r.resolved_by, by_id[r.resolved_by].entry.ts)]
     items["races_reconciled"] = [list(r.key) for r in resolved]

@@ -123,6 +123,7 @@ def test_since_last_covers_only_what_is_new(env: Env) -> None:
     _night(env)
     first = env.run("handoff", "--json").json()
     assert first["since"] is None and first["path"].startswith("handoff/")
+    env.run("log", "read", "--agent", "lyra")
     new = env.run(
         "log",
         "append",
@@ -178,3 +179,19 @@ def test_colour_only_on_a_terminal_without_no_color(env: Env) -> None:
 def test_library_for_terminal_shortens_aliased_links() -> None:
     md = "- [[decisions/D-0001-x|D-0001]] and [[log/2026-11#^ABC]]"
     assert handoff.for_terminal(md, colour=False) == "- D-0001 and [[log/2026-11#^ABC]]"
+
+
+def test_integrity_problems_and_open_races_come_first_and_once(env: Env) -> None:
+    env.run("decide", "--agent", "ella", "--title", "Keep it", "--decision", "Keep it", "--rationale", "R")
+    note = next((env.vault.root / "decisions").glob("D-0001-*.md"))
+    note.write_text(note.read_text(encoding="utf-8").replace("Keep it\n", "Drop it\n"), encoding="utf-8")
+    a = env.append("ella", "I take the release").located.entry.id
+    b = env.append("lyra", "I take the release").located.entry.id  # lyra never read ella's: a race
+    text = env.run("handoff", "--json").json()["markdown"]
+    waiting = text.split("## Waiting for you", 1)[1].split("\n## ", 1)[0]
+    assert "decision-edited" in waiting and f"[[decisions/{note.stem}]]" in waiting
+    work = text.split("## Work by agent", 1)[1]
+    races = text.split("## Races", 1)[1].split("\n## ", 1)[0]
+    assert f"#^{a}]] and lyra" in races and f"#^{b}]]" not in work  # listed once, as a race
+    assert text.index("## Waiting for you") < text.index("## Races") < text.index("## Work by agent")
+    assert_links_resolve(env.vault.root, text)
