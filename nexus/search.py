@@ -419,7 +419,7 @@ def _usable(vault: Vault, manifest: dict[str, Any]) -> bool:
 # ------------------------------------------------------------------ reading
 
 
-_CACHE: dict[str, tuple[str, Any, Any]] = {}  # vault root -> (folder, index, searcher)
+_CACHE: dict[str, tuple[str, Any, int, Any]] = {}  # vault root -> (folder, index, generation, searcher)
 
 
 def _searcher(vault: Vault) -> Any:
@@ -434,14 +434,16 @@ def _searcher(vault: Vault) -> Any:
         try:
             cached = _CACHE.get(root)
             if cached is not None and cached[0] == manifest["dir"]:
-                searcher = cached[2]
-                if not searcher.up_to_date():
-                    searcher = searcher.refresh()
-                    _CACHE[root] = (cached[0], cached[1], searcher)
+                generation = cached[1].latest_generation()
+                if cached[2] == generation:
+                    return cached[3]
+                searcher = cached[1].searcher()
+                _CACHE[root] = (cached[0], cached[1], generation, searcher)
                 return searcher
             ix = _open(vault, manifest)
+            generation = ix.latest_generation()
             searcher = ix.searcher()
-            _CACHE[root] = (manifest["dir"], ix, searcher)
+            _CACHE[root] = (manifest["dir"], ix, generation, searcher)
             return searcher
         except FileNotFoundError:
             _CACHE.pop(root, None)

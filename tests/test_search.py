@@ -1,0 +1,230 @@
+"""Search (issue 5): a real Whoosh index under .nexus/index/, never stale, with provenance."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Env
+
+from nexus import search, sections
+from nexus.errors import InputError, QueryError
+
+
+def _note(env: Env, rel: str, text: str) -> Path:
+    path = env.vault.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+DECISION = """---
+id: {id}
+title: {title}
+status: {status}
+author: {author}
+---
+# {title}
+
+## Decision
+{decision}
+
+## Rationale
+Keeps the keys out of the repository.
+"""
+
+
+def test_search_right_after_append_without_watcher_finds_it(env: Env) -> None:
+    env.run("search", "anything")  # the index exists before the append
+    entry_id = env.run("log", "append", "--agent", "ella", "--channel", "build", "--type", "note",
+                       "--summary", "Pipeline uses the quokka cache", "--body", "A second line.").stdout.strip()
+    hits = env.run("search", "quokka", "--json").json()
+    assert [h["entry_id"] for h in hits] == [entry_id]
+    hit = hits[0]
+    assert hit["kind"] == "entry" and hit["agent"] == "ella" and hit["verified"] is True
+    assert hit["link"] == f"[[{hit['path'][:-3]}#^{entry_id}]]"
+    assert "**quokka**" in hit["snippet"]
+    lines = (env.vault.root / hit["path"]).read_text(encoding="utf-8").split("\n")
+    assert lines[hit["line_start"] - 1] == f"%% nexus:begin {entry_id} %%"
+    assert lines[hit["line_end"] - 1].startswith("%% nexus:end ")
+
+
+def test_deleting_the_index_rebuilds_it_with_the_same_results(env: Env) -> None:
+    for i in range(5):
+        env.append("lyra", f"otter report {i}", body=f"river otter number {i}")
+    _note(env, "notes/otters.md", "# Otters\n\nThe river otter is playful.\n\n## Diet\nFish.\n")
+    first = env.run("search", "otter", "--json", "-n", "20").json()
+    assert len(first) == 6
+    shutil.rmtree(env.vault.state / "index")
+    second = env.run("search", "otter", "--json", "-n", "20").json()
+    assert second == first
+    assert (env.vault.state / "index" / "manifest.json").is_file()
+
+
+def test_a_corrupt_index_is_rebuilt(env: Env) -> None:
+    env.append("ella", "badger sighting")
+    assert len(search.search(env.vault, "badger")) == 1
+    manifest = json.loads((env.vault.state / "index" / "manifest.json").read_text())
+    folder = env.vault.state / "index" / manifest["dir"]
+    for f in folder.iterdir():
+        f.write_bytes(b"garbage")
+    search._CACHE.clear()
+    run = env.run("search", "badger", "--json")
+    assert [h["title"] for h in run.json()] == ["badger sighting"]
+    (env.vault.state / "index" / "manifest.json").write_text("{not json")
+    assert [h["title"] for h in env.run("search", "badger", "--json").json()] == ["badger sighting"]
+
+
+def test_query_syntax_fields_phrases_prefixes_booleans(env: Env) -> None:
+    env.append("ella", "deploy the walrus service", type="decision", channel="ops",
+               body="Rolling deploy with a canary.")
+    env.append("lyra", "walrus tests are flaky", type="note", channel="build",
+               body="The canary deploy step times out.")
+    env.append("lyra", "walrus canary failed", type="correction", channel="ops")
+
+    def titles(q: str, **kw: object) -> list[str]:
+        return sorted(h.title for h in search.search(env.vault, q, **kw))  # type: ignore[arg-type]
+
+    assert titles("walrus") == sorted(["deploy the walrus service", "walrus tests are flaky",
+                                       "walrus canary failed"])
+    assert titles("agent:lyra walrus") == ["walrus canary failed", "walrus tests are flaky"]
+    assert titles("type:decision walrus") == ["deploy the walrus service"]
+    assert titles('"canary deploy"') == ["walrus tests are flaky"]
+    assert titles('"deploy with a canary"') == ["deploy the walrus service"]
+    assert titles("flak* kind:entry") == ["walrus tests are flaky"]
+    assert titles("walrus NOT canary") == []
+    assert titles("walrus AND (flaky OR failed)") == ["walrus canary failed", "walrus tests are flaky"]
+    assert titles("walrus", agent="lyra", channel="ops") == ["walrus canary failed"]
+    assert titles("walrus", type="correction") == ["walrus canary failed"]
+    assert titles("walrus", path="log/*") == titles("walrus")
+    assert titles("walrus", path="decisions/*") == []
+    assert titles("walrus", since="1d") == titles("walrus")
+    assert titles("walrus", until="2000-01-01") == []
+    assert len(search.search(env.vault, "walrus", limit=1)) == 1
+
+
+@pytest.mark.parametrize("bad", ['"unclosed phrase', "(walrus", "walrus)", "colour:red", "walrus AND", "   "])
+def test_bad_syntax_is_a_clear_one_line_error(env: Env, bad: str) -> None:
+    with pytest.raises(QueryError):
+        search.search(env.vault, bad)
+    run = env.run("search", bad, check=False)
+    assert run.returncode == 2
+    assert run.stderr.startswith("nexus: error: ") and "Traceback" not in run.stderr
+    assert run.stderr.count("\n") == 1
+
+
+def test_bad_time_filter_is_refused(env: Env) -> None:
+    with pytest.raises(InputError):
+        search.search(env.vault, "x", since="last tuesday")
+
+
+def test_superseded_decisions_rank_below_active_ones_and_say_so(env: Env) -> None:
+    _note(env, "decisions/D-0001-secrets.md", DECISION.format(
+        id="D-0001", title="Secrets storage", status="superseded", author="ella",
+        decision="Store secrets in environment variables; secrets never in code."))
+    _note(env, "decisions/D-0002-secrets.md", DECISION.format(
+        id="D-0002", title="Secrets storage v2", status="active", author="lyra",
+        decision="Store secrets in the keychain."))
+    hits = search.search(env.vault, "secrets", type="decision")
+    paths = [h.path for h in hits]
+    assert paths.index("decisions/D-0002-secrets.md") < paths.index("decisions/D-0001-secrets.md")
+    first_old = paths.index("decisions/D-0001-secrets.md")
+    assert all(h.path == "decisions/D-0001-secrets.md" for h in hits[first_old:])
+    old = hits[first_old]
+    assert old.superseded and old.status == "superseded" and old.agent == "ella"
+    text = env.run("search", "secrets", "--type", "decision").stdout
+    assert "(superseded)" in text
+    by_author = search.search(env.vault, "agent:lyra secrets")
+    assert {h.path for h in by_author} == {"decisions/D-0002-secrets.md"}
+    section = next(h for h in hits if h.heading == "Decision" and h.path.endswith("D-0002-secrets.md"))
+    assert section.link == "[[decisions/D-0002-secrets#Decision]]"
+    lines = (env.vault.root / section.path).read_text().split("\n")
+    assert lines[section.line_start - 1] == "## Decision"
+
+
+def test_notes_changed_removed_and_touched_are_reindexed(env: Env) -> None:
+    path = _note(env, "notes/plan.md", "# Plan\n\nWe migrate to pelican storage.\n")
+    assert [h.path for h in search.search(env.vault, "pelican")] == ["notes/plan.md"]
+    path.write_text("# Plan\n\nWe migrate to heron storage.\n", encoding="utf-8")
+    assert search.search(env.vault, "pelican") == []
+    assert [h.path for h in search.search(env.vault, "heron")] == ["notes/plan.md"]
+    path.touch()
+    stats = search.refresh(env.vault)
+    assert stats.files_indexed == 0 and stats.documents_added == 0  # same content hash
+    path.unlink()
+    assert search.search(env.vault, "heron") == []
+
+
+def test_an_edited_entry_no_longer_verifies(env: Env) -> None:
+    located = env.append("ella", "the falcon budget is 100").located
+    assert search.search(env.vault, "falcon")[0].verified is True
+    seg = env.vault.root / located.file
+    seg.write_text(seg.read_text().replace("budget is 100", "budget is 900"), encoding="utf-8")
+    hits = search.search(env.vault, "falcon")
+    assert len(hits) == 1 and hits[0].verified is False
+    assert "✗ SIGNATURE DOES NOT VERIFY" in env.run("search", "falcon").stdout
+
+
+def test_index_status_reports_stale_files_until_the_next_search(env: Env) -> None:
+    assert env.run("index", "status", "--json").json()["exists"] is False
+    env.run("index", "rebuild")
+    status = env.run("index", "status", "--json").json()
+    assert status["exists"] and status["stale_files"] == [] and status["documents"] > 0
+    env.append("ella", "heron spotted")
+    status = env.run("index", "status", "--json").json()
+    assert len(status["stale_files"]) == 1 and status["stale_files"][0].startswith("log/")
+    env.run("search", "heron")
+    after = env.run("index", "status", "--json").json()
+    assert after["stale_files"] == [] and after["entries"] == status["entries"] + 1
+
+
+def test_concurrent_writers_and_readers_never_fail(env: Env) -> None:
+    """Processes append-and-search while others search in a loop: every search succeeds and finds
+    every entry appended before it started."""
+    code = r"""
+import sys
+from nexus import identity, log, search
+from nexus.vault import Vault
+from nexus.settings import keys_home
+v = Vault(__import__("pathlib").Path(sys.argv[1]))
+role = sys.argv[2]
+if role == "writer":
+    s = identity.load_signer(v, keys_home(), sys.argv[3])
+    for i in range(15):
+        word = f"{sys.argv[3]}word{i}"
+        log.append(v, s, channel="c", type="note", summary=word)
+        assert [h.title for h in search.search(v, word)] == [word], word
+else:
+    for i in range(40):
+        search.search(v, "word*", limit=5)
+print("ok")
+"""
+    procs = [subprocess.Popen([sys.executable, "-W", "error", "-c", code, str(env.vault.root), role, *extra],
+                              env=env.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for role, extra in (("writer", ["ella"]), ("writer", ["lyra"]), ("reader", []), ("reader", []))]
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0 and out.strip() == "ok", err
+    assert len(search.search(env.vault, "ellaword* OR lyraword*", limit=100)) == 30
+
+
+def test_sections_split_at_headings_not_inside_code() -> None:
+    text = "---\ntitle: T\nstatus: active\n---\nintro line\n\n# One\nalpha\n\n```\n# not a heading\n```\n\n## Two\nbeta\n"
+    props, parts = sections.split(text)
+    assert props["status"] == "active"
+    assert [(s.heading, s.level, s.line_start, s.line_end) for s in parts] == [
+        ("", 0, 5, 5), ("One", 1, 7, 12), ("Two", 2, 14, 15)]
+    data = text.encode()
+    assert data[parts[2].start:parts[2].end].decode() == "## Two\nbeta\n"
+
+
+def test_search_cli_human_output(env: Env) -> None:
+    env.append("ella", "ibis nesting season", body="The ibis nests in March.")
+    out = env.run("search", "ibis").stdout
+    assert out.startswith("1. ibis nesting season  ✓ signed")
+    assert "[[log/" in out and "**ibis**" in out
+    assert env.run("search", "nothingmatchesthis").stdout.strip() == "no matches"
