@@ -162,7 +162,8 @@ def _save_dates(vault: Vault, st: Store, entries: Sequence[str], dates: dict[str
         keep[d] = (overrides or {}).get(e) or dates.get(d) or now
     if keep != dates:
         body = json.dumps({"store": st.key, "first_seen": keep}, indent=1, sort_keys=True)
-        durable.replace(dates_path(vault, st), body.encode("utf-8"))
+        # not fsynced: losing it is safe (entries then count as first seen now, so nothing is swept early)
+        durable.replace(dates_path(vault, st), body.encode("utf-8"), durable=False)
 
 
 # ---------------------------------------------------------------- the write path
