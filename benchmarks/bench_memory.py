@@ -61,7 +61,8 @@ def main() -> None:
     env = dict(os.environ, NEXUS_VAULT=str(vault.root), NEXUS_HOME=str(keys))
     py = [sys.executable]
     for i in range(20):  # a realistic, half-full memory
-        memory.add(vault, "memory", "ella", f"Fact number {i}: the CI box has {i} cores and runs tests", limit=2200)
+        memory.add(vault, "memory", "ella", f"Fact number {i}: the CI box has {i} cores and runs tests",
+                   limit=2200)
     out: dict[str, object] = {}
 
     base, add, brief = [], [], []
@@ -70,7 +71,8 @@ def main() -> None:
         add.append(timed([*py, "-m", "nexus", "memory", "add", "--target", "user", "--content",
                           f"bench user fact {i}"], env))
         brief.append(timed([*py, "-m", "nexus", "brief", "--agent", "ella", "--peek"], env))
-    for name, vals in (("python -c pass", base), ("nexus memory add", add), ("nexus brief (memory slot)", brief)):
+    runs = (("python -c pass", base), ("nexus memory add", add), ("nexus brief (memory slot)", brief))
+    for name, vals in runs:
         out[name] = {"p50_ms": round(statistics.median(vals), 1), "p90_ms": round(pct(vals, 0.9), 1),
                      "ratio_p50": round(statistics.median(vals) / statistics.median(base), 2)}
 
@@ -79,7 +81,8 @@ def main() -> None:
         t = time.perf_counter()
         memory.add(vault, "user", None, f"in-process fact {i}", limit=1_000_000)
         lat.append((time.perf_counter() - t) * 1000)
-    out["memory.add in-process"] = {"p50_ms": round(statistics.median(lat), 2), "p99_ms": round(pct(lat, 0.99), 2)}
+    out["memory.add in-process"] = {"p50_ms": round(statistics.median(lat), 2),
+                                    "p99_ms": round(pct(lat, 0.99), 2)}
 
     text = "An ordinary memory entry about builds, tests and deploys. " * 35
     scan.findings(text)
