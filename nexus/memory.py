@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import durable, scan
-from .errors import InputError, MemoryFullError, NotFoundError
+from .errors import IdentityError, InputError, MemoryFullError, NotFoundError
 from .locks import exclusive
 from .records import MemoryResult
 from .text import check_name
@@ -69,6 +69,8 @@ def store(vault: Vault, target: str, agent: str | None) -> Store:
     if not agent:
         raise InputError("--agent is required for the memory target")
     check_name(agent)
+    if not vault.identity_path(agent).is_file():
+        raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
     return Store("memory", agent, vault.agent_dir(agent) / "MEMORY.md", f"memory-{agent}")
 
 

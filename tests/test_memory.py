@@ -357,3 +357,19 @@ def test_import_hermes_over_the_limit_imports_nothing(env: Env, tmp_path: Path) 
     r = env.run("memory", "import-hermes", str(tmp_path), "--agent", "ella", check=False)
     assert r.returncode == 1 and "nothing was imported" in r.stderr
     assert not _file(env).exists() and not _file(env, "user").exists()
+
+
+def test_unknown_agent_and_bad_target_are_refused(env: Env) -> None:
+    r = env.run("memory", "add", "--agent", "ghost", "--content", "x", check=False)
+    assert r.returncode == 1 and "unknown agent 'ghost'" in r.stderr
+    assert not (env.vault.root / "agents/ghost").exists()
+    r = env.run("memory", "add", "--content", "x", check=False)
+    assert r.returncode == 2 and "--agent is required" in r.stderr
+    with pytest.raises(InputError):
+        memory.add(env.vault, "notes", "ella", "x", limit=2200)
+
+
+def test_multi_line_entry_from_standard_input(env: Env) -> None:
+    text = "Release steps:\n1. bump\n2. tag\n"
+    r = env.run("memory", "add", "--agent", "ella", "--content-file", "-", "--json", input=text).json()
+    assert r["entries"] == ["Release steps:\n1. bump\n2. tag"]
