@@ -154,8 +154,10 @@ def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int
 
 
 def _memory_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
-    """SLOT (issue 6): the agent's memory. None when there is none."""
-    return None
+    """SLOT (issue 6): usage warnings, the memory snapshot and the memory index. None when empty."""
+    from . import memory
+
+    return memory.brief_section(vault, agent, limit)
 
 
 # ------------------------------------------------------------------ build and render
