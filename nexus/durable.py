@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -57,6 +56,8 @@ def replace(path: Path, data: bytes, *, durable: bool = True, mode: int = 0o644)
     ``durable=False`` skips the fsyncs; only for derived files under ``.nexus/`` that are rebuilt from
     the vault when they are missing or unreadable.
     """
+    import tempfile  # (random, shutil…: kept off the import path of commands that never replace)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +119,8 @@ def find(explicit: str | os.PathLike[str] | None, env_value: str | None, cwd: Pa
 
 def _template_files() -> list[tuple[str, bytes]]:
     """(vault-relative path, bytes) of every template file, from the installed package."""
+    from importlib import resources  # only `init` needs it: kept off the hot paths
+
     root = resources.files("nexus.vault_template")
     out: list[tuple[str, bytes]] = []
 
@@ -163,6 +163,8 @@ def init(path: Path, *, force: bool = False) -> tuple[Vault, list[str]]:
         if target.exists():
             continue
         if rel == MARKER:
+            import secrets
+
             data = data.replace(b"vault_id: REPLACE_ME", f"vault_id: {secrets.token_hex(8)}".encode())
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
