@@ -109,14 +109,17 @@ def parallel(kind: str, folder: Path, keys: Path, names: list[str], n: int) -> t
 
 def row(name: str, rate: float, lat: list[float], base: float | None) -> dict[str, object]:
     return {"case": name, "per_s": round(rate), "p50_ms": round(pct(lat, 0.5) * 1000, 3),
-            "p99_ms": round(pct(lat, 0.99) * 1000, 3), "ratio_to_raw": round(rate / base, 2) if base else None}
+            "p99_ms": round(pct(lat, 0.99) * 1000, 3),
+            "ratio_to_raw": round(rate / base, 2) if base else None}
 
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         worker(sys.argv[2:])
         return 0
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=2000, help="appends per case and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=None, help="folder to work in (same disk as the vault)")
@@ -134,7 +137,8 @@ def main() -> int:
         append_loop(vault, keys, "w0", 50)
         (_, seg), = log.segment_files(vault)
         entry_size = max(1, seg.stat().st_size // 50)
-        cases: dict[str, list[tuple[float, list[float]]]] = {k: [] for k in ("raw1", "append1", "raw8", "append8")}
+        cases: dict[str, list[tuple[float, list[float]]]] = {
+            k: [] for k in ("raw1", "append1", "raw8", "append8")}
         for _ in range(args.rounds):
             lat = raw_loop(tmp / "raw1.bin", entry_size, args.n)
             cases["raw1"].append((len(lat) / sum(lat), lat))

@@ -57,7 +57,9 @@ def imports(cmd: list[str], env: dict[str, str]) -> list[tuple[str, int, int]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -547,7 +547,7 @@ def tail(vault: Vault, n: int = 10) -> list[Located]:
 
 def _tail_of(vault: Vault, path: Path, n: int) -> list[Located]:
     size = path.stat().st_size
-    chunk = 64 * 1024
+    chunk = max(4096, n * 1024)  # about n entries; doubled until n complete entries are in it
     start = size
     marker = b"\n" + entries.BEGIN_PREFIX.encode()
     with open(path, "rb") as f:
