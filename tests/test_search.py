@@ -41,7 +41,8 @@ Keeps the keys out of the repository.
 def test_search_right_after_append_without_watcher_finds_it(env: Env) -> None:
     env.run("search", "anything")  # the index exists before the append
     entry_id = env.run("log", "append", "--agent", "ella", "--channel", "build", "--type", "note",
-                       "--summary", "Pipeline uses the quokka cache", "--body", "A second line.").stdout.strip()
+                       "--summary", "Pipeline uses the quokka cache",
+                       "--body", "A second line.").stdout.strip()
     hits = env.run("search", "quokka", "--json").json()
     assert [h["entry_id"] for h in hits] == [entry_id]
     hit = hits[0]
@@ -213,7 +214,8 @@ print("ok")
 
 
 def test_sections_split_at_headings_not_inside_code() -> None:
-    text = "---\ntitle: T\nstatus: active\n---\nintro line\n\n# One\nalpha\n\n```\n# not a heading\n```\n\n## Two\nbeta\n"
+    text = ("---\ntitle: T\nstatus: active\n---\nintro line\n\n# One\nalpha\n\n```\n# not a heading\n```\n\n"
+            "## Two\nbeta\n")
     props, parts = sections.split(text)
     assert props["status"] == "active"
     assert [(s.heading, s.level, s.line_start, s.line_end) for s in parts] == [
