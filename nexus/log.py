@@ -165,6 +165,9 @@ def _checked_state(
     """
     files = segment_files(vault)
     stored = _load_state(vault)
+    if known is not None and known["segment"] and (known["segment"], vault.log_dir / (
+        known["segment"] + ".md")) not in files:
+        known = None  # its segment is gone (the vault was replaced): nothing of it can be trusted
     base = known if known is not None else stored
     if known is not None and stored is not None and stored["segment"] == known["segment"] and (
         stored["size"] > known["size"]
