@@ -81,3 +81,31 @@ def test_concurrent_cli_appends(env: Env) -> None:
         assert sorted(loc.entry.seq for loc in entries if loc.entry.agent == agent) == list(range(1, 9))
     report = env.run("verify", "--json").json()
     assert report["ok"] and report["entries"] == 24 and report["problems"] == []
+
+
+def test_threads_sharing_one_writer(env: Env) -> None:
+    """A long-lived process (the MCP server) appending from several threads through one LogWriter."""
+    import threading
+
+    signers = {name: env.signer(name) for name in ("ella", "lyra", "sam")}
+    errors: list[BaseException] = []
+
+    def run(name: str) -> None:
+        try:
+            for i in range(100):
+                log.append(env.vault, signers[name], channel="t", type="note", summary=f"{name} {i}")
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in signers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    located = list(log.iter_entries(env.vault))
+    assert len(located) == 300
+    for name in signers:
+        assert [loc.entry.summary for loc in located if loc.entry.agent == name] == [
+            f"{name} {i}" for i in range(100)]
+    assert verify(env.vault).ok
