@@ -18,7 +18,6 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -277,6 +276,7 @@ class LogWriter:
         log_dir = self._log_dir
         with self._lock:
             fd = -1
+            dir_mtime: int | None = None
             try:
                 fast = False
                 if self._state is not None and self._stamp is not None:
@@ -315,14 +315,14 @@ class LogWriter:
                     name = state["segment"]
                     path, rel = self._segment(name)
                 head = state["heads"].get(agent)
-                entry = Entry(
+                fields: dict[str, Any] = dict(
                     id=entry_id, ts=ts, agent=agent, channel=channel, type=type, summary=summary,
                     body=body, ack=tuple(dict.fromkeys(ack)), seen=seen,
                     seq=(head[0] + 1) if head else 1, prev=head[1] if head else None,
                     key=signer.key_id, via=via,
                 )
-                canonical = entries.canonical(entry)
-                entry = replace(entry, sig=signer.sign(entries.SIGN_CONTEXT + canonical))
+                canonical = entries.canonical(Entry(**fields))
+                entry = Entry(**fields, sig=signer.sign(entries.SIGN_CONTEXT + canonical))
                 digest = entries.hash_canonical(canonical, entry.sig)
                 text_bytes = entries.render(entry).encode("utf-8")
                 lead = b"" if fast else _separator_needed(path, state["size"])
@@ -345,7 +345,9 @@ class LogWriter:
             state["lines"] = first_line - 1 + n_lines
             _absorb(state, located, digest)
             self._state = state
-            self._stamp = (os.stat(log_dir).st_mtime_ns, ino, state["size"])
+            if not fast or dir_mtime is None:  # (a new segment changes the folder's mtime)
+                dir_mtime = os.stat(log_dir).st_mtime_ns
+            self._stamp = (dir_mtime, ino, state["size"])
             self._unsaved += 1
             if not fast or self._unsaved >= SAVE_EVERY:
                 self._save()
