@@ -818,17 +818,23 @@ def _add_coordination_commands(sub: Any, logp: Any) -> None:
 
 
 def _progress_bar() -> Any:
-    """A progress callback drawing on stderr when it is a terminal (rebuilds of a large vault)."""
-    if not sys.stderr.isatty():
-        return None
+    """A progress callback for index builds, on stderr: a bar on a terminal; otherwise a line every
+    10% when the vault is large (over 8 MB of Markdown), nothing on a small one."""
+    tty = sys.stderr.isatty()
+    shown = [-1]
 
     def show(done: int, total: int) -> None:
-        width = 30
-        filled = int(width * done / max(total, 1))
-        sys.stderr.write(f"\rnexus: indexing the vault [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{100 * done // max(total, 1):3d}%")
-        if done >= total:
-            sys.stderr.write("\n")
+        pct = 100 * done // max(total, 1)
+        if tty:
+            width = 30
+            filled = width * pct // 100
+            bar = "#" * filled + "." * (width - filled)
+            sys.stderr.write(f"\rnexus: indexing the vault [{bar}] {pct:3d}%")
+            if done >= total:
+                sys.stderr.write("\n")
+        elif total > 8 * 1024 * 1024 and pct // 10 > shown[0]:
+            shown[0] = pct // 10
+            sys.stderr.write(f"nexus: indexing the vault: {pct}%\n")
         sys.stderr.flush()
 
     return show

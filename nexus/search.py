@@ -25,6 +25,7 @@ build uses Whoosh's two-process writer leaving two segments.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import math
@@ -32,11 +33,12 @@ import os
 import re
 import secrets
 import shutil
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from whoosh import fields, index, scoring
 from whoosh import query as _whoosh_query
@@ -244,6 +246,19 @@ def _open(vault: Vault, manifest: dict[str, Any]) -> Any:
 # ------------------------------------------------------------------ indexing
 
 
+_THREAD = threading.RLock()  # one search or refresh at a time per process (MCP calls, a watcher thread)
+T = TypeVar("T", bound=Callable[..., Any])
+
+
+def _serialised(fn: T) -> T:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _THREAD:
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def _tail_mark(data: bytes, end: int) -> str:
     return data[max(0, end - 256):end].hex()
 
@@ -292,6 +307,14 @@ def _apply(vault: Vault, manifest: dict[str, Any], changed: list[str], removed: 
             del known[rel]
         for rel in changed:
             path = vault.root / rel
+            old = known.get(rel)
+            if _is_segment(rel) and old is not None:
+                appended = _appended(rel, path, old, writer)
+                if appended is not None:  # read only the new tail of an append-only segment
+                    known[rel] = appended[0]
+                    added += appended[1]
+                    touched += 1
+                    continue
             try:
                 data = path.read_bytes()
                 st = path.stat()
@@ -300,7 +323,6 @@ def _apply(vault: Vault, manifest: dict[str, Any], changed: list[str], removed: 
                     writer.delete_by_term("path", rel)
                     del known[rel]
                 continue
-            old = known.get(rel)
             digest = hashlib.sha256(data).hexdigest()
             record = {"size": len(data), "mtime": st.st_mtime_ns, "sha": digest}
             if old is not None and old.get("sha") == digest:
@@ -308,16 +330,8 @@ def _apply(vault: Vault, manifest: dict[str, Any], changed: list[str], removed: 
                 continue
             touched += 1
             if _is_segment(rel):
-                offset = old.get("offset", 0) if old else 0
-                grown = (old is not None and 0 < offset <= len(data)
-                         and _tail_mark(data, offset) == old.get("tail"))
-                if grown and old is not None:
-                    # duplicates (a crash between commit and manifest) are dropped when searching
-                    n, end, line = _index_segment(rel, data[offset:], offset, old["line"],
-                                                  _add(writer))
-                else:
-                    writer.delete_by_term("path", rel)
-                    n, end, line = _index_segment(rel, data, 0, 1, _add(writer))
+                writer.delete_by_term("path", rel)
+                n, end, line = _index_segment(rel, data, 0, 1, _add(writer))
                 record.update(offset=end, line=line, tail=_tail_mark(data, end))
                 added += n
             else:
@@ -332,6 +346,31 @@ def _apply(vault: Vault, manifest: dict[str, Any], changed: list[str], removed: 
         raise
     manifest["updated"] = _now()
     return touched, added
+
+
+def _appended(rel: str, path: Path, old: dict[str, Any], writer: Any) -> tuple[dict[str, Any], int] | None:
+    """Index what was appended to a segment since ``old`` (its manifest record), reading only the
+    new bytes and the 256 before them; None when the segment changed otherwise (reindex it whole)."""
+    offset = old.get("offset", 0)
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if offset <= 0 or st.st_size < offset or st.st_size == old["size"]:
+                return None
+            f.seek(max(0, offset - 256))
+            head = f.read(min(offset, 256))
+            rest = f.read()
+    except FileNotFoundError:
+        return None
+    if head.hex() != old.get("tail"):
+        return None
+    # duplicates (a crash between the commit and the manifest) are dropped when searching
+    n, end, line = _index_segment(rel, rest, offset, old["line"], _add(writer))
+    buf = head + rest
+    base = offset - len(head)
+    record = {"size": offset + len(rest), "mtime": st.st_mtime_ns, "sha": None, "offset": end,
+              "line": line, "tail": buf[max(0, end - 256 - base):end - base].hex()}
+    return record, n
 
 
 def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
@@ -383,6 +422,7 @@ def _swap_in(vault: Vault, manifest: dict[str, Any]) -> None:
             shutil.rmtree(child, ignore_errors=True)
 
 
+@_serialised
 def rebuild(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
     """Build the index from scratch (``nexus index rebuild``)."""
     started = time.perf_counter()
@@ -394,6 +434,7 @@ def rebuild(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
     return RefreshStats(n, n, 0, _doc_count(vault), True, time.perf_counter() - started)
 
 
+@_serialised
 def refresh(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
     """Bring the index up to date with the vault: index what changed since the last refresh; rebuild
     a missing, corrupt or outdated index. Cheap when nothing changed (a stat per file)."""
@@ -573,6 +614,7 @@ def _when(value: str | None, flag: str) -> str | None:
 # ------------------------------------------------------------------ searching
 
 
+@_serialised
 def search(vault: Vault, text: str, *, agent: str | None = None, type: str | None = None,
            channel: str | None = None, since: str | None = None, until: str | None = None,
            path: str | None = None, limit: int = 10, progress: Progress | None = None,
@@ -787,6 +829,7 @@ def _verified(vault: Vault, located: Located) -> bool:
 # ------------------------------------------------------------------ status
 
 
+@_serialised
 def status(vault: Vault) -> IndexStatus:
     """What the index holds and which files changed since they were indexed (no writing)."""
     folder = index_dir(vault)

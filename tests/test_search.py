@@ -230,3 +230,21 @@ def test_search_cli_human_output(env: Env) -> None:
     assert out.startswith("1. ibis nesting season  ✓ signed")
     assert "[[log/" in out and "**ibis**" in out
     assert env.run("search", "nothingmatchesthis").stdout.strip() == "no matches"
+
+
+def test_appends_are_indexed_from_the_saved_offset_and_rewrites_in_full(env: Env) -> None:
+    first = env.append("ella", "gannet one").located
+    assert len(search.search(env.vault, "gannet")) == 1
+    env.append("lyra", "gannet two")
+    stats = search.refresh(env.vault)
+    assert stats.files_indexed == 1 and stats.documents_added == 1  # only the new entry
+    manifest = json.loads((env.vault.state / "index" / "manifest.json").read_text())
+    seg = manifest["files"][first.file]
+    assert seg["offset"] == (env.vault.root / first.file).stat().st_size
+    # a same-size edit in place (a history edit) is not an append: the segment is reindexed whole
+    path = env.vault.root / first.file
+    path.write_bytes(path.read_bytes().replace(b"gannet one", b"gannet ONE"))
+    stats = search.refresh(env.vault)
+    assert stats.documents_added == 2
+    assert sorted(h.title for h in search.search(env.vault, "gannet")) == ["gannet ONE", "gannet two"]
+    assert len(search.search(env.vault, "gannet")) == 2  # no duplicates
