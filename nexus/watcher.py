@@ -50,6 +50,7 @@ from .shadow import NOTICE_PREFIX, Shadow, insert_entries, record_notice, render
 from .vault import Vault
 
 QUIET_SECONDS = 0.5  # a segment must be unchanged this long before entries are put back into it
+EMPTY_QUIET_SECONDS = 5.0  # ... and an empty one this long (an in-place save between truncate and write)
 PERSON_CHANNEL = "obsidian"
 PERSON_TYPE = "note"
 
@@ -301,8 +302,11 @@ class Watcher:
             else:
                 self.missing_since.pop(rel, None)
                 quiet_for = time.time() - before[2] / 1e9 if before == after else 0.0
-            if after != before or quiet_for < QUIET_SECONDS:
-                self.deadlines[rel] = time.monotonic() + max(0.0, QUIET_SECONDS - quiet_for) + 0.05
+            # An empty file is what an editor's in-place save looks like between its truncate and its
+            # write: give it much longer before calling it a truncation.
+            needed = EMPTY_QUIET_SECONDS if before is not None and before[1] == 0 else QUIET_SECONDS
+            if after != before or quiet_for < needed:
+                self.deadlines[rel] = time.monotonic() + max(0.0, needed - quiet_for) + 0.05
                 return False
             self.missing_since.pop(rel, None)
             result = segments.scan(data, rel)
@@ -324,7 +328,11 @@ class Watcher:
                                    f"{'y' if len(missing) == 1 else 'ies'}",
                                    [f"{message} ({ts}): {links}{more}.",
                                     "Nothing you wrote was removed; entries are append-only."])
-            durable.replace(path, insert_entries(data, result, missing, notice))
+            restored = insert_entries(data, result, missing, notice)
+            if _stamp(path) != before:  # changed under us after all: look again later
+                self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
+                return False
+            durable.replace(path, restored)
         ids = tuple(c.id for c in missing)
         record_notice(self.vault, Notice(notice_id, kind, rel, ids, ts, message))
         self.tracks.pop(rel, None)
@@ -576,16 +584,37 @@ def _run_locked(
     vault: Vault, keys_home: Path, rescan_seconds: float, settle_seconds: float,
     ack_types: tuple[str, ...], race_window: float, once: bool, emit: Callable[[dict[str, Any]], None],
 ) -> None:
+    stop = threading.Event()
+    wake = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+        wake.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _watch(vault, keys_home, rescan_seconds, settle_seconds, ack_types, race_window, once, emit,
+               stop, wake)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _watch(
+    vault: Vault, keys_home: Path, rescan_seconds: float, settle_seconds: float,
+    ack_types: tuple[str, ...], race_window: float, once: bool, emit: Callable[[dict[str, Any]], None],
+    stop: threading.Event, wake: threading.Event,
+) -> None:
     watcher = Watcher(vault, keys_home, ack_types=ack_types, race_window=race_window,
                       settle_seconds=settle_seconds, emit=emit)
     watcher.quiet_emit = True
     watcher.full_pass()
     watcher.quiet_emit = False
-    emit({"event": "ready", "shadowed": len(watcher.shadow.copies), "new": watcher.new_count,
-          "pid": os.getpid()})
     if once:
+        emit({"event": "ready", "shadowed": len(watcher.shadow.copies), "new": watcher.new_count,
+              "pid": os.getpid()})
         for _ in range(10):  # a restore waiting for the file to be quiet, a person's text settling
-            if not watcher.deadlines:
+            if not watcher.deadlines or stop.is_set():
                 break
             time.sleep(max(0.0, max(watcher.deadlines.values()) - time.monotonic()))
             watcher.due()
@@ -594,8 +623,6 @@ def _run_locked(
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
 
-    stop = threading.Event()
-    wake = threading.Event()
     changed: queue.SimpleQueue[str] = queue.SimpleQueue()
     state_dir = str(vault.state)
 
@@ -607,16 +634,13 @@ def _run_locked(
                     changed.put(p)
                     wake.set()
 
-    def on_signal(signum: int, _frame: Any) -> None:
-        stop.set()
-        wake.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     observer = Observer()
     observer.schedule(Handler(), str(vault.root), recursive=True)
     observer.start()
     try:
         watcher.full_pass()  # changes made between the first pass and the observer starting
+        emit({"event": "ready", "shadowed": len(watcher.shadow.copies), "new": watcher.new_count,
+              "pid": os.getpid()})
         next_rescan = time.monotonic() + rescan_seconds
         while not stop.is_set():
             soonest = min([next_rescan, *watcher.deadlines.values()])
@@ -639,6 +663,4 @@ def _run_locked(
     finally:
         observer.stop()
         observer.join(timeout=10)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         emit({"event": "stopped", "pid": os.getpid()})

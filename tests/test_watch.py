@@ -1,0 +1,323 @@
+"""`nexus watch` with the real watchdog observer, real files and real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from conftest import Env
+
+from nexus import acks, log, shadow, watcher
+from nexus.vault import Vault
+
+WAIT = 60.0  # generous: a bound so a broken watcher fails the test instead of hanging it
+
+
+class WatchProcess:
+    """A running `nexus watch --json`; its events are collected by a reader thread."""
+
+    def __init__(self, env: Env, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-W", "error", "-m", "nexus", "watch", "--json", "--rescan", "1",
+             "--settle", "0.5", *args],
+            env=env.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=str(env.vault.root),
+        )
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.wait_for(lambda e: e["event"] == "ready")
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._lock:
+                self.events.append(json.loads(line))
+
+    def wait_for(self, match: Callable[[dict[str, Any]], bool], count: int = 1) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            with self._lock:
+                found = [e for e in self.events if match(e)]
+            if len(found) >= count:
+                return found
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"watcher never reported it; events: {self.events}; "
+                             f"stderr: {self.stop_and_stderr()}")
+
+    def stop_and_stderr(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=30)
+        if self.proc.stderr is None or self.proc.stderr.closed:
+            return ""
+        return self.proc.stderr.read()
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout=WAIT)
+        self._reader.join(timeout=WAIT)
+        self.close()
+        return rc
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self._reader.join(timeout=WAIT)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+
+@pytest.fixture
+def watching(env: Env) -> Iterator[Callable[..., WatchProcess]]:
+    started: list[WatchProcess] = []
+
+    def start(*args: str) -> WatchProcess:
+        w = WatchProcess(env, *args)
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.close()
+
+
+def _append(env: Env, agent: str, summary: str, *extra: str) -> str:
+    return env.run("log", "append", "--agent", agent, "--channel", "build", "--type", "note",
+                   "--summary", summary, *extra).stdout.strip()
+
+
+def _ids(vault: Vault) -> list[str]:
+    return [loc.entry.id for loc in log.iter_entries(vault)]
+
+
+def _verify(env: Env) -> dict[str, Any]:
+    result = env.run("verify", "--json", check=False)
+    data: dict[str, Any] = result.json()
+    return data
+
+
+def _wait_until(check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition never held")
+
+
+@pytest.mark.parametrize("save", ["in-place", "atomic-rename"])
+def test_stale_editor_save_restores_every_entry_and_signs_the_persons_line(
+    env: Env, watching: Callable[..., WatchProcess], save: str
+) -> None:
+    first = _append(env, "ella", "before the editor opened the file")
+    segment = env.vault.root / log.find_entry(env.vault, first).file
+    w = watching()
+    stale = segment.read_bytes()  # the editor reads the segment into its buffer
+    later = [_append(env, agent, f"appended while the editor waited {i}")
+             for i, agent in enumerate(["ella", "lyra", "ella", "lyra"])]
+    w.wait_for(lambda e: e["event"] == "entry" and e["id"] in later, count=len(later))  # shadowed
+    # ...then the editor saves its stale buffer plus a line the person typed
+    buffer = stale + b"Sam: ship it on Friday, not before.\n"
+    if save == "in-place":
+        with open(segment, "r+b") as f:
+            f.truncate(0)
+            f.write(buffer)
+    else:
+        tmp = segment.with_name(f".{segment.name}.obsidian-save")
+        tmp.write_bytes(buffer)
+        os.replace(tmp, segment)
+    restored = w.wait_for(lambda e: e["event"] == "restored")[0]
+    assert restored["entries"] == later
+    person = w.wait_for(lambda e: e["event"] == "person")[0]
+    w.wait_for(lambda e: e["event"] == "entry" and e["id"] == person["id"])
+
+    ids = _ids(env.vault)
+    assert ids == sorted(ids) and ids[:-1] == [first, *later] and ids[-1] == person["id"]
+    entry = log.find_entry(env.vault, person["id"]).entry
+    assert (entry.agent, entry.via, entry.body) == ("sam", "watcher", "Sam: ship it on Friday, not before.")
+    report = _verify(env)
+    assert report["ok"], report
+    kinds = [p["kind"] for p in report["problems"]]
+    assert kinds == ["notice"], report  # clean apart from the reported notice
+    assert "restored 4 entries" in report["problems"][0]["message"]
+    assert w.stop() == 0
+
+
+def test_history_edit_is_reported_and_the_original_recovered(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    old = _append(env, "ella", "the API listens on port 8080")
+    _append(env, "lyra", "noted")
+    segment = env.vault.root / log.find_entry(env.vault, old).file
+    w = watching()
+    original = segment.read_bytes()
+    segment.write_bytes(original.replace(b"port 8080", b"port 9090"))  # someone rewrites history
+    edit = w.wait_for(lambda e: e["event"] == "history-edit")[0]
+    assert edit["id"] == old
+
+    report = _verify(env)
+    named = [(p["kind"], p["entry_id"]) for p in report["problems"] if p["kind"] != "notice"]
+    assert named == [("edited", old)]
+    notices = [p for p in report["problems"] if p["kind"] == "notice"]
+    assert len(notices) == 1 and old in notices[0]["message"]
+    assert "port 9090" in segment.read_text()
+
+    shown = env.run("log", "recover", old).stdout
+    assert "port 8080" in shown and "port 9090" not in shown
+    env.run("log", "recover", old, "--restore")
+    assert "port 9090" not in segment.read_text()
+    report = _verify(env)
+    assert report["ok"] and {p["kind"] for p in report["problems"]} == {"notice"}
+    assert log.find_entry(env.vault, old).entry.summary == "the API listens on port 8080"
+    time.sleep(1.5)  # a rescan later: the put-back text matches the shadow, so no new notice
+    assert len(w.wait_for(lambda e: e["event"] == "history-edit")) == 1
+    assert w.stop() == 0
+
+
+def test_killed_watcher_catches_up_completely_after_restart(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    a = _append(env, "ella", "one")
+    b = _append(env, "lyra", "two")
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    w = watching()
+    w.proc.kill()  # SIGKILL: no chance to clean up, the lock dies with it
+    w.close()
+    # while it is down: agents append, an editor drops entry b, a person writes below the last entry
+    c = env.run("log", "append", "--agent", "ella", "--channel", "db", "--type", "decision",
+                "--summary", "three: sqlite").stdout.strip()
+    d = _append(env, "lyra", "four")
+    data = segment.read_bytes()
+    b_at, c_at = data.index(f"%% nexus:begin {b}".encode()), data.index(f"%% nexus:begin {c}".encode())
+    cut = data[:b_at] + data[c_at:]
+    segment.write_bytes(cut + b"A note from Sam while nobody watched.\n")
+    old = time.time() - 10  # not a fresh save: the restarted watcher may act at once
+    os.utime(segment, (old, old))
+    assert b not in _ids(env.vault)
+
+    w2 = watching()
+    assert w2.wait_for(lambda e: e["event"] == "ready")[0]["new"] == 2  # c and d, seen for the first time
+    assert w2.wait_for(lambda e: e["event"] == "restored")[0]["entries"] == [b]
+    person = w2.wait_for(lambda e: e["event"] == "person")[0]
+    w2.wait_for(lambda e: e["event"] == "entry" and e["id"] == person["id"])
+    assert _ids(env.vault) == [a, b, c, d, person["id"]]
+    assert log.find_entry(env.vault, person["id"]).entry.body == "A note from Sam while nobody watched."
+    assert [e.entry.id for e in acks.owed(env.vault, "lyra")] == [c]  # derived state caught up too
+    report = _verify(env)
+    assert report["ok"] and [p["kind"] for p in report["problems"]] == ["notice"], report
+    assert w2.stop() == 0
+
+
+def test_restart_shadows_what_was_appended_while_down_and_restores_it_later(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    a = _append(env, "ella", "one")
+    w = watching()
+    w.proc.kill()
+    w.close()
+    down = [_append(env, "lyra", f"while down {i}") for i in range(3)]
+    w2 = watching()
+    assert w2.wait_for(lambda e: e["event"] == "ready")[0]["new"] == 3  # caught up on start
+    assert set(down) <= set(shadow.Shadow.load(env.vault).copies)
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    data = segment.read_bytes()
+    segment.write_bytes(data[: data.index(f"%% nexus:begin {down[0]}".encode())])  # truncated
+    assert w2.wait_for(lambda e: e["event"] == "restored")[0]["entries"] == down, (a, down, w2.events)
+    assert _ids(env.vault) == [a, *down]
+    assert w2.stop() == 0
+
+
+def test_deleted_segment_is_recreated(env: Env, watching: Callable[..., WatchProcess]) -> None:
+    ids = [_append(env, "ella", f"n{i}") for i in range(3)]
+    segment = env.vault.root / log.find_entry(env.vault, ids[0]).file
+    w = watching()
+    segment.unlink()
+    assert w.wait_for(lambda e: e["event"] == "recreated")[0]["entries"] == ids
+    assert _ids(env.vault) == ids
+    report = _verify(env)
+    assert report["ok"] and [p["kind"] for p in report["problems"]] == ["notice"]
+    assert w.stop() == 0
+
+
+def test_once_catches_up_without_events(env: Env) -> None:
+    """The rescan alone (no events at all) is enough: `--once` does one pass."""
+    a = _append(env, "ella", "one")
+    env.run("watch", "--once")
+    b = _append(env, "lyra", "two")
+    env.run("watch", "--once")  # shadows b
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    data = segment.read_bytes()
+    segment.write_bytes(data[: data.index(f"%% nexus:begin {b}".encode())])
+    old = time.time() - 10
+    os.utime(segment, (old, old))
+    out = env.run("watch", "--once", "--json").stdout
+    assert any(json.loads(line)["event"] == "restored" for line in out.splitlines())
+    assert _ids(env.vault) == [a, b]
+
+
+def test_second_watcher_refused_and_signals_stop_cleanly(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    w = watching()
+    second = env.run("watch", "--once", check=False)
+    assert second.returncode == 1
+    assert "another `nexus watch` is already running" in second.stderr
+    assert str(w.proc.pid) in second.stderr
+    assert w.stop(signal.SIGTERM) == 0
+    assert w.events[-1]["event"] == "stopped"
+    w2 = watching()  # the lock is free again
+    assert w2.stop(signal.SIGINT) == 0
+    assert w2.events[-1]["event"] == "stopped"
+
+
+def test_person_text_waits_until_it_settles(env: Env, watching: Callable[..., WatchProcess]) -> None:
+    a = _append(env, "ella", "one")
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    w = watching("--settle", "2")
+    with open(segment, "ab") as f:
+        f.write(b"Half a thou")
+    time.sleep(0.5)
+    with open(segment, "ab") as f:
+        f.write(b"ght, finished.\n")
+    person = w.wait_for(lambda e: e["event"] == "person")
+    assert len(person) == 1
+    assert log.find_entry(env.vault, person[0]["id"]).entry.body == "Half a thought, finished."
+    assert "Half a thou" not in segment.read_text().split(person[0]["id"])[0]  # moved into the entry
+    assert w.stop() == 0
+
+
+def test_note_handlers_registry(env: Env) -> None:
+    """The extension point other areas use: handlers run for matching notes, errors never escape."""
+    seen: list[str] = []
+    watcher.register(lambda rel: rel.startswith("state/"), lambda vault, rel: seen.append(rel))
+
+    def broken(vault: Vault, rel: str) -> None:
+        raise ValueError("a bug in a handler")
+
+    watcher.register(lambda rel: rel == "state/project.md", broken)
+    events: list[dict[str, Any]] = []
+    try:
+        (env.vault.root / "state" / "project.md").write_text("# Project\n")
+        w = watcher.Watcher(env.vault, env.keys_home, ack_types=("decision",), race_window=60,
+                            settle_seconds=1, emit=events.append)
+        w.scan_notes()
+        assert seen == ["state/project.md"]
+        assert any(e["event"] == "error" and "a bug in a handler" in e["message"] for e in events)
+        w.on_paths({str(env.vault.root / "state" / "project.md"), str(env.vault.state / "x.md")})
+        assert seen == ["state/project.md", "state/project.md"]
+    finally:
+        del watcher._HANDLERS[-2:]
