@@ -317,7 +317,9 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
         md += ["## Corrections", "", *corr_lines, ""]
     if race_lines or race_note or resolved:
         md += ["## Races", ""] + (race_lines or ["- none unreconciled"])
-        md += [f"- reconciled: {by_id[r.resolved_by].link}" for r in resolved if r.resolved_by]
+        for r in resolved:
+            fix = by_id[r.resolved_by or ""]
+            md.append(f"- reconciled by {fix.entry.agent}: {fix.entry.summary} — {fix.link}")
         md += [f"- _{race_note}_"] if race_note else []
         md += [""]
     if dec_lines:

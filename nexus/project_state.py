@@ -139,7 +139,10 @@ def _absorb_locked(vault: Vault, keys_home: Path | None) -> StateVersion | None:
     if not current and not content:
         return None
     human = vault.human() or "human"
-    version = _write(vault, current + 1, human, "human", "edited by hand in Obsidian", content)
+    before = load_version(vault, current).content if current else ""
+    change = _first_added(before, content)
+    summary = f"edited by hand: {change}" if change else "edited by hand"
+    version = _write(vault, current + 1, human, "human", summary[:200], content)
     _log_human(vault, keys_home, human, version)
     return version
 
@@ -202,12 +205,15 @@ def set_state(vault: Vault, signer: Any, *, expect: int, content: str, summary: 
 
 
 def _first_change(vault: Vault, content: str) -> str:
-    old = _note_content(vault) or ""
-    for raw in difflib.ndiff(old.splitlines(), content.splitlines()):
+    return _first_added(_note_content(vault) or "", content) or "updated"
+
+
+def _first_added(old: str, new: str) -> str | None:
+    """The first line added (headings skipped), as one short line; None when only lines went away."""
+    for raw in difflib.ndiff(old.splitlines(), new.splitlines()):
         if raw.startswith("+ ") and raw[2:].strip() and not raw[2:].lstrip().startswith("#"):
-            text = " ".join(raw[2:].split()).lstrip("#-* ")
-            return text[:120] or "updated"
-    return "updated"
+            return " ".join(raw[2:].split()).lstrip("-* ")[:120] or None
+    return None
 
 
 def restore(vault: Vault, signer: Any, *, version: int, expect: int, keys_home: Path | None = None

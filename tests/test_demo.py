@@ -51,14 +51,15 @@ def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     assert "it must say 3.11 — **not acknowledged by ella**" in text
     assert "D-0001 breaks every CI job — acknowledged by all" in text
     # the race and its reconciliation; no spurious ones
-    assert "## Races" in text and "- reconciled: [[log/" in text
+    assert "## Races" in text and "- reconciled by lyra: Reconciled: lyra takes the flaky test" in text
     assert "- none unreconciled" in text
     # checkpoints: the crash and the resume, one still in progress
     assert "ella recovered after a crash" in text
     assert "in progress: lyra — Fix the flaky watcher test" in text
     assert "✓ done: ella" in text
     # state changes, including the person's edit in Obsidian and the refused stale edit
-    assert "v3 by sam (a person, in Obsidian)" in text and "refused a stale edit by lyra" in text
+    assert "v3 by sam (a person, in Obsidian): edited by hand: Release: after the parser port lands" in text
+    assert "refused a stale edit by lyra" in text
     # integrity (verify) and what waits for a person
     assert "integrity clean" in text
     assert "## Waiting for you" in text and "open question from lyra" in text
