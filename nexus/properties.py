@@ -76,4 +76,19 @@ def _slow(text: str, source: str) -> tuple[dict[str, Any], str]:
     props, _ = notes.parse(text, source)
     parts = split(text)
     body = parts[1] if parts else text
-    return props, body
+    return {k: _plain(v) for k, v in props.items()}, body
+
+
+def _plain(value: Any) -> Any:
+    """YAML reads an unquoted ``2026-11-30T04:41:07Z`` as a datetime: give nexus its string back."""
+    import datetime as dt
+
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value

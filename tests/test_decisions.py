@@ -185,3 +185,19 @@ def test_brief_lines_come_from_the_cache(env: Env) -> None:
     # a changed folder (a new note) invalidates the cache
     _decide(env, "lyra", "Second")
     assert len(decisions.brief_lines(env.vault)) == 2
+
+
+def test_unquoted_yaml_times_from_obsidian_still_verify(env: Env) -> None:
+    """Obsidian may write `date: 2026-11-30T04:41:07Z` unquoted; YAML reads a datetime; still clean."""
+    _decide(env, "ella", "Dates survive")
+    path = next((env.vault.root / "decisions").glob("D-0001-*.md"))
+    text = path.read_text(encoding="utf-8")
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith(("date: ", "id: ", "status: ")):
+            key, value = line.split(": ", 1)
+            line = f"{key}: {value.strip(chr(34))}"
+        lines.append(line)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    assert env.run("verify").returncode == 0
+    assert env.run("decisions", "--json").json()[0]["date"].endswith("Z")
