@@ -85,7 +85,7 @@ def _plain(value: Any) -> Any:
 
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     if isinstance(value, dt.date):
         return value.isoformat()
