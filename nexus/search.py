@@ -60,7 +60,8 @@ MANIFEST = "manifest.json"
 WORD_RE = re.compile(r"\w+")
 STOP = frozenset(STOP_WORDS)
 SUPERSEDED_FACTOR = 0.2  # a superseded decision's score is scaled by this, so active ones rank above
-LARGE = 5000  # documents: above this a rebuild shows progress even without a terminal
+PARALLEL_BYTES = 4 * 1024 * 1024  # a vault larger than this is indexed by several processes
+CHUNK_BYTES = 1 << 20  # a segment larger than this may be split between processes
 Progress = Callable[[int, int], None]
 
 QUERY_FIELDS = ("text", "agent", "channel", "type", "status", "path", "kind")
@@ -373,45 +374,152 @@ def _appended(rel: str, path: Path, old: dict[str, Any], writer: Any) -> tuple[d
     return record, n
 
 
+Job = tuple[str, int, int, int]  # (relpath, start byte, end byte, line at start)
+
+
+def _plan_jobs(root: Path, files: dict[str, tuple[int, int]], parts: int
+               ) -> tuple[list[list[Job]], dict[str, dict[str, Any]], dict[str, bytes]]:
+    """Read every file once (the snapshot the index is built from), record it for the manifest, and
+    deal the work into ``parts`` lists of similar size; a large segment is cut at entry boundaries."""
+    records: dict[str, dict[str, Any]] = {}
+    datas: dict[str, bytes] = {}
+    jobs: list[Job] = []
+    for rel in sorted(files):
+        try:
+            data = (root / rel).read_bytes()
+            st = (root / rel).stat()
+        except FileNotFoundError:
+            continue
+        records[rel] = {"size": len(data), "mtime": st.st_mtime_ns, "sha": hashlib.sha256(data).hexdigest()}
+        datas[rel] = data
+        if not _is_segment(rel) or parts == 1:
+            jobs.append((rel, 0, len(data), 1))
+            continue
+        chunk = max(CHUNK_BYTES, len(data) // (2 * parts) + 1)
+        begin, line = 0, 1
+        while begin < len(data):
+            cut = data.find(b"\n" + entries_begin(), begin + chunk) if begin + chunk < len(data) else -1
+            stop = len(data) if cut < 0 else cut + 1
+            jobs.append((rel, begin, stop, line))
+            line += data.count(b"\n", begin, stop)
+            begin = stop
+    buckets: list[list[Job]] = [[] for _ in range(parts)]
+    weights = [0] * parts
+    for job in sorted(jobs, key=lambda j: j[2] - j[1], reverse=True):
+        k = weights.index(min(weights))
+        buckets[k].append(job)
+        weights[k] += job[2] - job[1]
+    return buckets, records, datas
+
+
+def entries_begin() -> bytes:
+    from .entries import BEGIN_PREFIX
+
+    return BEGIN_PREFIX.encode()
+
+
+def _build_part(folder: str, jobs: list[Job], datas: dict[str, bytes], mtimes: dict[str, int],
+                progress: Progress | None = None) -> tuple[Any, dict[tuple[str, int], tuple[int, int]]]:
+    """Index ``jobs`` into one new Whoosh segment (no lock: the parent holds the index's lock and
+    commits the segments together). Returns the segment and each job's (end offset, end line).
+    ``progress`` sees this part's share (the parts are dealt to be of similar size)."""
+    from whoosh.writing import SegmentWriter
+
+    ix = index.open_dir(folder)
+    writer: Any = SegmentWriter(ix, _lk=False, limitmb=128)  # type: ignore[no-untyped-call]
+    ends: dict[tuple[str, int], tuple[int, int]] = {}
+    add = _add(writer)
+    total = sum(j[2] - j[1] for j in jobs) or 1
+    done = 0
+    try:
+        for rel, begin, stop, line in jobs:
+            data = datas[rel]
+            if _is_segment(rel):
+                _n, end, end_line = _index_segment(rel, data[begin:stop], begin, line, add)
+                ends[(rel, begin)] = (end, end_line)
+            else:
+                for doc in _note_docs(rel, data, mtimes[rel] / 1e9):
+                    add(**doc)
+            done += stop - begin
+            if progress is not None:
+                progress(done, total)
+        segment = writer._finalize_segment() if writer._added else None
+        if segment is None:
+            writer._close_segment()
+    except BaseException:
+        writer.cancel()
+        raise
+    return segment, ends
+
+
+def _child(folder: str, jobs: list[Job], datas: dict[str, bytes], mtimes: dict[str, int], out: Any) -> None:
+    try:
+        out.send(("ok", _build_part(folder, jobs, datas, mtimes)))
+    except BaseException as err:  # reported to the parent, which cancels the build
+        out.send(("error", f"{type(err).__name__}: {err}"))
+    finally:
+        out.close()
+
+
 def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
-    """A fresh index of the whole vault in a new folder; returns its manifest (not yet saved)."""
+    """A fresh index of the whole vault in a new folder; returns its manifest (not yet saved).
+
+    On a large vault the work is shared between this process and one child per further core, each
+    writing its own Whoosh segment (so parsing entries runs in parallel too, unlike Whoosh's own
+    multiprocess writer, which parses everything in the parent); the parent commits them together.
+    """
+    import multiprocessing
+
     files = _vault_files(vault)
     name = f"ix-{secrets.token_hex(4)}"
     folder = index_dir(vault) / name
     folder.mkdir(parents=True, exist_ok=True)
     ix = index.create_in(str(folder), _schema())
-    total_bytes = sum(size for size, _ in files.values()) or 1
-    big = total_bytes > 4 * 1024 * 1024
-    # Two processes each build a segment (multisegment: no merge at the end) on a large vault.
-    writer = ix.writer(procs=2, multisegment=True, limitmb=128) if big else ix.writer(limitmb=128)
-    known: dict[str, Any] = {}
-    done = 0
+    total_bytes = sum(size for size, _ in files.values())
+    methods = multiprocessing.get_all_start_methods()
+    parts = min(os.cpu_count() or 1, 4) if total_bytes > PARALLEL_BYTES and "fork" in methods else 1
+    buckets, records, datas = _plan_jobs(vault.root, files, parts)
+    mtimes = {rel: r["mtime"] for rel, r in records.items()}
+    writer: Any = ix.writer()  # holds Whoosh's own lock; commits the parts' segments
+    children: list[tuple[Any, Any]] = []
     try:
-        for rel in sorted(files):
-            path = vault.root / rel
-            try:
-                data = path.read_bytes()
-                st = path.stat()
-            except FileNotFoundError:
-                continue
-            record: dict[str, Any] = {"size": len(data), "mtime": st.st_mtime_ns,
-                                      "sha": hashlib.sha256(data).hexdigest()}
-            if _is_segment(rel):
-                _n, end, line = _index_segment(rel, data, 0, 1, _add(writer))
-                record.update(offset=end, line=line, tail=_tail_mark(data, end))
-            else:
-                for doc in _note_docs(rel, data, st.st_mtime_ns / 1e9):
-                    _add(writer)(**doc)
-            known[rel] = record
-            done += len(data)
-            if progress is not None:
-                progress(done, total_bytes)
-        writer.commit()
+        ctx = multiprocessing.get_context("fork") if parts > 1 else None
+        for jobs in buckets[1:]:
+            assert ctx is not None
+            receive, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(str(folder), jobs, datas, mtimes, send), daemon=True)
+            proc.start()
+            send.close()
+            children.append((proc, receive))
+        own = _build_part(str(folder), buckets[0], datas, mtimes, progress)
+        results = [own]
+        for proc, receive in children:
+            status, value = receive.recv()
+            proc.join()
+            if status != "ok":
+                raise RuntimeError(f"an index build process failed: {value}")
+            results.append(value)
+        segments_ = [seg for seg, _ in results if seg is not None]
+        ends: dict[tuple[str, int], tuple[int, int]] = {}
+        for _, part_ends in results:
+            ends.update(part_ends)
+        writer._close_segment()
+        writer._commit_toc(segments_)
+        writer._finish()
     except BaseException:
+        for proc, _ in children:
+            proc.kill()
         writer.cancel()
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return {"version": SCHEMA_VERSION, "dir": name, "files": known, "built": _now(),
+    for rel, record in records.items():
+        if _is_segment(rel):
+            last = max(begin for (r, begin) in ends if r == rel)
+            end, line = ends[(rel, last)]
+            record.update(offset=end, line=line, tail=_tail_mark(datas[rel], end))
+    if progress is not None:
+        progress(total_bytes, total_bytes)
+    return {"version": SCHEMA_VERSION, "dir": name, "files": records, "built": _now(),
             "updated": _now()}
 
 

@@ -248,3 +248,26 @@ def test_appends_are_indexed_from_the_saved_offset_and_rewrites_in_full(env: Env
     assert stats.documents_added == 2
     assert sorted(h.title for h in search.search(env.vault, "gannet")) == ["gannet ONE", "gannet two"]
     assert len(search.search(env.vault, "gannet")) == 2  # no duplicates
+
+
+def test_a_parallel_build_gives_the_same_results_as_a_single_process_one(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(60):
+        env.append("ella" if i % 2 else "lyra", f"tern report {i}", body=f"arctic tern number {i} " * 20)
+    _note(env, "notes/terns.md", "# Terns\n\nArctic tern migration.\n\n## Range\nPole to pole tern.\n")
+    search.rebuild(env.vault)
+    single = [(h.path, h.line_start, h.entry_id) for h in search.search(env.vault, "tern", limit=100)]
+    single_manifest = json.loads((env.vault.state / "index" / "manifest.json").read_text())["files"]
+    monkeypatch.setattr(search, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(search, "CHUNK_BYTES", 2000)  # cut the segment into many pieces
+    monkeypatch.setattr(search.os, "cpu_count", lambda: 3)
+    search.rebuild(env.vault)
+    manifest = json.loads((env.vault.state / "index" / "manifest.json").read_text())
+    from whoosh import index
+
+    assert len(index.open_dir(str(env.vault.state / "index" / manifest["dir"])).reader().leaf_readers()) == 3
+    parallel = [(h.path, h.line_start, h.entry_id) for h in search.search(env.vault, "tern", limit=100)]
+    assert sorted(parallel) == sorted(single) and len(single) == 62
+    assert manifest["files"] == single_manifest
+    env.append("ella", "tern after the parallel build")
+    assert len(search.search(env.vault, "tern", limit=100)) == 63
