@@ -30,7 +30,6 @@ from .vault import Vault
 IDENTITY_SHARE = 0.25  # at most this share of the budget for the identity note
 OWED_SHARE = 0.45  # at most this share for what the agent owes
 BODY_CHARS = 600  # an unread entry's body is cut after this many characters
-OWED_MATERIALIZE = 200  # at most this many owed entries are read back for display
 
 
 def _entry_line(located: Located, *, body: bool) -> str:
@@ -71,7 +70,11 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int)
     lines: list[str] = []
     used = 0
     omitted = 0
+    full = False  # once the budget is spent, the rest is counted, never read back
     for a_ref, b_ref in race_refs:
+        if full:
+            omitted += 1
+            continue
         race = Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref))
         block = (
             f"- RACE: {race.a.entry.agent}'s [{race.a.entry.id}] \"{race.a.entry.summary}\" and "
@@ -80,16 +83,19 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int)
         )
         if used + len(block) + 1 > limit:
             omitted += 1
+            full = True
             continue
         lines.append(block)
         used += len(block) + 1
-    shown_refs = refs[-OWED_MATERIALIZE:]
-    omitted += len(refs) - len(shown_refs)
     acks: list[str] = []
-    for ref in reversed(shown_refs):  # newest first while filling
+    for ref in reversed(refs):  # newest first while filling
+        if full:
+            omitted += 1
+            continue
         block = _entry_line(coordination.materialize(vault, ref), body=False)
         if used + len(block) + 1 > limit:
             omitted += 1
+            full = True
             continue
         acks.append(block)
         used += len(block) + 1

@@ -460,7 +460,12 @@ class Watcher:
                 continue
             if rel.startswith("log/") and rel.count("/") == 1 and rel.endswith(".md"):
                 changed |= self.check_segment(self.vault.root / rel)
-            elif rel.endswith(".md"):
+            elif rel.endswith(".md") and _HANDLERS:
+                try:
+                    st = os.stat(path)
+                    self.note_stamps[rel] = (st.st_mtime_ns, st.st_size)  # the rescan need not repeat it
+                except FileNotFoundError:
+                    self.note_stamps.pop(rel, None)
                 self._dispatch(rel)
         if changed:
             self.refresh()
