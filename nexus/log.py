@@ -476,9 +476,9 @@ def read_cursor(vault: Vault, agent: str) -> dict[str, Any]:
 def _cursor_start(path: Path, size: int, mark: Any) -> tuple[int, int, str | None]:
     """Where to resume in a segment: (offset, line, last id read there), or (0, 1, None) when the
     saved position no longer ends the entry it ended when saved (the file was edited before it)."""
-    if not isinstance(mark, list) or len(mark) != 3:
+    if not isinstance(mark, list) or len(mark) not in (3, 4):
         return 0, 1, None
-    offset, line, last = mark
+    offset, line, last = mark[:3]
     if not isinstance(offset, int) or not isinstance(line, int) or not isinstance(last, str):
         return 0, 1, None
     if offset > size or offset <= 0:
@@ -497,9 +497,10 @@ def _cursor_start(path: Path, size: int, mark: Any) -> tuple[int, int, str | Non
 def unread(vault: Vault, agent: str, *, advance: bool = True) -> list[Located]:
     """Entries by others that ``agent`` has not read, oldest first; advances the cursor unless told not.
 
-    The cursor keeps, per segment, the byte offset just after the last entry read there, so a read
-    scans only what was added since. If the file changed before that offset the segment is scanned
-    again from the start, and entries up to the last id read (``seen``) are skipped.
+    The cursor keeps, per segment, the byte offset just after the last entry read there and the
+    segment's size when read, so a read opens only segments that changed and scans only what was
+    added. If the file changed before that offset the segment is scanned again from the start, and
+    entries up to the last id read (``seen``) are skipped.
     """
     if not vault.identity_path(check_name(agent)).is_file():
         raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
@@ -510,8 +511,13 @@ def unread(vault: Vault, agent: str, *, advance: bool = True) -> list[Located]:
     newest_seen = seen
     for name, path in segment_files(vault):
         size = path.stat().st_size
-        offset, line, _last = _cursor_start(path, size, marks.get(name))
+        mark = marks.get(name)
+        if isinstance(mark, list) and len(mark) == 4 and mark[3] == size:
+            continue  # unchanged since the last read: not even opened, so old segments cost nothing
+        offset, line, _last = _cursor_start(path, size, mark)
         if offset == size:
+            if offset and isinstance(mark, list):
+                marks[name] = [*mark[:3], size]
             continue
         with open(path, "rb") as f:
             f.seek(offset)
@@ -527,7 +533,9 @@ def unread(vault: Vault, agent: str, *, advance: bool = True) -> list[Located]:
                 out.append(located)
         if result.entries:
             last = result.entries[-1]
-            marks[name] = [last.end_offset, last.line_end + 1, last.entry.id]
+            marks[name] = [last.end_offset, last.line_end + 1, last.entry.id, size]
+        elif offset and isinstance(mark, list):
+            marks[name] = [*mark[:3], size]  # (only text outside entries was added)
     if advance and (newest_seen != seen or marks != cursor["segments"]):
         _write_cursor(vault, agent, {"seen": newest_seen, "segments": marks})
     return out
