@@ -27,7 +27,7 @@ from . import durable, properties
 from .errors import IdentityError, InputError, NotFoundError, StaleEditError
 from .locks import exclusive
 from .records import StateVersion
-from .text import check_body, check_line
+from .text import check_body, check_line, make_visible
 from .vault import Vault
 
 MAX_BYTES = 256 * 1024
@@ -141,7 +141,7 @@ def _absorb_locked(vault: Vault, keys_home: Path | None) -> StateVersion | None:
     human = vault.human() or "human"
     before = load_version(vault, current).content if current else ""
     change = _first_added(before, content)
-    summary = f"edited by hand: {change}" if change else "edited by hand"
+    summary = f"edited by hand: {make_visible(change)}" if change else "edited by hand"
     version = _write(vault, current + 1, human, "human", summary[:200], content)
     _log_human(vault, keys_home, human, version)
     return version
