@@ -274,7 +274,10 @@ def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: f
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         pass
     update = refresh(vault, ack_types, window_seconds)
-    return make_view(update.state, agent)
+    data = make_view(update.state, agent)
+    if not path.exists():  # an agent added since the last save: next time, the fast path
+        durable.replace(path, json.dumps(data).encode(), durable=False)
+    return data
 
 
 # ------------------------------------------------------------------ reading entries back

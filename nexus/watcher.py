@@ -101,6 +101,7 @@ class Watcher:
         self.note_stamps: dict[str, tuple[int, int]] = {}
         self.missing_since: dict[str, float] = {}
         self.races_known: dict[tuple[str, str], str | None] = {}
+        self.warned: set[tuple[str, str]] = set()
         self.quiet_emit = False  # the first pass reports a summary instead of one line per entry
         self.new_count = 0
 
@@ -213,6 +214,7 @@ class Watcher:
         if result.torn is not None:
             self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
         self._history_edits(path, rel, data, result)
+        self._leftover_text(path, rel, result)
         end, end_line, last_line = 0, 1, b""
         if result.entries:
             last = result.entries[-1]
@@ -350,6 +352,9 @@ class Watcher:
         runs = [s for s in result.stray if s.offset >= last_end and not s.text.startswith(NOTICE_PREFIX)]
         if not runs or any(loc.offset > runs[0].offset for loc in result.entries):
             return
+        files = log.segment_files(self.vault)
+        if not files or files[-1][1].name != path.name:
+            return  # text at the end of an older month stays put (verify shows it as stray text)
         if any(s.text.startswith(NOTICE_PREFIX) for s in result.stray
                if runs[0].offset < s.offset < runs[-1].offset):
             text = "\n\n".join(s.text for s in runs)
@@ -369,40 +374,53 @@ class Watcher:
         self.person_seen.pop(key, None)
 
     def _sign_person(self, path: Path, rel: str, text: str) -> None:
-        from . import durable
         from .identity import load_signer
-        from .locks import exclusive
         from .text import SUMMARY_MAX, check_body, make_visible
 
         human = self.vault.human()
+        warned = (rel, sha(text))
         if human is None:
-            self.emit({"event": "error", "file": rel,
-                       "message": "a person's text is waiting, but the vault has no human identity "
-                                  "(run `nexus agent add NAME --human`)"})
+            if warned not in self.warned:
+                self.warned.add(warned)
+                self.emit({"event": "error", "file": rel,
+                           "message": "a person's text is waiting, but the vault has no human identity "
+                                      "(run `nexus agent add NAME --human`)"})
             return
-        body = check_body(text)
         first = next((line.strip() for line in text.split("\n") if line.strip()), "note")
         summary = make_visible(first.lstrip("#>-* ").strip() or first)
         if len(summary) > SUMMARY_MAX:
             summary = summary[: SUMMARY_MAX - 1] + "…"
         try:
+            body = check_body(text)
             signer = load_signer(self.vault, self.keys_home, human)
             result = log.append(self.vault, signer, channel=PERSON_CHANNEL, type=PERSON_TYPE,
                                 summary=summary, body=body, via="watcher", agent=human)
         except NexusError as err:
-            self.emit({"event": "error", "file": rel, "message": f"could not sign a person's text: {err}"})
+            if warned not in self.warned:
+                self.warned.add(warned)
+                self.emit({"event": "error", "file": rel,
+                           "message": f"could not sign a person's text: {err}"})
             return
         entry = result.located.entry
-        # The entry holds the text now: take it out of where it was typed (only if it is unchanged).
+        self._cut_signed_text(path, rel, entry.id, text)
+        self.emit({"event": "person", "id": entry.id, "agent": human, "file": rel,
+                   "summary": entry.summary})
+
+    def _cut_signed_text(self, path: Path, rel: str, entry_id: str, text: str) -> None:
+        """The entry ``entry_id`` holds a person's ``text`` now: take the text out of where it was
+        typed (only runs of text right before that entry, and only if they are part of it)."""
+        from . import durable
+        from .locks import exclusive
+
         with exclusive(self.vault.lock("log")):
             data = path.read_bytes()
             scan = segments.scan(data, rel)
             cut: list[tuple[int, int]] = []
             for s in scan.stray:
-                if s.text.startswith(NOTICE_PREFIX) or s.offset >= result.located.offset:
+                if s.text.startswith(NOTICE_PREFIX):
                     continue
                 later = [loc for loc in scan.entries if loc.offset > s.offset]
-                if later and later[0].entry.id == entry.id and s.text.strip("\n") in text:
+                if later and later[0].entry.id == entry_id and s.text.strip("\n") in text:
                     stop = s.end_offset
                     while data[stop:stop + 1] == b"\n" and stop < later[0].offset:
                         stop += 1
@@ -417,8 +435,19 @@ class Watcher:
                 durable.replace(path, bytes(out))
         self.tracks.pop(rel, None)
         self.deadlines[rel] = time.monotonic()
-        self.emit({"event": "person", "id": entry.id, "agent": human, "file": rel,
-                   "summary": entry.summary})
+
+    def _leftover_text(self, path: Path, rel: str, result: segments.Scan) -> None:
+        """A person's text still in front of the entry that signed it (the watcher died between
+        signing and removing it): remove it now."""
+        for s in result.stray:
+            if s.text.startswith(NOTICE_PREFIX):
+                continue
+            later = [loc for loc in result.entries if loc.offset > s.offset]
+            if later and later[0].entry.via == "watcher" and later[0].entry.body and (
+                s.text.strip("\n").strip() and s.text.strip("\n") in later[0].entry.body
+            ):
+                self._cut_signed_text(path, rel, later[0].entry.id, later[0].entry.body)
+                return
 
     # ------------------------------------------------------------ passes
     def segment_paths(self) -> list[Path]:

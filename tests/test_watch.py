@@ -321,3 +321,33 @@ def test_note_handlers_registry(env: Env) -> None:
         assert seen == ["state/project.md", "state/project.md"]
     finally:
         del watcher._HANDLERS[-2:]
+
+
+def test_text_left_in_front_of_its_signed_entry_is_removed_not_signed_twice(env: Env) -> None:
+    """The watcher died between signing a person's text and removing it: the next pass only removes it."""
+    a = _append(env, "ella", "one")
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    with open(segment, "ab") as f:
+        f.write(b"\nSam: remember the backups.\n")
+    signed = log.append(env.vault, env.signer("sam"), channel="obsidian", type="note",
+                        summary="Sam: remember the backups.", body="Sam: remember the backups.",
+                        via="watcher", agent="sam").located.entry.id
+    assert [p["kind"] for p in _verify(env)["problems"]] == ["stray-text"]
+    env.run("watch", "--once")
+    assert _ids(env.vault) == [a, signed]
+    assert _verify(env)["problems"] == []
+
+
+def test_a_persons_text_too_large_is_reported_and_left_alone(env: Env) -> None:
+    a = _append(env, "ella", "one")
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    big = ("word " * 14_000 + "\n").encode()  # over the 64 KiB body limit
+    with open(segment, "ab") as f:
+        f.write(big)
+    old = time.time() - 10
+    os.utime(segment, (old, old))
+    out = env.run("watch", "--once", "--json").stdout
+    errors = [json.loads(line) for line in out.splitlines() if json.loads(line)["event"] == "error"]
+    assert len(errors) == 1 and "body is" in errors[0]["message"]
+    assert segment.read_bytes().endswith(big)  # nothing changed
+    assert _ids(env.vault) == [a]
