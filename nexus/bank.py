@@ -277,26 +277,33 @@ def review_path(vault: Vault) -> Path:
     return vault.root / REVIEW_NOTE
 
 
-def render_review(items: list[BankFact]) -> str:
+def render_review(items: list[BankFact], ticked: frozenset[str] = frozenset()) -> str:
     lines = []
     for f in items:
         first = f.content.split("\n", 1)[0]
         first = first if len(first) <= 120 else first[:117] + "…"
-        lines.append(f"- [ ] **{f.type}** · {f.agent} — {first} "
+        box = "[x]" if f.id in ticked else "[ ]"
+        lines.append(f"- {box} **{f.type}** · {f.agent} — {first} "
                      f"([[{f.path.removesuffix('.md')}#^{f.id}|{f.id}]]) ^{f.id}")
     return _REVIEW_HEAD + ("\n".join(lines) if lines else "_Nothing waits for review._") + "\n"
 
 
+def ticked_ids(text: str) -> list[str]:
+    return list(dict.fromkeys(m["id"] for line in text.split("\n") if (m := CHECKED_RE.match(line))))
+
+
 def rebuild_review(vault: Vault) -> Path:
-    """Rewrite the review note from the banks (only when its text changes)."""
+    """Rewrite the review note from the banks (only when its text changes). A box a person ticked is
+    kept ticked while its fact is pending, so a rewrite racing a person's click never loses it."""
     path = review_path(vault)
     with exclusive(vault.lock("review-note")):
-        text = render_review(pending(vault))
         try:
-            if path.read_text(encoding="utf-8") == text:
-                return path
+            current = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            pass
+            current = None
+        text = render_review(pending(vault), frozenset(ticked_ids(current or "")))
+        if current == text:
+            return path
         durable.replace(path, text.encode("utf-8"))
     return path
 
@@ -314,7 +321,7 @@ def apply_review_note(vault: Vault) -> ReviewOutcome:
         text = review_path(vault).read_text(encoding="utf-8")
     except FileNotFoundError:
         return ReviewOutcome((), ())
-    ticked = [m["id"] for line in text.split("\n") if (m := CHECKED_RE.match(line))]
+    ticked = ticked_ids(text)
     approved: list[BankFact] = []
     problems: list[str] = []
     if ticked:
@@ -322,7 +329,7 @@ def apply_review_note(vault: Vault) -> ReviewOutcome:
         if person is None:
             return ReviewOutcome((), ("the vault has no human identity (`nexus agent add NAME --human`);"
                                       " ticked facts stay pending",))
-        for fact_id in dict.fromkeys(ticked):
+        for fact_id in ticked:
             try:
                 if find(vault, fact_id).status != "pending":
                     continue  # an editor saved a stale buffer: already reviewed, nothing to do

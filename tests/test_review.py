@@ -104,3 +104,15 @@ def test_apply_review_note_without_a_human_identity(env: Env) -> None:
     outcome = bank.apply_review_note(env.vault)
     assert not outcome.approved and "no human identity" in outcome.problems[0]
     assert bank.find(env.vault, f.id).status == "pending"
+
+
+def test_a_rewrite_of_the_note_keeps_a_persons_tick(env: Env) -> None:
+    """An agent retaining a fact rewrites the note; a box ticked meanwhile must stay ticked."""
+    f = bank.retain(env.vault, "ella", type="fact", content="Deploys happen on Tuesdays")
+    review = env.vault.root / "memory" / "REVIEW.md"
+    _tick(review, f.id, atomic=False)
+    bank.retain(env.vault, "lyra", type="fact", content="Staging is at staging.example")
+    text = review.read_text(encoding="utf-8")
+    assert "- [x] **fact** · ella — Deploys happen on Tuesdays" in text
+    assert "- [ ] **fact** · lyra" in text
+    assert [a.id for a in bank.apply_review_note(env.vault).approved] == [f.id]
