@@ -141,8 +141,10 @@ def sweep(vault: Vault, *, older_than_days: float, limits: dict[str, int], agent
                 else:
                     done.append(_write_archived(vault, st, e, first,
                                                 f"sweep: plan-shaped, older than {older_than_days:g} days"))
-            if stay != entries or any(memory.first_seen(dates, e) is None for e in entries):
+            if stay != entries:
                 memory.write_entries(vault, st, raw, stay, limits[st.target])
+            elif any(memory.first_seen(dates, e) is None for e in entries):
+                memory._save_dates(vault, st, entries, dates, memory.utc_now())  # the file is untouched
     return SweepReport(tuple(done), kept, older_than_days)
 
 

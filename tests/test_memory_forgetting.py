@@ -181,3 +181,12 @@ def test_restore_scans_an_archive_note_edited_by_hand(env: Env) -> None:
     r = env.run("memory", "restore", a.id, check=False)
     assert r.returncode == 2 and "safety rule" in r.stderr
     assert memory.read(env.vault.root / "agents/ella/MEMORY.md") == [] and note.is_file()
+
+
+def test_sweep_leaves_a_file_with_nothing_to_sweep_untouched(env: Env) -> None:
+    user = env.vault.root / "USER.md"
+    odd = "Sam prefers email\n\n§\n\nSam is in Lisbon\n"  # hand-edited spacing: not nexus's own layout
+    user.write_text(odd, encoding="utf-8")
+    archive.sweep(env.vault, older_than_days=7, limits=LIMITS)
+    assert user.read_text(encoding="utf-8") == odd
+    assert not (env.vault.root / "archive" / "backups").exists()
