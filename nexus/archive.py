@@ -127,7 +127,7 @@ def sweep(vault: Vault, *, older_than_days: float, limits: dict[str, int], agent
     kept = 0
     for st in _stores(vault, agent):
         with memory.locked(vault, st):
-            raw = memory._read_locked(st)
+            raw = memory.read_raw(st)
             entries = list(dict.fromkeys(memory.parse(raw)))
             dates = memory.load_dates(vault, st)
             stay: list[str] = []
@@ -144,7 +144,7 @@ def sweep(vault: Vault, *, older_than_days: float, limits: dict[str, int], agent
             if stay != entries:
                 memory.write_entries(vault, st, raw, stay, limits[st.target])
             elif any(memory.first_seen(dates, e) is None for e in entries):
-                memory._save_dates(vault, st, entries, dates, memory.utc_now())  # the file is untouched
+                memory.save_dates(vault, st, entries, dates, memory.utc_now())  # the file is untouched
     return SweepReport(tuple(done), kept, older_than_days)
 
 
@@ -169,7 +169,7 @@ def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, 
         raise MemoryFullError(f"the consolidated set is {memory.size(new):,}/{limit:,} chars; shorten it",
                               tuple(new), f"{memory.size(new):,}/{limit:,}")
     with memory.locked(vault, st):
-        raw = memory._read_locked(st)
+        raw = memory.read_raw(st)
         old = list(dict.fromkeys(memory.parse(raw)))
         to_archive: list[str] = []
         for needle in archive:
@@ -196,7 +196,7 @@ def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, 
             if known:
                 overrides[n] = known[0]
         backup = memory.write_entries(vault, st, raw, new, limit, first_seen_overrides=overrides)
-    res = memory._result(vault, st, f"Consolidated {len(old)} entries into {len(new)}"
+    res = memory.result(vault, st, f"Consolidated {len(old)} entries into {len(new)}"
                          f" ({len(moved)} archived).", new, limit, True, backup)
     return res, moved
 
@@ -221,7 +221,7 @@ def restore(vault: Vault, entry_id: str, *, limits: dict[str, int]) -> MemoryRes
     st = memory.store(vault, e.target, e.agent)
     limit = limits[e.target]
     with memory.locked(vault, st):
-        raw = memory._read_locked(st)
+        raw = memory.read_raw(st)
         entries = list(dict.fromkeys(memory.parse(raw)))
         if e.text in entries:
             new = entries
@@ -240,4 +240,4 @@ def restore(vault: Vault, entry_id: str, *, limits: dict[str, int]) -> MemoryRes
                                       first_seen_overrides={e.text: now})
         os.unlink(vault.root / e.path)
         durable.fsync_dir(archive_dir(vault))
-    return memory._result(vault, st, msg, new, limit, new != entries, backup)
+    return memory.result(vault, st, msg, new, limit, new != entries, backup)

@@ -156,7 +156,7 @@ def first_seen(dates: dict[str, str], entry: str) -> str | None:
     return dates.get(_digest(entry))
 
 
-def _save_dates(vault: Vault, st: Store, entries: Sequence[str], dates: dict[str, str],
+def save_dates(vault: Vault, st: Store, entries: Sequence[str], dates: dict[str, str],
                 now: str, overrides: dict[str, str] | None = None) -> None:
     keep = {}
     for e in entries:
@@ -194,18 +194,18 @@ def write_entries(vault: Vault, st: Store, raw: str, entries: Sequence[str], lim
     dates = load_dates(vault, st)
     st.path.parent.mkdir(parents=True, exist_ok=True)
     durable.replace(st.path, render(entries).encode("utf-8"))
-    _save_dates(vault, st, entries, dates, utc_now(), first_seen_overrides)
+    save_dates(vault, st, entries, dates, utc_now(), first_seen_overrides)
     return backup
 
 
-def _read_locked(st: Store) -> str:
+def read_raw(st: Store) -> str:
     try:
         return st.path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ""
 
 
-def _result(vault: Vault, st: Store, message: str, entries: Sequence[str], limit: int,
+def result(vault: Vault, st: Store, message: str, entries: Sequence[str], limit: int,
             changed: bool, backup: str | None) -> MemoryResult:
     if backup:
         message += (f" The file had been edited by hand in a way nexus would not write back exactly; "
@@ -230,17 +230,17 @@ def _clean(content: str | None, what: str, vault: Vault) -> str:
 def usage(vault: Vault, target: str, agent: str | None, limit: int) -> MemoryResult:
     st = store(vault, target, agent)
     entries = list(dict.fromkeys(read(st.path)))
-    return _result(vault, st, "", entries, limit, False, None)
+    return result(vault, st, "", entries, limit, False, None)
 
 
 def add(vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int) -> MemoryResult:
     st = store(vault, target, agent)
     text = _clean(content, "content", vault)
     with locked(vault, st):
-        raw = _read_locked(st)
+        raw = read_raw(st)
         entries = list(dict.fromkeys(parse(raw)))
         if text in entries:
-            return _result(vault, st, "Entry already exists (no duplicate added).", entries, limit,
+            return result(vault, st, "Entry already exists (no duplicate added).", entries, limit,
                            False, None)
         new = [*entries, text]
         if size(new) > limit:
@@ -251,7 +251,7 @@ def add(vault: Vault, target: str, agent: str | None, content: str | None, *, li
                 f"ones or remove stale ones, then retry.{_listing(entries, st.label, vault.root)}",
                 tuple(display(entries, st.label, vault.root)), f"{current:,}/{limit:,}")
         backup = write_entries(vault, st, raw, new, limit)
-    return _result(vault, st, "Entry added.", new, limit, True, backup)
+    return result(vault, st, "Entry added.", new, limit, True, backup)
 
 
 def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> int:
@@ -275,7 +275,7 @@ def replace(vault: Vault, target: str, agent: str | None, old_text: str | None, 
     st = store(vault, target, agent)
     text = _clean(content, "new content", vault)
     with locked(vault, st):
-        raw = _read_locked(st)
+        raw = read_raw(st)
         entries = list(dict.fromkeys(parse(raw)))
         idx = _find(vault, st, entries, old_text)
         new = list(entries)
@@ -288,18 +288,18 @@ def replace(vault: Vault, target: str, agent: str | None, old_text: str | None, 
                 f"content or remove other entries first.{_listing(entries, st.label, vault.root)}",
                 tuple(display(entries, st.label, vault.root)), f"{current:,}/{limit:,}")
         backup = write_entries(vault, st, raw, new, limit)
-    return _result(vault, st, "Entry replaced.", new, limit, True, backup)
+    return result(vault, st, "Entry replaced.", new, limit, True, backup)
 
 
 def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int) -> MemoryResult:
     st = store(vault, target, agent)
     with locked(vault, st):
-        raw = _read_locked(st)
+        raw = read_raw(st)
         entries = list(dict.fromkeys(parse(raw)))
         idx = _find(vault, st, entries, old_text)
         new = entries[:idx] + entries[idx + 1:]
         backup = write_entries(vault, st, raw, new, limit)
-    return _result(vault, st, "Entry removed.", new, limit, True, backup)
+    return result(vault, st, "Entry removed.", new, limit, True, backup)
 
 
 # ---------------------------------------------------------------- the frozen snapshot
@@ -353,7 +353,7 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
         block = render_block(target, shown, limit)
         if block:
             blocks.append(block)
-        results.append(_result(vault, st, "", entries, limit, False, None))
+        results.append(result(vault, st, "", entries, limit, False, None))
     return Snapshot(agent, "\n\n".join(blocks), results[0], results[1], tuple(blocked))
 
 
@@ -451,7 +451,7 @@ def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
         limit = memory_limit if target == "memory" else user_limit
         st = store(vault, target, agent)
         with locked(vault, st):
-            raw = _read_locked(st)
+            raw = read_raw(st)
             entries = list(dict.fromkeys(parse(raw)))
             new = list(dict.fromkeys([*entries, *incoming]))
             if size(new) > limit:
@@ -462,7 +462,7 @@ def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
                     tuple(display(entries, st.label, vault.root)), f"{size(entries):,}/{limit:,}")
             backup = write_entries(vault, st, raw, new, limit) if new != entries else None
         added = len(new) - len(entries)
-        results.append(_result(vault, st, f"Imported {added} entr{'y' if added == 1 else 'ies'} "
+        results.append(result(vault, st, f"Imported {added} entr{'y' if added == 1 else 'ies'} "
                                f"({len(incoming) - added} already there).", new, limit, added > 0,
                                backup))
     return results
