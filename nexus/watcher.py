@@ -77,6 +77,7 @@ class Track:
     end_line: int
     last_line: bytes
     digest: Any  # hashlib sha256 object over data[:end]
+    verified: tuple[int, int, int] | None = None  # (inode, size, mtime) when the prefix last matched
 
 
 class Watcher:
@@ -221,7 +222,7 @@ class Watcher:
             end, end_line = last.end_offset, last.line_end + 1
             last_line = _last_line(data[:end])
         self.tracks[rel] = Track(st.st_ino, st.st_size, st.st_mtime_ns, end, end_line, last_line,
-                                 hashlib.sha256(data[:end]))
+                                 hashlib.sha256(data[:end]), (st.st_ino, st.st_size, st.st_mtime_ns))
         self._person_text(path, rel, data, 0, end, result, st)
         return bool(new)
 
@@ -231,12 +232,20 @@ class Watcher:
         track = self.tracks.get(rel)
         if track is None:
             return False
+        stamp = _stamp(path)
+        if stamp is None:
+            return False
+        if stamp == track.verified:  # not touched since the bytes were last checked
+            return True
         try:
             with open(path, "rb") as f:
                 prefix = f.read(track.end)
         except FileNotFoundError:
             return False
-        return bool(hashlib.sha256(prefix).digest() == track.digest.digest())
+        ok = bool(hashlib.sha256(prefix).digest() == track.digest.digest())
+        if ok:
+            track.verified = stamp
+        return ok
 
     def _history_edits(self, path: Path, rel: str, data: bytes, result: segments.Scan) -> None:
         edited: list[tuple[str, str]] = []
@@ -572,11 +581,12 @@ def _printer(as_json: bool) -> Callable[[dict[str, Any]], None]:
     lock = threading.Lock()
 
     def emit(event: dict[str, Any]) -> None:
+        event.setdefault("at", round(time.time(), 6))  # when the watcher noticed it (epoch seconds)
         if as_json:
             line = json.dumps(event, ensure_ascii=False)
         else:
             kind = event.get("event")
-            rest = " ".join(f"{k}={v}" for k, v in event.items() if k != "event")
+            rest = " ".join(f"{k}={v}" for k, v in event.items() if k not in ("event", "at"))
             line = f"{_now()} {kind} {rest}"
         with lock:
             sys.stdout.write(line + "\n")
