@@ -39,12 +39,12 @@ TAIL_FILE = "tail.json"
 
 def segment_files(vault: Vault) -> list[tuple[str, Path]]:
     """(segment name, path) of every segment, oldest first."""
+    log_dir = vault.log_dir
     try:
-        names = os.listdir(vault.log_dir)
+        names = os.listdir(log_dir)
     except FileNotFoundError:
         return []
-    out = [(n[:-3], vault.log_dir / n) for n in names if n.endswith(".md") and _is_segment(n[:-3])]
-    return sorted(out)
+    return [(n[:-3], log_dir / n) for n in sorted(names) if n.endswith(".md") and _is_segment(n[:-3])]
 
 
 def _is_segment(name: str) -> bool:
@@ -509,11 +509,21 @@ def unread(vault: Vault, agent: str, *, advance: bool = True) -> list[Located]:
     marks: dict[str, Any] = dict(cursor["segments"])
     out: list[Located] = []
     newest_seen = seen
-    for name, path in segment_files(vault):
-        size = path.stat().st_size
+    log_dir = vault.log_dir
+    prefix = os.fspath(log_dir) + os.sep
+    try:
+        names = sorted(n[:-3] for n in os.listdir(log_dir) if n.endswith(".md") and _is_segment(n[:-3]))
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        try:
+            size = os.stat(f"{prefix}{name}.md").st_size  # (a str path: Path objects cost ~10 µs each)
+        except FileNotFoundError:
+            continue
         mark = marks.get(name)
         if isinstance(mark, list) and len(mark) == 4 and mark[3] == size:
             continue  # unchanged since the last read: not even opened, so old segments cost nothing
+        path = log_dir / f"{name}.md"
         offset, line, _last = _cursor_start(path, size, mark)
         if offset == size:
             if offset and isinstance(mark, list):
