@@ -373,3 +373,11 @@ def test_multi_line_entry_from_standard_input(env: Env) -> None:
     text = "Release steps:\n1. bump\n2. tag\n"
     r = env.run("memory", "add", "--agent", "ella", "--content-file", "-", "--json", input=text).json()
     assert r["entries"] == ["Release steps:\n1. bump\n2. tag"]
+
+
+def test_control_characters_are_refused(env: Env) -> None:
+    with pytest.raises(InputError, match=r"U\+0007"):
+        add(env, "bell \x07 here")
+    with pytest.raises(UnsafeContentError, match="invisible"):
+        add(env, "zero\u200bwidth")
+    assert not _file(env).exists()
