@@ -61,6 +61,7 @@ WORD_RE = re.compile(r"\w+")
 STOP = frozenset(STOP_WORDS)
 SUPERSEDED_FACTOR = 0.2  # a superseded decision's score is scaled by this, so active ones rank above
 PARALLEL_BYTES = 4 * 1024 * 1024  # a vault larger than this is indexed by several processes
+FAST = True  # score plain AND-of-terms queries block by block (see _top_conjunction)
 CHUNK_BYTES = 1 << 20  # a segment larger than this may be split between processes
 Progress = Callable[[int, int], None]
 
@@ -743,13 +744,18 @@ def search(vault: Vault, text: str, *, agent: str | None = None, type: str | Non
         refresh(vault, progress=progress)
     searcher = _searcher(vault)
     terms = _highlight_terms(q, searcher)
+    conj = _conjunction(q.normalize()) if FAST else None
     reader = _Reader(vault)
     k = limit + 20
     try:
         while True:
             try:
                 allow = _allowed(searcher, filters) if filters else None
-                rows = [(r.score, r.fields()) for r in searcher.search(q, limit=k, filter=allow)]
+                if conj is not None:
+                    rows = [(sc, searcher.stored_fields(doc)) for sc, doc in
+                            _top_conjunction(searcher, conj, allow, k)]
+                else:
+                    rows = [(r.score, r.fields()) for r in searcher.search(q, limit=k, filter=allow)]
             except FileNotFoundError:  # a writer in another process committed under us
                 _CACHE.pop(str(vault.root), None)
                 searcher = _searcher(vault)
@@ -780,6 +786,69 @@ def search(vault: Vault, text: str, *, agent: str | None = None, type: str | Non
             k *= 4
     finally:
         reader.close()
+
+
+def _conjunction(q: Any) -> list[tuple[str, str]] | None:
+    """The (field, word) terms of a query that is a plain AND of terms, else None."""
+    leaves = [q] if isinstance(q, query.Term) else list(q.subqueries) if type(q) is query.And else None
+    if not leaves or not all(type(t) is query.Term and t.boost == 1.0 for t in leaves):
+        return None
+    return [(t.fieldname, t.text) for t in leaves]
+
+
+def _postings(leaf: Any, field: str, word: str) -> dict[int, float] | None:
+    """docnum -> stored weight for one term in one segment; None when the term is absent."""
+    try:
+        m = leaf.postings(field, word)
+    except Exception:  # TermNotFound
+        return None
+    out: dict[int, float] = {}
+    if hasattr(m, "_read_ids") and hasattr(m, "_next_block"):  # a whole block at a time
+        while m.is_active():
+            m._read_ids()
+            m._read_weights()
+            out.update(zip(m._ids, m._weights, strict=False))
+            m._next_block()
+    else:  # a wrapper (deletions in the segment): posting by posting
+        out.update(m.items_as("weight"))
+    return out
+
+
+def _top_conjunction(searcher: Any, terms: list[tuple[str, str]], allow: set[int] | None,
+                     k: int) -> list[tuple[float, int]]:
+    """BM25 top ``k`` for an AND of terms, scoring whole posting blocks at once (the same scores as
+    the ``_BM25`` weighting, several times faster than Whoosh's per-posting collector)."""
+    import heapq
+
+    n = searcher.doc_count_all()
+    idfs = {}
+    for field, word in terms:
+        df = searcher.doc_frequency(field, word)
+        if df == 0:
+            return []
+        idfs[(field, word)] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    order = sorted(terms, key=lambda t: searcher.doc_frequency(*t))
+    scored: list[tuple[float, int]] = []
+    for leaf, base in searcher.reader().leaf_readers():
+        acc: dict[int, float] | None = None
+        for field, word in order:
+            got = _postings(leaf, field, word)
+            if not got:
+                acc = None
+                break
+            idf = idfs[(field, word)]
+            if acc is None:
+                acc = {d: w * idf for d, w in got.items()}
+            else:
+                acc = {d: s + got[d] * idf for d, s in acc.items() if d in got}
+            if not acc:
+                break
+        if acc:
+            if allow is not None:
+                scored.extend((sc, d + base) for d, sc in acc.items() if d + base in allow)
+            else:
+                scored.extend((sc, d + base) for d, sc in acc.items())
+    return heapq.nlargest(k, scored, key=lambda item: (item[0], -item[1]))
 
 
 def _allowed(searcher: Any, filters: tuple[tuple[str, str], ...]) -> set[int]:

@@ -271,3 +271,28 @@ def test_a_parallel_build_gives_the_same_results_as_a_single_process_one(
     assert manifest["files"] == single_manifest
     env.append("ella", "tern after the parallel build")
     assert len(search.search(env.vault, "tern", limit=100)) == 63
+
+
+def test_block_scoring_gives_the_same_hits_and_scores_as_whoosh_collector(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    words = ["amber", "basalt", "cobalt", "dune", "ember", "fjord"]
+    for i in range(120):
+        picked = [words[(i * j) % len(words)] for j in range(1, 5)]
+        env.append("ella" if i % 3 else "lyra", f"{picked[0]} {picked[1]} note {i}",
+                   body=" ".join(picked * (1 + i % 4)), type="decision" if i % 5 == 0 else "note")
+    located = env.append("ella", "deleted later cobalt").located
+    search.refresh(env.vault)
+    seg = env.vault.root / located.file  # a rewrite leaves deletions in a segment
+    seg.write_text(seg.read_text().replace("deleted later cobalt", "deleted later cobalx"))
+
+    def run(q: str, **kw: object) -> list[tuple[float, str]]:
+        hits = search.search(env.vault, q, limit=50, **kw)  # type: ignore[arg-type]
+        return sorted((round(h.score, 3), f"{h.path}:{h.line_start}") for h in hits)
+
+    queries = [("cobalt", {}), ("amber dune", {}), ('"basalt cobalt"', {}), ("dune", {"agent": "lyra"}),
+               ("fjord", {"type": "decision"}), ("amber AND type:decision", {})]
+    fast = [run(q, **kw) for q, kw in queries]
+    monkeypatch.setattr(search, "FAST", False)
+    slow = [run(q, **kw) for q, kw in queries]
+    assert fast == slow
+    assert all(fast)
