@@ -103,6 +103,7 @@ class Watcher:
         self.missing_since: dict[str, float] = {}
         self.races_known: dict[tuple[str, str], str | None] = {}
         self.warned: set[tuple[str, str]] = set()
+        self.last_full: dict[str, tuple[tuple[int, int, int], bytes, segments.Scan]] = {}
         self.quiet_emit = False  # the first pass reports a summary instead of one line per entry
         self.new_count = 0
 
@@ -202,9 +203,23 @@ class Watcher:
         self._person_text(path, rel, data, start, track.end, result, st)
         return bool(new)
 
-    def _full(self, path: Path, rel: str, st: os.stat_result) -> bool:
+    def _read_scan(self, path: Path, rel: str) -> tuple[bytes, segments.Scan, tuple[int, int, int] | None]:
+        """The segment's bytes and scan; the last one is reused while the file's stamp is unchanged
+        (a big segment is parsed once per change, not once per look)."""
+        before = _stamp(path)
+        cached = self.last_full.get(rel)
+        if cached is not None and before is not None and cached[0] == before:
+            return cached[1], cached[2], before
         data = path.read_bytes()
         result = segments.scan(data, rel)
+        if before is not None and _stamp(path) == before:
+            self.last_full[rel] = (before, data, result)  # kept only while a restore waits
+            return data, result, before
+        self.last_full.pop(rel, None)
+        return data, result, None
+
+    def _full(self, path: Path, rel: str, st: os.stat_result) -> bool:
+        data, result, _stamp_read = self._read_scan(path, rel)
         new = self._shadow_new(data, 0, result.entries)
         present = {loc.entry.id for loc in result.entries}
         broken = {b.entry_id for b in result.broken if b.entry_id}
@@ -212,6 +227,7 @@ class Watcher:
         if missing and result.torn is None:
             self.tracks.pop(rel, None)
             return self._restore(path, rel) or bool(new)
+        self.last_full.pop(rel, None)
         if result.torn is not None:
             self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
         self._history_edits(path, rel, data, result)
@@ -305,8 +321,11 @@ class Watcher:
             # on a file that stayed the same while it was read and has been quiet for a while.
             before = _stamp(path)
             exists = before is not None
-            data = path.read_bytes() if exists else segments.preamble(path.stem).encode()
-            after = _stamp(path)
+            if exists:
+                data, result, after = self._read_scan(path, rel)
+            else:
+                data = segments.preamble(path.stem).encode()
+                result, after = segments.scan(data, rel), None
             if before is None:
                 first = self.missing_since.setdefault(rel, time.monotonic())
                 quiet_for = time.monotonic() - first
@@ -316,17 +335,21 @@ class Watcher:
             # An empty file is what an editor's in-place save looks like between its truncate and its
             # write: give it much longer before calling it a truncation.
             needed = EMPTY_QUIET_SECONDS if before is not None and before[1] == 0 else QUIET_SECONDS
+            if before is not None and before == after and needed == QUIET_SECONDS and quiet_for < needed:
+                # Agents cannot write while we hold the lock, so a file that stays the same for the
+                # rest of the quiet time is not being saved by anyone: wait here (agents appending
+                # all the time would otherwise keep the file from ever looking quiet).
+                time.sleep(needed - quiet_for)
+                quiet_for = needed if _stamp(path) == before else 0.0
             if after != before or quiet_for < needed:
                 self.deadlines[rel] = time.monotonic() + max(0.0, needed - quiet_for) + 0.05
                 return False
             self.missing_since.pop(rel, None)
-            result = segments.scan(data, rel)
-            if result.torn is not None:
-                return False
             present = {loc.entry.id for loc in result.entries}
             present |= {b.entry_id for b in result.broken if b.entry_id}
             missing = [self.shadow.copies[i] for i in self.shadow.ids(rel) if i not in present]
-            if not missing:
+            if result.torn is not None or not missing:
+                self.last_full.pop(rel, None)
                 return False
             note = rel[:-3]
             links = ", ".join(f"[[{note}#^{c.id}]]" for c in missing[:20])
@@ -344,6 +367,7 @@ class Watcher:
                 self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
                 return False
             durable.replace(path, restored)
+        self.last_full.pop(rel, None)
         ids = tuple(c.id for c in missing)
         record_notice(self.vault, Notice(notice_id, kind, rel, ids, ts, message))
         self.tracks.pop(rel, None)
@@ -477,6 +501,8 @@ class Watcher:
     def refresh(self) -> None:
         """Refresh the derived state; report races and resolutions not reported before (a rebuild
         finds every race again)."""
+        if self.last_full:
+            return  # a segment waits to be restored: refresh once it is whole, not from a stale save
         update = coordination.refresh(self.vault, self.ack_types, self.race_window)
         for a, b, by in update.state["races"]:
             key = (a[0], b[0])

@@ -351,3 +351,30 @@ def test_a_persons_text_too_large_is_reported_and_left_alone(env: Env) -> None:
     assert len(errors) == 1 and "body is" in errors[0]["message"]
     assert segment.read_bytes().endswith(big)  # nothing changed
     assert _ids(env.vault) == [a]
+
+
+def test_restore_happens_while_agents_keep_appending(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    """Appends every few milliseconds keep the file's mtime fresh; the restore must not starve."""
+    first = _append(env, "ella", "first")
+    segment = env.vault.root / log.find_entry(env.vault, first).file
+    w = watching()
+    stale = segment.read_bytes()
+    dropped = [env.append("lyra", f"dropped {i}").located.entry.id for i in range(3)]
+    w.wait_for(lambda e: e["event"] == "entry" and e["id"] in dropped, count=3)
+    with open(segment, "r+b") as f:  # the editor's stale in-place save
+        f.truncate(0)
+        f.write(stale)
+    during = []
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline and not any(e["event"] == "restored" for e in list(w.events)):
+        during.append(env.append("ella", f"busy {len(during)}").located.entry.id)
+        time.sleep(0.05)
+    restored = w.wait_for(lambda e: e["event"] == "restored")[0]
+    assert set(dropped) <= set(restored["entries"])
+    ids = _ids(env.vault)
+    assert set(dropped) | set(during) | {first} <= set(ids) and ids == sorted(ids)
+    report = _verify(env)
+    assert report["ok"], report
+    assert w.stop() == 0
