@@ -843,12 +843,12 @@ def _top_conjunction(searcher: Any, terms: list[tuple[str, str]], allow: set[int
                 acc = {d: s + got[d] * idf for d, s in acc.items() if d in got}
             if not acc:
                 break
-        if acc:
+        if acc:  # (score, -docnum): ties go to the earlier document, as in Whoosh
             if allow is not None:
-                scored.extend((sc, d + base) for d, sc in acc.items() if d + base in allow)
+                scored.extend((sc, -d - base) for d, sc in acc.items() if d + base in allow)
             else:
-                scored.extend((sc, d + base) for d, sc in acc.items())
-    return heapq.nlargest(k, scored, key=lambda item: (item[0], -item[1]))
+                scored.extend(zip(acc.values(), [-d - base for d in acc], strict=True))
+    return [(sc, -neg) for sc, neg in heapq.nlargest(k, scored)]
 
 
 def _allowed(searcher: Any, filters: tuple[tuple[str, str], ...]) -> set[int]:
