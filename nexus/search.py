@@ -222,15 +222,27 @@ def index_dir(vault: Vault) -> Path:
     return vault.state / INDEX_DIR
 
 
+_MANIFESTS: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}  # parsed, by file stamp
+
+
 def _load_manifest(vault: Vault) -> dict[str, Any] | None:
+    """The manifest, or None when missing, unreadable or of another schema version. A parsed copy is
+    reused while the file's (inode, mtime, size) stays the same; callers get their own copy."""
+    path = index_dir(vault) / MANIFEST
     try:
-        data = json.loads((index_dir(vault) / MANIFEST).read_bytes())
+        st = path.stat()
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        cached = _MANIFESTS.get(str(path))
+        if cached is not None and cached[0] == stamp:
+            return {**cached[1], "files": dict(cached[1]["files"])}
+        data = json.loads(path.read_bytes())
     except (FileNotFoundError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("version") != SCHEMA_VERSION or not isinstance(
             data.get("files"), dict) or not isinstance(data.get("dir"), str):
         return None
-    return data
+    _MANIFESTS[str(path)] = (stamp, data)
+    return {**data, "files": dict(data["files"])}
 
 
 def _save_manifest(vault: Vault, manifest: dict[str, Any]) -> None:
