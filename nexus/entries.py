@@ -19,7 +19,6 @@ This module does no I/O; see ``log.py`` for the write path.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -53,14 +52,14 @@ _LOOKS_LIKE_FRAME = re.compile(r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d
 # ---------------------------------------------------------------- ids and time
 
 
-_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode("ascii"))
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> two digits
+_SHIFTS = range(120, -1, -10)
 
 
 def encode_id(ms: int, rand: int) -> str:
     """A ULID: 48 bits of milliseconds then 80 random bits, Crockford base32, time-sortable."""
-    # 128 bits in 20 bytes: base32 gives 32 digits, the first 6 always zero; keep the last 26.
-    value = (ms << 80) | rand
-    return base64.b32encode(value.to_bytes(20, "big"))[6:].translate(_TO_CROCKFORD).decode("ascii")
+    value = (ms << 80) | rand  # 130 bits as 13 pairs of base32 digits
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
 
 
 def decode_id_ms(entry_id: str) -> int:

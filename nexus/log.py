@@ -91,18 +91,18 @@ def _load_state(vault: Vault) -> dict[str, Any] | None:
     return state
 
 
-def _save_state(vault: Vault, state: dict[str, Any]) -> None:
+def _save_state(vault: Vault, state: dict[str, Any], path: str | None = None) -> None:
     """Overwrite tail.json in place (callers hold the log lock, so no writer reads it half-written).
 
     Derived and rebuilt when unreadable, so no fsync and no temp file: it never delays an
     acknowledgement. A reader outside the lock (verify) that catches it mid-write skips it.
     """
     data = json.dumps(state).encode()
-    path = vault.state / TAIL_FILE
+    path = path or os.fspath(vault.state / TAIL_FILE)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         os.pwrite(fd, data, 0)
@@ -240,6 +240,7 @@ class LogWriter:
         self._log_dir = vault.log_dir
         self._paths: dict[str, tuple[Path, str]] = {}  # segment name -> (path, vault-relative path)
         self._cursor_files: dict[str, Path] = {}
+        self._tail_path = os.fspath(vault.state / TAIL_FILE)
 
     def _segment(self, name: str) -> tuple[Path, str]:
         found = self._paths.get(name)
@@ -355,7 +356,7 @@ class LogWriter:
 
     def _save(self) -> None:
         if self._state is not None and self._unsaved:
-            _save_state(self.vault, self._state)
+            _save_state(self.vault, self._state, self._tail_path)
             self._unsaved = 0
 
     def flush(self) -> None:
