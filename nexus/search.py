@@ -925,6 +925,10 @@ def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, te
     if data is None:
         return None
     note = rel[:-3] if rel.endswith(".md") else rel
+    if phrases:  # reject on the raw text before parsing (most candidates of a phrase fail here)
+        raw = data.decode("utf-8", errors="replace")
+        if any(not p.search(raw) for p in phrases):
+            return None
     if stored["kind"] == "entry":
         from . import segments
 
