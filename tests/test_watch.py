@@ -378,3 +378,22 @@ def test_restore_happens_while_agents_keep_appending(
     report = _verify(env)
     assert report["ok"], report
     assert w.stop() == 0
+
+
+def test_watcher_keeps_the_derived_state_brief_reads(env: Env, watching: Callable[..., WatchProcess]) -> None:
+    """With the watcher running, the view `nexus brief` reads is already current after an append."""
+    import json as _json
+
+    from nexus import coordination
+    from nexus.settings import DEFAULT_ACK_TYPES
+
+    w = watching()
+    d = env.run("log", "append", "--agent", "ella", "--channel", "db", "--type", "decision",
+                "--summary", "sqlite").stdout.strip()
+    w.wait_for(lambda e: e["event"] == "owed" and e["id"] == d)
+    view_file = coordination.view_path(env.vault, "lyra", DEFAULT_ACK_TYPES, 60.0)
+    _wait_until(lambda: view_file.exists() and d in view_file.read_text())
+    view = _json.loads(view_file.read_text())
+    assert coordination.marks_current(env.vault, view["marks"])  # brief will not need to refresh
+    assert [ref[0] for ref in view["owed"]] == [d]
+    assert w.stop() == 0
