@@ -31,7 +31,11 @@ def owed(
 
     check_name(agent)
     info = roster.roster(vault).get(agent)
-    if info is not None and info.get("kind") == "human":
+    if info is None:
+        from .errors import IdentityError
+
+        raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
+    if info.get("kind") == "human":
         return []
     data = coordination.view(vault, agent, ack_types, race_window)
     return [coordination.materialize(vault, ref) for ref in data["owed"]]

@@ -217,7 +217,11 @@ def build(
     header = f"# nexus brief for {agent} ({generated})\n"
     budget = max_chars - len(header) - 16
     info = roster.roster(vault).get(agent)
-    is_human = info is not None and info.get("kind") == "human"
+    if info is None:
+        from .errors import IdentityError
+
+        raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
+    is_human = info.get("kind") == "human"
     data: dict[str, object] = ({"owed": [], "races": []} if is_human
                                else coordination.view(vault, agent, ack_types, race_window))
     owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE))

@@ -17,6 +17,8 @@ def test_a_decision_is_owed_by_the_other_agent_until_it_acks(env: Env) -> None:
     assert [e["id"] for e in env.run("log", "owed", "--agent", "lyra", "--json").json()] == [d]
     assert env.run("log", "owed", "--agent", "ella", "--json").json() == []  # never your own
     assert env.run("log", "owed", "--agent", "sam", "--json").json() == []  # people never owe
+    unknown = env.run("log", "owed", "--agent", "nobody", check=False)
+    assert unknown.returncode == 1 and "unknown agent 'nobody'" in unknown.stderr
     assert acks.unacknowledged(env.vault) == {d: ["lyra"]}
 
     # acking something else changes nothing; acking it settles it
