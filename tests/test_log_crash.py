@@ -108,3 +108,17 @@ def test_torn_tail_quarantined_by_next_cli_append(env: Env) -> None:
     assert len(moved) == 1 and moved[0].read_bytes() == torn
     assert env.run("verify").returncode == 0
     assert [loc.entry.summary for loc in log.iter_entries(env.vault)] == ["complete", "next"]
+
+
+def test_log_repair_command(env: Env) -> None:
+    env.append("ella", "complete")
+    assert env.run("log", "repair").stdout.strip() == "no torn tail"
+    (_, path), = log.segment_files(env.vault)
+    with path.open("ab") as f:
+        f.write(b"%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%\n**2026-")
+    assert env.run("verify", check=False).returncode == 1
+    out = env.run("log", "repair", "--json").json()
+    assert len(out["quarantined"]) == 1 and out["quarantined"][0].startswith(".nexus/quarantine/")
+    assert (env.vault.root / out["quarantined"][0]).read_bytes().startswith(b"%% nexus:begin 01JDQ8")
+    assert env.run("verify").returncode == 0
+    assert env.run("log", "repair", "--json").json() == {"quarantined": []}

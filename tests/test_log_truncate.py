@@ -51,3 +51,40 @@ def test_truncate_at_every_byte_of_the_last_entry(env: Env) -> None:
     assert {"complete", "torn"} <= outcomes
     # every torn tail went to quarantine, none was silently dropped
     assert len(list((env.vault.state / "quarantine").iterdir())) > 100
+
+
+def test_scan_edge_cases() -> None:
+    from nexus import entries as ent
+    from nexus.records import Entry
+
+    e = Entry(id=ent.encode_id(1_796_000_000_000, 7), ts="2026-11-30T05:00:00Z", agent="ella",
+              channel="c", type="note", summary="s", body="b", ack=(), seen=None, seq=1, prev=None,
+              key="0" * 16, sig="x")
+    text = ent.render(e).encode()
+    # a segment without the marker line: the first begin line ends the preamble
+    pre = b"---\nsegment: x\n---\n# title\n\nsome words\n\n"
+    scan = segments.scan(pre + text, "log/x.md")
+    assert [loc.entry for loc in scan.entries] == [e] and scan.stray == []
+    assert scan.entries[0].line_start == 8
+    # no marker and no entry at all: all preamble, nothing to report
+    scan = segments.scan(pre, "log/x.md")
+    assert scan.entries == [] and scan.stray == [] and scan.torn is None
+    # a person's unterminated line after the last entry is stray text, not a torn tail
+    scan = segments.scan(pre + text + b"a person's note", "log/x.md")
+    assert scan.torn is None and [s.text for s in scan.stray] == ["a person's note"]
+    # ... but an unterminated line that starts like framing is torn
+    for partial in (b"%", b"%%", b"%% nexus:beg", b"%% nexus:begin " + e.id.encode()):
+        scan = segments.scan(pre + text + partial, "log/x.md")
+        assert scan.torn is not None and scan.torn.size == len(partial), partial
+        assert scan.end_offset == len(pre + text)
+    # CRLF everywhere, and a lone CR at a line end
+    scan = segments.scan((pre + text).replace(b"\n", b"\r\n"), "log/x.md")
+    assert [loc.entry for loc in scan.entries] == [e]
+    # invalid UTF-8 inside an entry: read (as U+FFFD), never raised
+    bad = text.replace(b"\nb\n", b"\n\xff\xfe\n")
+    scan = segments.scan(pre + bad, "log/x.md")
+    assert scan.entries[0].entry.body == "\ufffd\ufffd"
+    # an entry cut short by the next begin line is broken, the next one still reads
+    cut = text.split(b"%% nexus:end")[0]
+    scan = segments.scan(pre + cut + text, "log/x.md")
+    assert len(scan.broken) == 1 and scan.broken[0].entry_id == e.id and len(scan.entries) == 1
