@@ -105,7 +105,7 @@ def _save_state(vault: Vault, state: dict[str, Any], path: str | None = None) ->
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
-        os.pwrite(fd, data, 0)
+        os.write(fd, data)  # (from offset 0: freshly opened; os.pwrite does not exist on Windows)
         os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
