@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,6 @@ from .text import check_name
 from .vault import Vault
 
 KINDS = ("agent", "human")
-_KEY_ID_RE = re.compile(rb"^key_id:\s*['\"]?([0-9a-f]{16})['\"]?\s*$", re.MULTILINE)
 
 
 def key_id(raw_public: bytes) -> str:
@@ -89,8 +87,7 @@ def load_signer(vault: Vault, keys_home: Path, name: str) -> Signer:
     signer = Signer(name, key_id(_raw_public(key.public_key())), key)
     # The identity note's key_id, read without YAML (hot path): a key from another vault or an old
     # key would sign entries that verify reports as forged, so refuse it before writing anything.
-    found = _KEY_ID_RE.search(vault.identity_path(name).read_bytes())
-    if found is None or found.group(1).decode() != signer.key_id:
+    if vault.key_id_of(name) != signer.key_id:
         raise IdentityError(
             f"the private key at {path} does not match {name}'s public key in "
             f"agents/{name}/identity.md (key {signer.key_id})"

@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,9 +66,10 @@ def iter_entries(vault: Vault) -> Iterator[Located]:
 # The tail state (``.nexus/tail.json``) is derived: each key can be rebuilt from the segments.
 #   segment   newest segment name;  size, lines: bytes and newlines of it that have been checked
 #   last_id   the newest id in the log;  seg_last: [offset, id] of the last entry in the newest segment
-#   heads     agent -> [seq, hash] of its newest entry. Heads are high-water marks: a rebuild keeps a
-#             recorded head that is ahead of the segments, so deleting an agent's last entries stays
-#             visible to ``verify`` (and the agent's next entry leaves a gap it reports as missing).
+#   heads     agent -> [seq, hash] of its newest entry; an entry naming another key than the one its
+#             author's identity note declares never becomes a head. Heads are high-water marks: a
+#             rebuild keeps a recorded head that is ahead of the segments, so deleting an agent's last
+#             entries stays visible to ``verify`` (and the agent's next entry leaves a gap it reports).
 
 
 def _empty_state(heads: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -111,10 +112,45 @@ def _save_state(vault: Vault, state: dict[str, Any], path: str | None = None) ->
         os.close(fd)
 
 
-def _absorb(state: dict[str, Any], located: Located, digest: str | None = None) -> None:
+KeyOf = Callable[[str], "str | None"]
+
+
+_KEYS: dict[str, tuple[tuple[int, int], str | None]] = {}  # identity note -> (mtime, size), key id
+
+
+def _key_reader(vault: Vault) -> KeyOf:
+    """agent -> the key id its identity note declares (without YAML; cached while the note's mtime
+    and size stay the same, so a catch-up costs one ``stat`` per entry)."""
+    local: dict[str, str | None] = {}
+
+    def key_of(agent: str) -> str | None:
+        if agent in local:
+            return local[agent]
+        path = os.fspath(vault.identity_path(agent))
+        try:
+            st = os.stat(path)
+        except OSError:
+            local[agent] = None
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        cached = _KEYS.get(path)
+        if cached is None or cached[0] != stamp:
+            cached = _KEYS[path] = (stamp, vault.key_id_of(agent))
+        local[agent] = cached[1]
+        return cached[1]
+
+    return key_of
+
+
+def _absorb(
+    state: dict[str, Any], located: Located, digest: str | None = None, key_of: KeyOf | None = None
+) -> None:
     e = located.entry
     head = state["heads"].get(e.agent)
-    if not head or not isinstance(head, list) or e.seq >= head[0]:
+    declared = key_of(e.agent) if key_of is not None else None
+    if declared is not None and declared != e.key:
+        pass  # signed with another key than the author's: forged, never the head of its chain
+    elif not head or not isinstance(head, list) or e.seq >= head[0]:
         state["heads"][e.agent] = [e.seq, digest or entries.entry_hash(e)]
     if state["last_id"] is None or e.id > state["last_id"]:
         state["last_id"] = e.id
@@ -125,16 +161,17 @@ def _rebuild_state(vault: Vault, previous: dict[str, Any] | None) -> dict[str, A
     """The tail state from the segments. The newest segment's size stops where its complete content
     stops, so the caller's catch-up finds (and quarantines) a torn tail after it."""
     state = _empty_state()
+    key_of = _key_reader(vault)
     for name, path in segment_files(vault):
         result = scan_file(vault, path)
         state["seg_last"] = None
         for located in result.entries:
-            _absorb(state, located)
+            _absorb(state, located, key_of=key_of)
         state.update(segment=name, size=result.end_offset, lines=result.end_line - 1)
     if previous:
         for agent, head in previous.get("heads", {}).items():
             mine = state["heads"].get(agent)
-            if isinstance(head, list) and len(head) == 2 and (not mine or head[0] > mine[0]):
+            if isinstance(head, list) and len(head) in (2, 3) and (not mine or head[0] > mine[0]):
                 state["heads"][agent] = head
     return state
 
@@ -185,8 +222,9 @@ def _checked_state(
             f.seek(state["size"])
             data = f.read(size - state["size"])
         result = segments.scan(data, vault.rel(path), offset=state["size"], line=state["lines"] + 1)
+        key_of = _key_reader(vault)
         for located in result.entries:
-            _absorb(state, located)
+            _absorb(state, located, key_of=key_of)
         if result.torn is not None:
             quarantined.append(_quarantine(vault, path, result.torn))
             state["size"], state["lines"] = result.end_offset, result.end_line - 1

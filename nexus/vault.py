@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from . import durable
 from .errors import VaultError
 
 MARKER = "nexus.md"
+_KEY_ID_RE = re.compile(rb"^key_id:\s*['\"]?([0-9a-f]{16})['\"]?\s*$", re.MULTILINE)
 STATE_DIR = ".nexus"
 # Files a freshly created vault may already hold without counting as "other files".
 _IGNORABLE = {".obsidian", ".git", ".DS_Store", ".gitignore", ".nexus"}
@@ -54,6 +56,16 @@ class Vault:
 
     def identity_path(self, name: str) -> Path:
         return self.agent_dir(name) / "identity.md"
+
+    def key_id_of(self, name: str) -> str | None:
+        """The ``key_id`` property of ``name``'s identity note, read without YAML (hot paths), or
+        None when there is no such note or property."""
+        try:
+            data = self.identity_path(name).read_bytes()
+        except OSError:
+            return None
+        found = _KEY_ID_RE.search(data)
+        return found.group(1).decode("ascii") if found else None
 
     def lock(self, name: str) -> Path:
         return self.state / "locks" / f"{name}.lock"

@@ -231,3 +231,21 @@ def test_verify_survives_garbage(env: Env, damage: bytes) -> None:
     assert not report.ok
     assert located[2].entry.id in {p.entry_id for p in report.errors}
     assert json.dumps(report.to_json())
+
+
+def test_a_forged_entry_does_not_bend_the_victims_chain(env: Env) -> None:
+    """After a forged entry in ella's name, ella's next real entry chains from her last real one:
+    verify names the forgery and nothing else."""
+    located = _build(env)
+    lyra = env.signer("lyra")
+    fake = Entry(id=entries.new_id(after=located[-1].entry.id), ts="2026-11-30T05:00:00Z", agent="ella",
+                 channel="general", type="note", summary="forged", body=None, ack=(), seen=None, seq=4,
+                 prev=entries.entry_hash(located[4].entry), key=lyra.key_id)
+    fake = replace(fake, sig=lyra.sign(entries.signing_bytes(fake)))
+    with _segment(env).open("a", encoding="utf-8") as f:
+        f.write(entries.render(fake))
+    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary",
+                  "real", "--json")
+    assert run.json()["seq"] == 4 and run.json()["prev"] == entries.entry_hash(located[4].entry)
+    p = _only(verify(env.vault).problems)
+    assert (p.kind, p.entry_id) == ("forged", fake.id)
