@@ -7,6 +7,7 @@ property editor shows as properties.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,17 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+# YAML 1.2 booleans, as Obsidian reads them: only true/false. PyYAML's YAML 1.1 default would turn a
+# property named `on`, `off`, `yes` or `no` into a boolean key.
+_NoAliasLoader.yaml_implicit_resolvers = {
+    first: [r for r in resolvers if r[0] != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_NoAliasLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
 class _Handler(frontmatter.YAMLHandler):  # type: ignore[misc,name-defined]
     def load(self, fm: str, **kwargs: Any) -> Any:
         if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
@@ -50,16 +62,18 @@ def parse(text: str, source: str = "note") -> tuple[dict[str, Any], str]:
     if len(text.encode("utf-8")) > MAX_NOTE_BYTES:
         raise InputError(f"{source} is larger than {MAX_NOTE_BYTES} bytes")
     try:
-        post = frontmatter.loads(text, handler=_Handler())
+        props, content = frontmatter.parse(text, handler=_Handler())
     except InputError:
         raise
     except yaml.YAMLError as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"{source}: invalid frontmatter: {first}") from None
-    props = post.metadata
     if not isinstance(props, dict):
         raise InputError(f"{source}: frontmatter is not a set of properties")
-    return dict(props), str(post.content)
+    bad = [k for k in props if not isinstance(k, str)]
+    if bad:
+        raise InputError(f"{source}: property names must be text, not {bad[0]!r}")
+    return dict(props), str(content)
 
 
 def read(path: Path, vault_root: Path | None = None) -> tuple[dict[str, Any], str]:
