@@ -9,9 +9,10 @@ running. Nothing here is canonical: delete the folder and it is rebuilt from the
 
 Files (``P`` is a short hash of the parameters, so two settings never fight over one file):
 
-* ``state-P.json`` – ``marks`` (per segment ``[offset, line, last id, scanned size]``), ``pending``
-  (every entry of an ack-needing type: author, type, where it is, who acked it), ``recent`` (the
-  entries inside the race window of the newest one), ``races`` (``[a ref, b ref, resolved_by]``);
+* ``state-P.json`` – ``marks`` (per segment ``[offset, line, last id, scanned size, entries
+  absorbed]``), ``pending`` (every entry of an ack-needing type: author, type, where it is, who
+  acked it), ``recent`` (the entries inside the race window of the newest one), ``races``
+  (``[a ref, b ref, resolved_by]``);
 * ``view-P-AGENT.json`` – what one agent owes and its unresolved races, with the marks it was computed
   at: all ``nexus brief`` reads when nothing changed.
 
@@ -31,7 +32,7 @@ from . import durable, entries, segments
 from .records import Located
 from .vault import Vault
 
-VERSION = 1
+VERSION = 2
 RECONCILE = "reconcile"
 
 Ref = list[Any]  # [id, agent, file, offset, end, line]
@@ -59,10 +60,11 @@ class Update:
     new_races: list[tuple[Ref, Ref]] = field(default_factory=list)
     resolved: list[tuple[str, str, str]] = field(default_factory=list)  # (a, b, reconcile id)
     rebuilt: bool = False
+    marks_moved: bool = False  # e.g. text after the last entry was read: save, or every look rereads it
 
     @property
     def changed(self) -> bool:
-        return self.rebuilt or bool(self.new_entries)
+        return self.rebuilt or bool(self.new_entries) or self.marks_moved
 
 
 # ------------------------------------------------------------------ marks
@@ -82,9 +84,9 @@ def _segment_stats(vault: Vault) -> list[tuple[str, Path, int]]:
 
 def _mark_status(path: Path, size: int, mark: Any) -> str:
     """``same`` (nothing new), ``grown`` (read from the mark on), or ``bad`` (rebuild)."""
-    if not isinstance(mark, list) or len(mark) != 4:
+    if not isinstance(mark, list) or len(mark) != 5:
         return "bad"
-    offset, _line, last, scanned = mark
+    offset, _line, last, scanned, _count = mark
     if not isinstance(offset, int) or offset > size:
         return "bad"
     if last is not None:
@@ -213,12 +215,16 @@ def _catch_up(vault: Vault, state: dict[str, Any], update: Update) -> bool:
             if status == "same":
                 continue
         result, scanned = _scan_from(vault, path, mark)
-        offset, line, last = (mark[0], mark[1], mark[2]) if mark else (0, 1, None)
+        offset, line, last, count = (mark[0], mark[1], mark[2], mark[4]) if mark else (0, 1, None, 0)
         for located in result.entries:
             absorb(state, located, update)
             update.new_entries.append(located)
             offset, line, last = located.end_offset, located.line_end + 1, located.entry.id
-        state["marks"][name] = [offset, line, last, scanned]
+            count += 1
+        new_mark = [offset, line, last, scanned, count]
+        if new_mark != mark:
+            state["marks"][name] = new_mark
+            update.marks_moved = True
     return True
 
 
@@ -236,6 +242,53 @@ def refresh(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> 
         if update.changed or not state_path(vault, ack_types, window_seconds).exists():
             save(vault, update.state, ack_types, window_seconds)
     return update
+
+
+def relocate(
+    vault: Vault, ack_types: tuple[str, ...], window_seconds: float, file: str, found: list[Located],
+    size: int,
+) -> bool:
+    """After the watcher rewrote segment ``file`` without changing which entries come up to the last
+    one absorbed (it put entries back that the state had absorbed before an editor's save dropped
+    them, or it removed a person's text), move the state's offsets to the new file instead of
+    rebuilding from the whole log. ``found`` is a scan of the new file. False (nothing changed) when
+    that cannot be shown: same last entry, same number of entries up to it, ids in order; the next
+    refresh then rebuilds."""
+    from .locks import exclusive
+
+    with exclusive(vault.lock("coord")):
+        state = load(vault, ack_types, window_seconds)
+        if state is None or file not in state["marks"]:
+            return False
+        _offset, _line, last, _scanned, count = state["marks"][file]
+        ids = [loc.entry.id for loc in found]
+        if last is None or ids != sorted(ids) or last not in ids or ids.index(last) + 1 != count:
+            return False
+        where = {loc.entry.id: loc for loc in found}
+
+        def move(ref: list[Any]) -> bool:
+            if ref[2] != file:
+                return True
+            loc = where.get(ref[0])
+            if loc is None:
+                return False
+            ref[3], ref[4], ref[5] = loc.offset, loc.end_offset, loc.line_start
+            return True
+
+        for entry_id, item in state["pending"].items():
+            if item[2] == file:
+                loc = where.get(entry_id)
+                if loc is None:
+                    return False
+                item[3], item[4], item[5] = loc.offset, loc.end_offset, loc.line_start
+        refs = [r[4] for r in state["recent"]] + [x for race in state["races"] for x in race[:2]]
+        if not all(move(ref) for ref in refs):
+            return False
+        anchor = where[last]
+        end = min(anchor.end_offset, size)
+        state["marks"][file] = [anchor.end_offset, anchor.line_end + 1, last, end, count]
+        save(vault, state, ack_types, window_seconds)
+    return True
 
 
 def save(vault: Vault, state: dict[str, Any], ack_types: tuple[str, ...], window_seconds: float) -> None:

@@ -367,6 +367,7 @@ class Watcher:
                 self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
                 return False
             durable.replace(path, restored)
+            self._relocate(rel, restored)
         self.last_full.pop(rel, None)
         ids = tuple(c.id for c in missing)
         record_notice(self.vault, Notice(notice_id, kind, rel, ids, ts, message))
@@ -466,8 +467,15 @@ class Watcher:
                     prev = stop
                 out += data[prev:]
                 durable.replace(path, bytes(out))
+                self._relocate(rel, bytes(out))
         self.tracks.pop(rel, None)
         self.deadlines[rel] = time.monotonic()
+
+    def _relocate(self, rel: str, data: bytes) -> None:
+        """Tell the derived state where the entries of a segment the watcher rewrote are now (so it
+        need not rebuild from the whole log). Called under the log lock, right after the rewrite."""
+        found = segments.scan(data, rel).entries
+        coordination.relocate(self.vault, self.ack_types, self.race_window, rel, found, len(data))
 
     def _leftover_text(self, path: Path, rel: str, result: segments.Scan) -> None:
         """A person's text still in front of the entry that signed it (the watcher died between

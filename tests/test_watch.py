@@ -397,3 +397,31 @@ def test_watcher_keeps_the_derived_state_brief_reads(env: Env, watching: Callabl
     assert coordination.marks_current(env.vault, view["marks"])  # brief will not need to refresh
     assert [ref[0] for ref in view["owed"]] == [d]
     assert w.stop() == 0
+
+
+def test_a_restore_moves_the_derived_state_instead_of_rebuilding_it(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    from nexus import coordination
+    from nexus.settings import DEFAULT_ACK_TYPES
+
+    d = env.append("ella", "a decision", type="decision").located.entry.id
+    segment = env.vault.root / log.find_entry(env.vault, d).file
+    w = watching()
+    stale = segment.read_bytes()
+    later = env.append("lyra", "a question", type="question").located.entry.id
+    w.wait_for(lambda e: e["event"] == "owed" and e["id"] == later)
+    state_file = coordination.state_path(env.vault, DEFAULT_ACK_TYPES, 60.0)
+    _wait_until(lambda: later in state_file.read_text())
+    segment.write_bytes(stale + b"\n")  # a stale save (one extra byte, so offsets move)
+    w.wait_for(lambda e: e["event"] == "restored")
+    try:
+        _wait_until(lambda: coordination.marks_current(
+            env.vault, json.loads(state_file.read_text())["marks"]))
+    except AssertionError:
+        raise AssertionError((state_file.read_text()[:600], segment.stat().st_size, w.events)) from None
+    moved = json.loads(state_file.read_text())
+    assert moved["pending"][later][3] == log.find_entry(env.vault, later).offset  # the new place
+    assert [e.entry.id for e in acks.owed(env.vault, "ella")] == [later]
+    assert [e.entry.id for e in acks.owed(env.vault, "lyra")] == [d]
+    assert w.stop() == 0
