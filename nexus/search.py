@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -564,7 +565,9 @@ def refresh(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
     manifest = _load_manifest(vault)
     if manifest is not None:
         changed, removed = _plan(vault, manifest, files)
-        if not changed and not removed and _usable(vault, manifest):
+        current = _CACHE.get(str(vault.root))
+        if not changed and not removed and (
+                (current is not None and current[0] == manifest["dir"]) or _usable(vault, manifest)):
             return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
     with exclusive(vault.lock("index")):
         manifest = _load_manifest(vault)  # another process may have done the work meanwhile
@@ -815,11 +818,12 @@ def _postings(leaf: Any, field: str, word: str) -> dict[int, float] | None:
     except Exception:  # TermNotFound
         return None
     out: dict[int, float] = {}
-    if hasattr(m, "_read_ids") and hasattr(m, "_next_block"):  # a whole block at a time
-        while m.is_active():
-            m._read_ids()
+    if hasattr(m, "_read_data") and hasattr(m, "_next_block") and not getattr(m, "_byteids", True):
+        while m.is_active():  # a whole block at a time; ids are delta-encoded
+            if m._data is None:
+                m._read_data()
             m._read_weights()
-            out.update(zip(m._ids, m._weights, strict=False))
+            out.update(zip(itertools.accumulate(m._data[0]), m._weights, strict=False))
             m._next_block()
     else:  # a wrapper (deletions in the segment): posting by posting
         out.update(m.items_as("weight"))
