@@ -296,3 +296,31 @@ def test_block_scoring_gives_the_same_hits_and_scores_as_whoosh_collector(
     slow = [run(q, **kw) for q, kw in queries]
     assert fast == slow
     assert all(fast)
+
+
+def test_searches_never_fail_while_another_process_rebuilds(env: Env) -> None:
+    for i in range(30):
+        env.append("ella", f"puffin colony {i}")
+    search.rebuild(env.vault)
+    code = r"""
+import sys
+from pathlib import Path
+from nexus import search
+from nexus.vault import Vault
+v = Vault(Path(sys.argv[1]))
+if sys.argv[2] == "rebuild":
+    for _ in range(6):
+        search.rebuild(v)
+else:
+    for _ in range(60):
+        assert len(search.search(v, "puffin", limit=100)) == 30
+print("ok")
+"""
+    procs = [subprocess.Popen([sys.executable, "-W", "error", "-c", code, str(env.vault.root), role],
+                              env=env.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for role in ("rebuild", "search", "search")]
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0 and out.strip() == "ok", err
+    folders = [d for d in (env.vault.state / "index").iterdir() if d.is_dir()]
+    assert len(folders) == 1  # earlier builds' folders are gone
