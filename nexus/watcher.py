@@ -232,6 +232,12 @@ class Watcher:
             self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
         self._history_edits(path, rel, data, result)
         self._leftover_text(path, rel, result)
+        end = self._adopt(rel, st, data, result)
+        self._person_text(path, rel, data, 0, end, result, st)
+        return bool(new)
+
+    def _adopt(self, rel: str, st: os.stat_result, data: bytes, result: segments.Scan) -> int:
+        """Remember a segment just read in full (its bytes ``data``); return where its last entry ends."""
         end, end_line, last_line = 0, 1, b""
         if result.entries:
             last = result.entries[-1]
@@ -239,8 +245,7 @@ class Watcher:
             last_line = _last_line(data[:end])
         self.tracks[rel] = Track(st.st_ino, st.st_size, st.st_mtime_ns, end, end_line, last_line,
                                  hashlib.sha256(data[:end]), (st.st_ino, st.st_size, st.st_mtime_ns))
-        self._person_text(path, rel, data, 0, end, result, st)
-        return bool(new)
+        return end
 
     def verify_prefix(self, path: Path) -> bool:
         """The periodic check: the bytes up to the last known entry are still what was read."""
@@ -367,13 +372,15 @@ class Watcher:
                 self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
                 return False
             durable.replace(path, restored)
-            self._relocate(rel, restored)
+            new_scan = self._relocate(rel, restored)
+            new_st = os.stat(path)  # still under the lock: these bytes are the file's
         self.last_full.pop(rel, None)
         ids = tuple(c.id for c in missing)
         record_notice(self.vault, Notice(notice_id, kind, rel, ids, ts, message))
-        self.tracks.pop(rel, None)
-        self.deadlines[rel] = time.monotonic()  # look again at once (a person's text, new entries)
         self.emit({"event": kind, "file": rel, "entries": list(ids), "notice": notice_id})
+        # What was just written is known: no need to read and parse the segment again.
+        end = self._adopt(rel, new_st, restored, new_scan)
+        self._person_text(path, rel, restored, 0, end, new_scan, new_st)
         return True
 
     # ------------------------------------------------------------ a person's text
@@ -471,11 +478,12 @@ class Watcher:
         self.tracks.pop(rel, None)
         self.deadlines[rel] = time.monotonic()
 
-    def _relocate(self, rel: str, data: bytes) -> None:
+    def _relocate(self, rel: str, data: bytes) -> segments.Scan:
         """Tell the derived state where the entries of a segment the watcher rewrote are now (so it
         need not rebuild from the whole log). Called under the log lock, right after the rewrite."""
-        found = segments.scan(data, rel).entries
-        coordination.relocate(self.vault, self.ack_types, self.race_window, rel, found, len(data))
+        result = segments.scan(data, rel)
+        coordination.relocate(self.vault, self.ack_types, self.race_window, rel, result.entries, len(data))
+        return result
 
     def _leftover_text(self, path: Path, rel: str, result: segments.Scan) -> None:
         """A person's text still in front of the entry that signed it (the watcher died between
