@@ -74,6 +74,31 @@ class Night:
         return subprocess.Popen([sys.executable, *args], env=self.env, text=True)
 
 
+ROLES = {
+    "ella": (
+        "## Role\nPorts the parser to the new grammar and owns the parser's tests.\n\n"
+        "## Priorities\n- Correct parses before speed.\n- Every grammar change lands with a test.\n\n"
+        "## Never without asking\n- Change the public API.\n- Touch secrets or CI configuration.\n\n"
+        "## Relations to the other agents\n- Hands finished work to lyra for docs and review.\n"
+    ),
+    "lyra": (
+        "## Role\nWrites the migration guide and keeps the test suite reliable.\n\n"
+        "## Priorities\n- Docs match the code.\n- No flaky tests.\n\n"
+        "## Never without asking\n- Merge ella's parser work.\n- Delete a test.\n\n"
+        "## Relations to the other agents\n"
+        "- Reviews ella's work; corrects her in the log, never in her files.\n"
+    ),
+}
+
+
+def fill_identity(vault: Path, name: str, sections: str) -> None:
+    """Do what a person does in Obsidian: replace the identity note's placeholder sections."""
+    note = vault / "agents" / name / "identity.md"
+    text = note.read_text(encoding="utf-8")
+    head = text[: text.index("\n> [!note]")]
+    note.write_text(head + "\n" + sections, encoding="utf-8")
+
+
 def play(vault: Path, keys: Path) -> str:
     n = Night(vault, keys)
     n.scene("Evening: a fresh vault, two agents and a person")
@@ -81,6 +106,9 @@ def play(vault: Path, keys: Path) -> str:
     for name in ("ella", "lyra"):
         n.nexus("agent", "add", name)
     n.nexus("agent", "add", "sam", "--human")
+    for name, text in ROLES.items():
+        fill_identity(vault, name, text)
+    print(f"{DIM}  (sam fills in each agent's identity note in Obsidian: role, priorities, limits){RESET}")
 
     n.scene("22:00 · ella starts on the parser; lyra on the docs; each reads the other")
     plan = n.append(
