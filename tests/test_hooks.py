@@ -10,7 +10,9 @@ import sys
 from conftest import Env
 
 
-def _hook(env: Env, *args: str, stdin: str = "", extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _hook(
+    env: Env, *args: str, stdin: str = "", extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     run_env = env.environ
     run_env.update(extra_env or {})
     return subprocess.run(
