@@ -11,7 +11,9 @@ from nexus.cli import build_parser
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 
 
-def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _commands(
+    parser: argparse.ArgumentParser, prefix: str = ""
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import Env
+
 from nexus import notes
 from nexus.errors import InputError
 
@@ -24,7 +24,7 @@ def test_yaml_bomb_is_refused() -> None:
 
 
 def test_a_bare_alias_is_refused() -> None:
-    with pytest.raises(InputError, match="invalid frontmatter|aliases"):
+aliases"):|aliases"):
         notes.parse("---\na: *x\n---\n", "alias.md")
 
 
@@ -37,7 +37,7 @@ def test_yaml_12_booleans_as_obsidian_reads_them() -> None:
 def test_non_text_property_names_and_bad_yaml_are_clear_errors() -> None:
     with pytest.raises(InputError, match="property names must be text"):
         notes.parse("---\n1: a\n---\n")
-    with pytest.raises(InputError, match="invalid frontmatter"):
+aliases"):"):
         notes.parse("---\na: [\n---\n")
     with pytest.raises(InputError, match="larger than"):
         notes.parse("---\na: " + "x" * (70 * 1024) + "\n---\n")
