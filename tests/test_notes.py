@@ -24,7 +24,7 @@ def test_yaml_bomb_is_refused() -> None:
 
 
 def test_a_bare_alias_is_refused() -> None:
-aliases"):|aliases"):
+    with pytest.raises(InputError, match=r"invalid frontmatter|aliases"):
         notes.parse("---\na: *x\n---\n", "alias.md")
 
 
@@ -37,7 +37,7 @@ def test_yaml_12_booleans_as_obsidian_reads_them() -> None:
 def test_non_text_property_names_and_bad_yaml_are_clear_errors() -> None:
     with pytest.raises(InputError, match="property names must be text"):
         notes.parse("---\n1: a\n---\n")
-aliases"):"):
+    with pytest.raises(InputError, match="invalid frontmatter"):
         notes.parse("---\na: [\n---\n")
     with pytest.raises(InputError, match="larger than"):
         notes.parse("---\na: " + "x" * (70 * 1024) + "\n---\n")
