@@ -167,7 +167,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-# ------------------------------------------------------------------ handlers: decisions, state, checkpoints, handoff (issue 4)
+# -------------------------------------------------------- handlers: decisions, state, checkpoints, handoff
 
 
 def _stale_minutes(args: argparse.Namespace, vault: Any) -> float:
@@ -286,7 +286,10 @@ def cmd_checkpoint_save(args: argparse.Namespace) -> int:
     vault = _vault(args)
     notes = None
     if args.notes_file:
-        notes = sys.stdin.read() if args.notes_file == "-" else Path(args.notes_file).read_text(encoding="utf-8")
+        notes = (
+            sys.stdin.read() if args.notes_file == "-"
+            else Path(args.notes_file).read_text(encoding="utf-8")
+        )
     cp, logged = checkpoints.save(vault, args.agent, task=args.task, step=args.step, next=args.next,
                                   status=args.status, files=tuple(args.files or ()), notes=notes,
                                   keys_home=_keys_home())
@@ -415,7 +418,7 @@ def _add_continuity_commands(sub: Any) -> None:
     p.add_argument("--stale-minutes", type=float, help="idle time that counts as a probable crash")
 
 
-# ------------------------------------------------------------------ handlers: memory, facts, bank, review (issue 6)
+# ------------------------------------------------------------ handlers: memory, facts, bank, review
 
 
 def _memory_limits(args: argparse.Namespace, vault: Any) -> dict[str, int]:
