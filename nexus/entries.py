@@ -54,6 +54,8 @@ _LOOKS_LIKE_FRAME = re.compile(r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d
 
 _PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> two digits
 _SHIFTS = range(120, -1, -10)
+_TO_DIGITS = str.maketrans(_CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
+_RAND_MASK = (1 << 80) - 1
 
 
 def encode_id(ms: int, rand: int) -> str:
@@ -63,10 +65,7 @@ def encode_id(ms: int, rand: int) -> str:
 
 
 def decode_id_ms(entry_id: str) -> int:
-    value = 0
-    for ch in entry_id:
-        value = value * 32 + _CROCKFORD.index(ch)
-    return value >> 80
+    return int(entry_id.translate(_TO_DIGITS), 32) >> 80
 
 
 def new_id(after: str | None = None, now_ms: int | None = None) -> str:
@@ -77,15 +76,13 @@ def new_id(after: str | None = None, now_ms: int | None = None) -> str:
 def new_id_ms(after: str | None = None, now_ms: int | None = None) -> tuple[str, int]:
     """A fresh id strictly greater than ``after``, and the millisecond time it encodes."""
     ms = int(time.time() * 1000) if now_ms is None else now_ms
-    candidate = encode_id(ms, int.from_bytes(os.urandom(10), "big"))
-    if after is not None and candidate <= after:
-        value = 0
-        for ch in after:
-            value = value * 32 + _CROCKFORD.index(ch)
-        value += 1 + int.from_bytes(os.urandom(2), "big")
-        ms, rand = value >> 80, value & ((1 << 80) - 1)
-        candidate = encode_id(ms, rand)
-    return candidate, ms
+    rand = os.urandom(10)
+    if after is not None:
+        last = int(after.translate(_TO_DIGITS), 32)  # (Crockford digits -> int()'s base-32 digits)
+        if ms <= last >> 80:  # the same millisecond (or the clock went back): count on from ``after``
+            value = last + 1 + int.from_bytes(rand[:2], "big")
+            return encode_id(value >> 80, value & _RAND_MASK), value >> 80
+    return encode_id(ms, int.from_bytes(rand, "big")), ms
 
 
 def utc_ts(ms: int) -> str:
@@ -101,25 +98,32 @@ def segment_name(ts: str) -> str:
 # ---------------------------------------------------------------- canonical form
 
 
+# One encoder each, built once (``json.dumps`` with arguments builds a new encoder on every call).
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_END_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
 def canonical(entry: Entry) -> bytes:
     """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON."""
+    return canonical_fields(
+        id=entry.id, ts=entry.ts, agent=entry.agent, channel=entry.channel, type=entry.type,
+        summary=entry.summary, body=entry.body, ack=entry.ack, seen=entry.seen, seq=entry.seq,
+        prev=entry.prev, key=entry.key, via=entry.via,
+    )
+
+
+def canonical_fields(
+    *, id: str, ts: str, agent: str, channel: str, type: str, summary: str, body: str | None,
+    ack: tuple[str, ...], seen: str | None, seq: int, prev: str | None, key: str, via: str | None,
+) -> bytes:
+    """``canonical`` from an entry's fields before it exists (the write path signs these bytes and
+    builds the entry once, with its signature)."""
     data: dict[str, Any] = {
-        "v": FORMAT_VERSION,
-        "id": entry.id,
-        "ts": entry.ts,
-        "agent": entry.agent,
-        "channel": entry.channel,
-        "type": entry.type,
-        "summary": entry.summary,
-        "body": entry.body,
-        "ack": list(entry.ack),
-        "seen": entry.seen,
-        "seq": entry.seq,
-        "prev": entry.prev,
-        "key": entry.key,
-        "via": entry.via,
+        "v": FORMAT_VERSION, "id": id, "ts": ts, "agent": agent, "channel": channel, "type": type,
+        "summary": summary, "body": body, "ack": list(ack), "seen": seen, "seq": seq, "prev": prev,
+        "key": key, "via": via,
     }
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _CANONICAL_JSON(data).encode("utf-8")
 
 
 def signing_bytes(entry: Entry) -> bytes:
@@ -168,7 +172,7 @@ def end_line(entry: Entry) -> str:
     }
     if entry.via is not None:
         meta["via"] = entry.via
-    return END_PREFIX + json.dumps(meta, sort_keys=True, separators=(",", ":")) + " %%"
+    return END_PREFIX + _END_JSON(meta) + " %%"
 
 
 def render(entry: Entry) -> str:

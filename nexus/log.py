@@ -279,6 +279,7 @@ class LogWriter:
         self._paths: dict[str, tuple[Path, str]] = {}  # segment name -> (path, vault-relative path)
         self._cursor_files: dict[str, Path] = {}
         self._tail_path = os.fspath(vault.state / TAIL_FILE)
+        self._fd = -1  # the newest segment, open for appending, kept between appends (inode in _stamp)
 
     def _segment(self, name: str) -> tuple[Path, str]:
         found = self._paths.get(name)
@@ -314,20 +315,21 @@ class LogWriter:
         quarantined: list[str] = []
         log_dir = self._log_dir
         with self._lock:
-            fd = -1
+            fd, self._fd = self._fd, -1  # (kept again only once this append succeeds)
             dir_mtime: int | None = None
+            ino = -1
             try:
                 fast = False
-                if self._state is not None and self._stamp is not None:
+                if self._state is not None and self._stamp is not None and fd >= 0:
                     path, rel = self._segment(self._state["segment"])
                     try:
                         dir_mtime = os.stat(log_dir).st_mtime_ns
-                        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                        st = os.stat(path)
                     except FileNotFoundError:
                         pass
-                    else:
-                        st = os.fstat(fd)
+                    else:  # (the stamp's inode is the open fd's: the path still names that file)
                         fast = (dir_mtime, st.st_ino, st.st_size) == self._stamp
+                        ino = st.st_ino
                 if fast:
                     state = self._state
                     assert state is not None
@@ -360,21 +362,23 @@ class LogWriter:
                     seq=(head[0] + 1) if head else 1, prev=head[1] if head else None,
                     key=signer.key_id, via=via,
                 )
-                canonical = entries.canonical(Entry(**fields))
+                canonical = entries.canonical_fields(**fields)
                 entry = Entry(**fields, sig=signer.sign(entries.SIGN_CONTEXT + canonical))
                 digest = entries.hash_canonical(canonical, entry.sig)
                 text_bytes = entries.render(entry).encode("utf-8")
                 lead = b"" if fast else _separator_needed(path, state["size"])
                 if fd < 0:
                     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                    ino = os.fstat(fd).st_ino
                 # Invalidate the in-memory state first: if the write fails, the next append must
                 # look at the file again instead of trusting a size that may be wrong.
                 self._stamp = None
                 durable.append_fd(fd, lead + text_bytes)
-                ino = os.fstat(fd).st_ino
-            finally:
+            except BaseException:
                 if fd >= 0:
                     os.close(fd)
+                raise
+            self._fd = fd
             start = state["size"] + len(lead)
             first_line = state["lines"] + lead.count(b"\n") + 1
             n_lines = text_bytes.count(b"\n")
@@ -410,6 +414,9 @@ class LogWriter:
     def close(self) -> None:
         self.flush()
         self._lock.close()
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def _seen(self, agent: str) -> str | None:
         """The last id ``agent`` has read (its cursor), cached by the cursor file's identity."""
