@@ -324,3 +324,11 @@ print("ok")
         assert p.returncode == 0 and out.strip() == "ok", err
     folders = [d for d in (env.vault.state / "index").iterdir() if d.is_dir()]
     assert len(folders) == 1  # earlier builds' folders are gone
+
+
+@pytest.mark.parametrize("text", ["cobalt", "Amber dune", "the fjord", "to be", "naïve CAFÉ x1 y_2",
+                                  "amber  amber", "and or not", "Amber OR dune", "ab-cd"])
+def test_plain_word_queries_skip_the_parser_with_the_same_query(text: str) -> None:
+    fast, phrases = search.parse_query(text)
+    parsed = search._rewrite(search._PARSER.parse(text))
+    assert fast.normalize() == parsed.normalize() and phrases == []
