@@ -317,7 +317,7 @@ class LogWriter:
         with self._lock:
             fd, self._fd = self._fd, -1  # (kept again only once this append succeeds)
             dir_mtime: int | None = None
-            ino = -1
+            ino = size = -1
             try:
                 fast = False
                 if self._state is not None and self._stamp is not None and fd >= 0:
@@ -329,16 +329,22 @@ class LogWriter:
                         pass
                     else:  # (the stamp's inode is the open fd's: the path still names that file)
                         fast = (dir_mtime, st.st_ino, st.st_size) == self._stamp
-                        ino = st.st_ino
+                        ino, size = st.st_ino, st.st_size
                 if fast:
                     state = self._state
                     assert state is not None
                 else:
-                    if fd >= 0:
-                        os.close(fd)
-                        fd = -1
-                    log_dir.mkdir(exist_ok=True)
-                    state = _checked_state(self.vault, quarantined, self._state)
+                    adopted = None
+                    if fd >= 0 and self._stamp is not None and (dir_mtime, ino) == self._stamp[:2]:
+                        adopted = self._adopt(path, size)  # another process appended to this file
+                    if adopted is not None:
+                        state = adopted
+                    else:
+                        if fd >= 0:
+                            os.close(fd)
+                            fd = -1
+                        log_dir.mkdir(exist_ok=True)
+                        state = _checked_state(self.vault, quarantined, self._state)
                 entry_id, ms = entries.new_id_ms(after=state["last_id"])
                 ts = entries.utc_ts(ms)
                 name = entries.segment_name(ts)
@@ -395,6 +401,17 @@ class LogWriter:
             if not fast or self._unsaved >= SAVE_EVERY:
                 self._save()
         return AppendResult(located, tuple(quarantined))
+
+    def _adopt(self, path: Path, size: int) -> dict[str, Any] | None:
+        """tail.json as another writer left it, when it describes the newest segment exactly as it is
+        now (the usual case with several writer processes: each saves it under the lock after its
+        append). Spares listing the segments and copying the state; None: take the full check."""
+        stored = _load_state(self.vault)
+        if stored is None or self._state is None or stored["segment"] != self._state["segment"] or (
+            stored["size"] != size
+        ) or not _boundary_ok(path, stored):
+            return None
+        return stored
 
     def _save(self) -> None:
         if self._state is not None and self._unsaved:
