@@ -214,7 +214,16 @@ def _checked_state(
     name, path = files[-1]
     size = path.stat().st_size
     if base is None or base["segment"] != name or base["size"] > size or not _boundary_ok(path, base):
-        state = _rebuild_state(vault, base)
+        if base is not stored and stored is not None and stored["segment"] == name and (
+            stored["size"] <= size and _boundary_ok(path, stored)
+        ):  # this process's state is stale but tail.json is exact (the watcher moved it after a rewrite)
+            state: dict[str, Any] = json.loads(json.dumps(stored))
+            for agent, head in (base or {}).get("heads", {}).items():  # heads are high-water marks
+                mine = state["heads"].get(agent)
+                if isinstance(head, list) and len(head) in (2, 3) and (not mine or head[0] > mine[0]):
+                    state["heads"][agent] = head
+        else:
+            state = _rebuild_state(vault, base)
     else:
         state = json.loads(json.dumps(base))  # a deep copy: never mutate the caller's state
     if size > state["size"]:  # other writers (or a person) added bytes: catch up

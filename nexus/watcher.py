@@ -53,6 +53,11 @@ QUIET_SECONDS = 0.5  # a segment must be unchanged this long before entries are 
 EMPTY_QUIET_SECONDS = 5.0  # ... and an empty one this long (an in-place save between truncate and write)
 PERSON_CHANNEL = "obsidian"
 PERSON_TYPE = "note"
+RECENT_SECONDS = 2.0  # a file written this recently may be written again without its mtime moving
+INDEX_DELAY = 0.1  # after a change, wait this long for more before refreshing the search index
+# Only these change a file: watchdog's inotify observer also reports opened/closed events, and a note
+# handler that reads its note would otherwise trigger itself again, forever.
+CHANGE_EVENTS = frozenset({"created", "modified", "moved", "deleted"})
 
 Predicate = Callable[[str], bool]
 Callback = Callable[[Vault, str], None]
@@ -99,7 +104,8 @@ class Watcher:
         self.deadlines: dict[str, float] = {}  # file -> monotonic time to check it again
         self.edits_path = vault.state / "watch" / "edits.json"
         self.edits = self._load_edits()
-        self.note_stamps: dict[str, tuple[int, int]] = {}
+        # note -> (mtime_ns, size, sha256 of its bytes, whether its mtime was old when it was read)
+        self.note_stamps: dict[str, tuple[int, int, str | None, bool]] = {}
         self.missing_since: dict[str, float] = {}
         self.races_known: dict[tuple[str, str], str | None] = {}
         self.warned: set[tuple[str, str]] = set()
@@ -243,8 +249,9 @@ class Watcher:
             last = result.entries[-1]
             end, end_line = last.end_offset, last.line_end + 1
             last_line = _last_line(data[:end])
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         self.tracks[rel] = Track(st.st_ino, st.st_size, st.st_mtime_ns, end, end_line, last_line,
-                                 hashlib.sha256(data[:end]), (st.st_ino, st.st_size, st.st_mtime_ns))
+                                 hashlib.sha256(data[:end]), stamp if _settled(stamp) else None)
         return end
 
     def verify_prefix(self, path: Path) -> bool:
@@ -264,8 +271,8 @@ class Watcher:
         except FileNotFoundError:
             return False
         ok = bool(hashlib.sha256(prefix).digest() == track.digest.digest())
-        if ok:
-            track.verified = stamp
+        if ok:  # (a stamp read while the mtime was fresh proves nothing: look again next time)
+            track.verified = stamp if _settled(stamp) else None
         return ok
 
     def _history_edits(self, path: Path, rel: str, data: bytes, result: segments.Scan) -> None:
@@ -373,6 +380,9 @@ class Watcher:
                 return False
             durable.replace(path, restored)
             new_scan = self._relocate(rel, restored)
+            back = {c.id for c in missing}
+            carry_tail_state(self.vault, rel, data, restored,
+                             [loc for loc in new_scan.entries if loc.entry.id in back])
             new_st = os.stat(path)  # still under the lock: these bytes are the file's
         self.last_full.pop(rel, None)
         ids = tuple(c.id for c in missing)
@@ -475,6 +485,7 @@ class Watcher:
                 out += data[prev:]
                 durable.replace(path, bytes(out))
                 self._relocate(rel, bytes(out))
+                carry_tail_state(self.vault, rel, data, bytes(out), [])
         self.tracks.pop(rel, None)
         self.deadlines[rel] = time.monotonic()
 
@@ -531,24 +542,28 @@ class Watcher:
                 if not self.quiet_emit:
                     self.emit({"event": "resolved", "a": a[0], "b": b[0], "by": by})
 
-    def on_paths(self, paths: set[str]) -> None:
+    def on_paths(self, paths: set[str]) -> bool:
+        """Handle changed paths; True when any was a Markdown note or segment (what search indexes)."""
         changed = False
+        notes = False
         for raw in sorted(paths):
             path = Path(raw)
             rel = _rel(self.vault, path)
             if rel is None:
                 continue
+            notes |= rel.endswith(".md")
             if rel.startswith("log/") and rel.count("/") == 1 and rel.endswith(".md"):
                 changed |= self.check_segment(self.vault.root / rel)
             elif rel.endswith(".md") and _HANDLERS:
-                try:
-                    st = os.stat(path)
-                    self.note_stamps[rel] = (st.st_mtime_ns, st.st_size)  # the rescan need not repeat it
-                except FileNotFoundError:
+                mark = _note_mark(str(path))
+                if mark is None:
                     self.note_stamps.pop(rel, None)
+                else:
+                    self.note_stamps[rel] = mark  # the rescan need not repeat it
                 self._dispatch(rel)
         if changed:
             self.refresh()
+        return notes
 
     def due(self) -> None:
         now = time.monotonic()
@@ -577,15 +592,74 @@ class Watcher:
                 if not name.endswith(".md"):
                     continue
                 full = os.path.join(folder, name)
-                try:
-                    st = os.stat(full)
-                except FileNotFoundError:
-                    continue
                 rel = Path(full).relative_to(self.vault.root).as_posix()
-                stamp = (st.st_mtime_ns, st.st_size)
-                if self.note_stamps.get(rel) != stamp:
-                    self.note_stamps[rel] = stamp
+                known = self.note_stamps.get(rel)
+                if known is not None and known[3]:  # read when its mtime was old: the stamp suffices
+                    try:
+                        st = os.stat(full)
+                    except FileNotFoundError:
+                        continue
+                    if known[:2] == (st.st_mtime_ns, st.st_size):
+                        continue
+                # Two writes a few ms apart can share an mtime: a note changed recently is compared
+                # by content too, so a same-size edit is not missed.
+                mark = _note_mark(full)
+                if mark is None:
+                    continue
+                self.note_stamps[rel] = mark
+                if known is None or known[:3] != mark[:3]:
                     self._dispatch(rel)
+
+
+def carry_tail_state(vault: Vault, rel: str, old: bytes, new: bytes, added: list[Located]) -> None:
+    """After the watcher rewrote segment ``rel`` from ``old`` to ``new`` (under the log lock, having
+    only put entries back (``added``, located in ``new``) or cut a person's text), move the log's tail
+    state (``tail.json``) to the new bytes, so the next append in every agent process need not rebuild
+    it from the whole log. Done only when tail.json was exact for ``old`` (its recorded size ends its
+    recorded last entry there) and that entry's bytes are found once, unchanged, in ``new``; otherwise
+    tail.json is left as it is and the next append rebuilds it (the safe default)."""
+    state = log._load_state(vault)
+    if state is None or state.get("segment") != Path(rel).stem or not state.get("seg_last"):
+        return
+    start, last = state["seg_last"]
+    size = state["size"]
+    if not isinstance(start, int) or not isinstance(last, str) or not 0 <= start < size <= len(old):
+        return
+    chunk = old[start:size]
+    begin = f"{entries.BEGIN_PREFIX}{last} %%".encode()
+    end_line = chunk.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+    if not (chunk.startswith(begin) and chunk.endswith(b"\n") and end_line.startswith(
+            entries.END_PREFIX.encode()) and f'"id":"{last}"'.encode() in end_line):
+        return
+    at = new.find(begin)
+    if at < 0 or new.find(begin, at + 1) >= 0 or new[at:at + len(chunk)] != chunk:
+        return
+    key_of = log._key_reader(vault)
+    for located in added:  # high-water heads: an entry put back may be one this state never saw
+        log._absorb(state, located, key_of=key_of)
+    state["seg_last"] = [at, last]
+    state["size"] = at + len(chunk)
+    state["lines"] = new.count(b"\n", 0, at + len(chunk))
+    log._save_state(vault, state)
+
+
+def _note_mark(path: str) -> tuple[int, int, str | None, bool] | None:
+    """(mtime_ns, size, sha256, settled) of a note, or None when it is gone. ``settled``: its mtime
+    was already ``RECENT_SECONDS`` old when it was read, so a later write must move the mtime."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            now = time.time()
+            data = f.read()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    settled = now - st.st_mtime_ns / 1e9 > RECENT_SECONDS
+    return (st.st_mtime_ns, st.st_size, hashlib.sha256(data).hexdigest(), settled)
+
+
+def _settled(stamp: tuple[int, int, int]) -> bool:
+    """A segment stamp (inode, size, mtime_ns) old enough that any later write changes it."""
+    return time.time() - stamp[2] / 1e9 > RECENT_SECONDS
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -614,6 +688,64 @@ def _rel(vault: Vault, path: Path) -> str | None:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# ------------------------------------------------------------------ the search index
+
+
+class IndexRefresher:
+    """Keeps the search index current while the watcher runs, in a thread of its own (a slow refresh
+    never delays a restore). ``poke`` after a change; a burst of changes within ``INDEX_DELAY`` makes
+    one refresh. Only an index that exists is refreshed: building one (tens of seconds on a large
+    vault) is left to the first search. Errors (Whoosh failing, a damaged index) are reported as
+    ``error`` events, once per distinct message, and never stop the watcher."""
+
+    def __init__(self, vault: Vault, emit: Callable[[dict[str, Any]], None]) -> None:
+        self.vault = vault
+        self.emit = emit
+        self.wanted = threading.Event()
+        self.stopping = threading.Event()
+        self.last_error: str | None = None
+        self.thread = threading.Thread(target=self._run, name="nexus-index", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def poke(self) -> None:
+        self.wanted.set()
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.wanted.set()
+        self.thread.join(timeout=60)
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            if not self.wanted.wait(0.5):  # (a timeout: ``close`` is seen even if a poke was cleared)
+                continue
+            time.sleep(INDEX_DELAY)  # let a burst of appends land: one refresh for all of them
+            self.wanted.clear()
+            if not self.stopping.is_set():
+                self.refresh_once()
+
+    def refresh_once(self) -> None:
+        try:
+            from . import search
+
+            if not (search.index_dir(self.vault) / search.MANIFEST).exists():
+                return  # never searched: the first search builds the index
+            stats = search.refresh(self.vault)
+        except Exception as err:  # Whoosh missing or failing must not stop the watcher
+            message = f"search index refresh failed: {type(err).__name__}: {err}"
+            if message != self.last_error:
+                self.last_error = message
+                self.emit({"event": "error", "file": ".nexus/index", "message": message})
+            return
+        self.last_error = None
+        if stats.files_indexed or stats.files_removed or stats.rebuilt:
+            self.emit({"event": "indexed", "files": stats.files_indexed, "removed": stats.files_removed,
+                       "documents": stats.documents_added, "rebuilt": stats.rebuilt,
+                       "seconds": round(stats.seconds, 4)})
 
 
 # ------------------------------------------------------------------ running
@@ -714,17 +846,22 @@ def _watch(
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
+            if event.event_type not in CHANGE_EVENTS:
+                return  # opened/closed: nothing changed (a handler reading its note would loop)
             for p in (event.src_path, getattr(event, "dest_path", "")):
                 p = os.fsdecode(p)
                 if p and not p.startswith(state_dir):
                     changed.put(p)
                     wake.set()
 
+    indexer = IndexRefresher(vault, emit)
+    indexer.start()
     observer = Observer()
     observer.schedule(Handler(), str(vault.root), recursive=True)
     observer.start()
     try:
         watcher.full_pass()  # changes made between the first pass and the observer starting
+        indexer.poke()  # and what changed while no watcher ran
         emit({"event": "ready", "shadowed": len(watcher.shadow.copies), "new": watcher.new_count,
               "pid": os.getpid()})
         next_rescan = time.monotonic() + rescan_seconds
@@ -740,13 +877,15 @@ def _watch(
                     paths.add(changed.get_nowait())
                 except queue.Empty:
                     break
-            if paths:
-                watcher.on_paths(paths)
+            if paths and watcher.on_paths(paths):
+                indexer.poke()
             watcher.due()
             if time.monotonic() >= next_rescan:
                 watcher.full_pass()
+                indexer.poke()  # (cheap when nothing changed: a stat per file)
                 next_rescan = time.monotonic() + rescan_seconds
     finally:
         observer.stop()
         observer.join(timeout=10)
+        indexer.close()
         emit({"event": "stopped", "pid": os.getpid()})

@@ -425,3 +425,188 @@ def test_a_restore_moves_the_derived_state_instead_of_rebuilding_it(
     assert [e.entry.id for e in acks.owed(env.vault, "ella")] == [later]
     assert [e.entry.id for e in acks.owed(env.vault, "lyra")] == [d]
     assert w.stop() == 0
+
+
+def test_an_append_becomes_searchable_while_the_watcher_runs(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    """With `nexus watch` running, the index takes in an append (and a note) by itself: polled here
+    through `search.status`, which reads the index and never refreshes it."""
+    from nexus import search
+
+    env.append("ella", "warm up")
+    search.rebuild(env.vault)  # someone searched before: the index exists
+    w = watching()
+    eid = env.append("lyra", "the zebracorn migration is done").located.entry.id
+    (env.vault.root / "zebracorn.md").write_text("# Zebracorn\n\nA note about the migration.\n")
+
+    def indexed() -> bool:
+        st = search.status(env.vault)
+        return st.entries == 2 and not st.stale_files
+
+    deadline = time.monotonic() + 10  # a bound, not a speed claim (benchmarks/bench_watch.py times it)
+    while not indexed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert indexed(), (search.status(env.vault), w.events)
+    assert any(e["event"] == "indexed" for e in w.events)
+    hits = search.search(env.vault, "zebracorn")
+    assert eid in {h.entry_id for h in hits} and len(hits) == 2
+    assert w.stop() == 0
+
+
+def test_the_watcher_goes_on_when_the_index_cannot_be_refreshed(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    from nexus import search
+
+    env.append("ella", "warm up")
+    search.rebuild(env.vault)
+    lock = env.vault.lock("index")
+    lock.unlink(missing_ok=True)
+    lock.mkdir()  # every refresh now fails to take the index lock
+    w = watching()
+    first = env.append("lyra", "noticed").located.entry.id
+    error = w.wait_for(lambda e: e["event"] == "error" and "search index" in e["message"])[0]
+    assert error["file"] == ".nexus/index"
+    later = env.append("lyra", "still noticed").located.entry.id
+    w.wait_for(lambda e: e["event"] == "entry" and e["id"] in (first, later), count=2)
+    assert w.proc.poll() is None
+    lock.rmdir()
+    assert w.stop() == 0
+
+
+def _run_in_thread(env: Env, events: list[dict[str, Any]]) -> tuple[threading.Thread, Callable[[], None]]:
+    """The real watcher loop (real watchdog observer) in a thread of this process, so handlers
+    registered here run in it."""
+    stop, wake = threading.Event(), threading.Event()
+    t = threading.Thread(target=watcher._watch, daemon=True, args=(
+        env.vault, env.keys_home, 60.0, 3.0, ("decision",), 60.0, False, events.append, stop, wake))
+    t.start()
+    _wait_until(lambda: any(e["event"] == "ready" for e in list(events)))
+
+    def halt() -> None:
+        stop.set()
+        wake.set()
+        t.join(timeout=WAIT)
+
+    return t, halt
+
+
+def test_a_handler_that_reads_its_note_does_not_wake_itself(env: Env) -> None:
+    """Opening and closing a file are not changes: a handler reading its note must not loop."""
+    calls: list[str] = []
+
+    def reader(vault: Vault, rel: str) -> None:
+        calls.append((vault.root / rel).read_text())
+
+    watcher.register(lambda rel: rel == "notes/loop.md", reader)
+    note = env.vault.root / "notes" / "loop.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("one\n")
+    events: list[dict[str, Any]] = []
+    try:
+        _t, halt = _run_in_thread(env, events)
+        try:
+            time.sleep(0.5)
+            before = len(calls)
+            note.write_text("two\n")
+            _wait_until(lambda: "two\n" in calls)
+            time.sleep(2.0)
+            after = len(calls) - before
+        finally:
+            halt()
+    finally:
+        del watcher._HANDLERS[-1]
+    assert 1 <= after <= 3, after
+
+
+def test_the_rescan_notices_a_same_size_edit_that_kept_its_mtime(env: Env) -> None:
+    """Two writes within one mtime tick look the same by (mtime, size): recent files are hashed."""
+    seen: list[str] = []
+    watcher.register(lambda rel: rel == "notes/same.md",
+                     lambda vault, rel: seen.append((vault.root / rel).read_text()))
+    note = env.vault.root / "notes" / "same.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("status: green\n")
+    eid = env.append("ella", "the API listens on port 8080").located.entry.id
+    segment = env.vault.root / log.find_entry(env.vault, eid).file
+    events: list[dict[str, Any]] = []
+    try:
+        w = watcher.Watcher(env.vault, env.keys_home, ack_types=("decision",), race_window=60,
+                            settle_seconds=1, emit=events.append)
+        w.full_pass()
+        assert seen == ["status: green\n"]
+        for path, old, new in ((note, b"green", b"amber"), (segment, b"8080", b"9090")):
+            st = path.stat()
+            path.write_bytes(path.read_bytes().replace(old, new))  # same size, in place
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as if in the same mtime tick
+            assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+        w.full_pass()
+        assert seen == ["status: green\n", "status: amber\n"]
+        assert [e["id"] for e in events if e["event"] == "history-edit"] == [eid]
+        w.full_pass()  # noticed once, not on every rescan
+        assert len(seen) == 2 and len([e for e in events if e["event"] == "history-edit"]) == 1
+    finally:
+        del watcher._HANDLERS[-1]
+
+
+class _Rebuilds:
+    """Counts full rebuilds of the log's tail state (a spy around the real function)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = log._rebuild_state
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(log, "_rebuild_state", spy)
+
+
+def test_after_a_restore_the_next_append_does_not_rebuild_the_tail_state(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent appended between an editor's stale save and the restore: its entry moves when the
+    dropped one is put back before it; the watcher moves tail.json with it."""
+    rebuilds = _Rebuilds(monkeypatch)
+    a = env.append("ella", "one").located.entry.id
+    env.run("watch", "--once")
+    b = env.append("lyra", "two").located.entry.id
+    env.run("watch", "--once")  # b is shadowed
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    data = segment.read_bytes()
+    segment.write_bytes(data[: data.index(f"%% nexus:begin {b}".encode())])  # the stale save drops b
+    c = env.append("ella", "three, after the save").located.entry.id
+    old = time.time() - 10
+    os.utime(segment, (old, old))
+    out = env.run("watch", "--once", "--json").stdout
+    assert any(json.loads(line)["event"] == "restored" for line in out.splitlines())
+    assert _ids(env.vault) == [a, b, c]
+    rebuilds.count = 0
+    d = env.append("lyra", "four").located.entry.id
+    assert rebuilds.count == 0
+    assert _ids(env.vault) == [a, b, c, d]
+    assert log.find_entry(env.vault, d).entry.seq == 2  # lyra's chain: b, d
+    report = _verify(env)
+    assert report["ok"] and [p["kind"] for p in report["problems"]] == ["notice"], report
+
+
+def test_after_a_persons_text_is_signed_the_next_append_does_not_rebuild_the_tail_state(
+    env: Env, watching: Callable[..., WatchProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rebuilds = _Rebuilds(monkeypatch)
+    a = env.append("ella", "one").located.entry.id
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    w = watching()
+    with open(segment, "ab") as f:
+        f.write(b"\nSam: a thought of mine.\n")
+    person = w.wait_for(lambda e: e["event"] == "person")[0]
+    _wait_until(lambda: b"Sam: a thought" not in segment.read_bytes().split(person["id"].encode())[0])
+    rebuilds.count = 0
+    b = env.append("lyra", "two").located.entry.id
+    assert rebuilds.count == 0
+    assert _ids(env.vault) == [a, person["id"], b]
+    report = _verify(env)
+    assert report["ok"] and report["problems"] == [], report
+    assert w.stop() == 0
