@@ -115,6 +115,25 @@ def insert_entries(data: bytes, scan: segments.Scan, missing: list[ShadowCopy], 
     """``data`` with each missing entry put back where its id belongs (before the first entry with a
     greater id, else after the last entry, before any trailing text), then ``notice`` after the last
     one restored."""
+    return splice(data, insertions(data, scan, missing, notice))
+
+
+Insertions = list[tuple[int, bytes]]  # (offset in the old bytes, bytes put there), by offset
+
+
+def splice(data: bytes, inserts: Insertions) -> bytes:
+    out = bytearray()
+    prev = 0
+    for pos, blob in inserts:
+        out += data[prev:pos]
+        out += blob
+        prev = pos
+    out += data[prev:]
+    return bytes(out)
+
+
+def insertions(data: bytes, scan: segments.Scan, missing: list[ShadowCopy], notice: str | None) -> Insertions:
+    """Where :func:`insert_entries` puts each missing entry (and the notice), without doing it."""
     anchors: list[tuple[str, int, int]] = [(loc.entry.id, loc.offset, loc.end_offset) for loc in scan.entries]
     anchors += [(b.entry_id, b.offset, b.end_offset) for b in scan.broken if b.entry_id]
     anchors.sort(key=lambda a: a[1])
@@ -134,15 +153,58 @@ def insert_entries(data: bytes, scan: segments.Scan, missing: list[ShadowCopy], 
         inserts[last_pos].append(
             (b"" if inserts[last_pos][-1].endswith(b"\n\n") else b"\n") + notice.encode() + b"\n"
         )
-    out = bytearray()
-    prev = 0
-    for pos in sorted(inserts):
-        out += data[prev:pos]
-        for blob in inserts[pos]:
-            out += blob
-        prev = pos
-    out += data[prev:]
-    return bytes(out)
+    return [(pos, b"".join(inserts[pos])) for pos in sorted(inserts)]
+
+
+def shifted_scan(data: bytes, scan: segments.Scan, inserts: Insertions, file: str) -> segments.Scan:
+    """The scan of ``splice(data, inserts)`` from ``scan`` (of ``data``) without parsing the whole file
+    again: what lies at or after an insertion moves by its bytes and lines; only the inserted bytes are
+    scanned. (A restore on a large segment otherwise parses it twice.)"""
+    import bisect
+    import dataclasses
+
+    positions = [pos for pos, _ in inserts]
+    moved_bytes, moved_lines = [0], [0]
+    for _, blob in inserts:
+        moved_bytes.append(moved_bytes[-1] + len(blob))
+        moved_lines.append(moved_lines[-1] + blob.count(b"\n"))
+
+    def start(offset: int) -> tuple[int, int]:  # insertions at or before a start come before it
+        i = bisect.bisect_right(positions, offset)
+        return moved_bytes[i], moved_lines[i]
+
+    def end(offset: int) -> tuple[int, int]:  # ... an insertion at an end offset comes after it
+        i = bisect.bisect_left(positions, offset)
+        return moved_bytes[i], moved_lines[i]
+
+    out = segments.Scan(torn=scan.torn)
+    for loc in scan.entries:
+        (b0, l0), (b1, l1) = start(loc.offset), end(loc.end_offset)
+        out.entries.append(dataclasses.replace(loc, offset=loc.offset + b0, line_start=loc.line_start + l0,
+                                               end_offset=loc.end_offset + b1, line_end=loc.line_end + l1))
+    for stray in scan.stray:
+        (b0, l0), (b1, l1) = start(stray.offset), end(stray.end_offset)
+        out.stray.append(dataclasses.replace(
+            stray, offset=stray.offset + b0, line_start=stray.line_start + l0,
+            end_offset=stray.end_offset + b1, line_end=stray.line_end + l1))
+    for broken in scan.broken:
+        (b0, l0), (b1, _l1) = start(broken.offset), end(broken.end_offset)
+        out.broken.append(dataclasses.replace(broken, offset=broken.offset + b0, line=broken.line + l0,
+                                              end_offset=broken.end_offset + b1))
+    line, counted = 1, 0
+    for i, (pos, blob) in enumerate(inserts):
+        line += data.count(b"\n", counted, pos)
+        counted = pos
+        part = segments.scan(blob, file, offset=pos + moved_bytes[i], line=line + moved_lines[i])
+        out.entries += part.entries
+        out.stray += part.stray
+        out.broken += part.broken
+    out.entries.sort(key=lambda loc: loc.offset)
+    out.stray.sort(key=lambda s: s.offset)
+    out.broken.sort(key=lambda b: b.offset)
+    b_end, l_end = end(scan.end_offset + 1)
+    out.end_offset, out.end_line = scan.end_offset + b_end, scan.end_line + l_end
+    return out
 
 
 def _after_preamble(data: bytes, scan: segments.Scan) -> int:

@@ -46,7 +46,7 @@ from typing import Any
 from . import coordination, entries, log, segments
 from .errors import BusyError, NexusError
 from .records import Identity, Located, Notice, ShadowCopy
-from .shadow import NOTICE_PREFIX, Shadow, insert_entries, record_notice, render_notice, sha
+from .shadow import NOTICE_PREFIX, Shadow, insertions, record_notice, render_notice, sha, shifted_scan, splice
 from .vault import Vault
 
 QUIET_SECONDS = 0.5  # a segment must be unchanged this long before entries are put back into it
@@ -374,12 +374,14 @@ class Watcher:
                                    f"{'y' if len(missing) == 1 else 'ies'}",
                                    [f"{message} ({ts}): {links}{more}.",
                                     "Nothing you wrote was removed; entries are append-only."])
-            restored = insert_entries(data, result, missing, notice)
+            inserts = insertions(data, result, missing, notice)
+            restored = splice(data, inserts)
             if _stamp(path) != before:  # changed under us after all: look again later
                 self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
                 return False
             durable.replace(path, restored)
-            new_scan = self._relocate(rel, restored)
+            new_scan = shifted_scan(data, result, inserts, rel)  # (not parsed again: seconds on 100k)
+            self._relocate(rel, restored, new_scan)
             back = {c.id for c in missing}
             carry_tail_state(self.vault, rel, data, restored,
                              [loc for loc in new_scan.entries if loc.entry.id in back])
@@ -489,10 +491,11 @@ class Watcher:
         self.tracks.pop(rel, None)
         self.deadlines[rel] = time.monotonic()
 
-    def _relocate(self, rel: str, data: bytes) -> segments.Scan:
+    def _relocate(self, rel: str, data: bytes, result: segments.Scan | None = None) -> segments.Scan:
         """Tell the derived state where the entries of a segment the watcher rewrote are now (so it
-        need not rebuild from the whole log). Called under the log lock, right after the rewrite."""
-        result = segments.scan(data, rel)
+        need not rebuild from the whole log). Called under the log lock, right after the rewrite.
+        ``result``: the scan of ``data`` when the caller knows it."""
+        result = result if result is not None else segments.scan(data, rel)
         coordination.relocate(self.vault, self.ack_types, self.race_window, rel, result.entries, len(data))
         return result
 

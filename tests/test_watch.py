@@ -610,3 +610,36 @@ def test_after_a_persons_text_is_signed_the_next_append_does_not_rebuild_the_tai
     report = _verify(env)
     assert report["ok"] and report["problems"] == [], report
     assert w.stop() == 0
+
+
+@pytest.mark.parametrize("drop", [(1,), (0,), (2, 4, 5), (0, 1, 2, 3, 4, 5)])
+@pytest.mark.parametrize("trailing", [b"", b"Sam: a line of my own.\n", b"\nSam: after a blank line\n\nmore\n"])
+def test_a_restores_new_offsets_are_computed_exactly_without_parsing_again(
+    env: Env, drop: tuple[int, ...], trailing: bytes
+) -> None:
+    """The restore shifts its scan by what it inserted instead of scanning the segment again: the
+    result must equal a full scan of the new bytes, whatever was dropped and whatever follows."""
+    from nexus import segments
+    from nexus.records import ShadowCopy
+
+    ids = [env.append("ella" if i % 2 else "lyra", f"entry {i}", body="two\nlines" if i % 3 else None)
+           .located.entry.id for i in range(6)]
+    segment = env.vault.root / log.find_entry(env.vault, ids[0]).file
+    rel = f"log/{segment.name}"
+    full = segment.read_bytes()
+    scan = segments.scan(full, rel)
+    copies = [ShadowCopy(loc.entry.id, loc.entry.agent, rel, "", full[loc.offset:loc.end_offset].decode())
+              for loc in scan.entries]
+    data = full
+    for i in sorted(drop, reverse=True):  # an editor's save without these entries
+        loc = scan.entries[i]
+        cut_to = loc.end_offset + (1 if data[loc.end_offset:loc.end_offset + 1] == b"\n" else 0)
+        data = data[:loc.offset] + data[cut_to:]
+    data += trailing
+    old = segments.scan(data, rel)
+    missing = [copies[i] for i in drop]
+    inserts = shadow.insertions(data, old, missing, shadow.render_notice("01KBNOTICE", "t", ["x"]))
+    new = shadow.splice(data, inserts)
+    assert new == shadow.insert_entries(data, old, missing, shadow.render_notice("01KBNOTICE", "t", ["x"]))
+    assert [loc.entry.id for loc in segments.scan(new, rel).entries] == ids
+    assert shadow.shifted_scan(data, old, inserts, rel) == segments.scan(new, rel)
