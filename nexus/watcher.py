@@ -15,7 +15,14 @@ drops events when its queue overflows, an atomic save arrives as a move, a file 
 * **a person's text** below the last entry of a segment, outside any entry, unchanged for
   ``settle`` seconds, becomes an entry of the vault's human identity, signed by the watcher on the
   person's behalf (``via: "watcher"``, channel ``obsidian``, type ``note``, the raw text as its body);
-  the text is then removed from where it was typed (the entry holds it).
+  the text is then removed from where it was typed (the entry holds it);
+* **the search index**, when one exists, is refreshed in a thread of its own shortly after any note or
+  segment changes (``IndexRefresher``), so an append is searchable within about a second; a failing
+  refresh is an ``error`` event, never fatal.
+
+Only created/modified/moved/deleted events count (opened/closed ones would let a handler that reads its
+note wake itself forever), and a file written in the last ``RECENT_SECONDS`` is compared by content,
+not by its stamp alone (two writes within one mtime tick can leave the stamp as it was).
 
 Only one watcher runs per vault: it holds ``.nexus/locks/watch.lock`` (non-blocking; a second one
 fails with BusyError). SIGINT and SIGTERM stop it cleanly.
