@@ -613,7 +613,8 @@ def test_after_a_persons_text_is_signed_the_next_append_does_not_rebuild_the_tai
 
 
 @pytest.mark.parametrize("drop", [(1,), (0,), (2, 4, 5), (0, 1, 2, 3, 4, 5)])
-@pytest.mark.parametrize("trailing", [b"", b"Sam: a line of my own.\n", b"\nSam: after a blank line\n\nmore\n"])
+@pytest.mark.parametrize(
+    "trailing", [b"", b"Sam: a line of my own.\n", b"\nSam: after a blank line\n\nmore\n"])
 def test_a_restores_new_offsets_are_computed_exactly_without_parsing_again(
     env: Env, drop: tuple[int, ...], trailing: bytes
 ) -> None:
