@@ -32,17 +32,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import pct  # noqa: E402
+
 from nexus import identity, log  # noqa: E402
 from nexus.vault import Vault, init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 SUMMARY = "benchmark entry: a one-line summary of about the usual length"
 BODY = "A body of a couple of sentences, as agents write them. " * 3
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def raw_loop(path: Path, size: int, n: int, lock: Path | None = None) -> list[float]:

@@ -36,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import pct  # noqa: E402
+
 from nexus import entries, identity, log, segments  # noqa: E402
 from nexus.records import Entry  # noqa: E402
 from nexus.vault import Vault, init  # noqa: E402
@@ -43,11 +45,6 @@ from nexus.vault import Vault, init  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 STEP_MS = 27_000  # 27 s between entries: fewer than 100k entries in a month
 AGENTS = ("ella", "lyra", "mira")
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def generate(vault: Vault, keys: Path, n: int) -> dict[str, int]:

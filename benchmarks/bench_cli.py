@@ -24,22 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import pct, timed  # noqa: E402
+
 from nexus import identity  # noqa: E402
 from nexus.vault import init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 HEAVY = ("yaml", "frontmatter", "whoosh", "watchdog", "markdown_it", "mcp", "portalocker", "pydantic")
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def timed(cmd: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return (time.perf_counter() - t0) * 1000
 
 
 def imports(cmd: list[str], env: dict[str, str]) -> list[tuple[str, int, int]]:

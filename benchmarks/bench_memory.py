@@ -23,20 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness import pct, timed
+
 from nexus import identity, memory, scan
 from nexus.vault import init
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
-
-
-def timed(cmd: list[str], env: dict[str, str]) -> float:
-    t = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return (time.perf_counter() - t) * 1000
-
 
 WRITER = """
 import sys

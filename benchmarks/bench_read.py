@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import pct  # noqa: E402
+
 from nexus import entries, identity, log, segments  # noqa: E402
 from nexus.records import Entry  # noqa: E402
 from nexus.vault import Vault, init  # noqa: E402
@@ -33,11 +35,6 @@ from nexus.vault import Vault, init  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 PER_MONTH = 100_000
 STEP_MS = 27_000  # 27 s between entries: at most 99.2k entries in a 31-day month (< PER_MONTH)
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def generate(vault: Vault, keys: Path, n: int) -> float:
