@@ -1060,9 +1060,17 @@ def _section_text(text: str) -> str:
     return rest if first.lstrip().startswith("#") and rest.strip() else text
 
 
+_LINK_OR_STRONG_RE = re.compile(r"\[\[[^\]]*\]\]|\*\*[^*]+\*\*")
+
+
 def _snippet(text: str, terms: set[str], width: int = 200) -> str:
     flat = " ".join(text.split())
-    matches = [m for m in WORD_RE.finditer(flat) if m.group(0).lower() in terms]
+    # Never bold inside a wikilink (it would break the link) or inside text already bold.
+    fenced = [(m.start(), m.end()) for m in _LINK_OR_STRONG_RE.finditer(flat)]
+    matches = [
+        m for m in WORD_RE.finditer(flat)
+        if m.group(0).lower() in terms and not any(a <= m.start() < b for a, b in fenced)
+    ]
     if not matches:
         return flat[:width] + ("…" if len(flat) > width else "")
     begin = max(0, matches[0].start() - width // 3)

@@ -332,3 +332,14 @@ def test_plain_word_queries_skip_the_parser_with_the_same_query(text: str) -> No
     fast, phrases = search.parse_query(text)
     parsed = search._rewrite(search._PARSER.parse(text))
     assert fast.normalize() == parsed.normalize() and phrases == []
+
+
+def test_snippets_never_bold_inside_a_wikilink(env: Env) -> None:
+    env.append(
+        "ella", "Columns decided",
+        body="See [[decisions/D-0001-error-columns-are-1-based|D-0001]]: error columns count from 1.",
+    )
+    hits = search.search(env.vault, "columns")
+    [snippet] = [h.snippet for h in hits if h.title == "Columns decided"]
+    assert "[[decisions/D-0001-error-columns-are-1-based|D-0001]]" in snippet
+    assert "error **columns** count" in snippet
