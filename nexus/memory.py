@@ -422,6 +422,19 @@ def brief_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
 # ---------------------------------------------------------------- import from Hermes
 
 
+
+def _check_import_fits(
+    vault: Vault, st: Store, target: str, incoming: list[str], entries: list[str], new: list[str],
+    limit: int, imported: str,
+) -> None:
+    """Refuse an import that would put the store over its limit, listing what is there."""
+    if size(new) > limit:
+        raise MemoryFullError(
+            f"importing {len(incoming)} {target} entries would put {st.label} at "
+            f"{size(new):,}/{limit:,} chars; consolidate the Hermes file first ({imported})."
+            f"{_listing(entries, st.label, vault.root)}",
+            tuple(display(entries, st.label, vault.root)), f"{size(entries):,}/{limit:,}")
+
 def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
                   user_limit: int) -> list[MemoryResult]:
     """Add the entries of a Hermes ``memories/`` folder (MEMORY.md, USER.md) to ``agent``'s memory and
@@ -444,12 +457,7 @@ def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
         st = store(vault, target, agent)
         entries = list(dict.fromkeys(read(st.path)))
         new = list(dict.fromkeys([*entries, *incoming]))
-        if size(new) > limit:
-            raise MemoryFullError(
-                f"importing {len(incoming)} {target} entries would put {st.label} at "
-                f"{size(new):,}/{limit:,} chars; consolidate first (nothing was imported)."
-                f"{_listing(entries, st.label, vault.root)}",
-                tuple(display(entries, st.label, vault.root)), f"{size(entries):,}/{limit:,}")
+        _check_import_fits(vault, st, target, incoming, entries, new, limit, "nothing was imported")
     results = []
     for target, incoming in plans:
         limit = memory_limit if target == "memory" else user_limit
@@ -458,12 +466,7 @@ def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
             raw = read_raw(st)
             entries = list(dict.fromkeys(parse(raw)))
             new = list(dict.fromkeys([*entries, *incoming]))
-            if size(new) > limit:
-                raise MemoryFullError(
-                    f"importing {len(incoming)} {target} entries would put {st.label} at "
-                    f"{size(new):,}/{limit:,} chars; consolidate the Hermes file first (nothing of "
-                    f"{target} was imported).{_listing(entries, st.label, vault.root)}",
-                    tuple(display(entries, st.label, vault.root)), f"{size(entries):,}/{limit:,}")
+            _check_import_fits(vault, st, target, incoming, entries, new, limit, "nothing was imported")
             backup = write_entries(vault, st, raw, new, limit) if new != entries else None
         added = len(new) - len(entries)
         results.append(result(vault, st, f"Imported {added} entr{'y' if added == 1 else 'ies'} "
