@@ -240,14 +240,13 @@ def build(
         if section is not None:
             slots.append(section)
             used += len(_section_text(section))
-    before = None if peek else log.read_cursor(vault, agent)
-    items = log.unread(vault, agent, advance=not peek)
+    items, cursor = log.scan_unread(vault, agent)
     unread, omitted = _unread_section(agent, items, budget - used - 40)
-    advanced = bool(items) and not peek
-    if before is not None and omitted:
-        # Some entries were left out: put the cursor back so `nexus log read` still returns them all.
-        log._write_cursor(vault, agent, before)
-        advanced = False
+    # The cursor moves only when every unread entry was shown, so `nexus log read` still returns
+    # the ones left out.
+    advanced = bool(items) and not peek and not omitted
+    if not peek and not omitted and cursor is not None:
+        log.advance_cursor(vault, agent, cursor)
     sections = tuple(s for s in (identity, owed, *slots, unread) if s is not None)
     if unread is None:
         sections += (BriefSection("unread", "Unread from others: 0", "nothing new"),)

@@ -567,7 +567,16 @@ def _cursor_start(path: Path, size: int, mark: Any) -> tuple[int, int, str | Non
 
 
 def unread(vault: Vault, agent: str, *, advance: bool = True) -> list[Located]:
-    """Entries by others that ``agent`` has not read, oldest first; advances the cursor unless told not.
+    """Entries by others that ``agent`` has not read, oldest first; advances the cursor unless told not."""
+    items, cursor = scan_unread(vault, agent)
+    if advance and cursor is not None:
+        advance_cursor(vault, agent, cursor)
+    return items
+
+
+def scan_unread(vault: Vault, agent: str) -> tuple[list[Located], dict[str, Any] | None]:
+    """Entries by others that ``agent`` has not read, oldest first, and the cursor that marks them
+    read (``None`` when it would not change); nothing is written. See :func:`advance_cursor`.
 
     The cursor keeps, per segment, the byte offset just after the last entry read there and the
     segment's size when read, so a read opens only segments that changed and scans only what was
@@ -618,12 +627,13 @@ def unread(vault: Vault, agent: str, *, advance: bool = True) -> list[Located]:
             marks[name] = [last.end_offset, last.line_end + 1, last.entry.id, size]
         elif offset and isinstance(mark, list):
             marks[name] = [*mark[:3], size]  # (only text outside entries was added)
-    if advance and (newest_seen != seen or marks != cursor["segments"]):
-        _write_cursor(vault, agent, {"seen": newest_seen, "segments": marks})
-    return out
+    if newest_seen != seen or marks != cursor["segments"]:
+        return out, {"seen": newest_seen, "segments": marks}
+    return out, None
 
 
-def _write_cursor(vault: Vault, agent: str, cursor: dict[str, Any]) -> None:
+def advance_cursor(vault: Vault, agent: str, cursor: dict[str, Any]) -> None:
+    """Save ``agent``'s cursor (as returned by :func:`scan_unread`) durably."""
     durable.replace(_cursor_path(vault, agent), json.dumps(cursor).encode())
 
 
