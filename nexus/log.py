@@ -242,6 +242,37 @@ def _checked_state(
     return state
 
 
+def carry_tail_state(vault: Vault, rel: str, old: bytes, new: bytes, added: list[Located]) -> None:
+    """After the watcher rewrote segment ``rel`` from ``old`` to ``new`` (under the log lock, having
+    only put entries back (``added``, located in ``new``) or cut a person's text), move the log's tail
+    state (``tail.json``) to the new bytes, so the next append in every agent process need not rebuild
+    it from the whole log. Done only when tail.json was exact for ``old`` (its recorded size ends its
+    recorded last entry there) and that entry's bytes are found once, unchanged, in ``new``; otherwise
+    tail.json is left as it is and the next append rebuilds it (the safe default)."""
+    state = _load_state(vault)
+    if state is None or state.get("segment") != Path(rel).stem or not state.get("seg_last"):
+        return
+    start, last = state["seg_last"]
+    size = state["size"]
+    if not isinstance(start, int) or not isinstance(last, str) or not 0 <= start < size <= len(old):
+        return
+    chunk = old[start:size]
+    begin = f"{entries.BEGIN_PREFIX}{last} %%".encode()
+    end_line = chunk.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+    if not (chunk.startswith(begin) and chunk.endswith(b"\n") and end_line.startswith(
+            entries.END_PREFIX.encode()) and f'"id":"{last}"'.encode() in end_line):
+        return
+    at = new.find(begin)
+    if at < 0 or new.find(begin, at + 1) >= 0 or new[at:at + len(chunk)] != chunk:
+        return
+    key_of = _key_reader(vault)
+    for located in added:  # high-water heads: an entry put back may be one this state never saw
+        _absorb(state, located, key_of=key_of)
+    state["seg_last"] = [at, last]
+    state["size"] = at + len(chunk)
+    state["lines"] = new.count(b"\n", 0, at + len(chunk))
+    _save_state(vault, state)
+
 def _boundary_ok(path: Path, state: dict[str, Any]) -> bool:
     """The recorded size still ends the recorded last entry (nobody rewrote the file under us)."""
     size = state["size"]

@@ -390,7 +390,7 @@ class Watcher:
             new_scan = shifted_scan(data, result, inserts, rel)  # (not parsed again: seconds on 100k)
             self._relocate(rel, restored, new_scan)
             back = {c.id for c in missing}
-            carry_tail_state(self.vault, rel, data, restored,
+            log.carry_tail_state(self.vault, rel, data, restored,
                              [loc for loc in new_scan.entries if loc.entry.id in back])
             new_st = os.stat(path)  # still under the lock: these bytes are the file's
         self.last_full.pop(rel, None)
@@ -494,7 +494,7 @@ class Watcher:
                 out += data[prev:]
                 durable.replace(path, bytes(out))
                 self._relocate(rel, bytes(out))
-                carry_tail_state(self.vault, rel, data, bytes(out), [])
+                log.carry_tail_state(self.vault, rel, data, bytes(out), [])
         self.tracks.pop(rel, None)
         self.deadlines[rel] = time.monotonic()
 
@@ -619,38 +619,6 @@ class Watcher:
                 self.note_stamps[rel] = mark
                 if known is None or known[:3] != mark[:3]:
                     self._dispatch(rel)
-
-
-def carry_tail_state(vault: Vault, rel: str, old: bytes, new: bytes, added: list[Located]) -> None:
-    """After the watcher rewrote segment ``rel`` from ``old`` to ``new`` (under the log lock, having
-    only put entries back (``added``, located in ``new``) or cut a person's text), move the log's tail
-    state (``tail.json``) to the new bytes, so the next append in every agent process need not rebuild
-    it from the whole log. Done only when tail.json was exact for ``old`` (its recorded size ends its
-    recorded last entry there) and that entry's bytes are found once, unchanged, in ``new``; otherwise
-    tail.json is left as it is and the next append rebuilds it (the safe default)."""
-    state = log._load_state(vault)
-    if state is None or state.get("segment") != Path(rel).stem or not state.get("seg_last"):
-        return
-    start, last = state["seg_last"]
-    size = state["size"]
-    if not isinstance(start, int) or not isinstance(last, str) or not 0 <= start < size <= len(old):
-        return
-    chunk = old[start:size]
-    begin = f"{entries.BEGIN_PREFIX}{last} %%".encode()
-    end_line = chunk.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
-    if not (chunk.startswith(begin) and chunk.endswith(b"\n") and end_line.startswith(
-            entries.END_PREFIX.encode()) and f'"id":"{last}"'.encode() in end_line):
-        return
-    at = new.find(begin)
-    if at < 0 or new.find(begin, at + 1) >= 0 or new[at:at + len(chunk)] != chunk:
-        return
-    key_of = log._key_reader(vault)
-    for located in added:  # high-water heads: an entry put back may be one this state never saw
-        log._absorb(state, located, key_of=key_of)
-    state["seg_last"] = [at, last]
-    state["size"] = at + len(chunk)
-    state["lines"] = new.count(b"\n", 0, at + len(chunk))
-    log._save_state(vault, state)
 
 
 def _note_mark(path: str) -> tuple[int, int, str | None, bool] | None:
