@@ -44,10 +44,11 @@ def segment_files(vault: Vault) -> list[tuple[str, Path]]:
         names = os.listdir(log_dir)
     except FileNotFoundError:
         return []
-    return [(n[:-3], log_dir / n) for n in sorted(names) if n.endswith(".md") and _is_segment(n[:-3])]
+    return [(n[:-3], log_dir / n) for n in sorted(names) if n.endswith(".md") and is_segment_name(n[:-3])]
 
 
-def _is_segment(name: str) -> bool:
+def is_segment_name(name: str) -> bool:
+    """A segment file's name without .md: YYYY-MM."""
     return len(name) == 7 and name[4] == "-" and name[:4].isdigit() and name[5:].isdigit()
 
 
@@ -624,7 +625,7 @@ def scan_unread(vault: Vault, agent: str) -> tuple[list[Located], dict[str, Any]
     log_dir = vault.log_dir
     prefix = os.fspath(log_dir) + os.sep
     try:
-        names = sorted(n[:-3] for n in os.listdir(log_dir) if n.endswith(".md") and _is_segment(n[:-3]))
+        names = sorted(n[:-3] for n in os.listdir(log_dir) if n.endswith(".md") and is_segment_name(n[:-3]))
     except FileNotFoundError:
         names = []
     for name in names:

@@ -188,7 +188,7 @@ def _note_docs(rel: str, data: bytes, mtime: float) -> list[dict[str, Any]]:
 
 
 def _is_segment(rel: str) -> bool:
-    return rel.startswith("log/") and rel.count("/") == 1 and log._is_segment(rel[4:-3])
+    return rel.startswith("log/") and rel.count("/") == 1 and log.is_segment_name(rel[4:-3])
 
 
 _LISTINGS: dict[str, tuple[int, list[str], list[tuple[str, str]]]] = {}  # folder -> (mtime_ns,
