@@ -101,14 +101,29 @@ class Vault:
     @property
     def vault_id(self) -> str:
         vid = self.config().get("vault_id")
-        if not isinstance(vid, str) or not vid:
-            raise VaultError(f"{self.root / MARKER} has no vault_id property")
-        return vid
+        if isinstance(vid, str) and vid:
+            return vid
+        if vid is not None and not isinstance(vid, bool):
+            # An id written unquoted that YAML read as a number (all digits): the text is the id.
+            raw = _raw_property(self.root / MARKER, "vault_id")
+            if raw:
+                return raw
+        raise VaultError(f"{self.root / MARKER} has no vault_id property")
 
     def human(self) -> str | None:
         """The vault's human identity (who signs what a person writes in Obsidian)."""
         value = self.config().get("human")
         return value if isinstance(value, str) and value else None
+
+
+def _raw_property(note: Path, key: str) -> str | None:
+    """The text of ``key: value`` in a note's frontmatter as written, quotes removed, or None."""
+    try:
+        text = note.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = re.search(rf"^{re.escape(key)}:[ \t]*[\"']?([A-Za-z0-9_-]+)[\"']?[ \t]*$", text, re.M)
+    return match.group(1) if match else None
 
 
 def find(explicit: str | os.PathLike[str] | None, env_value: str | None, cwd: Path) -> Vault:
@@ -177,7 +192,8 @@ def init(path: Path, *, force: bool = False) -> tuple[Vault, list[str]]:
         if rel == MARKER:
             import secrets
 
-            data = data.replace(b"vault_id: REPLACE_ME", f"vault_id: {secrets.token_hex(8)}".encode())
+            # Quoted, so YAML reads it as text even when every digit happens to be 0-9.
+            data = data.replace(b"vault_id: REPLACE_ME", f'vault_id: "{secrets.token_hex(8)}"'.encode())
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             durable.create_exclusive(target, data)

@@ -161,3 +161,20 @@ def test_vault_discovery_order(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "nexus", "agent", "list"], env=base, cwd=tmp_path,
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "no nexus vault here" in proc.stderr
+
+
+@pytest.mark.parametrize("digits", ["1234567890123456", "0012345670123456"])
+def test_a_vault_id_of_digits_stays_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, digits: str) -> None:
+    """About 1 init in 1,845 draws a vault id of digits only; YAML must not turn it into a number."""
+    import secrets
+
+    monkeypatch.setattr(secrets, "token_hex", lambda n: digits)
+    vault, _ = vault_mod.init(tmp_path / "new")
+    assert f'vault_id: "{digits}"' in (vault.root / "nexus.md").read_text(encoding="utf-8")
+    assert vault_mod.Vault(vault.root).vault_id == digits
+    # a vault made before the id was quoted: the id as written, leading zeros and all
+    old = tmp_path / "old"
+    old.mkdir()
+    text = (vault.root / "nexus.md").read_text(encoding="utf-8").replace(f'"{digits}"', digits)
+    (old / "nexus.md").write_text(text, encoding="utf-8")
+    assert vault_mod.Vault(old).vault_id == digits
