@@ -12,7 +12,8 @@ Each problem names the entry (id, file, line) and what is wrong with it:
 | forged        | signed with a key that is not its author's (another agent's, or none known) |
 | edited        | the author's key, but the signature fails: the text changed after signing |
 | missing       | a gap in an agent's sequence, or a chain that skips an entry: entries were deleted |
-| reordered     | an agent's sequence goes backwards, or ids go backwards in the file |
+| reordered     | an agent's sequence goes backwards, or its ids go backwards in the log (entries by different
+|               | agents may sit in any order: a merge of two machines' logs interleaves them) |
 | duplicate     | the same id twice, or two entries with one agent's same sequence number (a fork) |
 """
 
@@ -58,7 +59,7 @@ def verify(vault: Vault) -> Report:
     by_key = {ident.key_id: ident for ident in identities.values()}
     chains: dict[str, list[_Link]] = {}
     seen_ids: dict[str, Located] = {}
-    last_id: str | None = None
+    last_ids: dict[str, str] = {}  # agent -> the newest id of its entries so far (only its own order counts)
     for _name, path in log.segment_files(vault):
         report.segments += 1
         result = log.scan_file(vault, path)
@@ -89,10 +90,12 @@ def verify(vault: Vault) -> Report:
                     f"id already used at {other.file}:{other.line_start}", e.id, e.agent))
                 continue
             seen_ids[e.id] = located
+            last_id = last_ids.get(e.agent)
             if last_id is not None and e.id < last_id:
                 report.problems.append(Problem("reordered", *where,
-                    f"id is older than the entry before it ({last_id})", e.id, e.agent))
-            last_id = max(last_id or e.id, e.id)
+                    f"id is older than {e.agent}'s entry before it ({last_id})", e.id, e.agent))
+            else:
+                last_ids[e.agent] = e.id
             verdict = _check_signature(report, located, identities, by_key)
             if verdict != "foreign":  # an entry forged in another's name is not part of its chain
                 chains.setdefault(e.agent, []).append(

@@ -182,6 +182,23 @@ def test_reordered_entries(env: Env) -> None:
     assert a.entry.id in {p.entry_id for p in problems}
 
 
+def test_entries_by_different_agents_in_any_order_verify(env: Env) -> None:
+    """A merge of two machines' logs may interleave agents' entries in any order: only each agent's
+    own order counts (issue 11)."""
+    located = _build(env)
+    path = _segment(env)
+    data = path.read_bytes()
+    head = data[:located[0].offset]
+    ella = [data[x.offset:x.end_offset] for x in located if x.entry.agent == "ella"]
+    lyra = [data[x.offset:x.end_offset] for x in located if x.entry.agent == "lyra"]
+    path.write_bytes(head + b"".join(lyra) + b"".join(ella))  # every lyra entry before every ella one
+    report = verify(env.vault)
+    assert report.ok, [str(p) for p in report.problems]
+    path.write_bytes(head + b"".join(lyra) + ella[1] + ella[0] + ella[2])  # ella's own order broken
+    problems = verify(env.vault).errors
+    assert problems and {p.kind for p in problems} == {"reordered"}
+
+
 def test_torn_tail_is_named(env: Env) -> None:
     _build(env)
     path = _segment(env)
