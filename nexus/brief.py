@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 
 from . import coordination, log, roster
+from .hints import say
 from .records import Brief, BriefSection, Located
 from .settings import DEFAULT_ACK_TYPES
 from .vault import Vault
@@ -59,8 +60,8 @@ def _identity_section(vault: Vault, agent: str, limit: int) -> BriefSection | No
                         _cut(body, limit, f"the rest is in agents/{agent}/identity.md"))
 
 
-def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int) -> BriefSection | None:
-    from .races import reconcile_command
+def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
+                  surface: str = "cli") -> BriefSection | None:
     from .records import Race
 
     refs = list(data.get("owed", []))  # type: ignore[call-overload]
@@ -79,7 +80,9 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int)
         block = (
             f"- RACE: {race.a.entry.agent}'s [{race.a.entry.id}] \"{race.a.entry.summary}\" and "
             f"{race.b.entry.agent}'s [{race.b.entry.id}] \"{race.b.entry.summary}\" were written without "
-            f"either seeing the other. Read both, then reconcile:\n  {reconcile_command(race, agent)}"
+            f"either seeing the other. Read both, then reconcile with\n  "
+            + say(surface, "reconcile", agent=agent, channel=race.b.entry.channel, a=race.a.entry.id,
+                  b=race.b.entry.id)
         )
         if used + len(block) + 1 > limit:
             omitted += 1
@@ -101,11 +104,10 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int)
         used += len(block) + 1
     if acks:
         lines.append(f"Waiting for your acknowledgement ({len(refs)}); ack with "
-                     f"`nexus log append --agent {agent} ... --ack ID`:")
+                     f"{say(surface, 'ack', agent=agent)}:")
         lines.extend(reversed(acks))
     if omitted:
-        lines.append(f"… {omitted} more owed item(s) not shown: run `nexus log owed --agent {agent}`"
-                     f" and `nexus races --unresolved`")
+        lines.append(f"… {omitted} more owed item(s) not shown: {say(surface, 'owed', agent=agent)}")
     return BriefSection("owed", f"OWED: {len(refs)} acknowledgement(s), {len(race_refs)} race(s)",
                         "\n".join(lines), omitted)
 
@@ -113,7 +115,7 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int)
 # ------------------------------------------------------------------ slots for other issues
 
 
-def _decisions_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
+def _decisions_section(vault: Vault, agent: str, limit: int, surface: str = "cli") -> BriefSection | None:
     """SLOT (issue 4): the active decisions. Return a section, or None when there is nothing."""
     from .decisions import brief_lines  # reads .nexus/cache/decisions.json; no YAML
 
@@ -129,12 +131,13 @@ def _decisions_section(vault: Vault, agent: str, limit: int) -> BriefSection | N
         used += len(line) + 1
     omitted = len(lines) - len(shown)
     if omitted:
-        shown.append(f"… {omitted} more active decision(s): run `nexus decisions`")
+        shown.append(f"… {omitted} more active decision(s): {say(surface, 'decisions')}")
     return BriefSection("decisions", f"Active decisions ({len(lines)}): follow them", "\n".join(shown),
                         omitted)
 
 
-def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int) -> BriefSection | None:
+def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int,
+                        surface: str = "cli") -> BriefSection | None:
     """SLOT (issue 4): the agent's last checkpoint (flag it when stale). None when there is none."""
     from . import checkpoints
     from .errors import InputError
@@ -148,7 +151,7 @@ def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int
     flag = ""
     if checkpoints.probable_crash(cp, stale_minutes):
         flag = (" — PROBABLE CRASH: in progress with no save since then; continue from here "
-                f"(`nexus checkpoint resume --agent {agent}`)")
+                f"({say(surface, 'resume', agent=agent)})")
     text = (f"{cp.status} · saved {cp.saved} · version {cp.seq}{flag}\n"
             f"task: {cp.task}\ndone: {cp.step}\nnext: {cp.next}")
     if cp.files:
@@ -159,36 +162,41 @@ def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int
                         _cut(text, limit, f"the rest is in agents/{agent}/checkpoint.md"))
 
 
-def _memory_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
+def _memory_section(vault: Vault, agent: str, limit: int, surface: str = "cli") -> BriefSection | None:
     """SLOT (issue 6): usage warnings, the memory snapshot and the memory index. None when empty."""
     from . import memory
 
-    return memory.brief_section(vault, agent, limit)
+    return memory.brief_section(vault, agent, limit, surface=surface)
 
 
 # ------------------------------------------------------------------ build and render
 
 
 def _unread_section(
-    agent: str, items: list[Located], limit: int
+    agent: str, items: list[Located], limit: int, surface: str = "cli", owed: frozenset[str] = frozenset()
 ) -> tuple[BriefSection | None, int]:
-    """Newest entries first until the budget is spent; returns the section and how many were left out."""
+    """Newest entries first until the budget is spent; returns the section and how many were left out.
+    Entries already listed under what the agent owes are counted, not shown twice."""
     if not items:
         return None, 0
     chosen: list[str] = []
     used = 0
     footer_room = 120
-    for located in reversed(items):
+    listed = [x for x in items if x.entry.id not in owed]
+    above = len(items) - len(listed)
+    for located in reversed(listed):
         block = _entry_line(located, body=True)
         if used + len(block) + 1 > max(0, limit - footer_room):
             break
         chosen.append(block)
         used += len(block) + 1
-    omitted = len(items) - len(chosen)
+    omitted = len(listed) - len(chosen)
     lines = list(reversed(chosen))
     if omitted:
         lines.insert(0, f"… {omitted} older unread entr{'y' if omitted == 1 else 'ies'} not shown: "
-                        f"run `nexus log read --agent {agent}`")
+                        f"{say(surface, 'read', agent=agent)}")
+    if above:
+        lines.append(f"({above} more listed above, under what you owe)")
     return BriefSection("unread", f"Unread from others: {len(items)}", "\n".join(lines), omitted), omitted
 
 
@@ -205,8 +213,10 @@ def build(
     race_window: float = 60.0,
     stale_minutes: int = 30,
     peek: bool = False,
+    surface: str = "cli",
 ) -> Brief:
-    """Assemble ``agent``'s brief within ``max_chars`` (see the module docstring for the cursor)."""
+    """Assemble ``agent``'s brief within ``max_chars`` (see the module docstring for the cursor).
+    ``surface`` (``cli`` or ``mcp``) decides how its instructions name the next action (``hints``)."""
     from .errors import InputError
     from .text import check_name
 
@@ -224,7 +234,7 @@ def build(
     is_human = info.get("kind") == "human"
     data: dict[str, object] = ({"owed": [], "races": []} if is_human
                                else coordination.view(vault, agent, ack_types, race_window))
-    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE))
+    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE), surface)
     used = len(_section_text(owed)) if owed else 0
     identity = _identity_section(vault, agent, min(int(budget * IDENTITY_SHARE), budget - used - 40))
     used += len(_section_text(identity)) if identity else 0
@@ -232,16 +242,17 @@ def build(
     for which in ("decisions", "checkpoint", "memory"):
         room = max(0, (budget - used) // 3)
         if which == "decisions":
-            section = _decisions_section(vault, agent, room)
+            section = _decisions_section(vault, agent, room, surface)
         elif which == "checkpoint":
-            section = _checkpoint_section(vault, agent, room, stale_minutes)
+            section = _checkpoint_section(vault, agent, room, stale_minutes, surface)
         else:
-            section = _memory_section(vault, agent, room)
+            section = _memory_section(vault, agent, room, surface)
         if section is not None:
             slots.append(section)
             used += len(_section_text(section))
     items, cursor = log.scan_unread(vault, agent)
-    unread, omitted = _unread_section(agent, items, budget - used - 40)
+    owed_ids = frozenset(ref[0] for ref in data.get("owed", []))  # type: ignore[attr-defined]
+    unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids)
     # The cursor moves only when every unread entry was shown, so `nexus log read` still returns
     # the ones left out.
     advanced = bool(items) and not peek and not omitted

@@ -899,8 +899,11 @@ def cmd_index_status(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server
+    from .settings import resolve
 
-    return mcp_server.run(_vault(args), _keys_home(), args.agent)
+    vault = _vault(args)
+    tools = resolve({"mcp_tools": args.tools}, os.environ, vault.config()).mcp_tools
+    return mcp_server.run(vault, _keys_home(), args.agent, tools)
 
 
 def _add_search_commands(sub: Any) -> None:
@@ -924,6 +927,8 @@ def _add_search_commands(sub: Any) -> None:
     p = _cmd(sub, "mcp", cmd_mcp, "serve nexus to an agent runtime over MCP (stdio)",
              "nexus mcp --agent ella", json_flag=False)
     p.add_argument("--agent", required=True, help="the identity tools act as (appends are signed by it)")
+    p.add_argument("--tools", choices=("agent", "all"), default=None,
+                   help="agent (default): the few tools an agent's turns need; all: every tool")
 
 
 # ------------------------------------------------------------------ parser

@@ -20,11 +20,12 @@ import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field, ValidationError
 
 from .errors import NexusError, StaleEditError
 from .vault import Vault
@@ -45,6 +46,41 @@ TOOL_FOR_CLI = {"review": "review_pending"}
 TOOLS_WITHOUT_CLI = {"acknowledge": "log append --ack",
                      "reconcile": "log append --type reconcile --ack A --ack B"}
 
+# The tools an agent needs on its turns (served by default: every tool definition is paid for in every
+# session's context). `--tools all` serves every tool, for maintenance and for people.
+AGENT_TOOLS = ("brief", "log_append", "acknowledge", "reconcile", "decide", "search", "checkpoint_save",
+               "retain", "memory_add")
+TOOL_SETS = ("agent", "all")
+# Fields an agent never needs in a result (signatures, chain hashes, key material): left out unless a
+# tool is called with full=true.
+PROOF_FIELDS = frozenset({"sig", "prev", "key", "public_key", "key_id", "seq", "seen"})
+
+# ------------------------------------------------------------ parameter types (described once, reused)
+Channel = Annotated[str, Field(description="The topic: lowercase letters, digits and dashes, e.g. `build`.")]
+EntryType = Annotated[Literal["note", "question", "correction", "handoff"], Field(
+    description="note: what you did or found; question: you need an answer; correction: a previous "
+                "entry was wrong; handoff: you pass work on. (Decisions: `decide`; acks: `acknowledge`; "
+                "races: `reconcile`.)")]
+Summary = Annotated[str, Field(description="One line, at most ~120 characters, saying what happened.")]
+Body = Annotated[str | None, Field(description="Optional details in Markdown.")]
+EntryId = Annotated[str, Field(description="A log entry id, as shown in brackets in the brief.")]
+EntryIds = Annotated[list[str], Field(description="Log entry ids written by other agents.")]
+Peek = Annotated[bool, Field(description="true: look without moving your read cursor.")]
+Full = Annotated[bool, Field(description="true: include signatures, chain hashes and key ids.")]
+Count = Annotated[int, Field(description="How many results at most.", ge=1, le=500)]
+Target = Annotated[Literal["memory", "user"], Field(
+    description="memory: your own MEMORY.md; user: the USER.md profile of the person you work for.")]
+MemoryText = Annotated[str, Field(description="The memory entry's text: a durable fact, not a plan.")]
+OldText = Annotated[str, Field(description="A unique part of the existing memory entry's text.")]
+Version = Annotated[int, Field(description="A version number of the project state.", ge=1)]
+Expect = Annotated[int, Field(description="The version you read (from `state_show`); refused if it moved.")]
+FactType = Annotated[Literal["user", "feedback", "project", "reference"], Field(
+    description="user: about the person; feedback: how to work; project: about the work; reference: "
+                "where to find something.")]
+BankType = Annotated[Literal["decision", "fact", "failure", "preference"], Field(
+    description="What kind of fact you keep.")]
+Status = Annotated[Literal["in-progress", "blocked", "done"], Field(description="Where the task stands.")]
+
 
 def _hints(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations:
     return ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive,
@@ -59,132 +95,232 @@ CHANGE = _hints(False, True, False)
 CURSOR = _hints(False, False, False)
 
 
+def _lean(value: Any) -> Any:
+    """``value`` without the proof fields (signatures, chain hashes, keys) at any depth."""
+    if isinstance(value, dict):
+        return {k: _lean(v) for k, v in value.items() if k not in PROOF_FIELDS}
+    if isinstance(value, list):
+        return [_lean(v) for v in value]
+    return value
+
+
 def _adapter(fn: F) -> F:
-    """Turn nexus's own errors into ToolError with the same message."""
+    """Turn nexus's own errors into ToolError with the same message; leave proofs out unless full."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         except StaleEditError as err:
             raise ToolError(f"{err}\n{err.diff}") from None
         except NexusError as err:
             raise ToolError(str(err)) from None
         except (FileNotFoundError, PermissionError, IsADirectoryError) as err:
             raise ToolError(f"{err.strerror}: {err.filename}") from None
+        return result if kwargs.get("full") or isinstance(result, str) else _lean(result)
 
     return wrapper  # type: ignore[return-value]
+
+
+def readable(tool: str, err: ValidationError) -> str:
+    """One line naming the parameter and what is wrong with it (no pydantic links, no input echo)."""
+    parts = []
+    for problem in err.errors():
+        name = ".".join(str(p) for p in problem["loc"]) or "arguments"
+        kind = problem["type"]
+        if kind == "missing":
+            parts.append(f"missing required argument `{name}`")
+        elif kind in ("literal_error", "enum"):
+            allowed = problem.get("ctx", {}).get("expected", "")
+            parts.append(f"`{name}` must be one of {allowed}")
+        elif kind == "extra_forbidden":
+            parts.append(f"unknown argument `{name}`")
+        else:
+            parts.append(f"`{name}`: {problem['msg'].lower()}")
+    return f"{tool}: " + "; ".join(parts)
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An input schema as short as it can be and mean the same to a model: no generated titles, and
+    ``anyOf [X, null]`` with a null default said as ``X`` (not being required already says optional)."""
+    out = {k: v for k, v in schema.items() if k != "title"}
+    props: dict[str, Any] = {}
+    for name, prop in dict(schema.get("properties", {})).items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        options = prop.get("anyOf")
+        if isinstance(options, list) and {"type": "null"} in options and prop.get("default", 0) is None:
+            rest = [o for o in options if o != {"type": "null"}]
+            if len(rest) == 1:
+                prop = {k: v for k, v in prop.items() if k not in ("anyOf", "default")} | rest[0]
+        props[name] = prop
+    if props:
+        out["properties"] = props
+    return out
+
+
+def _says_nothing(schema: dict[str, Any] | None) -> bool:
+    return schema is None or {k: v for k, v in schema.items() if k != "title"} == {
+        "type": "object", "additionalProperties": True}
+
+
+class NexusMCPServer(MCPServer):
+    """MCPServer whose refused calls read as one line (``TOOL: what is wrong``, no SDK prefix) and whose
+    tool list is compact (every definition is paid for in every session's context)."""
+
+    async def list_tools(self) -> list[Any]:
+        listed = await super().list_tools()
+        # an output schema that only says "an object" tells a model nothing: left out
+        return [t.model_copy(update={"input_schema": compact_schema(t.input_schema),
+                                     "output_schema": None if _says_nothing(t.output_schema) else t.output_schema})
+                for t in listed]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as err:
+            cause = err.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(readable(name, cause)) from None
+            if isinstance(cause, ToolError):
+                raise ToolError(f"{name}: {cause}") from None
+            raise
 
 
 def _items(values: list[Any]) -> dict[str, Any]:
     return {"items": [v.to_json() if hasattr(v, "to_json") else v for v in values]}
 
 
-def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] | None = None) -> MCPServer:
-    """The server, with every tool bound to ``vault`` and acting as ``agent``."""
+def _entry_ref(result: Any) -> dict[str, Any]:
+    """What an append acknowledges to the agent: the id and where the entry is (it wrote the rest)."""
+    located = result.located
+    data = {"id": located.entry.id, "file": located.file, "lines": [located.line_start, located.line_end],
+            "link": located.link}
+    if result.quarantined:
+        data["quarantined"] = list(result.quarantined)
+    return data
+
+
+def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] | None = None,
+                 *, tools: str = "agent") -> MCPServer:
+    """The server, with the ``tools`` set (``agent``: the few an agent's turns need; ``all``: every
+    tool) bound to ``vault`` and acting as ``agent``."""
     from . import identity, log
+    from .errors import InputError
     from .settings import resolve
     from .text import check_name
 
     check_name(agent)
+    if tools not in TOOL_SETS:
+        raise InputError(f"unknown tool set {tools!r}: use one of {', '.join(TOOL_SETS)}")
     if not vault.identity_path(agent).is_file():
         from .errors import IdentityError
 
         raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
     st = resolve({}, os.environ if env is None else env, vault.config())
     limits = {"memory": int(st.memory_chars), "user": int(st.user_chars)}
-    server = MCPServer(
+    server = NexusMCPServer(
         "nexus", version=_version(),
         instructions=(f"nexus: shared, durable memory for agents working together. You are {agent!r}. "
-                      "Call `brief` before each response; append what you did with `log_append`; "
-                      "acknowledge what others wrote with `acknowledge`; search the vault with `search`."),
+                      "Call the `brief` tool before each response; after a meaningful turn record what you "
+                      "did with `log_append`; acknowledge what others wrote with `acknowledge`; record "
+                      "decisions with `decide`; find anything with `search`; save your working context "
+                      "with `checkpoint_save`."),
     )
 
     def signer() -> Any:
         return identity.load_signer(vault, keys_home, agent)
 
-    def tool(annotations: ToolAnnotations, name: str | None = None) -> Callable[[F], F]:
+    def tool(annotations: ToolAnnotations, title: str, name: str | None = None) -> Callable[[F], F]:
         def register(fn: F) -> F:
-            server.tool(name=name or fn.__name__, annotations=annotations)(_adapter(fn))
+            tool_name = name or fn.__name__
+            if tools == "all" or tool_name in AGENT_TOOLS:
+                server.tool(name=tool_name, title=title, annotations=annotations,
+                            structured_output=False if tool_name == "brief" else None)(_adapter(fn))
             return fn
 
         return register
 
     # ------------------------------------------------------------ brief and the log
-    @tool(CURSOR)
-    def brief(peek: bool = False, max_chars: int | None = None) -> dict[str, Any]:
-        """What to load before a turn: identity, unread entries from the others, what you owe (acks,
-        races), active decisions, your checkpoint and memory. Advances your read cursor unless peek."""
+    @tool(CURSOR, "Read your brief")
+    def brief(peek: Peek = False,
+              max_chars: Annotated[int | None, Field(description="Budget in characters (default 10000).",
+                                                     ge=200)] = None) -> str:
+        """Your brief, as Markdown: identity, what you owe (acks, races), decisions in force, your
+        checkpoint and memory, and what the others wrote since you last read. Call it before each
+        response. Advances your read cursor unless peek."""
         from . import brief as brief_mod
 
         b = brief_mod.build(vault, agent, max_chars=max_chars or st.brief_max_chars, ack_types=st.ack_types,
                             race_window=st.race_window_seconds, stale_minutes=st.stale_checkpoint_minutes,
-                            peek=peek)
-        return {"text": brief_mod.render(b), **b.to_json()}
+                            peek=peek, surface="mcp")
+        return brief_mod.render(b)
 
-    @tool(ADD)
-    def log_append(channel: str, type: str, summary: str, body: str | None = None,
-                   ack: list[str] | None = None) -> dict[str, Any]:
-        """Append one signed entry to the live log (type: note, question, correction, decision,
-        handoff, reconcile…; summary: one line). Returns the entry with its file, lines and link."""
-        result = log.append(vault, signer(), channel=channel, type=type, summary=summary, body=body,
-                            ack=tuple(ack or ()))
-        return result.to_json()
+    @tool(ADD, "Append to the live log")
+    def log_append(channel: Channel, type: EntryType, summary: Summary, body: Body = None,
+                   ack: Annotated[list[str] | None, Field(
+                       description="Ids of entries by others that this entry answers.")] = None,
+                   ) -> dict[str, Any]:
+        """Append one signed entry to the live log after a meaningful turn. Returns its id and link."""
+        return _entry_ref(log.append(vault, signer(), channel=channel, type=type, summary=summary, body=body,
+                                     ack=tuple(ack or ())))
 
-    @tool(ADD)
-    def acknowledge(ids: list[str], summary: str = "acknowledged", channel: str = "general",
-                    body: str | None = None) -> dict[str, Any]:
+    @tool(ADD, "Acknowledge entries")
+    def acknowledge(ids: EntryIds,
+                    summary: Annotated[str, Field(description="One line: what you take from them.")]
+                    = "acknowledged",
+                    channel: Channel = "general", body: Body = None) -> dict[str, Any]:
         """Acknowledge entries by the others (an `ack` entry naming them), so you no longer owe them."""
-        result = log.append(vault, signer(), channel=channel, type="ack", summary=summary, body=body,
-                            ack=tuple(ids))
-        return result.to_json()
+        return _entry_ref(log.append(vault, signer(), channel=channel, type="ack", summary=summary, body=body,
+                                     ack=tuple(ids)))
 
-    @tool(CURSOR)
-    def log_read(peek: bool = False) -> dict[str, Any]:
+    @tool(CURSOR, "Read new entries")
+    def log_read(peek: Peek = False, full: Full = False) -> dict[str, Any]:
         """Entries by the others you have not read, oldest first; advances your cursor unless peek."""
         return _items(log.unread(vault, agent, advance=not peek))
 
-    @tool(READ)
-    def log_tail(n: int = 10) -> dict[str, Any]:
+    @tool(READ, "Last log entries")
+    def log_tail(n: Count = 10, full: Full = False) -> dict[str, Any]:
         """The last n entries of the live log, oldest first."""
         return _items(log.tail(vault, n))
 
-    @tool(READ)
-    def log_owed() -> dict[str, Any]:
+    @tool(READ, "What you owe")
+    def log_owed(full: Full = False) -> dict[str, Any]:
         """Entries by the others that wait for your acknowledgement."""
         from . import acks
 
         return _items(acks.owed(vault, agent, st.ack_types, race_window=st.race_window_seconds))
 
-    @tool(SET)
+    @tool(SET, "Repair a torn log tail")
     def log_repair() -> dict[str, Any]:
         """Move a torn tail (a writer killed mid-write) out of the log into .nexus/quarantine/."""
         return {"quarantined": log.repair_tail(vault)}
 
-    @tool(READ)
-    def log_recover(id: str) -> dict[str, Any]:
+    @tool(READ, "Recover an entry's original")
+    def log_recover(id: EntryId, full: Full = False) -> dict[str, Any]:
         """The original text of an entry as the watcher first saw it (after a history edit)."""
         from . import shadow
 
         return shadow.original(vault, id).to_json()
 
-    @tool(READ)
-    def races(unresolved: bool = False) -> dict[str, Any]:
+    @tool(READ, "Races to reconcile")
+    def races(unresolved: Annotated[bool, Field(description="true: only races not reconciled yet.")] = False,
+              full: Full = False) -> dict[str, Any]:
         """Pairs of entries by different agents written without seeing each other."""
         from . import races as races_mod
 
         return _items(races_mod.find_races(vault, st.race_window_seconds, ack_types=st.ack_types,
                                            unresolved=unresolved))
 
-    @tool(ADD)
-    def reconcile(a: str, b: str, summary: str, body: str | None = None,
-                  channel: str = "general") -> dict[str, Any]:
+    @tool(ADD, "Reconcile a race")
+    def reconcile(a: Annotated[str, Field(description="The id of the first entry of the race.")],
+                  b: Annotated[str, Field(description="The id of the second entry of the race.")],
+                  summary: Annotated[str, Field(description="One line: what now holds.")],
+                  body: Body = None, channel: Channel = "general") -> dict[str, Any]:
         """Resolve a race: a `reconcile` entry that acknowledges both entries (both stay in the log)."""
-        result = log.append(vault, signer(), channel=channel, type="reconcile", summary=summary,
-                            body=body, ack=(a, b))
-        return result.to_json()
+        return _entry_ref(log.append(vault, signer(), channel=channel, type="reconcile", summary=summary,
+                                     body=body, ack=(a, b)))
 
-    @tool(READ)
+    @tool(READ, "Verify the vault")
     def verify() -> dict[str, Any]:
         """Check the log's framing, signatures, chains and ids, and the decision notes."""
         from . import verify as verify_mod
@@ -192,30 +328,37 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         report: dict[str, Any] = verify_mod.verify(vault).to_json()
         return report
 
-    @tool(READ)
-    def agent_list() -> dict[str, Any]:
+    @tool(READ, "List identities")
+    def agent_list(full: Full = False) -> dict[str, Any]:
         """The identities in the vault (agents and people)."""
         return _items(list(identity.all_identities(vault).values()))
 
     # ------------------------------------------------------------ decisions, state, checkpoints, handoff
-    @tool(ADD)
-    def decide(title: str, decision: str, rationale: str, alternatives: str | None = None,
-               supersedes: str | None = None, refs: list[str] | None = None) -> dict[str, Any]:
+    @tool(ADD, "Record a decision")
+    def decide(title: Annotated[str, Field(description="A short title for the decision.")],
+               decision: Annotated[str, Field(description="What was decided.")],
+               rationale: Annotated[str, Field(description="Why.")],
+               alternatives: Annotated[str | None, Field(description="Options considered, dropped.")] = None,
+               supersedes: Annotated[str | None, Field(description="The id (D-NNNN) of a decision this "
+                                                                   "one replaces.")] = None,
+               refs: Annotated[list[str] | None, Field(description="Related entry or decision ids.")] = None,
+               ) -> dict[str, Any]:
         """Record a decision (a signed note and a decision entry); `supersedes` marks an older one."""
         from . import decisions as dec
 
         return dec.decide(vault, signer(), title=title, decision=decision, rationale=rationale,
                           alternatives=alternatives, supersedes=supersedes, refs=tuple(refs or ())).to_json()
 
-    @tool(READ)
-    def decisions(all: bool = False) -> dict[str, Any]:
-        """The active decisions (all=True: superseded ones too)."""
+    @tool(READ, "Decisions in force")
+    def decisions(all: Annotated[bool, Field(description="true: superseded decisions too.")] = False,
+                  ) -> dict[str, Any]:
+        """The active decisions (all=true: superseded ones too)."""
         from . import decisions as dec
 
         items = dec.all_decisions(vault)
         return _items(items if all else [d for d in items if d.status == "active"])
 
-    @tool(READ)
+    @tool(READ, "Show the project state")
     def state_show() -> dict[str, Any]:
         """The project state note: its content and version (pass the version to state_set)."""
         from . import project_state
@@ -223,8 +366,10 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         version, content, _absorbed = project_state.show(vault, keys_home)
         return {"version": version, "content": content}
 
-    @tool(CHANGE)
-    def state_set(content: str, expect: int, summary: str | None = None) -> dict[str, Any]:
+    @tool(CHANGE, "Replace the project state")
+    def state_set(content: Annotated[str, Field(description="The whole new state note, Markdown.")],
+                  expect: Expect, summary: Annotated[str | None, Field(
+                      description="One line: what changed.")] = None) -> dict[str, Any]:
         """Replace the project state, only if it is still at version `expect` (else: the current
         version and a diff). The previous version is kept and restorable."""
         from . import project_state
@@ -233,7 +378,7 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
                                     keys_home=keys_home)
         return {k: val for k, val in v.to_json().items() if k != "content"}
 
-    @tool(READ)
+    @tool(READ, "Project state history")
     def state_history() -> dict[str, Any]:
         """Every accepted version of the project state (who, when, one line)."""
         from . import project_state
@@ -241,8 +386,9 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return _items([{k: val for k, val in v.to_json().items() if k != "content"}
                        for v in project_state.versions(vault)])
 
-    @tool(READ)
-    def state_diff(old: int, new: int | None = None) -> dict[str, Any]:
+    @tool(READ, "Diff two state versions")
+    def state_diff(old: Version, new: Annotated[int | None, Field(
+            description="The newer version (default: the current one).", ge=1)] = None) -> dict[str, Any]:
         """The difference between two versions of the project state (new: the current one)."""
         from . import project_state
 
@@ -251,26 +397,38 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return {"old": a.version, "new": b.version,
                 "diff": project_state.diff(a.content, b.content, f"v{a.version}", f"v{b.version}")}
 
-    @tool(CHANGE)
-    def state_restore(version: int, expect: int) -> dict[str, Any]:
+    @tool(CHANGE, "Restore a state version")
+    def state_restore(version: Version, expect: Expect) -> dict[str, Any]:
         """Make an earlier version of the project state current again (as a new version)."""
         from . import project_state
 
         v = project_state.restore(vault, signer(), version=version, expect=expect, keys_home=keys_home)
         return {k: val for k, val in v.to_json().items() if k != "content"}
 
-    @tool(SET)
-    def checkpoint_save(task: str, step: str, next: str, status: str = "in-progress",
-                        files: list[str] | None = None, notes: str | None = None) -> dict[str, Any]:
-        """Save your working context (task, step done, next step, status, files, notes), atomically."""
+    @tool(SET, "Save your checkpoint")
+    def checkpoint_save(task: Annotated[str, Field(description="The task you are on, one line.")],
+                        step: Annotated[str, Field(description="The step you just finished.")],
+                        next: Annotated[str, Field(description="The next step.")],
+                        status: Status = "in-progress",
+                        files: Annotated[list[str] | None, Field(description="Files you are working on.")]
+                        = None,
+                        notes: Annotated[str | None, Field(description="Anything else a new session "
+                                                                       "needs, Markdown.")] = None,
+                        ) -> dict[str, Any]:
+        """Save your working context (task, step done, next step, status, files, notes), atomically.
+        Do it every few tool calls: a new session resumes from it."""
         from . import checkpoints
 
         cp, logged = checkpoints.save(vault, agent, task=task, step=step, next=next, status=status,
                                       files=tuple(files or ()), notes=notes, keys_home=keys_home)
-        return {**cp.to_json(), "logged": logged}
+        return {"agent": cp.agent, "saved": cp.saved, "version": cp.seq, "status": cp.status,
+                "logged": logged}
 
-    @tool(READ)
-    def checkpoint_show(of: str | None = None, history: bool = False) -> dict[str, Any]:
+    @tool(READ, "Show a checkpoint")
+    def checkpoint_show(of: Annotated[str | None, Field(description="Another agent's name (default: "
+                                                                     "yours).")] = None,
+                        history: Annotated[bool, Field(description="true: earlier versions too.")] = False,
+                        ) -> dict[str, Any]:
         """A checkpoint (yours unless `of` names another agent), flagged when it looks like a crash."""
         from . import checkpoints
         from .errors import NotFoundError
@@ -284,8 +442,8 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
             data["history"] = [c.to_json() for c in checkpoints.history(vault, who)]
         return data
 
-    @tool(ADD)
-    def checkpoint_resume() -> dict[str, Any]:
+    @tool(ADD, "Resume from your checkpoint")
+    def checkpoint_resume(full: Full = False) -> dict[str, Any]:
         """What a new session needs to continue: your checkpoint and the log entries since it."""
         from . import checkpoints
 
@@ -293,8 +451,10 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return {"checkpoint": got["checkpoint"].to_json(), "since": [x.to_json() for x in got["since"]],
                 "resume_entry": got["resume_entry"].entry.id if got["resume_entry"] else None}
 
-    @tool(ADD)
-    def handoff(since: str | None = "last") -> dict[str, Any]:
+    @tool(ADD, "Write the morning handoff")
+    def handoff(since: Annotated[str | None, Field(description="`last` (since the previous handoff), an "
+                                                               "ISO time, or 12h / 7d.")] = "last",
+                ) -> dict[str, Any]:
         """Write the morning handoff note (handoff/YYYY-MM-DD.md) and return it."""
         from . import handoff as handoff_mod
 
@@ -303,26 +463,33 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return {**report.to_json(), "path": vault.rel(path)}
 
     # ------------------------------------------------------------ search
-    @tool(READ)
-    def search(query: str, agent: str | None = None, type: str | None = None, channel: str | None = None,
-               since: str | None = None, until: str | None = None, path: str | None = None,
-               n: int = 10) -> dict[str, Any]:
-        """Ranked search over the log and every note. Query syntax: words, "phrases", prefix*,
-        field:value (agent, type, channel, status, path, kind), AND OR NOT, parentheses. Each hit says
-        where it came from (file, lines, Obsidian link, author, time, signature verified)."""
+    @tool(READ, "Search the vault")
+    def search(query: Annotated[str, Field(description='Words, "phrases", prefix*, field:value (agent, type, '
+                                                       'channel, status, path, kind), AND OR NOT, ( ).')],
+               agent: Annotated[str | None, Field(description="Only entries by this agent.")] = None,
+               type: Annotated[str | None, Field(description="Only entries of this type.")] = None,
+               channel: Annotated[str | None, Field(description="Only entries on this channel.")] = None,
+               since: Annotated[str | None, Field(description="From this time: ISO, or 12h / 7d ago.")]
+               = None,
+               until: Annotated[str | None, Field(description="Up to this time: ISO, or 12h / 7d ago.")]
+               = None,
+               path: Annotated[str | None, Field(description="Only notes under this vault path.")] = None,
+               n: Count = 10) -> dict[str, Any]:
+        """Ranked search over the log and every note. Each hit says where it came from (file, lines,
+        Obsidian link, author, time, signature verified)."""
         from . import search as search_mod
 
         return _items(search_mod.search(vault, query, agent=agent, type=type, channel=channel, since=since,
                                         until=until, path=path, limit=n))
 
-    @tool(READ)
+    @tool(READ, "Search index status")
     def index_status() -> dict[str, Any]:
         """What the search index holds and which files changed since they were indexed."""
         from . import search as search_mod
 
         return search_mod.status(vault).to_json()
 
-    @tool(SET)
+    @tool(SET, "Rebuild the search index")
     def index_rebuild() -> dict[str, Any]:
         """Rebuild the search index from the vault (it is derived; nothing is lost)."""
         from . import search as search_mod
@@ -330,28 +497,29 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return search_mod.rebuild(vault).to_json()
 
     # ------------------------------------------------------------ memory, facts, bank
-    @tool(ADD)
-    def memory_add(content: str, target: str = "memory") -> dict[str, Any]:
-        """Add an entry to your MEMORY.md (target=memory) or the shared USER.md (target=user)."""
+    @tool(ADD, "Add to memory")
+    def memory_add(content: MemoryText, target: Target = "memory") -> dict[str, Any]:
+        """Add an entry to your MEMORY.md (target=memory) or the shared USER.md (target=user). It passes
+        the safety scan first; bounded: the answer says how full it is."""
         from . import memory
 
         return memory.add(vault, target, agent, content, limit=limits.get(target, 0)).to_json()
 
-    @tool(CHANGE)
-    def memory_replace(old_text: str, content: str, target: str = "memory") -> dict[str, Any]:
+    @tool(CHANGE, "Replace a memory entry")
+    def memory_replace(old_text: OldText, content: MemoryText, target: Target = "memory") -> dict[str, Any]:
         """Replace the memory entry containing old_text (an exact whole-entry match wins)."""
         from . import memory
 
         return memory.replace(vault, target, agent, old_text, content, limit=limits.get(target, 0)).to_json()
 
-    @tool(CHANGE)
-    def memory_remove(old_text: str, target: str = "memory") -> dict[str, Any]:
+    @tool(CHANGE, "Remove a memory entry")
+    def memory_remove(old_text: OldText, target: Target = "memory") -> dict[str, Any]:
         """Remove the memory entry containing old_text."""
         from . import memory
 
         return memory.remove(vault, target, agent, old_text, limit=limits.get(target, 0)).to_json()
 
-    @tool(READ)
+    @tool(READ, "Memory snapshot")
     def memory_snapshot() -> dict[str, Any]:
         """Your memory and the user profile as the block a runtime puts in its system prompt."""
         from . import memory
@@ -359,16 +527,19 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         snap = memory.snapshot(vault, agent, memory_limit=limits["memory"], user_limit=limits["user"])
         return snap.to_json()
 
-    @tool(CHANGE)
-    def memory_sweep(older_than_days: float | None = None) -> dict[str, Any]:
+    @tool(CHANGE, "Sweep old memory entries")
+    def memory_sweep(older_than_days: Annotated[float | None, Field(
+            description="Age in days (default: the vault's sweep_days).", gt=0)] = None) -> dict[str, Any]:
         """Archive plan-shaped memory entries older than the sweep age (restorable)."""
         from . import archive
 
         days = older_than_days if older_than_days is not None else float(st.sweep_days)
         return archive.sweep(vault, older_than_days=days, agent=agent, limits=limits).to_json()
 
-    @tool(ADD)
-    def memory_restore(ids: list[str] | None = None) -> dict[str, Any]:
+    @tool(ADD, "Restore archived memory")
+    def memory_restore(ids: Annotated[list[str] | None, Field(
+            description="Archived entry ids or retired fact names (none: list what is archived).")] = None,
+            ) -> dict[str, Any]:
         """Bring archived memory entries or retired facts back (no ids: list what is archived)."""
         from . import archive, facts
 
@@ -380,9 +551,13 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
                else facts.restore(vault, i).to_json() for i in ids]
         return {"items": out}
 
-    @tool(CHANGE)
-    def memory_consolidate(text: str, target: str = "memory",
-                           archive: list[str] | None = None) -> dict[str, Any]:
+    @tool(CHANGE, "Consolidate memory")
+    def memory_consolidate(text: Annotated[str, Field(description="All the new entries, separated by "
+                                                                  "lines holding only §.")],
+                           target: Target = "memory",
+                           archive: Annotated[list[str] | None, Field(
+                               description="Old entries (a unique part of each) to archive instead of "
+                                           "keeping.")] = None) -> dict[str, Any]:
         """Replace all entries with a rewritten set (§-separated), only if no old fact is lost."""
         from . import archive as archive_mod
 
@@ -390,51 +565,59 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
                                              archive=tuple(archive or ()))
         return res.to_json() | {"archived": [m.to_json() for m in moved]}
 
-    @tool(ADD)
-    def memory_facts_add(description: str, type: str, body: str = "",
-                         name: str | None = None) -> dict[str, Any]:
-        """Add a fact note to the memory index (type: user, feedback, project, reference)."""
+    @tool(ADD, "Add a fact to the memory index")
+    def memory_facts_add(description: Annotated[str, Field(description="The fact, one line.")],
+                         type: FactType,
+                         body: Annotated[str, Field(description="Details, Markdown.")] = "",
+                         name: Annotated[str | None, Field(description="The note's name (default: from "
+                                                                       "the description).")] = None,
+                         ) -> dict[str, Any]:
+        """Add a fact note to the memory index."""
         from . import facts
 
         return facts.add(vault, name=name, description=description, type=type, body=body).to_json()
 
-    @tool(READ)
-    def memory_facts_list(retired: bool = False) -> dict[str, Any]:
-        """The facts of the memory index (retired=True: the archived ones)."""
+    @tool(READ, "List memory facts")
+    def memory_facts_list(retired: Annotated[bool, Field(description="true: the retired (archived) facts.")]
+                          = False) -> dict[str, Any]:
+        """The facts of the memory index (retired=true: the archived ones)."""
         from . import facts
 
         return _items(facts.retired(vault) if retired else facts.all_facts(vault))
 
-    @tool(READ)
-    def memory_facts_show(name: str) -> dict[str, Any]:
+    @tool(READ, "Show a memory fact")
+    def memory_facts_show(name: Annotated[str, Field(description="The fact's name, as in the memory "
+                                                                 "index.")]) -> dict[str, Any]:
         """One fact of the memory index, with its body."""
         from . import facts
 
         return facts.get(vault, name).to_json()
 
-    @tool(CHANGE)
-    def memory_facts_retire(name: str) -> dict[str, Any]:
+    @tool(CHANGE, "Retire a memory fact")
+    def memory_facts_retire(name: Annotated[str, Field(description="The fact's name.")]) -> dict[str, Any]:
         """Move a fact to the archive (memory_restore brings it back)."""
         from . import facts
 
         return facts.retire(vault, name).to_json()
 
-    @tool(ADD)
-    def retain(type: str, content: str, source: str | None = None) -> dict[str, Any]:
-        """Keep a curated fact in your bank (type: decision, fact, failure, preference); it reaches
-        memory only after a person approves it."""
+    @tool(ADD, "Keep a fact in your bank")
+    def retain(type: BankType, content: Annotated[str, Field(description="The fact, in a sentence or two.")],
+               source: Annotated[str | None, Field(description="Where it comes from (an entry id, a "
+                                                               "file).")] = None) -> dict[str, Any]:
+        """Keep a curated fact in your bank; it reaches memory only after a person approves it."""
         from . import bank
 
         return bank.retain(vault, agent, type=type, content=content, source=source).to_json()
 
-    @tool(READ)
-    def recall(query: str, n: int = 10) -> dict[str, Any]:
+    @tool(READ, "Recall banked facts")
+    def recall(query: Annotated[str, Field(description="What you are looking for, in words.")],
+               n: Count = 10) -> dict[str, Any]:
         """Your banked facts relevant to the query, ranked."""
         from . import bank
 
         return _items(bank.recall(vault, agent, query, limit=n))
 
-    @tool(READ)
+    @tool(READ, "Facts waiting for review")
     def review_pending() -> dict[str, Any]:
         """Banked facts waiting for a person's approval."""
         from . import bank
@@ -484,8 +667,8 @@ def _version() -> str:
     return str(__version__)
 
 
-def run(vault: Vault, keys_home: Path, agent: str) -> int:
+def run(vault: Vault, keys_home: Path, agent: str, tools: str = "agent") -> int:
     """Serve over stdio until the client closes the stream."""
-    server = build_server(vault, keys_home, agent)
+    server = build_server(vault, keys_home, agent, tools=tools)
     server.run("stdio")
     return 0

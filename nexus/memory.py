@@ -388,13 +388,14 @@ def cached_snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: 
     return snap
 
 
-def brief_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
+def brief_section(vault: Vault, agent: str, limit: int, *, surface: str = "cli") -> BriefSection | None:
     """The brief's memory slot: usage warnings, the snapshot, the memory index (cut to ``limit``).
 
     The limits come from the vault's settings (``memory_chars``, ``user_chars`` in nexus.md): the brief's
     slot is called without them.
     """
     from . import facts
+    from .hints import say
     from .records import BriefSection
 
     cfg = vault.config()
@@ -409,12 +410,12 @@ def brief_section(vault: Vault, agent: str, limit: int) -> BriefSection | None:
     lines = [line for line in (index or "").split("\n") if line.startswith("- [[")]
     if lines:
         parts.append(f"Memory index ({len(lines)} fact{'s' if len(lines) != 1 else ''}; open a note with "
-                     "`nexus memory facts show NAME`):\n" + "\n".join(lines))
+                     f"{say(surface, 'fact')}):\n" + "\n".join(lines))
     if not parts:
         return None
     text = "\n\n".join(parts)
     if len(text) > limit:
-        hint = f"\n… (cut; the whole snapshot: `nexus memory snapshot --agent {agent}`)"
+        hint = f"\n… (cut; the whole snapshot: {say(surface, 'snapshot', agent=agent)})"
         text = text[: max(0, limit - len(hint))] + hint
     return BriefSection("memory", "Your memory", text)
 

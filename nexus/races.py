@@ -41,9 +41,3 @@ def agent_races(
     data = coordination.view(vault, agent, ack_types, window_seconds)
     return [Race(coordination.materialize(vault, a), coordination.materialize(vault, b)) for a, b in
             data["races"]]
-
-
-def reconcile_command(race: Race, agent: str) -> str:
-    a, b = race.a.entry.id, race.b.entry.id
-    return (f'nexus log append --agent {agent} --channel {race.b.entry.channel} --type reconcile '
-            f'--ack {a} --ack {b} --summary "..."')

@@ -17,6 +17,7 @@ Settings (argument / environment / ``nexus.md`` property, default):
 - user profile limit: – / ``NEXUS_USER_CHARS`` / ``user_chars``, 1375
 - sweep age in days: ``--older-than`` / ``NEXUS_SWEEP_DAYS`` / ``sweep_days``, 7
 - watcher rescan in seconds: ``--rescan`` / ``NEXUS_RESCAN_SECONDS`` / ``rescan_seconds``, 5
+- MCP tool set: ``--tools`` / ``NEXUS_MCP_TOOLS`` / ``mcp_tools``, agent (or all)
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Settings:
     user_chars: int = 1_375
     sweep_days: int = 7
     rescan_seconds: float = 5.0
+    mcp_tools: str = "agent"
 
 
 _ENV = {
@@ -51,6 +53,7 @@ _ENV = {
     "user_chars": "NEXUS_USER_CHARS",
     "sweep_days": "NEXUS_SWEEP_DAYS",
     "rescan_seconds": "NEXUS_RESCAN_SECONDS",
+    "mcp_tools": "NEXUS_MCP_TOOLS",
 }
 
 

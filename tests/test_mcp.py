@@ -30,10 +30,10 @@ def _cli_commands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator
                 yield from _cli_commands(sub, full)
 
 
-def _server(env: Env, agent: str = "ella") -> Any:
+def _server(env: Env, agent: str = "ella", tools: str = "all") -> Any:
     from nexus import mcp_server
 
-    return mcp_server.build_server(env.vault, env.keys_home, agent)
+    return mcp_server.build_server(env.vault, env.keys_home, agent, tools=tools)
 
 
 def _call(env: Env, *calls: tuple[str, dict[str, Any]], agent: str = "ella") -> list[Any]:
@@ -52,11 +52,11 @@ def _ok(result: Any) -> Any:
     return result.structured_content
 
 
-def _tool_names(env: Env) -> dict[str, Any]:
+def _tool_names(env: Env, tools: str = "all") -> dict[str, Any]:
     from mcp import Client
 
     async def go() -> dict[str, Any]:
-        async with Client(_server(env)) as client:
+        async with Client(_server(env, tools=tools)) as client:
             return {t.name: t for t in (await client.list_tools()).tools}
 
     return asyncio.run(go())
@@ -79,6 +79,7 @@ def test_stdio_smoke_through_the_official_client(env: Env) -> None:
             await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
             assert {"brief", "log_append", "search", "decide", "checkpoint_save"} <= names
+            assert "state_restore" not in names  # maintenance tools only with --tools all
             appended = await session.call_tool(
                 "log_append", {"channel": "build", "type": "note", "summary": "stdio capybara works"})
             assert not appended.is_error
@@ -214,3 +215,90 @@ def test_hot_paths_never_import_mcp_or_whoosh(env: Env, command: list[str]) -> N
     proc = subprocess.run([sys.executable, "-W", "error", "-c", code, *command], env=env.environ,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+# ------------------------------------------------------------------ answers made for agents (issue 9)
+
+
+def test_the_brief_comes_once_as_markdown_within_its_budget_and_names_tools(env: Env) -> None:
+    """Over MCP the brief is its Markdown text, once (no JSON copy), within the budget, and every
+    instruction in it names an MCP tool, never a shell command."""
+    from mcp import Client
+
+    question = env.append("lyra", "which queue library?", type="question").located.entry.id
+    for i in range(80):
+        env.append("lyra", f"progress note {i:03d}", body="detail " * 40)
+
+    async def go() -> Any:
+        async with Client(_server(env, tools="agent")) as client:
+            return await client.call_tool("brief", {"max_chars": 3000})
+
+    res = asyncio.run(go())
+    assert not res.is_error
+    assert len(res.content) == 1 and res.structured_content is None
+    text = res.content[0].text
+    assert text.startswith("# nexus brief for ella") and len(text) <= 3000
+    assert question in text
+    assert "`acknowledge`" in text and "`log_read`" in text  # what to call, as tools
+    assert "nexus log" not in text and "--agent" not in text
+
+
+def test_every_tool_has_a_title_and_every_parameter_a_description(env: Env) -> None:
+    tools = _tool_names(env)
+    for name, tool in tools.items():
+        assert tool.title, f"{name} has no title"
+        for param, schema in tool.input_schema.get("properties", {}).items():
+            assert schema.get("description"), f"{name}.{param} has no description"
+    # closed sets are enums
+    def enum(tool: str, param: str) -> list[str]:
+        return list(tools[tool].input_schema["properties"][param]["enum"])
+
+    assert enum("log_append", "type") == ["note", "question", "correction", "handoff"]
+    assert enum("memory_add", "target") == ["memory", "user"]
+    assert enum("checkpoint_save", "status") == ["in-progress", "blocked", "done"]
+    assert enum("retain", "type") == ["decision", "fact", "failure", "preference"]
+
+
+def test_the_default_tool_set_is_small_and_all_serves_every_tool(env: Env) -> None:
+    """The sizes docs/mcp.md reports are the sizes served (tool count exact, characters within 10%)."""
+    import re
+
+    from nexus import mcp_server
+
+    agent_set, all_set = _tool_names(env, "agent"), _tool_names(env, "all")
+    assert set(agent_set) == set(mcp_server.AGENT_TOOLS)
+    assert set(agent_set) < set(all_set)
+    docs = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    for label, served in (("agent", agent_set), ("all", all_set)):
+        size = len(json.dumps([t.model_dump(mode="json", exclude_none=True, by_alias=True)
+                               for t in served.values()], ensure_ascii=False))
+        found = re.search(rf"`--tools {label}`[^|]*\| (\d+) \| ([\d,]+) \|", docs)
+        assert found, f"docs/mcp.md does not report the size of the {label} set"
+        assert int(found.group(1)) == len(served)
+        documented = int(found.group(2).replace(",", ""))
+        assert abs(documented - size) <= size * 0.1, (label, documented, size)
+
+
+def test_a_missing_or_invalid_argument_is_one_readable_line(env: Env) -> None:
+    res = _call(env, ("log_append", {"channel": "build", "type": "note"}),
+                ("log_append", {"channel": "build", "type": "gossip", "summary": "x"}),
+                ("log_tail", {"n": "many"}))
+    texts = [r.content[0].text for r in res]
+    assert all(r.is_error for r in res), texts
+    assert texts[0] == "log_append: missing required argument `summary`"
+    assert texts[1].startswith("log_append: `type` must be one of") and "'note'" in texts[1]
+    assert texts[2].startswith("log_tail: `n`")
+    for text in texts:
+        assert "\n" not in text and "pydantic" not in text and "http" not in text, text
+
+
+def test_results_leave_out_signatures_chain_hashes_and_keys_unless_asked(env: Env) -> None:
+    appended, tail, full = map(_ok, _call(
+        env, ("log_append", {"channel": "build", "type": "note", "summary": "lean answers"}),
+        ("log_tail", {"n": 1}), ("log_tail", {"n": 1, "full": True})))
+    assert set(appended) == {"id", "file", "lines", "link"}
+    assert len(json.dumps(appended)) < 200
+    lean = tail["items"][0]
+    assert lean["id"] == appended["id"] and lean["summary"] == "lean answers"
+    assert not {"sig", "prev", "key", "seq", "seen"} & set(lean)
+    assert {"sig", "prev", "key"} <= set(full["items"][0]) and full["items"][0]["sig"]
