@@ -170,9 +170,9 @@ class NexusMCPServer(MCPServer):
     async def list_tools(self) -> list[Any]:
         listed = await super().list_tools()
         # an output schema that only says "an object" tells a model nothing: left out
-        return [t.model_copy(update={"input_schema": compact_schema(t.input_schema),
-                                     "output_schema": None if _says_nothing(t.output_schema) else t.output_schema})
-                for t in listed]
+        return [t.model_copy(update={
+            "input_schema": compact_schema(t.input_schema),
+            "output_schema": None if _says_nothing(t.output_schema) else t.output_schema}) for t in listed]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
