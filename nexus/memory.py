@@ -31,7 +31,7 @@ from . import durable, scan
 from .errors import IdentityError, InputError, MemoryFullError, NotFoundError
 from .locks import exclusive
 from .records import MemoryResult
-from .text import FORBIDDEN_BODY_RE, check_name, describe_char
+from .text import check_name, describe_char, first_invisible
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -224,9 +224,9 @@ def _clean(content: str | None, what: str, vault: Vault) -> str:
         raise InputError(f"{what} contains a line holding only `§`, which separates entries; "
                          "add each entry separately")
     scan.check(text, f"{what} for memory", vault.root)  # invisible characters are a scan category
-    bad = FORBIDDEN_BODY_RE.search(text)
+    bad = first_invisible(text)
     if bad:
-        raise InputError(f"{what} contains the control character {describe_char(bad.group())}; "
+        raise InputError(f"{what} contains the control character {describe_char(bad)}; "
                          "only visible text, newlines and tabs go into memory")
     return text
 

@@ -5,7 +5,7 @@ Everything headed there is scanned before it is written (a block raises
 snapshot is built (a poisoned entry is shown as blocked, never injected). The rules are data:
 ``nexus/scan_rules.toml`` (shipped) plus an optional ``scan-rules.toml`` at the vault's root, in the
 same shape, which adds rules (it can never remove one). Invisible and bidirectional-control
-characters (``text.INVISIBLE_RE``) are a category of their own.
+characters (``text.first_invisible``) are a category of their own.
 
 Matching is case-insensitive on the NFKC-folded text, so full-width look-alikes (``ｃａｔ``) match too.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError, UnsafeContentError
-from .text import INVISIBLE_RE, describe_char
+from .text import describe_char, first_invisible
 
 RULES_FILE = "scan_rules.toml"
 VAULT_RULES_FILE = "scan-rules.toml"
@@ -107,11 +107,12 @@ def findings(text: str, vault_root: Path | None = None) -> list[Finding]:
         found.append(Finding("too-large-to-scan", "prompt-injection",
                              f"more than {MAX_SCAN_CHARS:,} characters cannot be scanned", text[:40]))
         text = text[:MAX_SCAN_CHARS]
-    inv = INVISIBLE_RE.search(text)
-    if inv:
-        found.append(Finding(f"invisible-{describe_char(inv.group())}", "invisible-unicode",
+    inv = first_invisible(text, controls=False)
+    if inv is not None:
+        at = text.index(inv)
+        found.append(Finding(f"invisible-{describe_char(inv)}", "invisible-unicode",
                              "an invisible or bidirectional-control character",
-                             _excerpt(text, inv.start(), inv.end())))
+                             _excerpt(text, at, at + 1)))
     folded = unicodedata.normalize("NFKC", text)
     for rule in rules(vault_root):
         m = rule.regex.search(folded)

@@ -1,9 +1,21 @@
 """Rules for text that enters the vault: names, tokens, one-line summaries and bodies.
 
-Names (agents, people) and tokens (channels, types) are ASCII lowercase letters, digits and dashes, so a
-name can never be a path, a dot-file, or a Unicode look-alike of another name. Invisible and
-bidirectional-control characters and control characters other than newline and tab are refused in
-one-line fields and made visible in bodies (``⟦U+200B⟧``), never silently kept.
+Names (agents, people, facts) and tokens (channels, types) are ASCII lowercase letters, digits and
+dashes, so a name can never be a path, a dot-file, a Windows device name or a Unicode look-alike of
+another name; every name that becomes a file name goes through :func:`check_file_name`.
+
+Nothing an agent writes may be invisible to the person reviewing it in Obsidian:
+
+- Invisible characters (zero-width and bidi controls, soft hyphen, fillers, private-use and
+  non-characters, line/paragraph separators, stray variation selectors and tag characters) and control
+  characters other than newline and tab are refused in one-line fields and shown as ``⟦U+200B⟧`` in
+  bodies. Emoji sequences that use some of them (a variation selector after a character, ZWJ between
+  emoji, a subdivision flag's tag sequence) are kept as they are.
+- Markup Obsidian hides is neutralised in bodies outside fenced code: ``%%`` (a comment) is written
+  ``%\\%`` and ``<!--`` (an HTML comment) ``<\\!--``, which Obsidian shows as typed. A code fence left
+  open is closed, so it cannot swallow the entries after it. One-line fields refuse both.
+
+:func:`prepare_body` says what it changed, so the caller can tell the writer.
 """
 
 from __future__ import annotations
@@ -16,32 +28,72 @@ NAME_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?", re.ASCII)
 TOKEN_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?", re.ASCII)
 
 # Windows device names and words nexus gives a meaning of its own.
-RESERVED_NAMES = frozenset(
-    {"con", "prn", "aux", "nul", "all", "none", "nexus", "system", "watcher", "everyone", "human"}
+DEVICE_NAMES = frozenset(
+    {"con", "prn", "aux", "nul", "conin", "conout", "clock"}
     | {f"com{i}" for i in range(10)}
     | {f"lpt{i}" for i in range(10)}
 )
+RESERVED_NAMES = DEVICE_NAMES | {"all", "none", "nexus", "system", "watcher", "everyone", "human"}
 
 SUMMARY_MAX = 200
 BODY_MAX_BYTES = 64 * 1024
 
+_VS = "\ufe00-\ufe0f\U000e0100-\U000e01ef\u180b-\u180d\u180f"  # variation selectors
+_TAGS = "\U000e0000-\U000e007f"  # tag characters (kept only in a flag's tag sequence)
 _INVISIBLE = (
+    "\u00ad"  # soft hyphen
+    "\u034f"  # combining grapheme joiner
+    "\u061c"  # Arabic letter mark
+    "\u115f\u1160\u3164\uffa0"  # Hangul fillers
+    "\u17b4\u17b5"  # Khmer inherent vowels (render as nothing)
+    "\u180e"  # Mongolian vowel separator
     "\u200b-\u200f"  # zero-width space/joiners, LRM/RLM
-    "\u202a-\u202e"  # bidi embeddings and overrides
-    "\u2060-\u2064"  # word joiner, invisible operators
-    "\u2066-\u2069"  # bidi isolates
+    "\u2028-\u202e"  # line/paragraph separators, bidi embeddings and overrides
+    "\u2060-\u206f"  # word joiner, invisible operators, bidi isolates, deprecated format characters
+    "\u2800"  # braille blank
     "\ufeff"  # BOM / zero-width no-break space
-    "\U000e0000-\U000e007f"  # tag characters
+    "\ufff9-\ufffb"  # interlinear annotation
+    "\U0001bca0-\U0001bca3"  # shorthand format controls
+    "\U0001d173-\U0001d17a"  # musical format controls
+    "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"  # private use
+    "\ufdd0-\ufdef\ufffe\uffff"  # non-characters
+    f"{_TAGS}{_VS}"
 )
 _CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f"
 _SURROGATE = "\ud800-\udfff"  # lone surrogates (undecodable bytes in argv) cannot be stored as UTF-8
-INVISIBLE_RE = re.compile(f"[{_INVISIBLE}]")
-FORBIDDEN_INLINE_RE = re.compile(f"[{_INVISIBLE}{_CONTROL}{_SURROGATE}\n]")
-FORBIDDEN_BODY_RE = re.compile(f"[{_INVISIBLE}{_CONTROL}{_SURROGATE}]")
+_EMOJI = (
+    "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u21ff\u2300-\u27bf\u2900-\u2bff\u3030\u303d"
+    "\u3297\u3299\U0001f000-\U0001faff"
+)
+# Sequences kept whole although they hold characters of the classes above.
+_FLAG = "\U0001f3f4[\U000e0020-\U000e007e]{1,30}\U000e007f"  # 🏴 + tag letters + cancel tag
+_VS_AFTER_CHAR = f"(?<![\\s{_INVISIBLE}{_CONTROL}])[{_VS}]"  # a variation selector on a character
+_EMOJI_ZWJ = f"(?<=[{_EMOJI}\ufe0f])\u200d(?=[{_EMOJI}])"  # 👩‍💻
+_SCAN_RE = re.compile(
+    f"({_FLAG}|{_VS_AFTER_CHAR}|{_EMOJI_ZWJ})|[{_INVISIBLE}{_CONTROL}{_SURROGATE}]"
+)
+_SCAN_INLINE_RE = re.compile(
+    f"({_FLAG}|{_VS_AFTER_CHAR}|{_EMOJI_ZWJ})|[{_INVISIBLE}{_CONTROL}{_SURROGATE}\n]"
+)
+_SCAN_NO_CONTROL_RE = re.compile(f"({_FLAG}|{_VS_AFTER_CHAR}|{_EMOJI_ZWJ})|[{_INVISIBLE}{_SURROGATE}]")
+# Markup Obsidian hides from a reader.
+_HIDDEN_MARKUP_RE = re.compile(r"(?<=%)%|<!--")
+_FENCE_OPEN_RE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE_CLOSE_RE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 
 
 def describe_char(ch: str) -> str:
     return f"U+{ord(ch):04X}"
+
+
+def first_invisible(value: str, *, newline: bool = False, controls: bool = True) -> str | None:
+    """The first invisible (or, with ``controls``, control) character of ``value`` that no kept
+    emoji sequence explains; with ``newline`` a newline counts too."""
+    pattern = _SCAN_INLINE_RE if newline else _SCAN_RE if controls else _SCAN_NO_CONTROL_RE
+    for match in pattern.finditer(value):
+        if match.group(1) is None:
+            return match.group()
+    return None
 
 
 def check_name(name: str, what: str = "agent name") -> str:
@@ -63,6 +115,19 @@ def check_name(name: str, what: str = "agent name") -> str:
     return name
 
 
+def check_file_name(name: str, what: str) -> str:
+    """A name that becomes a file name (``memory/NAME.md``): a token that is no Windows device name."""
+    if not name:
+        raise InputError(f"{what} is empty")
+    if not TOKEN_RE.fullmatch(name):
+        raise InputError(
+            f"invalid {what} {name!r}: use lowercase letters, digits and dashes, at most 40 characters"
+        )
+    if name in DEVICE_NAMES:
+        raise InputError(f"invalid {what} {name!r}: the name is reserved (a Windows device name)")
+    return name
+
+
 def check_token(value: str, what: str) -> str:
     """Channels and types: lowercase letters, digits and dashes, up to 40 characters."""
     if not value:
@@ -75,12 +140,17 @@ def check_token(value: str, what: str) -> str:
 
 
 def check_line(value: str, what: str, max_len: int = SUMMARY_MAX) -> str:
-    """A one-line field (summary, title): stripped, non-empty, no newline or invisible characters."""
-    bad = FORBIDDEN_INLINE_RE.search(value)
-    if bad:
-        ch = bad.group()
+    """A one-line field (summary, title): stripped, non-empty, no newline, invisible characters or
+    markup Obsidian hides."""
+    ch = first_invisible(value, newline=True)
+    if ch is not None:
         label = "a newline" if ch == "\n" else f"the invisible or control character {describe_char(ch)}"
         raise InputError(f"{what} contains {label}; it must be one line of visible text")
+    hidden = _HIDDEN_MARKUP_RE.search(value)
+    if hidden:
+        shown = "%%" if hidden.group() == "%" else hidden.group()
+        raise InputError(f"{what} contains {shown!r}, which Obsidian hides from a reader; write it "
+                         "another way")
     value = value.strip()
     if not value:
         raise InputError(f"{what} is empty")
@@ -89,19 +159,75 @@ def check_line(value: str, what: str, max_len: int = SUMMARY_MAX) -> str:
     return value
 
 
+def _visible(match: re.Match[str]) -> str:
+    return match.group() if match.group(1) is not None else f"⟦{describe_char(match.group())}⟧"
+
+
 def make_visible(text: str) -> str:
-    """Replace invisible, bidi-control and control characters (except newline and tab) by ⟦U+XXXX⟧."""
-    return FORBIDDEN_BODY_RE.sub(lambda m: f"⟦{describe_char(m.group())}⟧", text)
+    """One line or a whole text shown as typed: invisible and control characters (except newline and
+    tab) become ⟦U+XXXX⟧, ``%%`` becomes ``%\\%`` and ``<!--`` becomes ``<\\!--`` (not fence-aware: for
+    summaries; bodies go through :func:`prepare_body`)."""
+    return _unhide(_SCAN_RE.sub(_visible, text))
 
 
-def check_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> str | None:
-    """Normalise a body: CRLF to LF, invisible characters made visible, size bounded; '' becomes None."""
+def _unhide(line: str) -> str:
+    return _HIDDEN_MARKUP_RE.sub(lambda m: "\\%" if m.group() == "%" else "<\\!--", line)
+
+
+def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str | None, list[str]]:
+    """A body as nexus stores it, and one line for each kind of change made (empty: stored as given).
+
+    CRLF becomes LF; invisible and control characters are made visible; outside fenced code ``%%`` and
+    ``<!--`` are neutralised; an unclosed code fence is closed. Applying it twice changes nothing more.
+    A body of only white space becomes None. Raises InputError when the result is too large.
+    """
     if body is None:
-        return None
-    body = make_visible(body.replace("\r\n", "\n"))
+        return None, []
+    changes: list[str] = []
+    if "\r\n" in body:
+        body = body.replace("\r\n", "\n")
+        changes.append("CRLF line endings were stored as LF")
+    shown = _SCAN_RE.sub(_visible, body)
+    if shown != body:
+        count = sum(1 for m in _SCAN_RE.finditer(body) if m.group(1) is None)
+        changes.append(f"{count} invisible or control character(s) were made visible as ⟦U+XXXX⟧")
+        body = shown
+    lines = body.split("\n")
+    fence: tuple[str, int] | None = None
+    hidden = 0
+    for i, line in enumerate(lines):
+        if fence is None:
+            opened = _FENCE_OPEN_RE.fullmatch(line)
+            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+                fence = (opened.group(1)[0], len(opened.group(1)))
+            fixed = _unhide(line)
+            if fixed != line:
+                hidden += 1
+                lines[i] = fixed
+        else:
+            closed = _FENCE_CLOSE_RE.fullmatch(line)
+            if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= fence[1]:
+                fence = None
+    if hidden:
+        changes.append(r"'%%' and '<!--' (hidden by Obsidian) were written as '%\%' and '<\!--' on "
+                       f"{hidden} line(s)")
+    if fence is not None:
+        lines.append(fence[0] * fence[1])
+        changes.append("an unclosed code fence was closed")
+    body = "\n".join(lines)
     if not body.strip():
-        return None
+        return None, [*changes, "a body of only white space is stored as no body"]
     size = len(body.encode("utf-8"))
     if size > max_bytes:
         raise InputError(f"body is {size} bytes; the limit is {max_bytes} bytes")
-    return body
+    return body, changes
+
+
+def check_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> str | None:
+    """The body as stored (see :func:`prepare_body`); '' or white space becomes None."""
+    return prepare_body(body, max_bytes)[0]
+
+
+def body_notice(changes: list[str]) -> str:
+    """One line telling a writer how their body was changed."""
+    return "the body was changed so a person sees all of it: " + "; ".join(changes)

@@ -164,7 +164,9 @@ def test_vault_discovery_order(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("digits", ["1234567890123456", "0012345670123456"])
-def test_a_vault_id_of_digits_stays_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, digits: str) -> None:
+def test_a_vault_id_of_digits_stays_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, digits: str
+) -> None:
     """About 1 init in 1,845 draws a vault id of digits only; YAML must not turn it into a number."""
     import secrets
 

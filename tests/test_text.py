@@ -86,8 +86,9 @@ def test_bodies_never_keep_invisible_or_control_characters(raw: str) -> None:
         return
     if body is None:
         return
-    assert not text.FORBIDDEN_BODY_RE.search(body)
+    assert text.first_invisible(body) is None
     body.encode("utf-8")  # always storable
+    assert text.prepare_body(body, max_bytes=10**9) == (body, [])  # applying it again changes nothing
 
 
 @pytest.mark.parametrize("ch", INVISIBLE + CONTROL)
@@ -196,3 +197,100 @@ def test_undecodable_argv_bytes_are_made_visible_not_a_crash(env: Env) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "⟦U+DCE9⟧" in proc.stdout.decode()
+
+
+# ---------------------------------------------------------------- issue 12: the whole class of invisible text
+
+MORE_INVISIBLE = ["\ue000", "\uf8ff", "\U000f0000", "\U0010fffd", "\u00ad", "\u180e", "\u3164", "\u034f",
+                  "\u2028", "\u2029", "\u115f", "\uffa0", "\u2800", "\u061c", "\ufdd0", "\U000e0041",
+                  "\ufe0f"]  # (a variation selector on nothing is a carrier for hidden data)
+KEPT_SEQUENCES = [
+    "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",  # Scotland's flag
+    "\U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f",  # Wales
+    "\u2764\ufe0f", "1\ufe0f\u20e3",  # red heart, keycap one
+    "\U0001f469\u200d\U0001f4bb", "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # ZWJ sequences
+    "\U0001f44d\U0001f3fd",  # skin tone
+    "\u845b\U000e0100",  # an ideographic variation
+]
+
+
+@pytest.mark.parametrize("ch", MORE_INVISIBLE)
+def test_more_invisible_characters_refused_in_lines_and_shown_in_bodies(ch: str) -> None:
+    with pytest.raises(InputError, match=f"U\\+{ord(ch):04X}"):
+        text.check_line(f"a {ch}b", "summary")
+    body, changes = text.prepare_body(f"a {ch}b")
+    assert body == f"a ⟦U+{ord(ch):04X}⟧b" and len(changes) == 1
+
+
+@pytest.mark.parametrize("seq", KEPT_SEQUENCES)
+def test_emoji_sequences_are_kept_whole(seq: str) -> None:
+    assert text.check_line(f"go {seq} team", "summary") == f"go {seq} team"
+    assert text.prepare_body(f"go {seq}\nteam") == (f"go {seq}\nteam", [])
+
+
+def test_a_stray_tag_run_or_stacked_selectors_are_shown() -> None:
+    smuggled = "hi\U000e0069\U000e0067\U000e006e"  # tag letters after ordinary text: hidden "ign"
+    assert text.prepare_body(smuggled)[0] == "hi⟦U+E0069⟧⟦U+E0067⟧⟦U+E006E⟧"
+    stacked = "a\ufe0f\ufe01\ufe02"  # data hidden in variation selectors
+    assert text.prepare_body(stacked)[0] == "a\ufe0f⟦U+FE01⟧⟦U+FE02⟧"
+
+
+HIDING_BODIES = [
+    ("before %% hidden %% after", "before %\\% hidden %\\% after"),
+    ("50%%% off", "50%\\%\\% off"),
+    ("see <!-- secret --> this", "see <\\!-- secret --> this"),
+    ("```python\nprint('%%d' % 3)\n```\nplain %% text", "```python\nprint('%%d' % 3)\n```\nplain %\\% text"),
+    ("```\nunclosed", "```\nunclosed\n```"),
+    ("~~~~ sh\necho\n~~~\nstill code", "~~~~ sh\necho\n~~~\nstill code\n~~~~"),
+    ("````\n```\nnested", "````\n```\nnested\n````"),
+    ("``` inline ``` is not a fence\n%%", "``` inline ``` is not a fence\n%\\%"),
+]
+
+
+@pytest.mark.parametrize(("raw", "stored"), HIDING_BODIES)
+def test_markup_obsidian_hides_is_neutralised_and_reported(raw: str, stored: str) -> None:
+    body, changes = text.prepare_body(raw)
+    assert body == stored and changes
+    assert text.prepare_body(body) == (body, [])
+
+
+@pytest.mark.parametrize("summary", ["50%% done", "a <!-- b", "%%"])
+def test_markup_obsidian_hides_is_refused_in_one_line_fields(summary: str) -> None:
+    with pytest.raises(InputError, match="Obsidian hides"):
+        text.check_line(summary, "summary")
+
+
+@given(st.text())
+def test_prepare_body_is_idempotent_and_leaves_nothing_hidden(raw: str) -> None:
+    try:
+        body, _ = text.prepare_body(raw, max_bytes=10**9)
+    except InputError:
+        return
+    if body is None:
+        return
+    assert text.prepare_body(body, max_bytes=10**9) == (body, [])
+    assert text.first_invisible(body) is None
+    if "```" not in body and "~~~" not in body:  # (fenced code keeps its text as typed)
+        assert "%%" not in body and "<!--" not in body
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("zero\u200bwidth", "invisible"), ("100%% sure", "Obsidian"), ("```\nopen", "fence"),
+    ("a\r\nb", "CRLF"),
+])
+def test_the_writer_is_told_when_a_body_is_changed(env: Env, body: str, says: str) -> None:
+    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note",
+                  "--summary", "s", "--body-file", "-", "--json", input=body)
+    data = run.json()
+    assert data["body_changed"] and any(says in c for c in data["body_changed"])
+    notes = [line for line in run.stderr.splitlines() if line.startswith("nexus: note: ")]
+    assert len(notes) == 1 and says in notes[0]
+    tail = env.run("log", "tail", "-n", "1", "--json").json()
+    assert tail[0]["body"] == data["body"]
+
+
+def test_an_unchanged_body_says_nothing(env: Env) -> None:
+    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note",
+                  "--summary", "s", "--body", "plain 50% text, ``code``, 🏴\U000e0067\U000e0062"
+                  "\U000e0073\U000e0063\U000e0074\U000e007f", "--json")
+    assert run.json()["body_changed"] == [] and run.stderr == ""
