@@ -44,6 +44,14 @@ def _settings(args: argparse.Namespace, vault: Any) -> Any:
     return resolve(cli_args, os.environ, vault.config())
 
 
+def _progress(args: argparse.Namespace, label: str) -> Any:
+    """Progress for long work: a bar with an estimate on a terminal after two seconds; nothing when
+    stderr is not a terminal or the command prints JSON (``progress.py``)."""
+    from .progress import bar
+
+    return bar(label, enabled=not getattr(args, "json", False))
+
+
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if getattr(args, "json", False):
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
@@ -163,7 +171,7 @@ def cmd_log_repair(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from .verify import verify
 
-    report = verify(_vault(args))
+    report = verify(_vault(args), full=args.full, progress=_progress(args, "verifying the log"))
     lines = [str(p) for p in report.problems]
     status = "clean" if report.ok else f"{len(report.errors)} problem(s)"
     lines.append(f"{report.entries} entries in {report.segments} segment(s): {status}")
@@ -824,27 +832,6 @@ def _add_coordination_commands(sub: Any, logp: Any) -> None:
 # ------------------------------------------------------------------ handlers: search and MCP (issue 5)
 
 
-def _progress_bar() -> Any:
-    """A progress callback for index builds, on stderr: a bar on a terminal; otherwise a line every
-    10% when the vault is large (over 8 MB of Markdown), nothing on a small one."""
-    tty = sys.stderr.isatty()
-    shown = [-1]
-
-    def show(done: int, total: int) -> None:
-        pct = 100 * done // max(total, 1)
-        if tty:
-            width = 30
-            filled = width * pct // 100
-            bar = "#" * filled + "." * (width - filled)
-            sys.stderr.write(f"\rnexus: indexing the vault [{bar}] {pct:3d}%")
-            if done >= total:
-                sys.stderr.write("\n")
-        elif total > 8 * 1024 * 1024 and pct // 10 > shown[0]:
-            shown[0] = pct // 10
-            sys.stderr.write(f"nexus: indexing the vault: {pct}%\n")
-        sys.stderr.flush()
-
-    return show
 
 
 def _hit_text(n: int, hit: Any) -> str:
@@ -866,7 +853,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     vault = _vault(args)
     hits = search.search(vault, args.query, agent=args.agent, type=args.type, channel=args.channel,
                          since=args.since, until=args.until, path=args.path, limit=args.n,
-                         progress=_progress_bar())
+                         progress=_progress(args, "indexing the vault"))
     _emit(args, [h.to_json() for h in hits],
           "\n\n".join(_hit_text(i + 1, h) for i, h in enumerate(hits)) or "no matches")
     return 0
@@ -875,7 +862,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from . import search
 
-    stats = search.rebuild(_vault(args), progress=_progress_bar())
+    stats = search.rebuild(_vault(args), progress=_progress(args, "indexing the vault"))
     _emit(args, stats.to_json(),
           f"index rebuilt: {stats.documents_added} documents from {stats.files_indexed} files "
           f"in {stats.seconds:.1f} s")
@@ -994,8 +981,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, default=10, help="how many (default 10)")
     _cmd(logp, "repair", cmd_log_repair, "move a torn tail to .nexus/quarantine/", "nexus log repair")
 
-    _cmd(sub, "verify", cmd_verify, "check framing, signatures, chains and ids; exit 1 on problems",
-         "nexus verify --json")
+    p = _cmd(sub, "verify", cmd_verify, "check framing, signatures, chains and ids; exit 1 on problems. "
+             "Checks only what changed since the last verify, after proving the rest unchanged",
+             "nexus verify --json\n  nexus verify --full")
+    p.add_argument("--full", action="store_true",
+                   help="check every entry from scratch instead of only what changed since the last verify")
     _add_memory_commands(sub)
     _add_continuity_commands(sub)
     _add_coordination_commands(sub, logp)

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
@@ -298,7 +299,8 @@ def write_register(vault: Vault) -> Path:
 # ------------------------------------------------------------------ verify
 
 
-def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: set[str] | None = None) -> list[Problem]:
+def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: Container[str] | None = None
+                ) -> list[Problem]:
     """Problems with decision notes: a hand edit (signature mismatch), a bad status change, no entry."""
     from .identity import verify_signature
 

@@ -7,6 +7,7 @@ key and a note a person fills in live in the vault at ``agents/NAME/identity.md`
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import time
@@ -98,11 +99,17 @@ def load_signer(vault: Vault, keys_home: Path, name: str) -> Signer:
 def verify_signature(public_key: str, signature: str, data: bytes) -> bool:
     """True when ``signature`` (base64) is ``public_key``'s (``ed25519:<base64>``) signature of data."""
     try:
-        raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
-        Ed25519PublicKey.from_public_bytes(raw).verify(base64.b64decode(signature, validate=True), data)
+        _public_key(public_key).verify(base64.b64decode(signature, validate=True), data)
     except (InvalidSignature, ValueError):
         return False
     return True
+
+
+@functools.lru_cache(maxsize=256)
+def _public_key(public_key: str) -> Ed25519PublicKey:
+    """The key object for ``ed25519:<base64>`` (decoded once: a full verify checks every entry)."""
+    raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
+    return Ed25519PublicKey.from_public_bytes(raw)
 
 
 _IDENTITY_BODY = """\

@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import entries, log
+from . import entries, log, segments
 from .identity import all_identities, verify_signature
+from .progress import Progress
 from .records import Identity, Located, Problem
 from .vault import Vault
 
@@ -35,6 +36,8 @@ class Report:
     entries: int = 0
     segments: int = 0
     problems: list[Problem] = field(default_factory=list)
+    checked: int = 0  # entries whose signature this run checked (the rest was proven unchanged)
+    full: bool = False  # checked from scratch (no usable state, --full, or something moved)
 
     @property
     def errors(self) -> list[Problem]:
@@ -50,11 +53,48 @@ class Report:
             "entries": self.entries,
             "segments": self.segments,
             "problems": [p.to_json() for p in self.problems],
+            "checked": self.checked,
+            "full": self.full,
         }
 
 
-def verify(vault: Vault) -> Report:
-    report = Report()
+def verify(vault: Vault, *, full: bool = False, progress: Progress | None = None,
+           parallel: bool = True) -> Report:
+    """Verify the log: only what changed since the last verification, after proving that the bytes
+    verified before are unchanged (``full``: everything from scratch). See ``verify_state.py``."""
+    from . import verify_state
+
+    return verify_state.run(vault, full=full, progress=progress, parallel=parallel)
+
+
+def scan_problems(rel: str, result: segments.Scan) -> tuple[list[tuple[int, Problem]],
+                                                           list[tuple[int, Problem]],
+                                                           tuple[int, Problem] | None]:
+    """The problems a segment's scan shows by itself: (offset, problem) of broken framing, of text
+    outside entries (stray text and watcher notices), and of a torn tail."""
+    broken = [(b.offset, Problem("framing", rel, b.line, b.message, b.entry_id)) for b in result.broken]
+    stray: list[tuple[int, Problem]] = []
+    for s in result.stray:
+        first = s.text.splitlines()[0][:60] if s.text else ""
+        if s.text.startswith("%% nexus:notice "):  # a notice `nexus watch` wrote (shadow.py)
+            title = next((ln for ln in s.text.splitlines() if ln.startswith("> [!")), first)
+            stray.append((s.offset, Problem("notice", rel, s.line_start, title.split("] ", 1)[-1])))
+            continue
+        stray.append((s.offset, Problem("stray-text", rel, s.line_start,
+                                        f"text outside any entry: {first!r}")))
+    torn = None
+    if result.torn is not None:
+        torn = (result.torn.offset, Problem(
+            "torn-tail", rel, result.torn.line,
+            f"{result.torn.size} incomplete bytes at the end (run `nexus log repair`)"))
+    return broken, stray, torn
+
+
+def verify_exact(vault: Vault) -> Report:
+    """Everything from scratch, in one process, holding every entry in memory: the reference the
+    streaming verification (``verify_state.py``) agrees with, and what it falls back to when the log's
+    ids or an agent's sequence go backwards (a duplicate, a reorder or a fork)."""
+    report = Report(full=True)
     identities = all_identities(vault)
     by_key = {ident.key_id: ident for ident in identities.values()}
     chains: dict[str, list[_Link]] = {}
@@ -64,23 +104,13 @@ def verify(vault: Vault) -> Report:
         report.segments += 1
         result = log.scan_file(vault, path)
         rel = vault.rel(path)
-        for b in result.broken:
-            report.problems.append(Problem("framing", rel, b.line, b.message, b.entry_id))
-        for s in result.stray:
-            first = s.text.splitlines()[0][:60] if s.text else ""
-            if s.text.startswith("%% nexus:notice "):  # a notice `nexus watch` wrote (shadow.py)
-                title = next((ln for ln in s.text.splitlines() if ln.startswith("> [!")), first)
-                report.problems.append(Problem("notice", rel, s.line_start, title.split("] ", 1)[-1]))
-                continue
-            report.problems.append(
-                Problem("stray-text", rel, s.line_start, f"text outside any entry: {first!r}")
-            )
-        if result.torn is not None:
-            report.problems.append(
-                Problem("torn-tail", rel, result.torn.line,
-                        f"{result.torn.size} incomplete bytes at the end (run `nexus log repair`)")
-            )
+        broken, stray, torn = scan_problems(rel, result)
+        report.problems.extend(p for _, p in broken)
+        report.problems.extend(p for _, p in stray)
+        if torn is not None:
+            report.problems.append(torn[1])
         for located in result.entries:
+            report.checked += 1
             report.entries += 1
             e = located.entry
             where = (located.file, located.line_start)
@@ -101,7 +131,8 @@ def verify(vault: Vault) -> Report:
                 chains.setdefault(e.agent, []).append(
                     _Link(located, entries.entry_hash(e), verdict == "ok"))
     heads = {agent: _check_chain(report, links) for agent, links in chains.items()}
-    _check_heads(report, vault, heads)
+    check_heads(report, vault, {a: (seq, digest, loc.file, loc.line_start)
+                                 for a, (seq, digest, loc) in heads.items()})
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes (issue 4)
 
     report.problems.extend(check_notes(vault, identities, set(seen_ids)))
@@ -123,24 +154,32 @@ def _check_signature(
     report: Report, located: Located, identities: dict[str, Identity], by_key: dict[str, Identity]
 ) -> str:
     """Report a bad signature; return "ok", "edited" (the author's, text changed) or "foreign"."""
+    verdict, problem = check_entry(located, identities, by_key)
+    if problem is not None:
+        report.problems.append(problem)
+    return verdict
+
+
+def check_entry(
+    located: Located, identities: dict[str, Identity], by_key: dict[str, Identity]
+) -> tuple[str, Problem | None]:
+    """One entry's own verdict, independent of every other entry (so it can run in any process):
+    "ok", "edited" (the author's key, text changed) or "foreign" (not part of its author's chain),
+    and the problem to report, if any."""
     e = located.entry
     where = (located.file, located.line_start)
     author = identities.get(e.agent)
     data = entries.signing_bytes(e)
     if author is None:
-        report.problems.append(Problem("unknown-agent", *where, f"no identity note for {e.agent!r}",
-                                       e.id, e.agent))
-        return "foreign"
+        return "foreign", Problem("unknown-agent", *where, f"no identity note for {e.agent!r}", e.id, e.agent)
     if not e.sig:
-        report.problems.append(Problem("forged", *where,
-            f"entry claims {e.agent} but carries no signature", e.id, e.agent))
-        return "foreign"
+        return "foreign", Problem("forged", *where, f"entry claims {e.agent} but carries no signature",
+                                  e.id, e.agent)
     if e.key == author.key_id:
         if not verify_signature(author.public_key, e.sig, data):
-            report.problems.append(Problem("edited", *where,
-                f"signature by {e.agent} does not match the text: changed after signing", e.id, e.agent))
-            return "edited"
-        return "ok"
+            return "edited", Problem("edited", *where,
+                f"signature by {e.agent} does not match the text: changed after signing", e.id, e.agent)
+        return "ok", None
     signer = by_key.get(e.key)
     if signer is not None and verify_signature(signer.public_key, e.sig, data):
         msg = f"claims {e.agent} but is signed with {signer.name}'s key"
@@ -148,8 +187,7 @@ def _check_signature(
         msg = f"signature is {e.agent}'s but names the key {e.key}"
     else:
         msg = f"signed with a key that belongs to no identity ({e.key})"
-    report.problems.append(Problem("forged", *where, msg, e.id, e.agent))
-    return "foreign"
+    return "foreign", Problem("forged", *where, msg, e.id, e.agent)
 
 
 def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:
@@ -179,26 +217,60 @@ def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]
     expected = 1
     for seq in sorted(by_seq):
         link = by_seq[seq]
-        if seq > expected:
-            gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
-            if id(link) not in flagged:
-                add("missing", link, f"{agent}'s entries with seq {gap} are missing before this one "
-                    f"(seq {seq}): deleted")
-        elif seq >= 1:
-            before = by_seq.get(seq - 1)
-            prev = link.located.entry.prev
-            if before is None and prev is not None and seq == 1:
-                add("missing", link, f"{agent}'s first entry names a previous entry")
-            elif before is not None and before.signed_ok and prev != before.digest and (
-                id(link) not in flagged
-            ):
-                add("missing", link, f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} "
-                    f"({before.located.entry.id}): that entry was replaced")
+        before = by_seq.get(seq - 1)
+        message = _link_message(agent, expected, seq, link.located.entry.prev,
+                                None if before is None else (before.signed_ok, before.digest,
+                                                             before.located.entry.id))
+        # (a reordered seq 1 naming a previous entry is reported even though it is flagged already)
+        if message is not None and (id(link) not in flagged or (seq == 1 and before is None)):
+            add("missing", link, message)
         expected = max(expected, seq + 1)
     return top.seq, top.digest, top.located
 
 
-def _check_heads(report: Report, vault: Vault, heads: dict[str, tuple[int, str, Located]]) -> None:
+def _link_message(agent: str, expected: int, seq: int, prev: str | None,
+                  before: tuple[bool, str, str] | None) -> str | None:
+    """The chain problem of an agent's link with ``seq`` (all its lower seqs seen, the next one
+    expected ``expected``), given the link with ``seq - 1`` as (signed_ok, digest, id), if any."""
+    if seq > expected:
+        gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
+        return f"{agent}'s entries with seq {gap} are missing before this one (seq {seq}): deleted"
+    if seq >= 1:
+        if before is None and prev is not None and seq == 1:
+            return f"{agent}'s first entry names a previous entry"
+        if before is not None and before[0] and prev != before[1]:
+            return (f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} ({before[2]}): "
+                    "that entry was replaced")
+    return None
+
+
+@dataclass(frozen=True)
+class Head:
+    """What the chain check needs of an agent's link with the highest seq so far."""
+
+    seq: int
+    digest: str
+    signed_ok: bool
+    file: str
+    line: int
+    entry_id: str
+
+
+def next_link_problem(agent: str, head: Head | None, seq: int, prev: str | None, file: str, line: int,
+                      entry_id: str) -> Problem | None:
+    """The chain problem of an agent's next link when its ``seq`` is above every seq of the agent seen
+    so far (``head`` holds the highest): the answer ``_check_chain`` gives for it, found as entries
+    stream by. A link whose seq is not above the head is a fork or a reorder: the caller must take
+    the exact path instead."""
+    assert head is None or seq > head.seq
+    expected = 1 if head is None else max(1, head.seq + 1)
+    before = (head.signed_ok, head.digest, head.entry_id) if head is not None and head.seq == seq - 1 \
+        else None
+    message = _link_message(agent, expected, seq, prev, before)
+    return None if message is None else Problem("missing", file, line, message, entry_id, agent)
+
+
+def check_heads(report: Report, vault: Vault, heads: dict[str, tuple[int, str, str, int]]) -> None:
     """Entries missing at the very end of a chain show only against what nexus last recorded."""
     import json
 
@@ -215,7 +287,7 @@ def _check_heads(report: Report, vault: Vault, heads: dict[str, tuple[int, str, 
             continue
         have = found[0] if found else 0
         if have < head[0]:
-            where = (found[2].file, found[2].line_start) if found else ("log", 0)
+            where = (found[2], found[3]) if found else ("log", 0)
             gap = f"{have + 1}" if have + 1 == head[0] else f"{have + 1}–{head[0]}"
             report.problems.append(Problem("missing", *where,
                 f"{agent}'s last entries (seq {gap}) were written but are gone", None, agent))
