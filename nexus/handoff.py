@@ -17,6 +17,7 @@ each linked to its source – and renders Markdown; ``write`` saves it as ``hand
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -41,6 +42,7 @@ class Handoff:
     last_state_version: int = 0
     markdown: str = ""
     items: dict[str, Any] = field(default_factory=dict)
+    scan: dict[str, Any] | None = None  # where this handoff's scan stopped (saved by ``write``)
 
     def to_json(self) -> dict[str, Any]:
         return {"since": self.since, "until": self.until, "last_entry": self.last_entry,
@@ -163,7 +165,6 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     settings = resolve({}, os.environ, vault.config())
     idents = all_identities(vault)
     agents = [n for n, i in idents.items() if i.kind == "agent"]
-    everything = list(log.iter_entries(vault))
     start_ms = None if start is None else int(checkpoints.epoch(start) * 1000)
 
     def fresh(entry_id: str | None, ts: str) -> bool:
@@ -174,12 +175,27 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
             return True
         return entries.decode_id_ms(entry_id) >= start_ms if entry_id else ts >= (start or "")
 
-    window = [loc for loc in everything if fresh(loc.entry.id, loc.entry.ts)]
-    by_id = {loc.entry.id: loc for loc in everything}
+    # Only the window is read: after the previous handoff, from where its scan stopped in each
+    # segment (``.nexus/handoff.json``, saved by ``write``); otherwise the whole log, streamed.
+    saved = _load_scan(vault)
+    resume = saved is not None and isinstance(after_entry, str) and saved["last_entry"] == after_entry
+    last_activity: dict[str, str] = dict(saved["activity"]) if resume and saved else {}
+
+    def keep(e: Any) -> bool:
+        if e.ts > last_activity.get(e.agent, ""):
+            last_activity[e.agent] = e.ts
+        return fresh(e.id, e.ts)
+
+    # (resuming, older ids are skipped before ``keep``: their activity is in the saved scan)
+    window, marks, _newest = log.scan_after(vault, saved["segments"] if resume and saved else {},
+                                            after_entry if resume else None, keep)
+    by_id = {loc.entry.id: loc for loc in window}  # (links go to the window's entries only)
+    newest = log.tail(vault, 1)
     shown: set[str] = set()
     out = Handoff(since=start, until=until,
-                  last_entry=everything[-1].entry.id if everything else after_entry,
+                  last_entry=newest[-1].entry.id if newest else after_entry,
                   last_state_version=max([v.version for v in project_state.versions(vault)], default=0))
+    out.scan = {"last_entry": out.last_entry, "segments": marks, "activity": last_activity}
     md: list[str] = []
     items = out.items
 
@@ -189,12 +205,10 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     items["integrity"] = [p.to_json() for p in report.errors]
     for p in report.errors:
         target = p.file.removesuffix(".md")
-        link = f"[[{target}#^{p.entry_id}]]" if p.entry_id and p.entry_id in by_id else f"[[{target}]]"
+        # an entry verify could read has its block id; broken framing may not
+        link = f"[[{target}#^{p.entry_id}]]" if p.entry_id and p.kind != "framing" else f"[[{target}]]"
         what = f"{p.kind} {p.entry_id}" if p.entry_id else p.kind
         waiting.append(f"- ⚠ **integrity** {what}: {p.message} — {link}")
-    last_activity: dict[str, str] = {}
-    for loc in everything:
-        last_activity[loc.entry.agent] = max(last_activity.get(loc.entry.agent, ""), loc.entry.ts)
     cps = checkpoints.all_checkpoints(vault)
     crashed = {a for a, cp in cps.items()
                if checkpoints.probable_crash(cp, stale_minutes, last_activity=last_activity.get(a), now=now)}
@@ -214,7 +228,7 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
         waiting.append(f"- 📥 **{len(pending)} fact(s) wait for your approval** in the retention bank "
                        "(tick them in memory/REVIEW.md, or `nexus review`):")
         waiting += ["  " + _pending_line(x) for x in pending]
-    owed = _acks_owed(vault, window, everything, settings.ack_types, agents)
+    owed = _acks_owed(vault, window, window, settings.ack_types, agents)
     questions = [loc for loc in window if loc.entry.type == "question" and loc.entry.id in owed]
     for loc in questions:
         e = loc.entry
@@ -245,8 +259,7 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
         race_lines.append(f"- … {len(open_races) - SHOWN_RACES} more: `nexus races --unresolved`")
     for r in open_races:
         shown.update((r.a.entry.id, r.b.entry.id))
-    resolved = [r for r in (found or []) if r.resolved_by is not None and r.resolved_by in by_id
-                and fresh(r.resolved_by, by_id[r.resolved_by].entry.ts)]
+    resolved = [r for r in (found or []) if r.resolved_by is not None and r.resolved_by in by_id]
     items["races_reconciled"] = [list(r.key) for r in resolved]
 
     # ---- decisions
@@ -363,9 +376,33 @@ def write(vault: Vault, handoff: Handoff) -> Path:
         path = folder(vault) / (f"{day}.md" if n == 1 else f"{day}-{n}.md")
         try:
             durable.create_exclusive(path, text)
-            return path
+            break
         except FileExistsError:
             n += 1
+    if handoff.scan is not None:  # the next `--since last` reads from here
+        import json
+
+        with contextlib.suppress(OSError):
+            durable.replace(_scan_path(vault), json.dumps(handoff.scan).encode(), durable=False)
+    return path
+
+
+def _scan_path(vault: Vault) -> Path:
+    return vault.state / "handoff.json"
+
+
+def _load_scan(vault: Vault) -> dict[str, Any] | None:
+    """Where the last handoff's scan stopped: derived; missing or damaged, the log is read whole."""
+    import json
+
+    try:
+        data = json.loads(_scan_path(vault).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("segments"), dict) or not isinstance(
+            data.get("activity"), dict) or not isinstance(data.get("last_entry"), str):
+        return None
+    return data
 
 
 _BOLD, _DIM, _CYAN, _YELLOW, _GREEN, _RESET = (

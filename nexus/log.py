@@ -619,7 +619,24 @@ def scan_unread(vault: Vault, agent: str) -> tuple[list[Located], dict[str, Any]
         raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
     cursor = read_cursor(vault, agent)
     seen = cursor.get("seen") if isinstance(cursor.get("seen"), str) else None
-    marks: dict[str, Any] = dict(cursor["segments"])
+    out, marks, newest_seen = scan_after(vault, cursor["segments"], seen,
+                                         keep=lambda e: e.agent != agent)
+    if newest_seen != seen or marks != cursor["segments"]:
+        return out, {"seen": newest_seen, "segments": marks}
+    return out, None
+
+
+def scan_after(
+    vault: Vault, segment_marks: dict[str, Any], seen: str | None,
+    keep: Callable[[Entry], bool] | None = None,
+) -> tuple[list[Located], dict[str, Any], str | None]:
+    """Entries newer than ``seen`` after the per-segment ``segment_marks`` (a cursor's ``segments``),
+    oldest first and only those ``keep`` accepts; the marks after them; and the newest id met.
+
+    Opens only segments whose size changed since their mark and reads only what follows it; a
+    segment changed before its mark is scanned again from its start, skipping ids up to ``seen``.
+    """
+    marks: dict[str, Any] = dict(segment_marks)
     out: list[Located] = []
     newest_seen = seen
     log_dir = vault.log_dir
@@ -652,16 +669,14 @@ def scan_unread(vault: Vault, agent: str) -> tuple[list[Located], dict[str, Any]
                 continue
             if newest_seen is None or e.id > newest_seen:
                 newest_seen = e.id
-            if e.agent != agent:
+            if keep is None or keep(e):
                 out.append(located)
         if result.entries:
             last = result.entries[-1]
             marks[name] = [last.end_offset, last.line_end + 1, last.entry.id, size]
         elif offset and isinstance(mark, list):
             marks[name] = [*mark[:3], size]  # (only text outside entries was added)
-    if newest_seen != seen or marks != cursor["segments"]:
-        return out, {"seen": newest_seen, "segments": marks}
-    return out, None
+    return out, marks, newest_seen
 
 
 def advance_cursor(vault: Vault, agent: str, cursor: dict[str, Any]) -> None:
