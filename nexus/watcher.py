@@ -62,6 +62,7 @@ PERSON_CHANNEL = "obsidian"
 PERSON_TYPE = "note"
 RECENT_SECONDS = 2.0  # a file written this recently may be written again without its mtime moving
 INDEX_DELAY = 0.1  # after a change, wait this long for more before refreshing the search index
+VERIFY_DELAY = 1.0  # after a segment changes, wait this long for more before verifying what is new
 # Only these change a file: watchdog's inotify observer also reports opened/closed events, and a note
 # handler that reads its note would otherwise trigger itself again, forever.
 CHANGE_EVENTS = frozenset({"created", "modified", "moved", "deleted"})
@@ -726,6 +727,62 @@ class IndexRefresher:
                        "seconds": round(stats.seconds, 4)})
 
 
+class LogVerifier:
+    """Keeps ``nexus verify``'s remembered state current while the watcher runs (issue 15), in a thread
+    of its own: ``poke`` after a segment changes; a burst within ``VERIFY_DELAY`` makes one incremental
+    verify, which checks only the new entries, so a morning ``nexus verify`` has almost nothing left.
+    It checks in this process (never forking a pool from a threaded process). When the number of
+    integrity problems changes it prints an ``integrity`` event; a failure is an ``error`` event."""
+
+    def __init__(self, vault: Vault, emit: Callable[[dict[str, Any]], None]) -> None:
+        self.vault = vault
+        self.emit = emit
+        self.wanted = threading.Event()
+        self.stopping = threading.Event()
+        self.problems: int | None = None
+        self.last_error: str | None = None
+        self.thread = threading.Thread(target=self._run, name="nexus-verify", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def poke(self) -> None:
+        self.wanted.set()
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.wanted.set()
+        self.thread.join(timeout=60)
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            if not self.wanted.wait(0.5):
+                continue
+            time.sleep(VERIFY_DELAY)
+            self.wanted.clear()
+            if not self.stopping.is_set():
+                self.verify_once()
+
+    def verify_once(self) -> None:
+        try:
+            from .verify import verify
+
+            report = verify(self.vault, parallel=False)
+        except Exception as err:  # a bug in verify must not stop the watcher
+            message = f"verify failed: {type(err).__name__}: {err}"
+            if message != self.last_error:
+                self.last_error = message
+                self.emit({"event": "error", "file": "log", "message": message})
+            return
+        self.last_error = None
+        errors = len(report.errors)
+        if errors != self.problems:
+            if errors or self.problems:
+                self.emit({"event": "integrity", "problems": errors, "entries": report.entries,
+                           "kinds": sorted({p.kind for p in report.errors})})
+            self.problems = errors
+
+
 # ------------------------------------------------------------------ running
 
 
@@ -821,6 +878,7 @@ def _watch(
 
     changed: queue.SimpleQueue[str] = queue.SimpleQueue()
     state_dir = str(vault.state)
+    log_dir = os.fspath(vault.log_dir) + os.sep
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
@@ -834,6 +892,9 @@ def _watch(
 
     indexer = IndexRefresher(vault, emit)
     indexer.start()
+    verifier = LogVerifier(vault, emit)
+    verifier.start()
+    verifier.poke()  # what was appended while no watcher ran
     observer = Observer()
     observer.schedule(Handler(), str(vault.root), recursive=True)
     observer.start()
@@ -857,6 +918,8 @@ def _watch(
                     break
             if paths and watcher.on_paths(paths):
                 indexer.poke()
+            if any(p.startswith(log_dir) for p in paths):
+                verifier.poke()
             watcher.due()
             if time.monotonic() >= next_rescan:
                 watcher.full_pass()
@@ -866,4 +929,5 @@ def _watch(
         observer.stop()
         observer.join(timeout=10)
         indexer.close()
+        verifier.close()
         emit({"event": "stopped", "pid": os.getpid()})
