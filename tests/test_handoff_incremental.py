@@ -4,6 +4,7 @@ and says the same."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -39,7 +40,8 @@ def test_a_handoff_reads_only_what_came_after_the_last_one(env: Env, monkeypatch
         return real_scan(data, file, offset=offset, line=line)
 
     monkeypatch.setattr(segments, "scan", spy)
-    second = handoff.build(env.vault)
+    now = time.time()
+    second = handoff.build(env.vault, now=now)
     assert second.items["work"] == {"ella": {"general": [new[0]]}, "lyra": {"general": [new[1]]}}
     # nothing read the log whole: it was read from where the last handoff (and verify) stopped
     assert scanned and max(n for _, n in scanned) < size_before // 4, scanned
@@ -50,7 +52,7 @@ def test_a_handoff_reads_only_what_came_after_the_last_one(env: Env, monkeypatch
     # deleting the derived state changes nothing but the cost
     (env.vault.state / "handoff.json").unlink()
     verify_state.state_path(env.vault).unlink()
-    again = handoff.build(env.vault)
+    again = handoff.build(env.vault, now=now)
     assert _items(again) == _items(second)
     assert again.markdown.split("\n", 1)[1] == second.markdown.split("\n", 1)[1]
 
