@@ -282,3 +282,8 @@ def render(brief: Brief) -> str:
     if len(text) > brief.max_chars:  # a safety net; the sections were sized to fit
         text = _cut(text, brief.max_chars, "brief cut at --max-chars")
     return text
+
+
+# The per-turn delta (session.py) shows entries exactly as the brief does.
+entry_line = _entry_line
+unread_section = _unread_section

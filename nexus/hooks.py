@@ -1,25 +1,47 @@
-"""``nexus-hook``: the entry point agent runtimes call from their hooks.
+"""``nexus-hook``: the entry point agent runtimes (Claude Code, Codex) call from their hooks.
 
-Claude Code and Codex run hook commands and treat exit code 2 as "block the turn"; argparse exits 2 on
-a usage error. So this entry point parses its few arguments by hand and ALWAYS exits 0: whatever goes
-wrong becomes one line of context (and a line on stderr), never a blocked session.
+    nexus-hook session-start --agent ella --vault /path/to/vault   # SessionStart: the brief
+    nexus-hook prompt --agent ella --vault /path/to/vault          # UserPromptSubmit: only what is new
+    nexus-hook pre-compact --agent ella --vault /path/to/vault     # PreCompact: save the checkpoint
+    nexus-hook stop --agent ella --vault /path/to/vault [--block-without-entry]   # Stop
+    nexus-hook session-end --agent ella --vault /path/to/vault     # SessionEnd: retain, pending review
 
-    nexus-hook session-start --agent ella     # the brief, at session start
-    nexus-hook prompt --agent ella            # the brief, before every turn (only what is new)
+The runtime's event JSON on stdin is read and used: ``session_id`` (what this session was told),
+``cwd`` (where to look for a vault when none is given), ``source`` (startup, resume, clear, compact),
+``prompt``, ``trigger``, ``transcript_path`` and ``stop_hook_active``. Output is the JSON both runtimes
+document for the event (``hookSpecificOutput.additionalContext`` for SessionStart and
+UserPromptSubmit; ``decision: "block"`` + ``reason`` on Stop), and nothing at all when there is nothing
+to say. The vault comes from ``--vault``, ``NEXUS_VAULT``, then the event's ``cwd``; keys from
+``--home``, then ``NEXUS_HOME``.
 
-Context a hook injects is capped by the runtimes at about 10,000 characters, which is the brief's
-default budget. The hook reads the runtime's JSON event from stdin when there is one and ignores it.
+Claude Code and Codex treat exit code 2 as "block"; argparse exits 2 on a usage error. So this entry
+point parses its few arguments by hand and ALWAYS exits 0: whatever goes wrong is one line (on stderr,
+and as one line of context or a system message on stdout), never a blocked session. Stop never blocks
+unless ``--block-without-entry`` is given, and then at most once per turn (``stop_hook_active``).
+
+Hot path: the standard library and nexus's own small modules; the work is in ``session.py``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-EVENTS = ("session-start", "prompt")
-USAGE = "usage: nexus-hook session-start|prompt --agent NAME [--vault PATH] [--max-chars N]"
+# event argument -> the runtime's event name
+EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "pre-compact": "PreCompact",
+          "stop": "Stop", "session-end": "SessionEnd"}
+CONTEXT_EVENTS = ("session-start", "prompt")
+VALUED = ("--agent", "--vault", "--home", "--max-chars")
+FLAGS = ("--block-without-entry",)
+USAGE = ("usage: nexus-hook session-start|prompt|pre-compact|stop|session-end --agent NAME "
+         "[--vault PATH] [--home PATH] [--max-chars N] [--block-without-entry]")
+BLOCK_REASON = ("nexus: you wrote no log entry this turn. Append one (the `log_append` tool, or "
+                "`nexus log append --agent {agent} --channel TOPIC --type note --summary \"...\"`) "
+                "saying what you did, then stop.")
 
 
 def _parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -29,7 +51,10 @@ def _parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
     rest = list(argv[1:])
     while rest:
         key = rest.pop(0)
-        if key not in ("--agent", "--vault", "--max-chars") or not rest:
+        if key in FLAGS:
+            opts[key[2:]] = "1"
+            continue
+        if key not in VALUED or not rest:
             raise ValueError(USAGE)
         opts[key[2:]] = rest.pop(0)
     if "agent" not in opts:
@@ -39,40 +64,76 @@ def _parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
     return argv[0], opts
 
 
-def context(event: str, agent: str, vault_arg: str | None, max_chars: int | None) -> str:
-    """The text to inject for ``event``; raises NexusError when the vault or agent is wrong."""
-    from . import brief
-    from .settings import resolve
+def _event(raw: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def run(event: str, opts: dict[str, str], data: dict[str, Any]) -> dict[str, Any] | None:
+    """Do what ``event`` asks; return the JSON to print (None: print nothing). Raises on failure."""
+    from . import session
+    from .settings import keys_home, resolve
     from .vault import find
 
-    vault = find(vault_arg, os.environ.get("NEXUS_VAULT"), Path.cwd())
-    settings = resolve({"brief_max_chars": max_chars} if max_chars else {}, os.environ, vault.config())
-    built = brief.build(
-        vault,
-        agent,
-        max_chars=settings.brief_max_chars,
-        ack_types=settings.ack_types,
-        race_window=settings.race_window_seconds,
-        stale_minutes=settings.stale_checkpoint_minutes,
-    )
-    return brief.render(built)
+    cwd = data.get("cwd")
+    start = Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
+    vault = find(opts.get("vault"), os.environ.get("NEXUS_VAULT"), start)
+    agent = opts["agent"]
+    sid = str(data.get("session_id") or os.environ.get("NEXUS_SESSION") or "default")
+    max_chars = int(opts["max-chars"]) if "max-chars" in opts else None
+    st = resolve({"brief_max_chars": max_chars} if max_chars else {}, os.environ, vault.config())
+    home = Path(opts["home"]).expanduser() if "home" in opts else keys_home()
+    if event == "session-start":
+        text = session.start(vault, agent, sid, source=str(data.get("source") or "startup"),
+                             max_chars=st.brief_max_chars, ack_types=st.ack_types,
+                             race_window=st.race_window_seconds, stale_minutes=st.stale_checkpoint_minutes)
+    elif event == "prompt":
+        prompt = data.get("prompt")
+        text = session.turn(vault, agent, sid, prompt=prompt if isinstance(prompt, str) else None,
+                            max_chars=st.brief_max_chars, ack_types=st.ack_types,
+                            race_window=st.race_window_seconds)
+    elif event == "pre-compact":
+        transcript = data.get("transcript_path")
+        session.pre_compact(vault, agent, sid, trigger=str(data.get("trigger") or "auto"),
+                            transcript=transcript if isinstance(transcript, str) else None, keys_home=home)
+        return None
+    elif event == "stop":
+        if "block-without-entry" in opts and data.get("stop_hook_active") is not True \
+                and not session.wrote_this_turn(vault, agent, sid):
+            return {"decision": "block", "reason": BLOCK_REASON.format(agent=agent)}
+        return None
+    else:  # session-end
+        session.end(vault, agent, sid)
+        return None
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    raw = ""
     try:
         if not sys.stdin.isatty():
-            sys.stdin.read()  # the runtime's event JSON: drained so the runtime never blocks on it
+            raw = sys.stdin.read()  # the runtime's event JSON (always drained: a runtime may block on it)
     except (OSError, ValueError):
         pass
+    event = argv[0] if argv else ""
     try:
-        event, opts = _parse(argv)
-        max_chars = int(opts["max-chars"]) if "max-chars" in opts else None
-        sys.stdout.write(context(event, opts["agent"], opts.get("vault"), max_chars))
-        sys.stdout.write("\n")
-    except Exception as err:  # a hook must never block the agent: report and exit 0
-        message = f"nexus: the live context could not be loaded: {err}"
-        sys.stdout.write(message + "\n")
+        name, opts = _parse(argv)
+        out = run(name, opts, _event(raw))
+        if out is not None:
+            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    except Exception as err:  # a hook must never block the agent: one line, exit 0
+        what = ("the live context could not be loaded" if event in CONTEXT_EVENTS
+                else f"{event or 'hook'} failed")
+        message = f"nexus: {what}: {' '.join(str(err).split())}"
+        out = ({"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": message}}
+               if event in CONTEXT_EVENTS else {"systemMessage": message})
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         sys.stderr.write(message + "\n")
     return 0
 

@@ -1,57 +1,166 @@
-"""`nexus-hook`: what agent runtimes run before a turn. It injects the brief and ALWAYS exits 0,
-because Claude Code and Codex treat exit code 2 as "block the agent"."""
+"""`nexus-hook`: what Claude Code and Codex run on their hook events. Each event is fed the runtime's
+documented stdin JSON from a folder outside the vault (the vault and keys passed on the command line,
+as `nexus setup` writes them), and stdout is parsed the way that runtime parses it. It ALWAYS exits 0,
+because both runtimes treat exit code 2 as "block the agent"."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import Env
 
+from nexus import checkpoints, log
 
-def _hook(
-    env: Env, *args: str, stdin: str = "", extra_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+EVENT_NAMES = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "pre-compact": "PreCompact",
+               "stop": "Stop", "session-end": "SessionEnd"}
+
+
+def _hook(env: Env, *args: str, stdin: str = "", cwd: Path | None = None,
+          extra_env: dict[str, str] | None = None, wired: bool = True) -> subprocess.CompletedProcess[str]:
     run_env = env.environ
+    run_env.pop("NEXUS_VAULT", None)
+    run_env.pop("NEXUS_HOME", None)
     run_env.update(extra_env or {})
+    where = ["--vault", str(env.vault.root), "--home", str(env.keys_home)] if wired else []
     return subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus.hooks", *args],
-        input=stdin, capture_output=True, text=True, env=run_env, timeout=60,
+        [sys.executable, "-W", "error", "-m", "nexus.hooks", *args, *where],
+        input=stdin, capture_output=True, text=True, env=run_env, timeout=60, cwd=cwd,
     )
 
 
-def test_session_start_injects_the_brief_with_what_others_wrote(env: Env) -> None:
-    entry = env.append("ella", "Parser port started", channel="parser")
-    event = json.dumps({"hook_event_name": "SessionStart", "session_id": "abc"})
-    proc = _hook(env, "session-start", "--agent", "lyra", stdin=event)
+def _stdin(runtime: str, event: str, outside: Path, session: str = "s-1", **fields: Any) -> str:
+    """The event JSON each runtime documents for its hooks."""
+    data: dict[str, Any] = {"session_id": session, "transcript_path": str(outside / "t.jsonl"),
+                            "cwd": str(outside), "hook_event_name": EVENT_NAMES[event]}
+    if runtime == "claude-code":
+        data["permission_mode"] = "default"
+    else:  # codex adds the model and the turn
+        data.update(model="gpt-5-codex", turn_id="turn-1")
+    data.update(fields)
+    return json.dumps(data)
+
+
+def _parse(runtime: str, event: str, proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """What the runtime takes from a hook's exit 0 stdout: context added, a block and its reason."""
     assert proc.returncode == 0, proc.stderr
-    assert "nexus brief for lyra" in proc.stdout
-    assert entry.located.entry.id in proc.stdout
-    assert len(proc.stdout) <= 10_000 + 1
+    out = proc.stdout.strip()
+    if not out:
+        return {"context": "", "block": None}
+    try:
+        data = json.loads(out)
+    except ValueError:
+        # Claude Code adds plain stdout as context for SessionStart and UserPromptSubmit only; Codex
+        # expects JSON.
+        assert runtime == "claude-code" and event in ("session-start", "prompt"), out
+        return {"context": out, "block": None}
+    assert isinstance(data, dict)
+    specific = data.get("hookSpecificOutput") or {}
+    if specific:
+        assert specific["hookEventName"] == EVENT_NAMES[event]
+        assert event in ("session-start", "prompt"), "only these events take additionalContext"
+    block = data.get("reason") if data.get("decision") == "block" else None
+    return {"context": specific.get("additionalContext", ""), "block": block,
+            "system": data.get("systemMessage")}
+
+
+@pytest.mark.parametrize("runtime", ["claude-code", "codex"])
+def test_every_event_from_outside_the_vault(env: Env, tmp_path: Path, runtime: str) -> None:
+    outside = tmp_path / "project"
+    outside.mkdir()
+    first = env.append("ella", "parser port started", channel="parser").located.entry.id
+
+    def hook(event: str, *extra: str, **fields: Any) -> dict[str, Any]:
+        proc = _hook(env, event, "--agent", "lyra", *extra, stdin=_stdin(runtime, event, outside, **fields),
+                     cwd=outside)
+        return _parse(runtime, event, proc)
+
+    # SessionStart: the whole brief, with what the others wrote
+    started = hook("session-start", source="startup")
+    assert "nexus brief for lyra" in started["context"] and first in started["context"]
+    assert len(started["context"]) <= 10_000
+    # UserPromptSubmit: nothing new -> nothing at all
+    assert hook("prompt", prompt="carry on") == {"context": "", "block": None}
+    # something new -> exactly that, complete (summary, body, what is owed)
+    question = env.append("ella", "which queue library?", type="question", body="redis or nats").located
+    note = env.append("ella", "benchmarks are in", body="p50 12 ms").located
+    delta = hook("prompt", prompt="and now?")["context"]
+    assert question.entry.id in delta and note.entry.id in delta and "redis or nats" in delta
+    assert "p50 12 ms" in delta and "acknowledgement" in delta
+    assert delta.count(question.entry.id) == 1  # owed and unread: shown once
+    assert "Identity" not in delta and first not in delta  # nothing already told
+    assert hook("prompt", prompt="again") == {"context": "", "block": None}
+    # a decision by another agent is new too
+    env.run("decide", "--agent", "ella", "--title", "Use NATS", "--decision", "NATS for the queue.",
+            "--rationale", "Already deployed.")
+    assert "Use NATS" in hook("prompt", prompt="port the queue to NATS")["context"]
+    # Stop: never blocks by default
+    assert hook("stop", stop_hook_active=False) == {"context": "", "block": None}
+    # opt-in: blocks once, with a reason, when lyra wrote nothing this turn; never when stop_hook_active
+    blocked = hook("stop", "--block-without-entry", stop_hook_active=False)
+    assert blocked["block"] and "log entry" in blocked["block"]
+    assert hook("stop", "--block-without-entry", stop_hook_active=True)["block"] is None
+    env.append("lyra", "NATS it is", type="decision", ack=(question.entry.id,))
+    assert hook("stop", "--block-without-entry", stop_hook_active=False)["block"] is None
+    # PreCompact: the checkpoint is saved; SessionStart after compact carries it
+    assert hook("pre-compact", trigger="auto")["context"] == ""
+    cp = checkpoints.load(env.vault, "lyra")
+    assert cp is not None and cp.task == "port the queue to NATS" and "compacted (auto)" in cp.notes
+    resumed = hook("session-start", source="compact")["context"]
+    assert "Your last checkpoint" in resumed and "port the queue to NATS" in resumed
+    if runtime == "claude-code":  # SessionEnd: the session's decisions go to the bank, pending review
+        assert hook("session-end", reason="exit")["context"] == ""
+        from nexus import bank
+
+        kept = [f for f in bank.facts_of(env.vault, "lyra") if f.status == "pending"]
+        assert [f.content.split("\n")[0] for f in kept] == ["NATS it is"]
+        hook("session-end", reason="exit")
+        assert len(bank.facts_of(env.vault, "lyra")) == 1  # once
+
+
+def test_two_sessions_are_told_separately(env: Env, tmp_path: Path) -> None:
+    q = env.append("ella", "review my PR?", type="question").located.entry.id
+    for sid in ("a", "b"):
+        got = _parse("claude-code", "session-start", _hook(env, "session-start", "--agent", "lyra",
+                                                          stdin=json.dumps({"session_id": sid})))
+        assert q in got["context"]
+    # owed stays owed, but each session has been told: neither repeats it
+    for sid in ("a", "b"):
+        assert _hook(env, "prompt", "--agent", "lyra", stdin=json.dumps({"session_id": sid})).stdout == ""
+    assert log.read_cursor(env.vault, "lyra")["seen"] is not None
 
 
 def test_the_agent_can_come_from_the_environment_and_the_budget_is_kept(env: Env) -> None:
     for i in range(60):
         env.append("ella", f"progress report number {i} " + "x" * 150)
-    proc = _hook(env, "prompt", "--max-chars", "2000", extra_env={"NEXUS_AGENT": "lyra"})
-    assert proc.returncode == 0, proc.stderr
-    assert "nexus brief for lyra" in proc.stdout
-    assert len(proc.stdout) <= 2001
+    proc = _hook(env, "session-start", "--max-chars", "2000", extra_env={"NEXUS_AGENT": "lyra"})
+    text = _parse("codex", "session-start", proc)["context"]
+    assert "nexus brief for lyra" in text and len(text) <= 2000
 
 
-def test_every_failure_exits_0_with_one_readable_line(env: Env) -> None:
+def test_every_failure_exits_0_with_one_readable_line(env: Env, tmp_path: Path) -> None:
     cases = [
         ("bogus-event", "--agent", "lyra"),
         ("prompt",),  # no agent
         ("prompt", "--agent"),  # a flag without its value
         ("prompt", "--agent", "nobody"),  # unknown agent
-        ("prompt", "--agent", "../etc"),  # a path as a name
+        ("session-start", "--agent", "../etc"),  # a path as a name
         ("prompt", "--agent", "lyra", "--vault", str(env.vault.root / "missing")),
         ("prompt", "--agent", "lyra", "--max-chars", "lots"),
+        ("pre-compact", "--agent", "nobody"),
     ]
     for args in cases:
-        proc = _hook(env, *args, extra_env={"NEXUS_AGENT": ""})
+        proc = _hook(env, *args, extra_env={"NEXUS_AGENT": ""}, cwd=tmp_path, wired=False,
+                     stdin="{not json")
         assert proc.returncode == 0, (args, proc.stderr)
-        assert proc.stdout.startswith("nexus: the live context could not be loaded:"), (args, proc.stdout)
+        assert len(proc.stdout.strip().split("\n")) == 1 and len(proc.stderr.strip().split("\n")) == 1, args
+        data = json.loads(proc.stdout)
+        line = data.get("systemMessage") or data["hookSpecificOutput"]["additionalContext"]
+        assert line.startswith("nexus: ") and "\n" not in line, (args, line)
         assert "Traceback" not in proc.stdout + proc.stderr, args
+    assert "could not be loaded" in json.loads(_hook(env, "prompt", "--agent", "nobody").stdout)[
+        "hookSpecificOutput"]["additionalContext"]
