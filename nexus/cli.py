@@ -922,6 +922,81 @@ def _add_search_commands(sub: Any) -> None:
                    help="agent (default): the few tools an agent's turns need; all: every tool")
 
 
+# ------------------------------------------------------------------ setting up agent runtimes
+
+
+def _executable(name: str) -> str:
+    """The absolute path of one of nexus's commands in this installation, else from PATH, else the name."""
+    import shutil
+    import sysconfig
+
+    here = Path(sysconfig.get_path("scripts")) / name
+    if here.is_file():
+        return str(here)
+    return shutil.which(name) or name
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from . import runtimes
+    from .errors import IdentityError, InputError
+    from .runtimes import wiring
+
+    runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
+    if args.scope not in wiring.SCOPES:
+        raise InputError(f"unknown scope {args.scope!r}: use project or user")
+    vault = _vault(args)
+    from .text import check_name
+
+    if not vault.identity_path(check_name(args.agent)).is_file():
+        raise IdentityError(f"unknown agent {args.agent!r}: run `nexus agent add {args.agent}` first")
+    w = wiring.Wiring(agent=args.agent, vault=vault.root.resolve(), keys_home=_keys_home().resolve(),
+                      scope=args.scope, project=Path(args.project).resolve(), home=Path.home(),
+                      nexus=_executable("nexus"), hook=_executable("nexus-hook"),
+                      env={k: v for k, v in os.environ.items() if k == "HERMES_HOME"})
+    planned = runtimes.changes(args.runtime, w)
+    outcomes = wiring.compute(planned) if args.check or args.dry_run else wiring.apply(planned)
+    data: list[dict[str, Any]] = [
+        {"path": str(o.path), "what": o.what,
+         "state": "wired" if not o.changed else "missing" if o.old is None else "outdated",
+         "backup": str(o.backup) if o.backup else None} for o in outcomes]
+    if args.check:
+        lines = [f"{'ok' if d['state'] == 'wired' else d['state'] + ':':<9} {d['path']} — {d['what']}"
+                 for d in data]
+        ok = all(d["state"] == "wired" for d in data)
+        lines.append(f"{args.runtime} is wired to {vault.root} as {args.agent}" if ok else
+                     f"run `nexus setup {args.runtime} --agent {args.agent}` to wire what is missing")
+        _emit(args, {"wired": ok, "files": data}, "\n".join(lines))
+        return 0 if ok else 1
+    if args.dry_run:
+        diffs = [o.diff() for o in outcomes if o.changed]
+        _emit(args, {"changes": [d for d in data if d["state"] != "wired"]},
+              "".join(diffs) or "nothing to change: already wired")
+        return 0
+    lines = []
+    for o in outcomes:
+        if not o.changed:
+            lines.append(f"unchanged {o.path}")
+        elif o.old is None:
+            lines.append(f"created   {o.path} — {o.what}")
+        else:
+            lines.append(f"updated   {o.path} — {o.what} (backup: {o.backup})")
+    _emit(args, {"files": data}, "\n".join(lines))
+    return 0
+
+
+def _add_setup_command(sub: Any) -> None:
+    p = _cmd(sub, "setup", cmd_setup,
+             "wire an agent runtime (claude-code, codex, hermes, openclaw, cursor) to this vault",
+             "nexus setup claude-code --agent ella   |   nexus setup --check codex --agent lyra")
+    p.add_argument("runtime", help="claude-code, codex, hermes, openclaw or cursor")
+    p.add_argument("--agent", required=True, help="the identity the runtime acts as")
+    p.add_argument("--scope", default="project",
+                   help="project (default: files in --project) or user (files in your home folder)")
+    p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
+    p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
+    p.add_argument("--check", action="store_true", help="say what is wired and what is missing")
+
+
 # ------------------------------------------------------------------ parser
 
 
@@ -990,6 +1065,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_continuity_commands(sub)
     _add_coordination_commands(sub, logp)
     _add_search_commands(sub)
+    _add_setup_command(sub)
     return parser
 
 

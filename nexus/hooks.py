@@ -17,7 +17,8 @@ to say. The vault comes from ``--vault``, ``NEXUS_VAULT``, then the event's ``cw
 Claude Code and Codex treat exit code 2 as "block"; argparse exits 2 on a usage error. So this entry
 point parses its few arguments by hand and ALWAYS exits 0: whatever goes wrong is one line (on stderr,
 and as one line of context or a system message on stdout), never a blocked session. Stop never blocks
-unless ``--block-without-entry`` is given, and then at most once per turn (``stop_hook_active``).
+unless ``--block-without-entry`` is given, and then at most once per turn (``stop_hook_active``);
+``stop --retain`` also does what session-end does (Codex has no SessionEnd event).
 
 Hot path: the standard library and nexus's own small modules; the work is in ``session.py``.
 """
@@ -36,9 +37,9 @@ EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "pre-co
           "stop": "Stop", "session-end": "SessionEnd"}
 CONTEXT_EVENTS = ("session-start", "prompt")
 VALUED = ("--agent", "--vault", "--home", "--max-chars")
-FLAGS = ("--block-without-entry",)
+FLAGS = ("--block-without-entry", "--retain")
 USAGE = ("usage: nexus-hook session-start|prompt|pre-compact|stop|session-end --agent NAME "
-         "[--vault PATH] [--home PATH] [--max-chars N] [--block-without-entry]")
+         "[--vault PATH] [--home PATH] [--max-chars N] [--block-without-entry] [--retain]")
 BLOCK_REASON = ("nexus: you wrote no log entry this turn. Append one (the `log_append` tool, or "
                 "`nexus log append --agent {agent} --channel TOPIC --type note --summary \"...\"`) "
                 "saying what you did, then stop.")
@@ -101,6 +102,8 @@ def run(event: str, opts: dict[str, str], data: dict[str, Any]) -> dict[str, Any
                             transcript=transcript if isinstance(transcript, str) else None, keys_home=home)
         return None
     elif event == "stop":
+        if "retain" in opts:  # runtimes without a session-end event (Codex): retain at every stop, once each
+            session.end(vault, agent, sid)
         if "block-without-entry" in opts and data.get("stop_hook_active") is not True \
                 and not session.wrote_this_turn(vault, agent, sid):
             return {"decision": "block", "reason": BLOCK_REASON.format(agent=agent)}

@@ -39,6 +39,7 @@ CLI_WITHOUT_TOOL = {
     "watch": "a long-running process, not a call",
     "mcp": "this server itself",
     "memory import-hermes": "a one-off migration from files on disk, run from a shell",
+    "setup": "writes an agent runtime's own configuration files: set-up, done by a person",
 }
 # CLI command -> its MCP tool, when the names differ. `review` lists pending facts only: approving or
 # rejecting is the human gate, a person's act (`nexus review --approve ID --agent PERSON`), never a tool.

@@ -1,0 +1,244 @@
+"""`nexus setup RUNTIME`: each runtime's own files, merged without clobbering, backed up, idempotent;
+the hook commands it writes run from outside the vault and find it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import json5
+import pytest
+import yaml
+from conftest import Env
+
+from nexus.cli import main
+
+RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    return home
+
+
+def setup(env: Env, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main(["--vault", str(env.vault.root), "setup", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# What a user already had, for each runtime: (path relative to tmp_path, content).
+EXISTING: dict[str, list[tuple[str, str]]] = {
+    "claude-code": [
+        ("project/.mcp.json", json.dumps({"mcpServers": {"github": {"command": "gh-mcp", "args": []}}})),
+        ("project/.claude/settings.json", json.dumps({
+            "permissions": {"allow": ["Bash(ls:*)"]},
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}})),
+        ("project/CLAUDE.md", "# My project\n\nUse tabs.\n"),
+    ],
+    "codex": [
+        ("project/.codex/config.toml", '# my settings\nmodel = "o4"\n\n[mcp_servers.docs]\n'
+                                        'command = "docs-mcp"  # keep me\n'),
+        ("project/.codex/hooks.json", json.dumps({"hooks": {"SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}]}})),
+        ("project/AGENTS.md", "# Agents\n\nRun the tests.\n"),
+    ],
+    "hermes": [
+        ("home/.hermes/config.yaml", "model:\n  default: some-model\nmemory:\n  memory_enabled: true\n"),
+    ],
+    "openclaw": [
+        ("home/.openclaw/openclaw.json", '// my gateway\n{\n  gateway: {port: 18789},\n'
+                                         '  mcp: {servers: {fs: {command: "fs-mcp",},},},\n}\n'),
+        ("home/.openclaw/workspace/AGENTS.md", "# Workspace\n\nBe kind.\n"),
+    ],
+    "cursor": [
+        ("project/.cursor/mcp.json", json.dumps({"mcpServers": {"linear": {"url": "http://localhost:9"}}})),
+    ],
+}
+
+
+def _unrelated_kept(runtime: str, root: Path) -> None:
+    if runtime == "claude-code":
+        mcp = json.loads((root / "project/.mcp.json").read_text())
+        assert mcp["mcpServers"]["github"] == {"command": "gh-mcp", "args": []}
+        assert "nexus" in mcp["mcpServers"]
+        st = json.loads((root / "project/.claude/settings.json").read_text())
+        assert st["permissions"] == {"allow": ["Bash(ls:*)"]}
+        assert st["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "notify-send done"}]}
+        assert len(st["hooks"]["Stop"]) == 2
+        assert (root / "project/CLAUDE.md").read_text().startswith("# My project\n\nUse tabs.\n")
+    elif runtime == "codex":
+        text = (root / "project/.codex/config.toml").read_text()
+        assert "# my settings" in text and "# keep me" in text  # comments survive
+        cfg = tomllib.loads(text)
+        assert cfg["model"] == "o4" and cfg["mcp_servers"]["docs"] == {"command": "docs-mcp"}
+        assert cfg["features"]["codex_hooks"] is True and cfg["mcp_servers"]["nexus"]["args"][0] == "mcp"
+        hooks = json.loads((root / "project/.codex/hooks.json").read_text())["hooks"]
+        assert hooks["SessionStart"][0]["hooks"][0]["command"] == "echo hi"
+        assert len(hooks["SessionStart"]) == 2
+        assert (root / "project/AGENTS.md").read_text().startswith("# Agents\n\nRun the tests.\n")
+    elif runtime == "hermes":
+        cfg = yaml.safe_load((root / "home/.hermes/config.yaml").read_text())
+        assert cfg["model"] == {"default": "some-model"}
+        assert cfg["memory"] == {"memory_enabled": True, "provider": "nexus"}
+    elif runtime == "openclaw":
+        cfg = json5.loads((root / "home/.openclaw/openclaw.json").read_text())
+        assert cfg["gateway"] == {"port": 18789} and cfg["mcp"]["servers"]["fs"] == {"command": "fs-mcp"}
+        assert "nexus" in cfg["mcp"]["servers"] and cfg["hooks"]["internal"]["entries"]["nexus-brief"]
+        rules = (root / "home/.openclaw/workspace/AGENTS.md").read_text()
+        assert rules.startswith("# Workspace\n\nBe kind.\n")
+    else:
+        mcp = json.loads((root / "project/.cursor/mcp.json").read_text())
+        assert mcp["mcpServers"]["linear"] == {"url": "http://localhost:9"} and "nexus" in mcp["mcpServers"]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("existing", [False, True], ids=["empty-home", "existing-config"])
+def test_setup_merges_backs_up_and_changes_nothing_the_second_time(
+        env: Env, home: Path, capsys: pytest.CaptureFixture[str], runtime: str, existing: bool) -> None:
+    root = home.parent
+    if existing:
+        for rel, content in EXISTING[runtime]:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(content)
+    rc, out, err = setup(env, capsys, runtime, "--agent", "ella")
+    assert rc == 0, err
+    touched = [line.split()[1] for line in out.splitlines()]
+    assert touched and all(Path(p).is_file() for p in touched)
+    if existing:
+        _unrelated_kept(runtime, root)
+        for rel, content in EXISTING[runtime]:  # each changed file was backed up, byte for byte
+            backups = list((root / rel).parent.glob((root / rel).name + ".nexus-backup-*"))
+            assert [b.read_text() for b in backups] == [content], rel
+    before = snapshot(root / "home") | snapshot(root / "project")
+    rc, out, _ = setup(env, capsys, runtime, "--agent", "ella")
+    assert rc == 0 and all(line.startswith("unchanged ") for line in out.splitlines()), out
+    assert snapshot(root / "home") | snapshot(root / "project") == before
+    rc, out, _ = setup(env, capsys, "--check", runtime, "--agent", "ella")
+    assert rc == 0 and f"{runtime} is wired to" in out
+
+
+def test_dry_run_prints_the_diff_and_check_names_what_is_missing(
+        env: Env, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = setup(env, capsys, "codex", "--agent", "ella", "--dry-run")
+    assert rc == 0 and "+[mcp_servers.nexus]" in out and "+++ " in out
+    assert not (home.parent / "project/.codex").exists()
+    rc, out, _ = setup(env, capsys, "--check", "codex", "--agent", "ella")
+    assert rc == 1 and out.count("missing:") == 3 and "run `nexus setup codex --agent ella`" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (("bogus", "--agent", "ella"), "unknown runtime 'bogus'"),
+    (("codex", "--agent", "nobody"), "unknown agent 'nobody'"),
+    (("codex", "--agent", "ella", "--scope", "galaxy"), "unknown scope 'galaxy'"),
+    (("claude-code", "--agent", "ella"), ".mcp.json is not valid JSON"),
+    (("codex", "--agent", "ella"), "config.toml is not valid TOML"),
+    (("hermes", "--agent", "ella"), "config.yaml is not valid YAML"),
+])
+def test_bad_input_is_one_line_and_changes_nothing(
+        env: Env, home: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...],
+        message: str) -> None:
+    root = home.parent
+    for rel, bad in (("project/.mcp.json", "{not json"), ("project/.codex/config.toml", "[[[nope"),
+                     ("home/.hermes/config.yaml", "a: [unclosed")):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(bad)
+    before = snapshot(root)
+    rc, out, err = setup(env, capsys, *args)
+    assert rc != 0 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err, err
+    assert snapshot(root) == before
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The environment a runtime gives its hooks: no NEXUS_* (the command line carries them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}
+    env.update(extra)
+    return env
+
+
+@pytest.mark.parametrize("runtime", ["claude-code", "codex"])
+def test_the_hook_commands_it_wrote_run_and_find_the_vault(
+        env: Env, home: Path, capsys: pytest.CaptureFixture[str], runtime: str) -> None:
+    entry = env.append("lyra", "schema migrated", channel="db").located.entry.id
+    assert setup(env, capsys, runtime, "--agent", "ella")[0] == 0
+    wrote = ".claude/settings.json" if runtime == "claude-code" else ".codex/hooks.json"
+    path = home.parent / "project" / wrote
+    hooks = json.loads(path.read_text())["hooks"]
+    outside = home.parent / "elsewhere"
+    outside.mkdir()
+    start = hooks["SessionStart"][0]["hooks"][0]["command"]
+    event = {"session_id": "s", "cwd": str(outside), "hook_event_name": "SessionStart", "source": "startup"}
+    proc = subprocess.run(start, shell=True, input=json.dumps(event), capture_output=True, text=True,
+                          cwd=outside, env=_clean_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "nexus brief for ella" in context and entry in context
+    for name in hooks:  # every event's command parses and runs
+        command = hooks[name][-1]["hooks"][0]["command"]
+        assert shlex.split(command)[1] in ("session-start", "prompt", "pre-compact", "stop", "session-end")
+        run = subprocess.run(command, shell=True, input=json.dumps({**event, "hook_event_name": name}),
+                             capture_output=True, text=True, cwd=outside, env=_clean_env(), timeout=60)
+        assert run.returncode == 0, (name, run)
+        assert "could not" not in run.stdout and "failed" not in run.stdout, (name, run)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_openclaw_bootstrap_hook_injects_the_brief(
+        env: Env, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    entry = env.append("lyra", "gateway restarted", channel="ops").located.entry.id
+    assert setup(env, capsys, "openclaw", "--agent", "ella")[0] == 0
+    handler = home / ".openclaw/hooks/nexus-brief/handler.ts"
+    runnable = home.parent / "handler.mjs"  # plain JavaScript inside: node runs it as a module
+    runnable.write_text(handler.read_text())
+    driver = ("const { default: handler } = await import(process.argv[1]);\n"
+              "const event = { type: 'agent', action: 'bootstrap', sessionKey: 'k', messages: [],\n"
+              "  context: { workspaceDir: '/tmp/ws', sessionId: 'oc-1', bootstrapFiles: [] } };\n"
+              "await handler(event);\nconsole.log(JSON.stringify(event.context.bootstrapFiles));\n")
+    proc = subprocess.run(["node", "--input-type=module", "-e", driver, runnable.as_uri()],
+                          capture_output=True, text=True, env=_clean_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    files: list[dict[str, Any]] = json.loads(proc.stdout)
+    assert [f["name"] for f in files] == ["NEXUS.md"] and files[0]["missing"] is False
+    assert "nexus brief for ella" in files[0]["content"] and entry in files[0]["content"]
+
+
+def test_the_mcp_entry_it_wrote_starts_a_server_that_finds_the_vault(
+        env: Env, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Cursor's .mcp.json entry (the same shape Claude Code reads), spawned as a stdio client would."""
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    assert setup(env, capsys, "cursor", "--agent", "ella")[0] == 0
+    server = json.loads((home.parent / "project/.cursor/mcp.json").read_text())["mcpServers"]["nexus"]
+    params = StdioServerParameters(command=server["command"], args=server["args"], env=server["env"],
+                                   cwd=str(home))
+
+    async def go() -> str:
+        with open(home / "server.err", "w") as errlog:  # (pytest captures sys.stderr: no file number)
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                res = await session.call_tool("brief", {})
+                return str(res.content[0].text)
+
+    assert "nexus brief for ella" in asyncio.run(go())
