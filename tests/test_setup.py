@@ -3,6 +3,7 @@ the hook commands it writes run from outside the vault and find it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -16,6 +17,11 @@ import json5
 import pytest
 import yaml
 from conftest import Env
+
+# Imported here, not inside a test using capsys: stdio_client binds sys.stderr as its default errlog
+# when first imported, and capsys's stand-in has no file number.
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from nexus.cli import main
 
@@ -223,18 +229,13 @@ def test_the_openclaw_bootstrap_hook_injects_the_brief(
 def test_the_mcp_entry_it_wrote_starts_a_server_that_finds_the_vault(
         env: Env, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Cursor's .mcp.json entry (the same shape Claude Code reads), spawned as a stdio client would."""
-    import asyncio
-
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
     assert setup(env, capsys, "cursor", "--agent", "ella")[0] == 0
     server = json.loads((home.parent / "project/.cursor/mcp.json").read_text())["mcpServers"]["nexus"]
     params = StdioServerParameters(command=server["command"], args=server["args"], env=server["env"],
                                    cwd=str(home))
 
     async def go() -> str:
-        with open(home / "server.err", "w") as errlog:  # (pytest captures sys.stderr: no file number)
+        with open(home / "server.err", "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write), \
                     ClientSession(read, write) as session:
                 await session.initialize()
