@@ -64,6 +64,7 @@ SUPERSEDED_FACTOR = 0.2  # a superseded decision's score is scaled by this, so a
 PARALLEL_BYTES = 4 * 1024 * 1024  # a vault larger than this is indexed by several processes
 FAST = True  # score plain AND-of-terms queries block by block (see _top_conjunction)
 CHUNK_BYTES = 1 << 20  # a segment larger than this may be split between processes
+MAX_JOB_BYTES = 4 << 20  # ... and one larger than this always is (memory stays flat as the log grows)
 Progress = Callable[[int, int], None]
 
 QUERY_FIELDS = ("text", "agent", "channel", "type", "status", "path", "kind")
@@ -425,38 +426,56 @@ Job = tuple[str, int, int, int]  # (relpath, start byte, end byte, line at start
 
 
 def _plan_jobs(root: Path, files: dict[str, tuple[int, int]], parts: int
-               ) -> tuple[list[list[Job]], dict[str, dict[str, Any]], dict[str, bytes]]:
-    """Read every file once (the snapshot the index is built from), record it for the manifest, and
-    deal the work into ``parts`` lists of similar size; a large segment is cut at entry boundaries."""
+               ) -> tuple[list[list[Job]], dict[str, dict[str, Any]]]:
+    """Read every file once, a block at a time (its sha256 for the manifest; flat memory however large
+    the vault), and deal the work into ``parts`` lists of similar size; a large segment is cut at entry
+    boundaries into jobs of at most MAX_JOB_BYTES, which each process reads back from the file."""
     records: dict[str, dict[str, Any]] = {}
-    datas: dict[str, bytes] = {}
     jobs: list[Job] = []
     for rel in sorted(files):
         try:
-            data = (root / rel).read_bytes()
-            st = (root / rel).stat()
+            f = open(root / rel, "rb")  # noqa: SIM115 (closed below)
         except FileNotFoundError:
             continue
-        records[rel] = {"size": len(data), "mtime": st.st_mtime_ns, "sha": hashlib.sha256(data).hexdigest()}
-        datas[rel] = data
-        if not _is_segment(rel) or parts == 1:
-            jobs.append((rel, 0, len(data), 1))
-            continue
-        chunk = max(CHUNK_BYTES, len(data) // (2 * parts) + 1)
-        begin, line = 0, 1
-        while begin < len(data):
-            cut = data.find(b"\n" + entries_begin(), begin + chunk) if begin + chunk < len(data) else -1
-            stop = len(data) if cut < 0 else cut + 1
-            jobs.append((rel, begin, stop, line))
-            line += data.count(b"\n", begin, stop)
-            begin = stop
+        with f:
+            st = os.fstat(f.fileno())
+            chunk = min(MAX_JOB_BYTES, max(CHUNK_BYTES, st.st_size // (2 * parts) + 1))
+            whole = not _is_segment(rel) or (parts == 1 and st.st_size <= MAX_JOB_BYTES)
+            sha = hashlib.sha256()
+            begin, line, pos = 0, 1, 0  # the current job's start and line; bytes read so far
+            pending = b""  # bytes from ``begin`` not yet dealt into a job
+            marker = b"\n" + entries_begin()
+            while block := f.read(1 << 20):
+                sha.update(block)
+                pos += len(block)
+                if whole:
+                    continue
+                pending += block
+                while len(pending) > chunk:
+                    cut = pending.find(marker, chunk - 1)
+                    if cut < 0:
+                        break  # (no entry boundary yet: read on)
+                    jobs.append((rel, begin, begin + cut + 1, line))
+                    line += pending.count(b"\n", 0, cut + 1)
+                    begin += cut + 1
+                    pending = pending[cut + 1:]
+            jobs.append((rel, begin, pos, line))
+        records[rel] = {"size": pos, "mtime": st.st_mtime_ns, "sha": sha.hexdigest()}
     buckets: list[list[Job]] = [[] for _ in range(parts)]
     weights = [0] * parts
     for job in sorted(jobs, key=lambda j: j[2] - j[1], reverse=True):
         k = weights.index(min(weights))
         buckets[k].append(job)
         weights[k] += job[2] - job[1]
-    return buckets, records, datas
+    for bucket in buckets:  # each process reads its jobs in file order
+        bucket.sort(key=lambda j: (j[0], j[1]))
+    return buckets, records
+
+
+def _read_range(root: Path, rel: str, begin: int, stop: int) -> bytes:
+    with open(root / rel, "rb") as f:
+        f.seek(begin)
+        return f.read(stop - begin)
 
 
 def entries_begin() -> bytes:
@@ -465,7 +484,7 @@ def entries_begin() -> bytes:
     return BEGIN_PREFIX.encode()
 
 
-def _build_part(folder: str, jobs: list[Job], datas: dict[str, bytes], mtimes: dict[str, int],
+def _build_part(folder: str, jobs: list[Job], root: Path, mtimes: dict[str, int],
                 progress: Progress | None = None) -> tuple[Any, dict[tuple[str, int], tuple[int, int]]]:
     """Index ``jobs`` into one new Whoosh segment (no lock: the parent holds the index's lock and
     commits the segments together). Returns the segment and each job's (end offset, end line).
@@ -480,9 +499,9 @@ def _build_part(folder: str, jobs: list[Job], datas: dict[str, bytes], mtimes: d
     done = 0
     try:
         for rel, begin, stop, line in jobs:
-            data = datas[rel]
-            if _is_segment(rel):
-                _n, end, end_line = _index_segment(rel, data[begin:stop], begin, line, add)
+            data = _read_range(root, rel, begin, stop)  # (the bytes the parent hashed: files only grow
+            if _is_segment(rel):                        # or are replaced; a refresh catches either)
+                _n, end, end_line = _index_segment(rel, data, begin, line, add)
                 ends[(rel, begin)] = (end, end_line)
             else:
                 for doc in _note_docs(rel, data, mtimes[rel] / 1e9):
@@ -499,9 +518,9 @@ def _build_part(folder: str, jobs: list[Job], datas: dict[str, bytes], mtimes: d
     return segment, ends
 
 
-def _child(folder: str, jobs: list[Job], datas: dict[str, bytes], mtimes: dict[str, int], out: Any) -> None:
+def _child(folder: str, jobs: list[Job], root: Path, mtimes: dict[str, int], out: Any) -> None:
     try:
-        out.send(("ok", _build_part(folder, jobs, datas, mtimes)))
+        out.send(("ok", _build_part(folder, jobs, root, mtimes)))
     except BaseException as err:  # reported to the parent, which cancels the build
         out.send(("error", f"{type(err).__name__}: {err}"))
     finally:
@@ -525,7 +544,7 @@ def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
     total_bytes = sum(size for size, _ in files.values())
     methods = multiprocessing.get_all_start_methods()
     parts = min(os.cpu_count() or 1, 4) if total_bytes > PARALLEL_BYTES and "fork" in methods else 1
-    buckets, records, datas = _plan_jobs(vault.root, files, parts)
+    buckets, records = _plan_jobs(vault.root, files, parts)
     mtimes = {rel: r["mtime"] for rel, r in records.items()}
     writer: Any = ix.writer()  # holds Whoosh's own lock; commits the parts' segments
     children: list[tuple[Any, Any]] = []
@@ -534,11 +553,11 @@ def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
         for jobs in buckets[1:]:
             assert ctx is not None
             receive, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(str(folder), jobs, datas, mtimes, send), daemon=True)
+            proc = ctx.Process(target=_child, args=(str(folder), jobs, vault.root, mtimes, send), daemon=True)
             proc.start()
             send.close()
             children.append((proc, receive))
-        own = _build_part(str(folder), buckets[0], datas, mtimes, progress)
+        own = _build_part(str(folder), buckets[0], vault.root, mtimes, progress)
         results = [own]
         for proc, receive in children:
             status, value = receive.recv()
@@ -563,7 +582,8 @@ def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
         if _is_segment(rel):
             last = max(begin for (r, begin) in ends if r == rel)
             end, line = ends[(rel, last)]
-            record.update(offset=end, line=line, tail=_tail_mark(datas[rel], end))
+            record.update(offset=end, line=line,
+                          tail=_read_range(vault.root, rel, max(0, end - 256), end).hex())
     if progress is not None:
         progress(total_bytes, total_bytes)
     return {"version": SCHEMA_VERSION, "dir": name, "files": records, "built": _now(),

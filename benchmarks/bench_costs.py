@@ -1,0 +1,199 @@
+"""Costs that grow with new work, not with history (issue 15): verify, handoff, index build, brief and
+log read as whole processes on logs of 10k, 100k and 1M entries, beside `python -c pass` and the old
+full pass (``verify.verify_exact``, the in-memory serial check every verify used to be) in the same run.
+
+    .venv/bin/python benchmarks/bench_costs.py [--sizes 10000,100000,1000000] [--new 1000] [--runs 3]
+
+Vaults come from ``bench_brief.generate`` (three agents, signed and chained, monthly segments) and are
+kept under benchmarks/results/vaults/N (generating 1M entries takes minutes); each run works on a copy.
+For each size, in this order:
+
+* ``python -c pass`` (median of 5), the baseline every ratio uses;
+* the old full pass, in one process (time, entries/s, peak RSS);
+* ``nexus verify --full`` (time, entries/s, peak RSS of the largest process: the parent or a worker);
+* ``nexus verify`` with nothing new, then after ``--new`` new entries (appended in this process,
+  untimed), ``--runs`` times;
+* ``nexus handoff`` after ``--new`` new entries, ``--runs`` times (the first handoff, untimed, is
+  written with ``--since 1h``);
+* ``nexus index rebuild`` (the first index build; time, entries/s, peak RSS), unless ``--no-index``;
+* ``nexus brief --agent lyra --peek`` and ``nexus log read --agent lyra`` after one new entry.
+
+Peak memory is ``ru_maxrss`` from ``wait4`` (the largest of the process and the children it waited
+for). JSON goes to benchmarks/results/bench_costs.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_brief import AGENTS, generate  # noqa: E402
+
+from nexus import identity, log  # noqa: E402
+from nexus.vault import Vault, init  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+VAULTS = RESULTS / "vaults"
+
+
+def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MB, stdout) of one run of ``cmd`` as a whole process."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.DEVNULL, cwd=ROOT)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode()
+    if proc.returncode not in (0, 1):  # (verify exits 1 on problems; none are expected here)
+        raise SystemExit(f"{cmd} failed ({proc.returncode})")
+    return elapsed, usage.ru_maxrss / 1024, text
+
+
+def prepare(n: int) -> Path:
+    """The generated vault for ``n`` entries (made once, then kept)."""
+    folder = VAULTS / str(n)
+    if (folder / "done").exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    keys = folder / "keys"
+    vault, _ = init(folder / "vault")
+    for name in AGENTS:
+        identity.add(vault, keys, name)
+    identity.add(vault, keys, "sam", human=True)
+    t0 = time.perf_counter()
+    generate(vault, keys, n)
+    (folder / "done").write_text(f"{time.perf_counter() - t0:.1f}\n")
+    return folder
+
+
+def append_many(vault: Vault, keys: Path, count: int, tag: str) -> None:
+    signers = [identity.load_signer(vault, keys, name) for name in AGENTS]
+    writer = log.writer(vault)
+    for i in range(count):
+        writer.append(signers[i % len(signers)], channel="bench", type="note",
+                      summary=f"new work {tag} {i}", body="done since the last verify")
+    writer.flush()
+
+
+def run_size(n: int, new: int, runs: int, index: bool) -> dict[str, Any]:
+    source = prepare(n)
+    work = Path(tempfile.mkdtemp(prefix=f"bench-costs-{n}-", dir=RESULTS))
+    try:
+        shutil.copytree(source / "vault", work / "vault", symlinks=True)
+        shutil.copytree(source / "keys", work / "keys")
+        vault = Vault(work / "vault")
+        keys = work / "keys"
+        env = dict(os.environ, NEXUS_VAULT=str(vault.root), NEXUS_HOME=str(keys))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        py = sys.executable
+        nexus = [py, "-m", "nexus"]
+        row: dict[str, Any] = {"entries": n, "log_mb": round(sum(
+            p.stat().st_size for _, p in log.segment_files(vault)) / 1e6, 1)}
+        base = [measure([py, "-c", "pass"], env)[0] for _ in range(5)]
+        b = statistics.median(base)
+        row["python_pass_ms"] = round(b * 1000, 1)
+
+        old_code = ("import sys; from nexus.vault import Vault; from nexus.verify import verify_exact; "
+                    "r = verify_exact(Vault(sys.argv[1])); print(r.entries, len(r.errors))")
+        t, rss, text = measure([py, "-c", old_code, str(vault.root)], env)
+        row["old_full_s"], row["old_full_mb"] = round(t, 2), round(rss)
+        row["old_full_per_s"] = round(n / t)
+        assert text.split()[1] == "0", text
+
+        t, rss, text = measure([*nexus, "verify", "--full", "--json"], env)
+        report = json.loads(text)
+        assert report["ok"] and report["full"] and report["entries"] == n, report
+        row["full_s"], row["full_mb"], row["full_per_s"] = round(t, 2), round(rss), round(n / t)
+        row["full_vs_old"] = round(row["old_full_s"] / t, 2)
+
+        t, rss, text = measure([*nexus, "verify", "--json"], env)
+        assert json.loads(text)["checked"] == 0
+        row["verify_nothing_new_s"] = round(t, 3)
+
+        inc, inc_mb = [], []
+        for r in range(runs):
+            append_many(vault, keys, new, f"v{r}")
+            t, rss, text = measure([*nexus, "verify", "--json"], env)
+            report = json.loads(text)
+            assert report["ok"] and not report["full"] and report["checked"] == new, report
+            inc.append(t)
+            inc_mb.append(rss)
+        row["verify_after_new_s"] = round(statistics.median(inc), 3)
+        row["verify_after_new_mb"] = round(max(inc_mb))
+        row["verify_after_new_ratio"] = round(statistics.median(inc) / b, 1)
+
+        t, _rss, _ = measure([*nexus, "handoff", "--since", "1h", "--json"], env)
+        row["handoff_first_s"] = round(t, 2)
+        ho, ho_mb = [], []
+        for r in range(runs):
+            append_many(vault, keys, new, f"h{r}")
+            t, rss, text = measure([*nexus, "handoff", "--json"], env)
+            data = json.loads(text)
+            assert f"> {new} entries by" in data["markdown"], data["markdown"][:400]
+            ho.append(t)
+            ho_mb.append(rss)
+        row["handoff_after_new_s"] = round(statistics.median(ho), 3)
+        row["handoff_after_new_mb"] = round(max(ho_mb))
+        row["handoff_after_new_ratio"] = round(statistics.median(ho) / b, 1)
+
+        if index:
+            t, rss, text = measure([*nexus, "index", "rebuild", "--json"], env)
+            row["index_build_s"], row["index_build_mb"] = round(t, 2), round(rss)
+            row["index_build_per_s"] = round(json.loads(text)["documents_added"] / t)
+
+        ella = identity.load_signer(vault, keys, "ella")
+        brief, read = [], []
+        for r in range(max(runs, 5)):
+            log.append(vault, ella, channel="bench", type="note", summary=f"one more {r}")
+            brief.append(measure([*nexus, "brief", "--agent", "lyra", "--peek"], env)[0])
+            read.append(measure([*nexus, "log", "read", "--agent", "lyra"], env)[0])
+        row["brief_ms"] = round(statistics.median(brief) * 1000, 1)
+        row["log_read_ms"] = round(statistics.median(read) * 1000, 1)
+        row["brief_ratio"] = round(statistics.median(brief) / b, 1)
+        row["log_read_ratio"] = round(statistics.median(read) / b, 1)
+        row["load_average"] = round(os.getloadavg()[0], 1)
+        return row
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--new", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-index", action="store_true", help="skip the index build")
+    parser.add_argument("--generate-only", action="store_true", help="only make the vaults")
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in (int(x) for x in args.sizes.split(",")):
+        if args.generate_only:
+            prepare(n)
+            continue
+        row = run_size(n, args.new, args.runs, not args.no_index)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    if rows:
+        (RESULTS / "bench_costs.json").write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
