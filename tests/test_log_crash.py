@@ -56,16 +56,24 @@ def test_writer_sigkilled_200_times(env: Env) -> None:
             finally:
                 os._exit(1)
         os.close(write_fd)
+        # each writer acknowledges one entry before the random delay starts, so every round does
+        # work however loaded the machine is; the kill still lands at a random moment mid-loop
+        first = b""
+        while b"\n" not in first:
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            first += chunk
         time.sleep(rng.uniform(0, 0.03))
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-        acked.update(_read_all(read_fd).decode().split())
+        acked.update((first + _read_all(read_fd)).decode().split())
         os.close(read_fd)
         if round_no % 25 == 24:
             _check(env, acked)
     _check(env, acked)
-    assert len(acked) > 200  # the writers did get work done between kills
+    assert len(acked) >= 200  # the writers did get work done between kills
     # the next append (a real CLI process) leaves the log clean
     env.run("log", "append", "--agent", "lyra", "--channel", "crash", "--type", "note",
             "--summary", "after the storm")
