@@ -101,7 +101,8 @@ def test_a_scripted_hermes_session_through_its_loader_and_manager(
     assert out["other"] in out["prefetch2"] and "which lexer generator" in out["prefetch2"]
     assert out["other"] not in out["prefetch3"]
     # sync_turn: one signed entry per turn, written in the background
-    turns = [x.entry for x in log.tail(env.vault, 50) if x.entry.agent == "ella" and x.entry.channel == "hermes"]
+    turns = [x.entry for x in log.tail(env.vault, 50)
+             if x.entry.agent == "ella" and x.entry.channel == "hermes"]
     assert [e.summary for e in turns] == ["turn: how is the parser port going?",
                                           "turn: choose the lexer generator", "turn: write the lexer tests"]
     assert all(e.sig for e in turns)
