@@ -76,7 +76,6 @@ def _event(raw: str) -> dict[str, Any]:
 def run(event: str, opts: dict[str, str], data: dict[str, Any]) -> dict[str, Any] | None:
     """Do what ``event`` asks; return the JSON to print (None: print nothing). Raises on failure."""
     from . import session
-    from .settings import keys_home, resolve
     from .vault import find
 
     cwd = data.get("cwd")
@@ -84,6 +83,11 @@ def run(event: str, opts: dict[str, str], data: dict[str, Any]) -> dict[str, Any
     vault = find(opts.get("vault"), os.environ.get("NEXUS_VAULT"), start)
     agent = opts["agent"]
     sid = str(data.get("session_id") or os.environ.get("NEXUS_SESSION") or "default")
+    prompt = data.get("prompt") if isinstance(data.get("prompt"), str) else None
+    if event == "prompt" and session.quiet(vault, agent, sid, prompt=prompt):
+        return None  # nothing moved since the last injection: the fastest answer is none
+    from .settings import keys_home, resolve
+
     max_chars = int(opts["max-chars"]) if "max-chars" in opts else None
     st = resolve({"brief_max_chars": max_chars} if max_chars else {}, os.environ, vault.config())
     home = Path(opts["home"]).expanduser() if "home" in opts else keys_home()
@@ -92,8 +96,7 @@ def run(event: str, opts: dict[str, str], data: dict[str, Any]) -> dict[str, Any
                              max_chars=st.brief_max_chars, ack_types=st.ack_types,
                              race_window=st.race_window_seconds, stale_minutes=st.stale_checkpoint_minutes)
     elif event == "prompt":
-        prompt = data.get("prompt")
-        text = session.turn(vault, agent, sid, prompt=prompt if isinstance(prompt, str) else None,
+        text = session.turn(vault, agent, sid, prompt=prompt,
                             max_chars=st.brief_max_chars, ack_types=st.ack_types,
                             race_window=st.race_window_seconds)
     elif event == "pre-compact":

@@ -14,34 +14,36 @@ them (``nexus-hook``, the Hermes provider):
 - :func:`end`: the decisions and corrections the agent logged during the session go to its own
   bank, pending a person's approval (nothing reaches memory without it).
 
-The record lives in ``.nexus/sessions/AGENT/KEY.json`` (KEY: a hash of the runtime's session id),
-derived and disposable: a missing record means "tell everything unread". Reading new entries advances
+The record lives in ``.nexus/sessions/KEY.json`` (KEY: a hash of the agent and the runtime's session
+id), derived and disposable: a missing record means "tell everything unread". Reading new entries advances
 the agent's read cursor as ``nexus brief`` does, so what it appends next says it saw them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import brief, coordination, durable, log
-from .errors import NexusError
-from .hints import say
-from .records import BankFact, Checkpoint, Located
-from .settings import DEFAULT_ACK_TYPES
-from .text import check_name
-from .vault import Vault
+from . import durable
 
+if TYPE_CHECKING:
+    from .records import BankFact, Checkpoint, Located
+    from .vault import Vault
+
+DEFAULT_ACK = ("correction", "decision", "handoff", "question")  # = settings.DEFAULT_ACK_TYPES (test)
 RETAINED_TYPES = {"decision": "decision", "correction": "fact"}  # entry type -> bank fact type
 RECENT_ENTRIES = 200  # how far back end() and wrote_this_turn() look in the log
 
 
 def record_path(vault: Vault, agent: str, session_id: str) -> Path:
-    key = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-    return vault.state / "sessions" / check_name(agent) / f"{key}.json"
+    """The record's file, named by a hash of agent and session (no name reaches the path unchecked)."""
+    raw = f"{agent}\0{session_id}".encode("utf-8", "surrogatepass")
+    return vault.state / "sessions" / f"{hashlib.sha256(raw).hexdigest()[:24]}.json"
 
 
 def _load(vault: Vault, agent: str, session_id: str) -> dict[str, Any] | None:
@@ -60,7 +62,38 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def stamp(vault: Vault) -> list[Any]:
+    """Sizes and times of every log segment and of the decisions folder: when they have not moved, nothing
+    new can be owed, unread, racing or decided (a few stats, no parsing)."""
+    out: list[Any] = []
+    log_dir = os.fspath(vault.log_dir)
+    try:
+        names = sorted(os.listdir(log_dir))
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        if name.endswith(".md"):
+            st = os.stat(os.path.join(log_dir, name))
+            out.append([name, st.st_size, st.st_mtime_ns])
+    with contextlib.suppress(FileNotFoundError):
+        out.append(["decisions", os.stat(os.path.join(vault.root, "decisions")).st_mtime_ns])
+    return out
+
+
+def quiet(vault: Vault, agent: str, session_id: str, *, prompt: str | None = None) -> bool:
+    """True (and the turn recorded) when nothing changed since this session's last injection: the
+    per-turn hook then says nothing without loading the brief's machinery."""
+    record = _load(vault, agent, session_id)
+    if record is None or record.get("stamp") != stamp(vault):
+        return False
+    record.update(turn_at=_now(), prompt=(prompt or "")[:300] or record.get("prompt"))
+    _save(vault, agent, session_id, record)
+    return True
+
+
 def _newest_id(vault: Vault) -> str | None:
+    from . import log
+
     last = log.tail(vault, 1)
     return last[0].entry.id if last else None
 
@@ -73,11 +106,14 @@ def _decision_ids(vault: Vault) -> list[str]:
 
 def start(
     vault: Vault, agent: str, session_id: str, *, source: str = "startup", max_chars: int = 10_000,
-    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES, race_window: float = 60.0, stale_minutes: int = 30,
+    ack_types: tuple[str, ...] = DEFAULT_ACK, race_window: float = 60.0, stale_minutes: int = 30,
     surface: str = "cli",
 ) -> str:
     """The session-start context (the whole brief; after ``resume`` or ``compact`` the checkpoint is
     part of it) and a fresh record of what the session was told."""
+    from . import brief
+
+    moment = stamp(vault)
     built = brief.build(vault, agent, max_chars=max_chars, ack_types=ack_types, race_window=race_window,
                         stale_minutes=stale_minutes, surface=surface)
     text = brief.render(built)
@@ -87,17 +123,22 @@ def start(
     _save(vault, agent, session_id, {
         "owed": list(built.owed), "races": [list(r) for r in built.races],
         "decisions": _decision_ids(vault), "started_at": earlier.get("started_at", _newest_id(vault)),
-        "turn_at": _now(), "source": source, "prompt": earlier.get("prompt"),
+        "turn_at": _now(), "source": source, "prompt": earlier.get("prompt"), "stamp": moment,
     })
     return text
 
 
 def turn(
     vault: Vault, agent: str, session_id: str, *, prompt: str | None = None, max_chars: int = 10_000,
-    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES, race_window: float = 60.0, surface: str = "cli",
+    ack_types: tuple[str, ...] = DEFAULT_ACK, race_window: float = 60.0, surface: str = "cli",
 ) -> str:
     """What is new for ``agent`` since this session's last injection, as Markdown; "" when nothing is."""
+    from . import brief, coordination, log
+    from .hints import say
+    from .text import check_name
+
     check_name(agent)
+    moment = stamp(vault)
     record = _load(vault, agent, session_id) or {"owed": [], "races": [], "decisions": [],
                                                  "started_at": None}
     items, cursor = log.scan_unread(vault, agent)
@@ -108,7 +149,7 @@ def turn(
     told_decisions = set(record.get("decisions", []))
     decisions_now = _decision_ids(vault)
     new_decisions = [d for d in decisions_now if d not in told_decisions]
-    record.update(turn_at=_now(), prompt=(prompt or "")[:300] or record.get("prompt"))
+    record.update(turn_at=_now(), prompt=(prompt or "")[:300] or record.get("prompt"), stamp=moment)
     if not (items or new_owed or new_races or new_decisions):
         _save(vault, agent, session_id, record)
         return ""
@@ -174,6 +215,8 @@ def pre_compact(
 
 
 def _own_recent(vault: Vault, agent: str, after: str | None) -> list[Located]:
+    from . import log
+
     return [x for x in log.tail(vault, RECENT_ENTRIES)
             if x.entry.agent == agent and (after is None or x.entry.id > after)]
 
@@ -189,6 +232,7 @@ def end(vault: Vault, agent: str, session_id: str) -> list[BankFact]:
     """Retain the decisions and corrections ``agent`` logged during the session in its own bank,
     pending a person's approval; each entry at most once (its id is the fact's source)."""
     from . import bank
+    from .errors import NexusError
 
     record = _load(vault, agent, session_id) or {}
     already = {f.source for f in bank.facts_of(vault, agent)}

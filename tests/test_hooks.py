@@ -164,3 +164,9 @@ def test_every_failure_exits_0_with_one_readable_line(env: Env, tmp_path: Path) 
         assert "Traceback" not in proc.stdout + proc.stderr, args
     assert "could not be loaded" in json.loads(_hook(env, "prompt", "--agent", "nobody").stdout)[
         "hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_session_default_ack_types_are_the_settings_defaults() -> None:
+    from nexus import session, settings
+
+    assert session.DEFAULT_ACK == settings.DEFAULT_ACK_TYPES

@@ -243,3 +243,26 @@ def test_the_mcp_entry_it_wrote_starts_a_server_that_finds_the_vault(
                 return str(res.content[0].text)
 
     assert "nexus brief for ella" in asyncio.run(go())
+
+
+def test_the_claude_code_plugin_folder_runs_from_its_environment(env: Env, tmp_path: Path) -> None:
+    """agents/claude-code/plugin/: manifest, hooks/hooks.json and .mcp.json; the hooks take the agent,
+    vault and keys from the environment Claude Code gives them (its settings' `env`)."""
+    import sysconfig
+
+    plugin = Path(__file__).resolve().parent.parent / "agents" / "claude-code" / "plugin"
+    manifest = json.loads((plugin / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "nexus"
+    mcp = json.loads((plugin / ".mcp.json").read_text())["mcpServers"]["nexus"]
+    assert mcp["args"] == ["mcp", "--agent", "${NEXUS_AGENT}"]
+    assert mcp["env"]["NEXUS_VAULT"] == "${NEXUS_VAULT}"
+    hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"}
+    entry = env.append("lyra", "plugin works", channel="ops").located.entry.id
+    run_env = _clean_env(NEXUS_AGENT="ella", NEXUS_VAULT=str(env.vault.root), NEXUS_HOME=str(env.keys_home))
+    run_env["PATH"] = sysconfig.get_path("scripts") + os.pathsep + run_env.get("PATH", "")
+    command = hooks["SessionStart"][0]["hooks"][0]["command"]
+    proc = subprocess.run(command, shell=True, input=json.dumps({"session_id": "p", "source": "startup"}),
+                          capture_output=True, text=True, cwd=tmp_path, env=run_env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert entry in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]

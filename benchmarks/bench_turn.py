@@ -1,0 +1,168 @@
+"""What a turn costs an agent runtime (issue 9): the per-turn commands as whole processes, side by side
+with `python -c pass`, and `nexus mcp` from spawn to its first tool answer.
+
+    .venv/bin/python benchmarks/bench_turn.py [--runs 30]
+
+Interleaved in one loop (baseline, session-start, prompt with nothing new, prompt with one new entry,
+log append, brief, baseline, …) so every command sees the same disk and load; reported as p50/p90 and
+the p50 ratio to the baseline (target: ≤ 4x). The hook commands run as the runtimes run them: the
+installed `nexus-hook` script with the event JSON on stdin. Then `nexus mcp --agent A` spawned over
+pipes: initialize, then a `brief` call, timed from spawn to the answer (target: ≤ 0.6 s), with
+`python -c "import mcp.server"` beside it. Then `-X importtime` of the quiet prompt hook and of
+`nexus mcp`'s start. Nothing is asserted. JSON goes to benchmarks/results/bench_turn.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness import pct  # noqa: E402
+
+from nexus import identity, log  # noqa: E402
+from nexus.vault import init  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def script(name: str) -> list[str]:
+    path = Path(sysconfig.get_path("scripts")) / name
+    module = {"nexus": "nexus", "nexus-hook": "nexus.hooks"}[name]
+    return [str(path)] if path.is_file() else [sys.executable, "-m", module]
+
+
+def timed(cmd: list[str], env: dict[str, str], stdin: str = "") -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, input=stdin.encode(), check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return (time.perf_counter() - t0) * 1000
+
+
+def mcp_first_answer(cmd: list[str], env: dict[str, str]) -> float:
+    """Milliseconds from spawning the server to the answer of its first tool call (`brief`)."""
+    from mcp.types import LATEST_PROTOCOL_VERSION
+
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "brief", "arguments": {}}},
+    ]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(("\n".join(json.dumps(m) for m in msgs) + "\n").encode())
+    proc.stdin.flush()
+    elapsed = -1.0
+    for line in proc.stdout:
+        msg = json.loads(line)
+        if msg.get("id") == 2:
+            elapsed = (time.perf_counter() - t0) * 1000
+            assert "result" in msg, msg
+            break
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    return elapsed
+
+
+def importtime(cmd: list[str], env: dict[str, str], stdin: str = "", top: int = 8) -> list[list[object]]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", *cmd], env=env, input=stdin,
+                          capture_output=True, text=True, check=False, timeout=60)
+    rows = []
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            _s, cum, name = line.replace("import time:", "").split("|")
+            if not name[1:].startswith(" "):  # top level only
+                rows.append([name.strip(), round(int(cum) / 1000, 1)])
+    return sorted(rows, key=lambda r: -float(str(r[1])))[:top]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--mcp-runs", type=int, default=10)
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-turn-", dir=RESULTS))
+    try:
+        keys = tmp / "keys"
+        vault, _ = init(tmp / "vault")
+        for name in ("ella", "lyra"):
+            identity.add(vault, keys, name)
+        lyra = identity.load_signer(vault, keys, "lyra")
+        for i in range(200):  # a log with some history
+            log.append(vault, lyra, channel="bench", type="question" if i % 20 == 0 else "note",
+                       summary=f"history entry {i}", body="detail " * 20)
+        env = dict(os.environ, NEXUS_VAULT=str(vault.root), NEXUS_HOME=str(keys))
+        hook, nexus = script("nexus-hook"), script("nexus")
+        event = json.dumps({"session_id": "bench", "cwd": str(tmp), "hook_event_name": "UserPromptSubmit",
+                            "prompt": "go on"})
+        start_event = json.dumps({"session_id": "bench-start", "source": "startup"})
+        subprocess.run([*hook, "session-start", "--agent", "ella"], input=event.encode(), env=env,
+                       check=True, capture_output=True)
+        cmds: dict[str, tuple[list[str], str]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], ""),
+            "nexus-hook session-start": ([*hook, "session-start", "--agent", "ella"], start_event),
+            "nexus-hook prompt (nothing new)": ([*hook, "prompt", "--agent", "ella"], event),
+            "nexus-hook prompt (1 new entry)": ([*hook, "prompt", "--agent", "ella"], event),
+            "nexus log append": ([*nexus, "log", "append", "--agent", "ella", "--channel", "bench", "--type",
+                                  "note", "--summary", "a benchmark entry", "--body", "a body"], ""),
+            "nexus brief": ([*nexus, "brief", "--agent", "lyra"], ""),
+        }
+        times: dict[str, list[float]] = {k: [] for k in cmds}
+        for _ in range(args.runs + 2):
+            for name, (cmd, stdin) in cmds.items():
+                if name.endswith("(1 new entry)"):
+                    log.append(vault, lyra, channel="bench", type="note", summary="something new")
+                elif name.endswith("(nothing new)"):  # settle what the previous round left new
+                    subprocess.run(cmd, input=stdin.encode(), env=env, check=True, capture_output=True)
+                times[name].append(timed(cmd, env, stdin))
+        times = {k: v[2:] for k, v in times.items()}  # the first two rounds warm caches and .pyc files
+        base = pct(times["python -c pass"], 0.5)
+        rows = []
+        print(f"{args.runs} runs each, interleaved, {sys.executable}")
+        print(f"{'command':<34} {'p50 ms':>8} {'p90 ms':>8} {'x pass':>7}")
+        for name, values in times.items():
+            p50 = pct(values, 0.5)
+            rows.append({"command": name, "p50_ms": round(p50, 1), "p90_ms": round(pct(values, 0.9), 1),
+                         "ratio": round(p50 / base, 2)})
+            print(f"{name:<34} {p50:>8.1f} {pct(values, 0.9):>8.1f} {p50 / base:>7.2f}")
+        mcp_cmd = [*nexus, "mcp", "--agent", "ella"]
+        first: list[float] = []
+        bare: list[float] = []
+        for _ in range(args.mcp_runs):
+            first.append(mcp_first_answer(mcp_cmd, env))
+            bare.append(timed([sys.executable, "-c", "import mcp.server"], env))
+        print(f"\nnexus mcp: spawn to first `brief` answer p50 {pct(first, 0.5):.0f} ms, p90 "
+              f"{pct(first, 0.9):.0f} ms (python -c 'import mcp.server' alone: p50 {pct(bare, 0.5):.0f} ms)")
+        quiet_imports = importtime(["-m", "nexus.hooks", "prompt", "--agent", "ella"], env, event)
+        mcp_imports = importtime(["-c", "import nexus.mcp_server"], env)
+        print("quiet prompt hook, top-level imports (cumulative ms):", quiet_imports)
+        print("nexus.mcp_server import, top-level imports (cumulative ms):", mcp_imports)
+        report = {"rows": rows, "mcp_first_answer_ms": {"p50": round(pct(first, 0.5)),
+                                                         "p90": round(pct(first, 0.9))},
+                  "import_mcp_server_ms": round(pct(bare, 0.5)),
+                  "imports": {"prompt (nothing new)": quiet_imports, "nexus.mcp_server": mcp_imports},
+                  "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        (RESULTS / "bench_turn.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
