@@ -995,6 +995,85 @@ def _add_setup_command(sub: Any) -> None:
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument("--check", action="store_true", help="say what is wired and what is missing")
+# ------------------------------------------------------------------ handlers: many machines (git, file sync)
+
+
+def cmd_git_setup(args: argparse.Namespace) -> int:
+    from . import gitsync
+
+    data = gitsync.setup(_vault(args))
+    what = ", ".join(data["changed"]) or "nothing (already set up)"
+    _emit(args, data, f"git repository {data['repository']}: merge driver registered; wrote {what}")
+    return 0
+
+
+def cmd_git_merge_driver(args: argparse.Namespace) -> int:
+    from . import gitsync
+
+    code, lines = gitsync.merge_driver(args.base, args.ours, args.theirs, args.path)
+    for line in lines:
+        sys.stderr.write(f"{gitsync.DRIVER_SAYS}{line}\n")
+    return code
+
+
+def cmd_git_refresh(args: argparse.Namespace) -> int:
+    from . import gitsync
+
+    if os.environ.get(gitsync.IN_SYNC_ENV):
+        return 0  # `nexus sync` refreshes once its merge is done (and holds the locks meanwhile)
+    data = gitsync.refresh(_vault(args))
+    if not args.quiet or args.json:
+        _emit(args, data, f"{data['arrived']} entries arrived, {len(data['renumbered'])} decisions "
+              f"renumbered, {len(data['imported'])} conflict copies imported")
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    from . import gitsync
+
+    data = gitsync.sync(_vault(args), args.remote)
+    for line in data["conflicts"]:
+        if not args.json:
+            sys.stderr.write(f"nexus: listed: {line}\n")
+    text = (f"synced with {data['remote']}/{data['branch']}: {data['committed']} commit(s), "
+            f"{'merged' if data['merged'] else 'nothing to merge'}, "
+            f"{'pushed' if data['pushed'] else 'nothing to push'}")
+    _emit(args, data, text)
+    return 0
+
+
+def cmd_log_import_copies(args: argparse.Namespace) -> int:
+    from . import copies
+
+    done = copies.import_all(_vault(args))
+    lines = [f"{c.copy}: {len(c.imported)} entries imported into {c.segment}; archived as {c.archived}"
+             for c in done]
+    _emit(args, [c.to_json() for c in done], "\n".join(lines) or "no conflict copies")
+    return 0
+
+
+def _add_sync_commands(sub: Any, logp: Any) -> None:
+    gitp = sub.add_parser("git", help="the vault as a git repository").add_subparsers(
+        title="git commands", metavar="COMMAND")
+    _cmd(gitp, "setup", cmd_git_setup,
+         "make the vault a git repository nexus merges: merge driver, .gitattributes, .gitignore, hooks",
+         "nexus git setup")
+    p = _cmd(gitp, "merge-driver", cmd_git_merge_driver,
+             "what git runs to merge a file nexus manages (registered by `nexus git setup`)",
+             "nexus git merge-driver %O %A %B %L %P", json_flag=False)
+    for name in ("base", "ours", "theirs", "marker", "path"):
+        p.add_argument(name)
+    p = _cmd(gitp, "refresh", cmd_git_refresh,
+             "bring derived state up to date after git changed the vault (run by the git hooks)",
+             "nexus git refresh")
+    p.add_argument("--quiet", action="store_true", help="print nothing")
+    p = _cmd(sub, "sync", cmd_sync,
+             "commit what nexus manages, fetch, merge through the driver, verify, push (never an "
+             "unverified vault)", "nexus sync --remote origin")
+    p.add_argument("--remote", help="the git remote (default: the branch's upstream, else origin)")
+    _cmd(logp, "import-copies", cmd_log_import_copies,
+         "import entries from file-sync conflict copies of segments (Syncthing, Dropbox…), archive them",
+         "nexus log import-copies --json")
 
 
 # ------------------------------------------------------------------ parser
@@ -1066,6 +1145,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_coordination_commands(sub, logp)
     _add_search_commands(sub)
     _add_setup_command(sub)
+    _add_sync_commands(sub, logp)
     return parser
 
 

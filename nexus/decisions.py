@@ -71,6 +71,8 @@ def signed_body(body: str) -> str:
 def decision_bytes(props: dict[str, Any], body: str) -> bytes:
     """What the author signs: id, title, author, date, supersedes, refs and the body's hash."""
     data = {k: props.get(k) for k in ("id", "title", "author", "date", "supersedes", "refs")}
+    if props.get("renumbered_from"):  # renumbered at a merge (gitsync): signed with its first number
+        data["id"] = props["renumbered_from"]
     data["v"] = 1
     data["body_sha256"] = hashlib.sha256(signed_body(body).encode("utf-8")).hexdigest()
     return SIGN_CONTEXT + _canonical(data)

@@ -61,6 +61,10 @@ class StaleEditError(ConflictError):
         self.diff = diff
 
 
+class SyncError(NexusError):
+    """Syncing through git failed, or the vault does not verify and so is not pushed."""
+
+
 class NotFoundError(NexusError):
     """The thing named does not exist."""
 

@@ -619,19 +619,53 @@ def scan_unread(vault: Vault, agent: str) -> tuple[list[Located], dict[str, Any]
         raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
     cursor = read_cursor(vault, agent)
     seen = cursor.get("seen") if isinstance(cursor.get("seen"), str) else None
+    arrived_at = cursor.get("arrived", 0) if isinstance(cursor.get("arrived"), int) else 0
+    arrived, arrived_end = _arrivals_since(vault, arrived_at)
     out, marks, newest_seen = scan_after(vault, cursor["segments"], seen,
-                                         keep=lambda e: e.agent != agent)
-    if newest_seen != seen or marks != cursor["segments"]:
-        return out, {"seen": newest_seen, "segments": marks}
+                                         keep=lambda e: e.agent != agent,
+                                         arrived=arrived if seen is not None else frozenset())
+    if newest_seen != seen or marks != cursor["segments"] or arrived_end != arrived_at:
+        saved: dict[str, Any] = {"seen": newest_seen, "segments": marks}
+        if arrived_end:
+            saved["arrived"] = arrived_end
+        return out, saved
     return out, None
+
+
+# Entries a merge (or a conflict copy's import) brought in with ids older than entries already read:
+# ``.nexus/arrivals``, one id a line, appended by ``gitsync``/``copies``. A cursor remembers how far
+# into it it has looked (``arrived``, a byte offset), so such an entry is read once although its id
+# sorts before the cursor's ``seen``.
+ARRIVALS_FILE = "arrivals"
+
+
+def note_arrivals(vault: Vault, ids: list[str]) -> None:
+    if ids:
+        durable.append(vault.state / ARRIVALS_FILE, "".join(f"{i}\n" for i in ids).encode("ascii"))
+
+
+def _arrivals_since(vault: Vault, offset: int) -> tuple[set[str], int]:
+    path = os.fspath(vault.state / ARRIVALS_FILE)
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        return set(), 0
+    if size <= offset:
+        return set(), size if size < offset else offset
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(size - offset)
+    end = data.rfind(b"\n") + 1
+    return set(data[:end].decode("ascii", "replace").split()), offset + end
 
 
 def scan_after(
     vault: Vault, segment_marks: dict[str, Any], seen: str | None,
-    keep: Callable[[Entry], bool] | None = None,
+    keep: Callable[[Entry], bool] | None = None, arrived: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[Located], dict[str, Any], str | None]:
-    """Entries newer than ``seen`` after the per-segment ``segment_marks`` (a cursor's ``segments``),
-    oldest first and only those ``keep`` accepts; the marks after them; and the newest id met.
+    """Entries newer than ``seen`` (or in ``arrived``: merged in older than it) after the per-segment
+    ``segment_marks`` (a cursor's ``segments``), oldest first and only those ``keep`` accepts; the
+    marks after them; and the newest id met.
 
     Opens only segments whose size changed since their mark and reads only what follows it; a
     segment changed before its mark is scanned again from its start, skipping ids up to ``seen``.
@@ -665,7 +699,7 @@ def scan_after(
         result = segments.scan(data, vault.rel(path), offset=offset, line=line)
         for located in result.entries:
             e = located.entry
-            if seen is not None and e.id <= seen:
+            if seen is not None and e.id <= seen and e.id not in arrived:
                 continue
             if newest_seen is None or e.id > newest_seen:
                 newest_seen = e.id

@@ -15,6 +15,10 @@ Each problem names the entry (id, file, line) and what is wrong with it:
 | reordered     | an agent's sequence goes backwards, or its ids go backwards in the log (entries by different
 |               | agents may sit in any order: a merge of two machines' logs interleaves them) |
 | duplicate     | the same id twice, or two entries with one agent's same sequence number (a fork) |
+| conflict-copy | a file-sync tool's conflict copy of a segment holding entries the log lacks (import them:
+|               | `nexus log import-copies`, or let `nexus watch` do it) |
+| copy-left     | a conflict copy whose entries are all in the log (warning: archive it) |
+| sync-conflict | a note under `conflicts/` a merge listed (warning: resolve it, then delete the note) |
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from .progress import Progress
 from .records import Identity, Located, Problem
 from .vault import Vault
 
-WARNING_KINDS = frozenset({"stray-text", "notice"})
+WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict"})
 
 
 @dataclass
@@ -136,7 +140,31 @@ def verify_exact(vault: Vault) -> Report:
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes (issue 4)
 
     report.problems.extend(check_notes(vault, identities, set(seen_ids)))
+    _check_copies(report, vault, set(seen_ids))
     return report
+
+
+def _check_copies(report: Report, vault: Vault, ids: set[str]) -> None:
+    """Conflict copies file-sync tools left in ``log/``, and conflicts a merge listed (issue 11)."""
+    import os
+
+    from . import copies
+
+    for path in copies.find(vault):
+        missing, _ = copies.missing_entries(vault, path, ids)
+        rel = vault.rel(path)
+        if missing:
+            report.problems.append(Problem("conflict-copy", rel, missing[0].line_start,
+                f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'} only in this conflict copy "
+                "(run `nexus log import-copies`)", missing[0].entry.id))
+        else:
+            report.problems.append(Problem("copy-left", rel, 1, "conflict copy already imported: "
+                                           "`nexus log import-copies` archives it"))
+    folder = vault.root / "conflicts"
+    for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+        if name.endswith(".md"):
+            report.problems.append(Problem("sync-conflict", f"conflicts/{name}", 1,
+                                           "a merge listed a conflict: resolve it, then delete the note"))
 
 
 @dataclass

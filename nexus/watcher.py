@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import coordination, entries, log, segments
+from . import coordination, copies, entries, log, segments
 from .errors import BusyError, NexusError
 from .records import Identity, Located, Notice, ShadowCopy
 from .shadow import NOTICE_PREFIX, Shadow, insertions, record_notice, render_notice, sha, shifted_scan, splice
@@ -361,6 +361,8 @@ class Watcher:
                 # all the time would otherwise keep the file from ever looking quiet).
                 time.sleep(needed - quiet_for)
                 quiet_for = needed if _stamp(path) == before else 0.0
+            if git_busy(self.vault):  # git is writing the work tree (a merge, a pull): wait it out
+                quiet_for = 0.0
             if after != before or quiet_for < needed:
                 self.deadlines[rel] = time.monotonic() + max(0.0, needed - quiet_for) + 0.05
                 return False
@@ -527,8 +529,23 @@ class Watcher:
             paths.add(self.vault.root / rel)
         return sorted(paths)
 
+    def import_copies(self) -> bool:
+        """Import the entries of conflict copies file-sync tools left in ``log/``, then archive them
+        (``copies.py``); a copy written in the last second is looked at again shortly after."""
+        found = copies.find(self.vault)
+        if not found:
+            return False
+        if not all(copies.settled(p) for p in found):
+            self.deadlines["log/" + found[0].name] = time.monotonic() + copies.SETTLE_SECONDS
+        done = copies.import_all(self.vault, only_settled=True)
+        for item in done:
+            self.emit({"event": "imported", **item.to_json()})
+            self.check_segment(self.vault.root / item.segment, full=True)
+        return bool(done)
+
     def full_pass(self) -> None:
         """The periodic rescan: every segment whose bytes changed in a way events did not explain."""
+        self.import_copies()
         changed = False
         for path in self.segment_paths():
             full = not self.verify_prefix(path)
@@ -563,9 +580,11 @@ class Watcher:
             if rel is None:
                 continue
             notes |= rel.endswith(".md")
-            if rel.startswith("log/") and rel.count("/") == 1 and rel.endswith(".md"):
+            if rel.startswith("log/") and rel.count("/") == 1 and copies.is_copy(rel[4:]):
+                changed |= self.import_copies()  # a file-sync tool's conflict copy (issue 11)
+            elif rel.startswith("log/") and rel.count("/") == 1 and rel.endswith(".md"):
                 changed |= self.check_segment(self.vault.root / rel)
-            elif rel.endswith(".md") and _HANDLERS:
+            elif rel.endswith(".md") and _HANDLERS and not git_busy(self.vault):  # (else: the rescan)
                 mark = _note_mark(str(path))
                 if mark is None:
                     self.note_stamps.pop(rel, None)
@@ -581,7 +600,10 @@ class Watcher:
         for rel, when in list(self.deadlines.items()):
             if when <= now:
                 del self.deadlines[rel]
-                if self.check_segment(self.vault.root / rel, full=True):
+                if copies.is_copy(rel.rsplit("/", 1)[-1]):
+                    if self.import_copies():
+                        self.refresh()
+                elif self.check_segment(self.vault.root / rel, full=True):
                     self.refresh()
 
     # ------------------------------------------------------------ other notes
@@ -594,7 +616,7 @@ class Watcher:
                 self.emit({"event": "error", "file": rel, "message": f"{type(err).__name__}: {err}"})
 
     def scan_notes(self) -> None:
-        if not _HANDLERS:
+        if not _HANDLERS or git_busy(self.vault):  # git is writing notes: look once it is done
             return
         for folder, dirs, files in os.walk(self.vault.root):
             dirs[:] = [d for d in dirs if not d.startswith(".") and not (
@@ -634,6 +656,17 @@ def _note_mark(path: str) -> tuple[int, int, str | None, bool] | None:
         return None
     settled = now - st.st_mtime_ns / 1e9 > RECENT_SECONDS
     return (st.st_mtime_ns, st.st_size, hashlib.sha256(data).hexdigest(), settled)
+
+
+def git_busy(vault: Vault) -> bool:
+    """A git command holds the index of the vault's repository (it may be rewriting segments)."""
+    for folder in (vault.root, *vault.root.parents):
+        git = folder / ".git"
+        if git.is_dir():
+            return (git / "index.lock").exists()
+        if git.exists():  # a worktree's .git file: its index lock lives elsewhere; assume idle
+            return False
+    return False
 
 
 def _settled(stamp: tuple[int, int, int]) -> bool:

@@ -1,0 +1,379 @@
+"""git as the vault's sync engine: ``nexus git setup``, the merge driver git calls, ``nexus sync``.
+
+* ``setup`` makes the vault a git repository nexus can merge: the ``nexus`` merge driver in the
+  repository's config (per clone: every clone runs setup once), ``.gitattributes`` sending every file
+  kind nexus manages to it, ``.nexus/`` ignored, and ``post-merge``/``post-checkout``/``post-rewrite``
+  hooks running ``nexus git refresh``.
+* ``merge_driver`` is what git runs for each such file that changed on both sides (``merge.py`` holds
+  the rules); a plain ``git pull`` therefore merges exactly as ``nexus sync`` does.
+* ``refresh`` brings what a merge cannot see up to date: entries that arrived older than what agents
+  had read (their cursors must not skip them), colliding decision numbers (renumbered, recorded), the
+  decision register, the review note and the memory index, conflict copies of segments.
+* ``sync`` commits what nexus manages, fetches, merges through the driver (holding the write locks so
+  no append lands between git's checks and its writes), refreshes, verifies, and pushes only a vault
+  that verifies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import merge
+from .errors import SyncError
+from .vault import Vault
+
+DRIVER = "nexus"
+HOOKS = ("post-merge", "post-checkout", "post-rewrite")
+HOOK_MARK = "# nexus: refresh derived state after git changed the vault"
+ATTR_BEGIN = "# nexus:begin (written by `nexus git setup`)"
+ATTR_END = "# nexus:end"
+ATTRIBUTES = (
+    "log/*.md merge=nexus -text", "decisions/*.md merge=nexus", "Decisions.md merge=nexus",
+    "state/project.md merge=nexus", "state/history/*.md merge=nexus",
+    "agents/*/checkpoint.md merge=nexus", "agents/*/checkpoint-history.md merge=nexus",
+    "agents/*/identity.md merge=nexus", "agents/*/MEMORY.md merge=nexus", "agents/*/bank.md merge=nexus",
+    "USER.md merge=nexus", "memory/*.md merge=nexus", "handoff/*.md merge=nexus", "nexus.md merge=nexus",
+)
+MANAGED = ("log", "decisions", "Decisions.md", "state", "agents", "USER.md", "memory", "handoff",
+           "archive", "conflicts", "nexus.md", "NEXUS-FORMAT.md", "Home.md", ".gitattributes",
+           ".gitignore")
+DRIVER_SAYS = "nexus merge: "  # how the driver's lines start on stderr
+IN_SYNC_ENV = "NEXUS_IN_SYNC"  # set for git's children while `nexus sync` merges (hooks skip)
+
+
+def _git(cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False,
+                              env=env)
+    except FileNotFoundError:
+        raise SyncError("git is not installed (or not on PATH)") from None
+    if check and proc.returncode != 0:
+        why = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise SyncError(f"git {args[0]} failed: {why[-1] if why else f'exit {proc.returncode}'}")
+    return proc
+
+
+def toplevel(vault: Vault) -> Path | None:
+    proc = _git(vault.root, "rev-parse", "--show-toplevel", check=False)
+    return Path(proc.stdout.strip()) if proc.returncode == 0 else None
+
+
+def _prefix(vault: Vault, top: Path) -> str:
+    rel = vault.root.resolve().relative_to(top.resolve()).as_posix()
+    return "" if rel == "." else rel + "/"
+
+
+# ------------------------------------------------------------------ setup
+
+
+def driver_command() -> str:
+    return f"{shlex.quote(sys.executable)} -m nexus git merge-driver %O %A %B %L %P"
+
+
+def setup(vault: Vault) -> dict[str, Any]:
+    """Make the vault's repository (created when there is none) merge through nexus. Idempotent."""
+    top = toplevel(vault)
+    created = top is None
+    if top is None:
+        _git(vault.root, "init", "-q")
+        top = vault.root
+    _git(top, "config", "merge.nexus.name", "nexus: merge log entries, decisions, state… by record")
+    _git(top, "config", "merge.nexus.driver", driver_command())
+    changed = []
+    if _write_block(vault.root / ".gitattributes", ATTRIBUTES):
+        changed.append(".gitattributes")
+    ignore = vault.root / ".gitignore"
+    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+    if ".nexus/" not in lines:
+        ignore.write_text("\n".join([*lines, ".nexus/"]) + "\n", encoding="utf-8")
+        changed.append(".gitignore")
+    hooks_dir = Path(_git(top, "rev-parse", "--git-path", "hooks").stdout.strip())
+    if not hooks_dir.is_absolute():
+        hooks_dir = top / hooks_dir
+    hooks_dir.mkdir(parents=True, exist_ok=True)
+    call = (f"{shlex.quote(sys.executable)} -m nexus --vault {shlex.quote(str(vault.root))} git refresh "
+            "--quiet || true")
+    for name in HOOKS:
+        path = hooks_dir / name
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        if HOOK_MARK in old:
+            kept = old.split(HOOK_MARK)[0].rstrip("\n")
+            text = (kept + "\n" if kept else "#!/bin/sh\n") + f"{HOOK_MARK}\n{call}\n"
+        elif old:
+            text = old.rstrip("\n") + f"\n{HOOK_MARK}\n{call}\n"
+        else:
+            text = f"#!/bin/sh\n{HOOK_MARK}\n{call}\n"
+        if text != old:
+            path.write_text(text, encoding="utf-8")
+            changed.append(f"hooks/{name}")
+        path.chmod(0o755)
+    _record_arrivals(vault)  # the baseline later merges are compared with
+    return {"repository": str(top), "created": created, "vault_prefix": _prefix(vault, top),
+            "driver": driver_command(), "changed": changed}
+
+
+def _write_block(path: Path, lines: tuple[str, ...]) -> bool:
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = "\n".join([ATTR_BEGIN, *lines, ATTR_END]) + "\n"
+    if ATTR_BEGIN in old and ATTR_END in old:
+        before, rest = old.split(ATTR_BEGIN, 1)
+        after = rest.split(ATTR_END, 1)[1].lstrip("\n")
+        text = before + block + after
+    else:
+        text = (old.rstrip("\n") + "\n\n" if old.strip() else "") + block
+    if text == old:
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+# ------------------------------------------------------------------ the merge driver
+
+
+def merge_driver(
+    base: str, ours: str, theirs: str, path: str, cwd: Path | None = None
+) -> tuple[int, list[str]]:
+    """Merge one file as git asks (``%O %A %B … %P``): the result goes into ``ours``. Returns the exit
+    code (0 merged, 1 a conflict left for a person) and one line per conflict listed."""
+    kind, prefix = merge.kind_of(path)
+    b, o, t = (Path(p).read_bytes() for p in (base, ours, theirs))
+    rel = path[len(prefix):]
+    root = (cwd or Path.cwd()) / prefix
+    if kind == "memory" and b not in (o, t) and o != t:
+        result = merge.merge_memory(b, o, t, rel, _memory_limit(root, rel))
+    else:
+        result = merge.merge(kind, b, o, t, rel)
+    Path(ours).write_bytes(result.data)
+    lines = []
+    for conflict in result.conflicts:
+        note = root / conflict.note_name()
+        if conflict.other and not note.exists():
+            note.parent.mkdir(parents=True, exist_ok=True)
+            note.write_bytes(conflict.note())
+        lines.append(f"{conflict.kind}: {rel}: {conflict.message}"
+                     + (f" (other side kept in {conflict.note_name()})" if conflict.other else ""))
+    for rel_path, extra in result.beside:
+        target = _free_name(root / rel_path)
+        target.write_bytes(extra)
+        lines.append(f"{kind}: {rel}: both sides wrote it; the other is kept as {target.name}")
+    return (0 if result.clean else 1), lines
+
+
+def _free_name(path: Path) -> Path:
+    stem = path.stem
+    base = stem.rsplit("-", 1)[0] if stem.count("-") == 3 else stem
+    n = 2
+    while True:
+        candidate = path.with_name(f"{base}-{n}.md")
+        if not candidate.exists():
+            return candidate
+        n += 1
+
+
+def _memory_limit(root: Path, rel: str) -> int | None:
+    try:
+        config = Vault(root).config()
+    except Exception:  # a damaged nexus.md must not stop a merge: the default limits apply
+        return None
+    value = config.get("user_chars" if rel == "USER.md" else "memory_chars")
+    return value if isinstance(value, int) else None
+
+
+# ------------------------------------------------------------------ after a merge
+
+
+def refresh(vault: Vault) -> dict[str, Any]:
+    """What git cannot do itself after it changed the vault (post-merge, post-checkout, sync)."""
+    from . import copies
+
+    arrived = _record_arrivals(vault)
+    renumbered = _renumber_decisions(vault)
+    _rewrite_derived(vault)
+    imported = copies.import_all(vault)
+    return {"arrived": arrived, "renumbered": renumbered,
+            "imported": [c.to_json() for c in imported]}
+
+
+def _record_arrivals(vault: Vault) -> int:
+    """Entries that appeared with ids older than the newest one this clone knew (a merge brought
+    them): noted in ``.nexus/arrivals``, so every agent's next read returns them although they sort
+    before what it has read. The ids known are kept in ``.nexus/sync/ids``."""
+    from . import log
+
+    ids: list[str] = []
+    for _name, path in log.segment_files(vault):
+        ids += [bid for bid, _ in merge.split_segment(path.read_bytes())[1] if bid]
+    snap = vault.state / "sync" / "ids"
+    try:
+        known = set(snap.read_text(encoding="ascii").split())
+    except FileNotFoundError:
+        known = set()
+    arrived = []
+    if known:
+        newest = max(known)
+        arrived = sorted(i for i in set(ids) - known if i < newest)
+        if arrived:
+            log.note_arrivals(vault, arrived)
+    snap.parent.mkdir(parents=True, exist_ok=True)
+    if set(ids) != known:
+        from . import durable
+
+        durable.replace(snap, ("\n".join(sorted(set(ids))) + "\n").encode("ascii"), durable=False)
+    return len(arrived)
+
+
+def _renumber_decisions(vault: Vault) -> list[dict[str, str]]:
+    """Two machines that each recorded a decision at once both picked the next number. The earlier
+    (by its log entry's id) keeps it; the other gets the next free number, its note renamed and the
+    change recorded in its properties (``renumbered_from``; the author's signature still covers the
+    number it was signed with)."""
+    from . import decisions, durable, properties
+    from .locks import exclusive
+
+    out: list[dict[str, str]] = []
+    with exclusive(vault.lock("decisions")):
+        notes: dict[int, list[tuple[Path, dict[str, Any], str]]] = {}
+        top = 0
+        for path in decisions.note_files(vault):
+            number = int(path.name[2:].split("-", 1)[0])
+            top = max(top, number)
+            try:
+                props, body = properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
+            except Exception:  # a damaged note is verify's to report
+                continue
+            notes.setdefault(number, []).append((path, props, body))
+        for number in sorted(notes):
+            group = sorted(notes[number], key=lambda n: (str(n[1].get("entry") or "~"), n[0].name))
+            for path, props, body in group[1:]:
+                top += 1
+                new_id = f"D-{top:04d}"
+                old_id = str(props.get("id"))
+                props["renumbered_from"] = props.get("renumbered_from") or old_id
+                props["id"] = new_id
+                props["aliases"] = [new_id]
+                target = path.with_name(new_id + path.name[len(old_id):])
+                durable.create_exclusive(target, properties.render(props, body).encode("utf-8"))
+                path.unlink()
+                out.append({"from": old_id, "to": new_id, "note": vault.rel(target)})
+        if out or notes:
+            decisions.write_register(vault)
+    return out
+
+
+def _rewrite_derived(vault: Vault) -> None:
+    from . import bank, facts
+
+    if bank.review_path(vault).exists():
+        bank.rebuild_review(vault)
+    if facts.index_path(vault).exists():
+        facts.rebuild_index(vault)
+
+
+# ------------------------------------------------------------------ sync
+
+
+def _locks(vault: Vault) -> list[Path]:
+    from .roster import agents
+
+    # In the order every writer nests them: a record's own lock first, the log's last (deciding holds
+    # the decisions lock while it appends its entry; approving holds a bank's while it rewrites the
+    # review note).
+    names = ["decisions", "state"]
+    for agent in agents(vault):
+        names += [f"checkpoint-{agent}", f"bank-{agent}", f"memory-{agent}"]
+    names += ["memory-user", "review-note", "log"]
+    return [vault.lock(n) for n in names]
+
+
+def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[str, Any]:
+    """Commit, fetch, merge, refresh, verify, push. SyncError (nothing pushed) when any step fails or
+    the merged vault does not verify."""
+    top = toplevel(vault)
+    if top is None or _git(top, "config", "--get", "merge.nexus.driver", check=False).returncode != 0:
+        raise SyncError("this vault is not set up for git: run `nexus git setup` first")
+    branch = _git(top, "symbolic-ref", "--short", "HEAD", check=False).stdout.strip()
+    if not branch:
+        raise SyncError("HEAD is detached: check out a branch first")
+    if remote is None:
+        remote = _git(top, "config", "--get", f"branch.{branch}.remote", check=False).stdout.strip()
+        remote = remote or "origin"
+    if _git(top, "remote", "get-url", remote, check=False).returncode != 0:
+        raise SyncError(f"no git remote {remote!r}: add one (`git remote add {remote} URL`) or pass --remote")
+    git_dir = Path(_git(top, "rev-parse", "--absolute-git-dir").stdout.strip())
+    if (git_dir / "MERGE_HEAD").exists():
+        raise SyncError("a git merge is in progress: finish it (or `git merge --abort`) first")
+    env = dict(os.environ, **{IN_SYNC_ENV: "1"})
+    prefix = _prefix(vault, top)
+    result: dict[str, Any] = {"remote": remote, "branch": branch, "committed": 0, "merged": False,
+                              "pushed": False, "conflicts": []}
+    for attempt in range(attempts):
+        _git(top, "fetch", "-q", remote, env=env)
+        upstream = f"{remote}/{branch}"
+        has_remote = _git(top, "rev-parse", "--verify", "-q", upstream, check=False).returncode == 0
+        with contextlib.ExitStack() as stack:
+            from .locks import exclusive
+
+            for lock in _locks(vault):
+                stack.enter_context(exclusive(lock))
+            result["committed"] += _commit(top, prefix, "nexus sync: changes on this machine", env)
+            if has_remote and _git(top, "merge-base", "--is-ancestor", upstream, "HEAD",
+                                   check=False).returncode != 0:
+                proc = _git(top, "merge", "--no-edit", "-q", upstream, check=False, env=env)
+                result["merged"] = True
+                result["conflicts"] += [ln[len(DRIVER_SAYS):] for ln in proc.stderr.splitlines()
+                                        if ln.startswith(DRIVER_SAYS)]
+                if proc.returncode != 0:
+                    left = _git(top, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
+                    _git(top, "merge", "--abort", check=False)
+                    raise SyncError("git could not merge " + (", ".join(left) or "the remote branch")
+                                    + ": resolve by hand (`git pull`), then run `nexus sync` again")
+        if not result["merged"] and not result["committed"] and has_remote and len(
+                set(_git(top, "rev-parse", "HEAD", upstream).stdout.split())) == 1:
+            return result  # nothing to do: nothing committed, nothing fetched
+        if result["merged"]:
+            result["refresh"] = refresh(vault)
+        from .verify import verify
+
+        with contextlib.ExitStack() as stack:  # (verified as committed: no append or decision half-done)
+            from .locks import exclusive
+
+            stack.enter_context(exclusive(vault.lock("decisions")))
+            stack.enter_context(exclusive(vault.lock("log")))
+            result["committed"] += _commit(top, prefix, "nexus sync: derived notes after the merge", env)
+            report = verify(vault)
+        if not report.ok:
+            first = report.errors[0]
+            raise SyncError(f"not pushed: the vault does not verify ({len(report.errors)} problem(s); "
+                            f"first: {first.file}:{first.line}: {first.kind}: {first.message}); "
+                            "run `nexus verify`")
+        if has_remote and _git(top, "merge-base", "--is-ancestor", "HEAD", upstream,
+                               check=False).returncode == 0:
+            return result  # nothing to push
+        proc = _git(top, "push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False, env=env)
+        if proc.returncode == 0:
+            if not has_remote:
+                _git(top, "branch", "-q", f"--set-upstream-to={upstream}", check=False)
+            result["pushed"] = True
+            return result
+        if attempt == attempts - 1:
+            why = proc.stderr.strip().splitlines()
+            raise SyncError(f"git push failed: {why[-1] if why else 'rejected'}")
+    return result
+
+
+def _commit(top: Path, prefix: str, message: str, env: dict[str, str]) -> int:
+    paths = [prefix + p for p in MANAGED if (top / (prefix + p)).exists()]
+    if not paths:
+        return 0
+    _git(top, "add", "-A", "--", *paths, env=env)
+    if _git(top, "diff", "--cached", "--quiet", check=False).returncode == 0:
+        return 0
+    _git(top, "commit", "-q", "-m", message, env=env)
+    return 1
