@@ -140,12 +140,13 @@ def verify_exact(vault: Vault) -> Report:
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes (issue 4)
 
     report.problems.extend(check_notes(vault, identities, set(seen_ids)))
-    _check_copies(report, vault, set(seen_ids))
+    check_copies(report, vault, set(seen_ids))
     return report
 
 
-def _check_copies(report: Report, vault: Vault, ids: set[str]) -> None:
-    """Conflict copies file-sync tools left in ``log/``, and conflicts a merge listed (issue 11)."""
+def check_copies(report: Report, vault: Vault, ids: set[str] | None) -> None:
+    """Conflict copies file-sync tools left in ``log/``, and conflicts a merge listed (issue 11).
+    ``ids``: every entry id in the log, or None to read them (only when a copy exists)."""
     import os
 
     from . import copies

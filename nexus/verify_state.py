@@ -36,7 +36,7 @@ from . import entries, log, segments
 from .progress import Progress
 from .records import Identity, Problem
 from .vault import Vault
-from .verify import Head, Report, check_entry, check_heads, next_link_problem, scan_problems
+from .verify import Head, Report, check_copies, check_entry, check_heads, next_link_problem, scan_problems
 
 STATE_VERSION = 1
 CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries
@@ -451,6 +451,7 @@ def _report(vault: Vault, fold: _Fold, files: list[tuple[str, Path]], identities
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions)))
+    check_copies(report, vault, None)  # file-sync conflict copies, merge conflict notes (issue 11)
     return report
 
 
