@@ -295,18 +295,22 @@ def _locks(vault: Vault) -> list[Path]:
 def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[str, Any]:
     """Commit, fetch, merge, refresh, verify, push. SyncError (nothing pushed) when any step fails or
     the merged vault does not verify."""
-    top = toplevel(vault)
-    if top is None or _git(top, "config", "--get", "merge.nexus.driver", check=False).returncode != 0:
+    # (few git processes: `nexus sync` with nothing to do should cost little more than `git pull`)
+    where = _git(vault.root, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--abbrev-ref", "HEAD",
+                 check=False).stdout.split("\n")
+    if len(where) < 3 or not where[0]:
+        raise SyncError("this vault is not in a git repository: run `nexus git setup` first")
+    top, git_dir, branch = Path(where[0]), Path(where[1]), where[2].strip()
+    config = dict(line.split(" ", 1) for line in _git(
+        top, "config", "--get-regexp", r"^(merge\.nexus\.driver|branch\..*\.remote|remote\..*\.url)$",
+        check=False).stdout.splitlines() if " " in line)
+    if "merge.nexus.driver" not in config:
         raise SyncError("this vault is not set up for git: run `nexus git setup` first")
-    branch = _git(top, "symbolic-ref", "--short", "HEAD", check=False).stdout.strip()
-    if not branch:
+    if branch == "HEAD":
         raise SyncError("HEAD is detached: check out a branch first")
-    if remote is None:
-        remote = _git(top, "config", "--get", f"branch.{branch}.remote", check=False).stdout.strip()
-        remote = remote or "origin"
-    if _git(top, "remote", "get-url", remote, check=False).returncode != 0:
+    remote = remote or config.get(f"branch.{branch}.remote") or "origin"
+    if f"remote.{remote}.url" not in config:
         raise SyncError(f"no git remote {remote!r}: add one (`git remote add {remote} URL`) or pass --remote")
-    git_dir = Path(_git(top, "rev-parse", "--absolute-git-dir").stdout.strip())
     if (git_dir / "MERGE_HEAD").exists():
         raise SyncError("a git merge is in progress: finish it (or `git merge --abort`) first")
     env = dict(os.environ, **{IN_SYNC_ENV: "1"})
@@ -316,15 +320,19 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
     for attempt in range(attempts):
         _git(top, "fetch", "-q", remote, env=env)
         upstream = f"{remote}/{branch}"
-        has_remote = _git(top, "rev-parse", "--verify", "-q", upstream, check=False).returncode == 0
+        revs = _git(top, "rev-parse", "HEAD", upstream, check=False)
+        has_remote = revs.returncode == 0
+        in_step = has_remote and len(set(revs.stdout.split())) == 1
         with contextlib.ExitStack() as stack:
             from .locks import exclusive
 
             for lock in _locks(vault):
                 stack.enter_context(exclusive(lock))
             result["committed"] += _commit(top, prefix, "nexus sync: changes on this machine", env)
-            if has_remote and _git(top, "merge-base", "--is-ancestor", upstream, "HEAD",
-                                   check=False).returncode != 0:
+            if result["committed"]:
+                in_step = False
+            if has_remote and not in_step and _git(top, "merge-base", "--is-ancestor", upstream, "HEAD",
+                                                   check=False).returncode != 0:
                 proc = _git(top, "merge", "--no-edit", "-q", upstream, check=False, env=env)
                 result["merged"] = True
                 result["conflicts"] += [ln[len(DRIVER_SAYS):] for ln in proc.stderr.splitlines()
@@ -334,8 +342,7 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
                     _git(top, "merge", "--abort", check=False)
                     raise SyncError("git could not merge " + (", ".join(left) or "the remote branch")
                                     + ": resolve by hand (`git pull`), then run `nexus sync` again")
-        if not result["merged"] and not result["committed"] and has_remote and len(
-                set(_git(top, "rev-parse", "HEAD", upstream).stdout.split())) == 1:
+        if in_step:
             return result  # nothing to do: nothing committed, nothing fetched
         if result["merged"]:
             result["refresh"] = refresh(vault)
@@ -370,7 +377,7 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
 
 def _commit(top: Path, prefix: str, message: str, env: dict[str, str]) -> int:
     paths = [prefix + p for p in MANAGED if (top / (prefix + p)).exists()]
-    if not paths:
+    if not paths or not _git(top, "status", "--porcelain", "--", *paths, env=env).stdout.strip():
         return 0
     _git(top, "add", "-A", "--", *paths, env=env)
     if _git(top, "diff", "--cached", "--quiet", check=False).returncode == 0:

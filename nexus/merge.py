@@ -28,11 +28,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .entries import BEGIN_PREFIX, END_PREFIX
+from .entries import END_PREFIX
 
-_BEGIN = BEGIN_PREFIX.encode()
 _END = END_PREFIX.encode()
-_ID_AT = len(_BEGIN)
 
 # (kind, pattern on the path inside the vault)
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
@@ -110,58 +108,32 @@ def merge(kind: str, base: bytes, ours: bytes, theirs: bytes, path: str) -> Merg
 # ------------------------------------------------------------------ log segments
 
 
+_BEGIN_LINE = re.compile(rb"^%% nexus:begin ([0-9A-HJKMNP-TV-Z]{26}) %%\r?$", re.M)
+
+
 def split_segment(data: bytes) -> tuple[bytes, list[tuple[str | None, bytes]]]:
     """(preamble, blocks): each block an entry (id, its bytes from begin line through end line) or
-    other text (None, bytes: a notice, a person's text, a torn tail), in file order, blank lines
-    between blocks dropped. Byte for byte: the entry bytes are the file's."""
-    first = data.find(b"\n" + _BEGIN)
-    if data.startswith(_BEGIN):
-        first = -1
-    elif first < 0:
+    other text between entries (None, bytes: a notice, a person's text, a broken or torn entry), in
+    file order, the blank lines around blocks dropped. Byte for byte: the entry bytes are the file's."""
+    begins = [(m.start(), m.group(1).decode("ascii")) for m in _BEGIN_LINE.finditer(data)]
+    if not begins:
         return data, []
-    pre_end = first + 1
-    preamble = data[:pre_end]
+    preamble = data[:begins[0][0]]
     blocks: list[tuple[str | None, bytes]] = []
-    pos = pre_end
     n = len(data)
-    other_start = -1
-    while pos < n:
-        nl = data.find(b"\n", pos)
-        line_end = n if nl < 0 else nl + 1
-        if data.startswith(_BEGIN, pos):
-            if other_start >= 0:
-                blocks.append((None, data[other_start:pos]))
-                other_start = -1
-            # find the end line: the first line starting with the end prefix before another begin
-            scan = line_end
-            end_at = -1
-            while scan < n:
-                nl2 = data.find(b"\n", scan)
-                le = n if nl2 < 0 else nl2 + 1
-                if data.startswith(_END, scan):
-                    end_at = le if nl2 >= 0 else -1  # an end line without its newline is torn
-                    break
-                if data.startswith(_BEGIN, scan):
-                    break
-                scan = le
-            if end_at < 0:  # no end line: broken or torn, kept as other text
-                stop = scan if scan < n and data.startswith(_BEGIN, scan) else n
-                blocks.append((None, data[pos:stop]))
-                pos = stop
-                continue
-            space = data.find(b" ", _ID_AT + pos)
-            blocks.append((data[pos + _ID_AT:space].decode("ascii", "replace"), data[pos:end_at]))
-            pos = end_at
+    end_mark = b"\n" + _END
+    for i, (start, bid) in enumerate(begins):
+        limit = begins[i + 1][0] if i + 1 < len(begins) else n
+        at = data.find(end_mark, start, limit)
+        stop = data.find(b"\n", at + 1, limit) if at >= 0 else -1
+        if stop < 0:  # no complete end line before the next entry: broken or torn, kept as text
+            blocks.append((None, data[start:limit].strip(b"\n") + (b"\n" if limit < n else b"")))
             continue
-        if data[pos:line_end].strip() == b"":
-            if other_start >= 0:
-                blocks.append((None, data[other_start:pos]))
-                other_start = -1
-        elif other_start < 0:
-            other_start = pos
-        pos = line_end
-    if other_start >= 0:
-        blocks.append((None, data[other_start:]))
+        blocks.append((bid, data[start:stop + 1]))
+        gap = data[stop + 1:limit]
+        if gap.strip():
+            text = gap.strip(b"\n")
+            blocks.append((None, text + b"\n" if gap.rstrip(b"\n") != gap or limit < n else text))
     return preamble, blocks
 
 

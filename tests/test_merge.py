@@ -128,3 +128,16 @@ def test_state_and_handoff_and_decision_keep_both_sides() -> None:
     b = b'---\nsuperseded_at: "2026-12-01T02:00:00Z"\n---\n'
     dec = merge.merge("decision", b"---\n---\n", b, a, "decisions/D-0001-x.md")
     assert dec.data == a and dec.conflicts[0].other == b.decode()
+
+
+def test_text_between_entries_stays_after_its_entry(env: Env) -> None:
+    first = env.append("ella", "one").located.entry.id
+    data = _segment(env)
+    person = b"a person's note, not signed yet\n"
+    ours = data + person
+    theirs_id = env.append("lyra", "two").located.entry.id
+    theirs = _segment(env)
+    result = merge.merge("segment", data, ours, theirs, "log/x.md").data
+    _, blocks = merge.split_segment(result)
+    assert [b for b, _ in blocks] == [first, None, theirs_id]
+    assert result.count(person) == 1

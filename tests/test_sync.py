@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nexus import identity, log
+from nexus import acks, identity, log, races
+from nexus.settings import DEFAULT_ACK_TYPES
 from nexus.vault import Vault, init
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,6 +157,16 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
                                                                      ).read_text()
             history = (clone / "agents" / agent / "checkpoint-history.md").read_text(encoding="utf-8")
             assert history.count("nexus:checkpoint ") == 2
+    # Races and owed acknowledgements come from the log alone: every machine agrees, and agents on
+    # different machines who acted at once (neither had seen the other's entry) raced.
+    answers = []
+    for clone in clones:
+        vault = Vault(clone)
+        found = [(r.a.entry.id, r.b.entry.id, r.resolved_by) for r in races.find_races(vault)]
+        owed = {a: [i.entry.id for i in acks.owed(vault, a, DEFAULT_ACK_TYPES)] for a in AGENTS}
+        answers.append((found, owed))
+        assert any({r.a.entry.agent, r.b.entry.agent} == {"ada", "bo"} for r in races.find_races(vault))
+    assert answers[0] == answers[1] == answers[2]
     # Cursors after merges: every entry by others reached each agent exactly once, over its reads.
     for clone, agent in zip(clones, AGENTS, strict=True):
         final = json.loads(nexus(clone, keys, "log", "read", "--agent", agent, "--json").stdout)
