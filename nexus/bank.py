@@ -347,8 +347,10 @@ def is_review_note(relpath: str) -> bool:
 # ---------------------------------------------------------------- recall
 
 
-def recall(vault: Vault, agent: str, query: str, *, limit: int = 10) -> list[BankFact]:
-    """The agent's banked facts relevant to ``query``, best first, through the search index."""
+def recall(vault: Vault, agent: str, query: str, *, limit: int = 10,
+           languages: tuple[str, ...] | None = None) -> list[BankFact]:
+    """The agent's banked facts relevant to ``query``, best first, through the search index (words
+    stemmed in ``languages``; facts matching every word first, then partial matches)."""
     from . import search  # the Whoosh index (issue 5): imported only here
 
     check_name(agent)
@@ -358,7 +360,7 @@ def recall(vault: Vault, agent: str, query: str, *, limit: int = 10) -> list[Ban
     if not by_id:
         return []
     rel = bank_path(vault, agent).relative_to(vault.root).as_posix()
-    hits = search.search(vault, query, path=rel, limit=max(limit * 3, 20))
+    hits = search.search(vault, query, path=rel, limit=max(limit * 3, 20), languages=languages)
     out: list[BankFact] = []
     for hit in hits:
         fact_id = _hit_fact_id(hit, by_id)

@@ -612,7 +612,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     from . import bank
 
     vault = _vault(args)
-    hits = bank.recall(vault, args.agent, args.query, limit=args.n)
+    hits = bank.recall(vault, args.agent, args.query, limit=args.n,
+                       languages=_settings(args, vault).search_languages)
     _emit(args, [h.to_json() for h in hits],
           "\n".join(f"{h.id}  {h.type:<10} {h.status:<8} {h.content[:90]}" for h in hits)
           or "nothing recalled")
@@ -841,7 +842,7 @@ def _hit_text(n: int, hit: Any) -> str:
     if hit.verified is not None:
         mark = "  ✓ signed" if hit.verified else "  ✗ SIGNATURE DOES NOT VERIFY"
     if hit.superseded:
-        mark += "  (superseded)"
+        mark += f"  (superseded by {hit.superseded_by})" if hit.superseded_by else "  (superseded)"
     lines = [f"{n}. {hit.title}{mark}", f"   {who}" if who else "",
              f"   {hit.path}:{hit.line_start}-{hit.line_end}  {hit.link}", f"   {hit.snippet}"]
     return "\n".join(line for line in lines if line)
@@ -853,7 +854,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     vault = _vault(args)
     hits = search.search(vault, args.query, agent=args.agent, type=args.type, channel=args.channel,
                          since=args.since, until=args.until, path=args.path, limit=args.n,
-                         progress=_progress(args, "indexing the vault"))
+                         progress=_progress(args, "indexing the vault"),
+                         languages=_settings(args, vault).search_languages)
     _emit(args, [h.to_json() for h in hits],
           "\n\n".join(_hit_text(i + 1, h) for i, h in enumerate(hits)) or "no matches")
     return 0
@@ -862,7 +864,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from . import search
 
-    stats = search.rebuild(_vault(args), progress=_progress(args, "indexing the vault"))
+    vault = _vault(args)
+    stats = search.rebuild(vault, progress=_progress(args, "indexing the vault"),
+                           languages=_settings(args, vault).search_languages)
     _emit(args, stats.to_json(),
           f"index rebuilt: {stats.documents_added} documents from {stats.files_indexed} files "
           f"in {stats.seconds:.1f} s")

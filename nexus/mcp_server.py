@@ -481,7 +481,7 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         from . import search as search_mod
 
         return _items(search_mod.search(vault, query, agent=agent, type=type, channel=channel, since=since,
-                                        until=until, path=path, limit=n))
+                                        until=until, path=path, limit=n, languages=st.search_languages))
 
     @tool(READ, "Search index status")
     def index_status() -> dict[str, Any]:
@@ -495,7 +495,7 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         """Rebuild the search index from the vault (it is derived; nothing is lost)."""
         from . import search as search_mod
 
-        return search_mod.rebuild(vault).to_json()
+        return search_mod.rebuild(vault, languages=st.search_languages).to_json()
 
     # ------------------------------------------------------------ memory, facts, bank
     @tool(ADD, "Add to memory")
@@ -616,7 +616,7 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         """Your banked facts relevant to the query, ranked."""
         from . import bank
 
-        return _items(bank.recall(vault, agent, query, limit=n))
+        return _items(bank.recall(vault, agent, query, limit=n, languages=st.search_languages))
 
     @tool(READ, "Facts waiting for review")
     def review_pending() -> dict[str, Any]:

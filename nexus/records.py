@@ -431,7 +431,8 @@ class Hit:
     type: str | None = None
     channel: str | None = None
     status: str | None = None  # frontmatter status of a note (active, superseded…)
-    superseded: bool = False
+    superseded: bool = False  # the hit is a superseded decision, its note or its decision entry
+    superseded_by: str | None = None  # the decision that replaced it (D-0002)
     verified: bool | None = None  # entry signature checks against the author's public key; None: not an entry
 
     def to_json(self) -> dict[str, Any]:

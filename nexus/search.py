@@ -17,9 +17,16 @@ swapped in by rewriting the manifest.
 
 Speed choices (measured in ``benchmarks/bench_search.py``; see docs/performance.md): no positions and
 no stored text (snippets and signature checks read the entry's bytes back from the vault by offset);
-words are counted with one regex instead of Whoosh's token pipeline; English stop words are not
-indexed; phrases are matched as an AND of their words, then checked against the text itself; a full
-build uses Whoosh's two-process writer leaving two segments.
+words are counted with one regex instead of Whoosh's token pipeline; stop words are not indexed;
+phrases are matched as an AND of their words, then checked against the text itself; a full build
+shares the work between processes, each writing a Whoosh segment.
+
+Relevance (docs/performance.md, benchmarks/relevance.py): every word is indexed as its Snowball stem in
+each of the index's languages (``search_languages``: English by default; Whoosh ships stemmers for
+Spanish, Italian and a dozen more), so "paginate" finds "paginates" and "paginación". A query of plain
+words ranks the hits that match every word first, then the best partial matches (a word nothing
+matches never empties the answer). A hit about a superseded decision (its note, or its decision
+entry) says so and ranks below the decision that replaced it.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ from .records import Hit, IndexStatus, Located, RefreshStats
 from .vault import Vault
 
 query: Any = _whoosh_query  # Whoosh does not re-export its query classes for type checkers
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 WORD_RE = re.compile(r"\w+")
@@ -74,20 +81,102 @@ def _words(value: str) -> list[str]:
     return [w for w in WORD_RE.findall(value.lower()) if w not in STOP]
 
 
+DEFAULT_LANGUAGES = ("en",)
+
+
+def check_languages(languages: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Languages as Whoosh names them (``en``, ``es``, ``it``…), checked, in order, without repeats."""
+    from whoosh import lang as whoosh_lang
+
+    lang: Any = whoosh_lang
+    out: list[str] = []
+    for name in languages:
+        code = lang.two_letter_code(str(name).strip().lower()) if str(name).strip() else None
+        if not code or not lang.has_stemmer(code):
+            raise QueryError(f"search language {name!r} has no stemmer; one of: {', '.join(lang.languages)}")
+        if code not in out:
+            out.append(code)
+    return tuple(out) or DEFAULT_LANGUAGES
+
+
+class _Analysis:
+    """How one index turns text into terms: lowercase words, stop words of its languages dropped,
+    each word indexed as its stem in every language (the distinct ones), accents folded after
+    stemming. Stems are memoised per word: the vocabulary is small next to the text."""
+
+    def __init__(self, langs: tuple[str, ...]) -> None:
+        from whoosh import lang as whoosh_lang
+
+        lang: Any = whoosh_lang
+        self.langs = langs
+        stop = set(STOP)
+        for code in langs:
+            if lang.has_stopwords(code):
+                stop.update(lang.stopwords_for_language(code))
+        self.stop = frozenset(stop)
+        self.stemmers = [lang.stemmer_for_language(code) for code in langs]
+        self.memo: dict[str, tuple[str, ...]] = {}
+
+    def stems(self, word: str) -> tuple[str, ...]:
+        got = self.memo.get(word)
+        if got is None:
+            got = tuple(dict.fromkeys(_fold(stem(word)) or word for stem in self.stemmers))
+            if len(self.memo) < 1_000_000:
+                self.memo[word] = got
+        return got
+
+    def words(self, value: str) -> list[str]:
+        return [w for w in WORD_RE.findall(value.lower()) if w not in self.stop]
+
+
+def _fold(word: str) -> str:
+    if word.isascii():
+        return word
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+@functools.lru_cache(maxsize=8)
+def _analysis(langs: tuple[str, ...]) -> _Analysis:
+    return _Analysis(langs)
+
+
+class _Terms(set[str]):
+    """The index terms a query matched; a word of a snippet matches when one of its stems is here."""
+
+    def __init__(self, analysis: _Analysis) -> None:
+        super().__init__()
+        self.analysis = analysis
+
+    def __contains__(self, word: object) -> bool:
+        if not isinstance(word, str):
+            return False
+        return set.__contains__(self, word) or any(
+            set.__contains__(self, s) for s in self.analysis.stems(word))
+
+
 K1, B, AVGDL = 1.2, 0.75, 40.0  # BM25 parameters; AVGDL: a fixed typical length, in words
 
 
 class _Words(fields.TEXT):
     """A TEXT field that counts words with one regex (4× less CPU than the token pipeline), keeps no
     positions, and stores each posting's BM25 term weight, length-normalised at index time, so a query
-    never looks up document lengths (that lookup was two thirds of the query time). Its query-time
-    analyzer produces the same words."""
+    never looks up document lengths (that lookup was two thirds of the query time). Words are indexed
+    as their stems in the field's languages (``langs``, pickled with the index's schema)."""
+
+    langs: tuple[str, ...] = DEFAULT_LANGUAGES
 
     def index(self, value: Any, **kwargs: Any) -> Generator[tuple[bytes, int, float | int, bytes], Any, None]:
-        words = _words(value)
+        analysis = _analysis(self.langs)
+        words = analysis.words(value)
         norm = K1 * (1 - B + B * len(words) / AVGDL)
+        terms: Counter[str] = Counter()
         for word, freq in Counter(words).items():
-            yield word.encode("utf-8"), freq, freq * (K1 + 1) / (freq + norm), pack_uint(freq)
+            for stem in analysis.stems(word):
+                terms[stem] += freq
+        for term, freq in terms.items():
+            yield term.encode("utf-8"), freq, freq * (K1 + 1) / (freq + norm), pack_uint(freq)
 
 
 class _BM25(scoring.WeightingModel):
@@ -102,8 +191,10 @@ class _BM25(scoring.WeightingModel):
         return scoring.TF_IDFScorer(searcher.term_info(fieldname, text).max_weight(), idf)
 
 
-def _schema() -> fields.Schema:
+def _schema(langs: tuple[str, ...] = DEFAULT_LANGUAGES) -> fields.Schema:
     analyzer = RegexTokenizer(r"\w+") | LowercaseFilter() | StopFilter(stoplist=STOP, minsize=1)
+    text = _Words(analyzer=analyzer, phrase=False)
+    text.langs = langs
     return fields.Schema(
         key=fields.STORED,  # a unique term per document would cost a third of the build time
         kind=fields.ID(stored=True),
@@ -116,7 +207,7 @@ def _schema() -> fields.Schema:
         heading=fields.STORED,
         # One text field: a summary or heading is written twice so it weighs double (field boosts
         # would need a field each, and every field's postings cost build time).
-        text=_Words(analyzer=analyzer, phrase=False),
+        text=text,
         loc=fields.STORED,  # [byte start, byte end, line start, line end]
     )
 
@@ -527,7 +618,8 @@ def _child(folder: str, jobs: list[Job], root: Path, mtimes: dict[str, int], out
         out.close()
 
 
-def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
+def _build(vault: Vault, progress: Progress | None,
+           langs: tuple[str, ...] = DEFAULT_LANGUAGES) -> dict[str, Any]:
     """A fresh index of the whole vault in a new folder; returns its manifest (not yet saved).
 
     On a large vault the work is shared between this process and one child per further core, each
@@ -540,7 +632,7 @@ def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
     name = f"ix-{secrets.token_hex(4)}"
     folder = index_dir(vault) / name
     folder.mkdir(parents=True, exist_ok=True)
-    ix = index.create_in(str(folder), _schema())
+    ix = index.create_in(str(folder), _schema(langs))
     total_bytes = sum(size for size, _ in files.values())
     methods = multiprocessing.get_all_start_methods()
     parts = min(os.cpu_count() or 1, 4) if total_bytes > PARALLEL_BYTES and "fork" in methods else 1
@@ -587,7 +679,7 @@ def _build(vault: Vault, progress: Progress | None) -> dict[str, Any]:
     if progress is not None:
         progress(total_bytes, total_bytes)
     return {"version": SCHEMA_VERSION, "dir": name, "files": records, "built": _now(),
-            "updated": _now()}
+            "updated": _now(), "languages": list(langs)}
 
 
 def _swap_in(vault: Vault, manifest: dict[str, Any]) -> None:
@@ -597,12 +689,20 @@ def _swap_in(vault: Vault, manifest: dict[str, Any]) -> None:
             shutil.rmtree(child, ignore_errors=True)
 
 
+def _languages(manifest: dict[str, Any] | None) -> tuple[str, ...]:
+    value = manifest.get("languages") if manifest is not None else None
+    return tuple(value) if isinstance(value, list) and value else DEFAULT_LANGUAGES
+
+
 @_serialised
-def rebuild(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
-    """Build the index from scratch (``nexus index rebuild``)."""
+def rebuild(vault: Vault, *, progress: Progress | None = None,
+            languages: tuple[str, ...] | None = None) -> RefreshStats:
+    """Build the index from scratch (``nexus index rebuild``), in ``languages`` (default: those the
+    index had, else English)."""
     started = time.perf_counter()
     with exclusive(vault.lock("index")):
-        manifest = _build(vault, progress)
+        langs = check_languages(languages) if languages else _languages(_load_manifest(vault))
+        manifest = _build(vault, progress, langs)
         _swap_in(vault, manifest)
     _CACHE.pop(str(vault.root), None)
     n = len(manifest["files"])
@@ -610,12 +710,26 @@ def rebuild(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
 
 
 @_serialised
-def refresh(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
+def refresh(vault: Vault, *, progress: Progress | None = None,
+            languages: tuple[str, ...] | None = None) -> RefreshStats:
     """Bring the index up to date with the vault: index what changed since the last refresh; rebuild
-    a missing, corrupt or outdated index. Cheap when nothing changed (a stat per file)."""
+    a missing, corrupt or outdated index, or one in other ``languages`` than asked (None: keep the
+    index's own, English for a new one). Cheap when nothing changed (a stat per file)."""
     started = time.perf_counter()
     files = _vault_files(vault)
     manifest = _load_manifest(vault)
+    langs = check_languages(languages) if languages else None
+    if manifest is not None and langs is not None and _languages(manifest) != langs:
+        manifest = None  # asked for other languages: rebuild
+        with exclusive(vault.lock("index")):
+            theirs = _load_manifest(vault)
+            if theirs is None or _languages(theirs) != langs:
+                built = _build(vault, progress, langs)
+                _swap_in(vault, built)
+                _CACHE.pop(str(vault.root), None)
+                n = len(built["files"])
+                return RefreshStats(n, n, 0, _doc_count(vault), True, time.perf_counter() - started)
+        manifest = _load_manifest(vault)
     if manifest is not None:
         changed, removed = _plan(vault, manifest, files)
         current = _CACHE.get(str(vault.root))
@@ -625,7 +739,7 @@ def refresh(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
     with exclusive(vault.lock("index")):
         manifest = _load_manifest(vault)  # another process may have done the work meanwhile
         if manifest is None or not _usable(vault, manifest):
-            manifest = _build(vault, progress)
+            manifest = _build(vault, progress, langs or _languages(manifest))
             _swap_in(vault, manifest)
             _CACHE.pop(str(vault.root), None)
             n = len(manifest["files"])
@@ -636,7 +750,7 @@ def refresh(vault: Vault, *, progress: Progress | None = None) -> RefreshStats:
         try:
             touched, added = _apply(vault, manifest, changed, removed)
         except Exception:  # a damaged index: rebuild from the vault
-            manifest = _build(vault, progress)
+            manifest = _build(vault, progress, _languages(manifest))
             _swap_in(vault, manifest)
             _CACHE.pop(str(vault.root), None)
             n = len(manifest["files"])
@@ -690,7 +804,7 @@ def _searcher(vault: Vault) -> Any:
             with exclusive(vault.lock("index")):
                 current = _load_manifest(vault)
                 if current is None or current["dir"] == manifest["dir"]:
-                    _swap_in(vault, _build(vault, None))
+                    _swap_in(vault, _build(vault, None, _languages(manifest)))
     raise QueryError("the search index is busy; try again")
 
 
@@ -733,20 +847,34 @@ def _check_syntax(text: str) -> None:
                          f"{words[0] if words[0] in ops else words[-1]}")
 
 
-def _rewrite(q: Any) -> Any:
-    """Phrases become an AND of their words (the index keeps no positions); checked later."""
+def _word(field: str, word: str, analysis: _Analysis, boost: float = 1.0) -> Any:
+    """A query word as the index holds it: its stem, or an OR of its stems in several languages."""
+    if field != "text":
+        return query.Term(field, word, boost=boost)
+    stems = analysis.stems(word)
+    if len(stems) == 1:
+        return query.Term(field, stems[0], boost=boost)
+    return query.Or([query.Term(field, s) for s in stems], boost=boost)
+
+
+def _rewrite(q: Any, langs: tuple[str, ...] = DEFAULT_LANGUAGES) -> Any:
+    """Words become their stems; phrases an AND of their words (the index keeps no positions;
+    phrases are checked against the text later)."""
+    analysis = _analysis(langs)
     if isinstance(q, query.Phrase):
         words = [w for w in q.words if w]
         if not words:
             return query.NullQuery
-        terms = [query.Term(q.fieldname, w) for w in words]
+        terms = [_word(q.fieldname, w, analysis) for w in words]
         return terms[0] if len(terms) == 1 else query.And(terms)
+    if type(q) is query.Term:
+        return _word(q.fieldname, q.text, analysis, q.boost)
     if isinstance(q, query.CompoundQuery):
-        return q.__class__([_rewrite(sub) for sub in q.subqueries], boost=q.boost)
+        return q.__class__([_rewrite(sub, langs) for sub in q.subqueries], boost=q.boost)
     if isinstance(q, query.Not):
-        return query.Not(_rewrite(q.query))
+        return query.Not(_rewrite(q.query, langs))
     if hasattr(q, "children") and hasattr(q, "a") and hasattr(q, "b"):
-        return q.__class__(_rewrite(q.a), _rewrite(q.b))
+        return q.__class__(_rewrite(q.a, langs), _rewrite(q.b, langs))
     return q
 
 
@@ -754,13 +882,20 @@ _PLAIN_RE = re.compile(r"[^\W_]\w*(?:\s+[^\W_]\w*)*")  # words only: no syntax a
 _OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "TO"})
 
 
-def parse_query(text: str) -> tuple[Any, list[re.Pattern[str]]]:
-    """A Whoosh query and the phrases every hit must contain (checked against the text)."""
+def is_plain(text: str) -> bool:
+    """Words only, no query syntax: answered with every-word matches first, then partial ones."""
     plain = text.strip()
-    if _PLAIN_RE.fullmatch(plain) and not _OPERATORS.intersection(plain.split()):
-        words = _words(plain)  # what the parser makes of words alone: an AND of their terms
-        if words:  # (~0.5 ms less per query than running the parser)
-            terms = [query.Term("text", w) for w in words]
+    return bool(_PLAIN_RE.fullmatch(plain)) and not _OPERATORS.intersection(plain.split())
+
+
+def parse_query(text: str, langs: tuple[str, ...] = DEFAULT_LANGUAGES
+                ) -> tuple[Any, list[re.Pattern[str]]]:
+    """A Whoosh query and the phrases every hit must contain (checked against the text)."""
+    if is_plain(text):
+        analysis = _analysis(langs)
+        words = analysis.words(text.strip())  # what the parser makes of words alone
+        if words:  # an AND of their terms (~0.5 ms less per query than running the parser)
+            terms = [_word("text", w, analysis) for w in words]
             return (terms[0] if len(terms) == 1 else query.And(terms)), []
     _check_syntax(text)
     try:
@@ -775,7 +910,7 @@ def parse_query(text: str) -> tuple[Any, list[re.Pattern[str]]]:
             if len(words) > 1:
                 phrases.append(re.compile(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b",
                                           re.IGNORECASE))
-    return _rewrite(parsed), phrases
+    return _rewrite(parsed, langs), phrases
 
 
 _SCHEMA = _schema()
@@ -805,37 +940,45 @@ def _when(value: str | None, flag: str) -> str | None:
 def search(vault: Vault, text: str, *, agent: str | None = None, type: str | None = None,
            channel: str | None = None, since: str | None = None, until: str | None = None,
            path: str | None = None, limit: int = 10, progress: Progress | None = None,
-           fresh: bool = True) -> list[Hit]:
+           fresh: bool = True, languages: tuple[str, ...] | None = None) -> list[Hit]:
     """The best ``limit`` hits for ``text`` (Whoosh query syntax: fields, "phrases", prefix*, AND OR
-    NOT, parentheses) over the vault as it is now, with provenance. ``fresh=False`` skips the
-    freshness check (only for measuring what a watcher already indexed)."""
-    q, phrases = parse_query(text)
+    NOT, parentheses) over the vault as it is now, with provenance. Plain words rank the hits that
+    match all of them first, then partial matches. ``languages``: the stemming languages the index
+    must have (None: whatever it has). ``fresh=False`` skips the freshness check (only for measuring
+    what a watcher already indexed)."""
+    langs = check_languages(languages) if languages else None
+    if not is_plain(text):
+        _check_syntax(text)  # before any indexing: a typo costs nothing
     start, end = _when(since, "--since"), _when(until, "--until")
     filters = tuple((name, value.lower()) for name, value in
                     (("agent", agent), ("type", type), ("channel", channel)) if value)
     if path and not any(ch in path for ch in "*?["):
-        q = query.And([q, query.Term("path", path)])
+        filters += (("path", path),)
         path = None
     if limit <= 0:
         return []
     if fresh:
-        refresh(vault, progress=progress)
+        refresh(vault, progress=progress, languages=langs)
     searcher = _searcher(vault)
-    terms = _highlight_terms(q, searcher)
-    conj = _conjunction(q.normalize()) if FAST else None
+    q, phrases = parse_query(text, getattr(searcher.schema["text"], "langs", DEFAULT_LANGUAGES))
+    terms = _highlight_terms(q, searcher, _analysis(getattr(searcher.schema["text"], "langs",
+                                                          DEFAULT_LANGUAGES)))
+    groups = _groups(q.normalize()) if FAST else None
+    partial = is_plain(text)
+    dead = _superseded(vault)
     reader = _Reader(vault)
     k = limit + 20
     try:
         while True:
             try:
                 allow = _allowed(searcher, filters) if filters else None
-                if conj is not None:
-                    rows = _top_conjunction(searcher, conj, allow, k)
+                if groups is not None:
+                    rows = _top_words(searcher, groups, allow, k, partial)
                 else:
-                    rows = [(r.score, r.docnum) for r in searcher.search(q, limit=k, filter=allow)]
+                    rows = [(1, r.score, r.docnum) for r in searcher.search(q, limit=k, filter=allow)]
                 hits: list[Hit] = []
-                for score, stored in _ranked(searcher, rows, path, start, end):
-                    hit = _hit(vault, reader, stored, score, terms, phrases)
+                for score, stored in _ranked(searcher, rows, path, start, end, dead):
+                    hit = _hit(vault, reader, stored, score, terms, phrases, dead)
                     if hit is not None:
                         hits.append(hit)
                         if len(hits) >= limit:
@@ -845,25 +988,95 @@ def search(vault: Vault, text: str, *, agent: str | None = None, type: str | Non
                 searcher = _searcher(vault)
                 continue
             if len(hits) >= limit or len(rows) < k:
-                return hits
+                return _replacements_first(hits, dead)
             k *= 4
     finally:
         reader.close()
 
 
-def _ranked(searcher: Any, rows: list[tuple[float, int]], path: str | None, start: str | None,
-            end: str | None) -> Iterator[tuple[float, dict[str, Any]]]:
-    """(score, stored fields) of ``rows`` (score, docnum; best first) in final order: the first
-    document of each key, within the path and time filters, a superseded decision's score scaled down.
-    Stored fields are read lazily: a document is yielded once no later row can outrank it (scaling
-    only lowers a score), so the caller reads as many as it uses."""
+class _Dead:
+    """The superseded decisions, as search needs them: which entry or note is about which decision,
+    and what replaced each superseded one."""
+
+    def __init__(self, decisions: list[Any]) -> None:
+        self.by_entry = {d.entry: d.id for d in decisions if d.entry}
+        self.by_path = {d.path: d.id for d in decisions}
+        self.replaced_by = {d.id: d.superseded_by or "" for d in decisions if d.status == "superseded"}
+
+    def about(self, key: str, path: str) -> str | None:
+        """The decision a document (``e:ID`` or ``n:PATH#N`` key) is about, if any."""
+        if key.startswith("e:"):
+            return self.by_entry.get(key[2:])
+        return self.by_path.get(path)
+
+    def superseded_by(self, key: str, path: str) -> str | None:
+        """The decision that replaced the one this document is about ('' when unknown), or None."""
+        did = self.about(key, path)
+        return self.replaced_by.get(did) if did else None
+
+
+_DEAD: dict[str, tuple[int, _Dead]] = {}  # vault root -> (decisions/ folder mtime, what it holds)
+
+
+def _superseded(vault: Vault) -> _Dead:
+    """The decisions as search needs them, reused while the ``decisions/`` folder's mtime stays the
+    same and is older than the clock's resolution (notes are only ever added or replaced by rename,
+    which moves that mtime)."""
+    from . import decisions
+
+    try:
+        mtime = os.stat(decisions.folder(vault)).st_mtime_ns
+    except OSError:
+        return _Dead([])
+    cached = _DEAD.get(str(vault.root))
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    try:
+        dead = _Dead(decisions.all_decisions(vault))
+    except Exception:  # the register is best effort here; verify names a damaged note
+        return _Dead([])
+    if time.time_ns() - mtime > SETTLED_NS:
+        _DEAD[str(vault.root)] = (mtime, dead)
+    return dead
+
+
+def _replacements_first(hits: list[Hit], dead: _Dead) -> list[Hit]:
+    """A hit about a superseded decision moves below the first hit about the decision that replaced
+    it, when that one is among the hits (scaling its score down usually did it already)."""
+    out = list(hits)
+    for hit in hits:
+        if not hit.superseded_by:
+            continue
+        chain = {hit.superseded_by}
+        nxt = dead.replaced_by.get(hit.superseded_by)
+        while nxt and nxt not in chain:  # D-0001 → D-0002 → D-0003: any live successor counts
+            chain.add(nxt)
+            nxt = dead.replaced_by.get(nxt)
+        mine = out.index(hit)
+        later = [i for i, h in enumerate(out) if i > mine and dead.about(
+            f"e:{h.entry_id}" if h.entry_id else "n:", h.path) in chain]
+        if later:
+            out.insert(later[0], out.pop(mine))
+    return out
+
+
+Row = tuple[int, float, int]  # (words matched, score, docnum)
+
+
+def _ranked(searcher: Any, rows: list[Row], path: str | None, start: str | None,
+            end: str | None, dead: _Dead) -> Iterator[tuple[float, dict[str, Any]]]:
+    """(score, stored fields) of ``rows`` (words matched, score, docnum; best first) in final order:
+    the first document of each key, within the path and time filters, a hit about a superseded
+    decision with its score scaled down (among hits matching as many words). Stored fields are read
+    lazily: a document is yielded once no later row can outrank it (scaling only lowers a score), so
+    the caller reads as many as it uses."""
     import heapq
 
-    pending: list[tuple[float, int, dict[str, Any]]] = []  # (-score, row number, stored)
+    pending: list[tuple[int, float, int, dict[str, Any]]] = []  # (-matched, -score, row, stored)
     seen: set[str] = set()
-    for i, (raw, doc) in enumerate(rows):
-        while pending and -pending[0][0] >= raw:
-            neg, _, stored = heapq.heappop(pending)
+    for i, (matched, raw, doc) in enumerate(rows):
+        while pending and (-pending[0][0], -pending[0][1]) >= (matched, raw):
+            _, neg, _, stored = heapq.heappop(pending)
             yield -neg, stored
         stored = searcher.stored_fields(doc)
         if stored["key"] in seen:
@@ -873,19 +1086,31 @@ def _ranked(searcher: Any, rows: list[tuple[float, int]], path: str | None, star
             continue
         if (start and stored.get("ts", "") < start) or (end and stored.get("ts", "") > end):
             continue
-        score = raw * SUPERSEDED_FACTOR if stored.get("status", "") == "superseded" else raw
-        heapq.heappush(pending, (-score, i, stored))
+        old = stored.get("status", "") == "superseded" or dead.superseded_by(
+            stored["key"], stored["path"]) is not None
+        score = raw * SUPERSEDED_FACTOR if old else raw
+        heapq.heappush(pending, (-matched, -score, i, stored))
     while pending:
-        neg, _, stored = heapq.heappop(pending)
+        _, neg, _, stored = heapq.heappop(pending)
         yield -neg, stored
 
 
-def _conjunction(q: Any) -> list[tuple[str, str]] | None:
-    """The (field, word) terms of a query that is a plain AND of terms, else None."""
-    leaves = [q] if isinstance(q, query.Term) else list(q.subqueries) if type(q) is query.And else None
-    if not leaves or not all(type(t) is query.Term and t.boost == 1.0 for t in leaves):
-        return None
-    return [(t.fieldname, t.text) for t in leaves]
+Group = list[tuple[str, str]]  # one query word: its (field, term) alternatives (stems per language)
+
+
+def _groups(q: Any) -> list[Group] | None:
+    """The words of a query that is a plain AND of words (each a term or an OR of its stems), else
+    None (the query goes to Whoosh's own matcher)."""
+    leaves = list(q.subqueries) if type(q) is query.And else [q]
+    out: list[Group] = []
+    for leaf in leaves:
+        alts = list(leaf.subqueries) if type(leaf) is query.Or else [leaf]
+        if leaf.boost != 1.0 or not all(type(t) is query.Term and t.boost == 1.0 for t in alts):
+            return None
+        group = [(t.fieldname, t.text) for t in alts]
+        if group not in out:
+            out.append(group)
+    return out or None
 
 
 _POSTINGS: dict[tuple[str, str, str], dict[int, float]] = {}  # (segment id, field, word) -> postings
@@ -926,43 +1151,102 @@ def _postings(leaf: Any, field: str, word: str) -> dict[int, float] | None:
     return out
 
 
-def _top_conjunction(searcher: Any, terms: list[tuple[str, str]], allow: set[int] | None,
-                     k: int) -> list[tuple[float, int]]:
-    """BM25 top ``k`` for an AND of terms, scoring whole posting blocks at once (the same scores as
-    the ``_BM25`` weighting, several times faster than Whoosh's per-posting collector)."""
+Posts = tuple[dict[int, float], float]  # docnum -> stored weight, and the factor (idf) scoring them
+
+
+def _group_postings(leaf: Any, group: Group, idfs: dict[tuple[str, str], float]) -> Posts:
+    """One query word in one segment: the postings of its stem, scored by its idf (no copy: the
+    decoded postings are shared), or, for a word with several stems, the best of them per document
+    (different stems of one word are never counted twice)."""
+    found = [(got, idfs[term]) for term in group if (got := _postings(leaf, *term))]
+    if len(found) <= 1:
+        return found[0] if found else ({}, 0.0)
+    out: dict[int, float] = {}
+    for got, idf in found:
+        for d, w in got.items():
+            sc = w * idf
+            if sc > out.get(d, 0.0):
+                out[d] = sc
+    return out, 1.0
+
+
+def _top_words(searcher: Any, groups: list[Group], allow: set[int] | None, k: int,
+               partial: bool) -> list[Row]:
+    """BM25 top ``k`` for words (``groups``), scoring whole posting blocks at once (the same scores
+    as the ``_BM25`` weighting, several times faster than Whoosh's per-posting collector). Documents
+    matching every word come first; with ``partial``, documents matching fewer follow, most words
+    and then best score first (computed only when fewer than ``k`` match them all)."""
     import heapq
 
     n = searcher.doc_count_all()
-    idfs = {}
-    for field, word in terms:
-        df = searcher.doc_frequency(field, word)
-        if df == 0:
-            return []
-        idfs[(field, word)] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-    order = sorted(terms, key=lambda t: searcher.doc_frequency(*t))
-    scored: list[tuple[float, int]] = []
+    idfs: dict[tuple[str, str], float] = {}
+    df_of: list[int] = []
+    for group in groups:
+        total_df = 0
+        for term in group:
+            df = searcher.doc_frequency(*term)
+            total_df += df
+            idfs[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        df_of.append(total_df)
+    total = len(groups)
+    if not partial and not all(df_of):
+        return []
+    order = sorted(range(total), key=lambda gi: df_of[gi])
+    scored: list[tuple[int, float, int]] = []  # (words matched, score, -docnum)
+    leaves = []
     for leaf, base in searcher.reader().leaf_readers():
-        acc: dict[int, float] | None = None
+        posts = [_group_postings(leaf, groups[gi], idfs) for gi in order]
         deleted = leaf.deleted_docs_set if leaf.has_deletions() else ()
-        for field, word in order:
-            got = _postings(leaf, field, word)
-            if not got:
-                acc = None
-                break
-            idf = idfs[(field, word)]
-            if acc is None:
-                acc = {d: w * idf for d, w in got.items() if d not in deleted} if deleted else {
-                    d: w * idf for d, w in got.items()}
-            else:
-                acc = {d: s + got[d] * idf for d, s in acc.items() if d in got}
+        got, f = posts[0]
+        acc = {d: w * f for d, w in got.items() if d not in deleted} if deleted else {
+            d: w * f for d, w in got.items()}
+        for got, f in posts[1:]:
             if not acc:
                 break
-        if acc:  # (score, -docnum): ties go to the earlier document, as in Whoosh
+            acc = {d: s + got[d] * f for d, s in acc.items() if d in got}
+        leaves.append((base, posts, deleted, acc))
+        if acc:  # ties go to the earlier document, as in Whoosh
             if allow is not None:
-                scored.extend((sc, -d - base) for d, sc in acc.items() if d + base in allow)
+                scored.extend((total, sc, -d - base) for d, sc in acc.items() if d + base in allow)
             else:
-                scored.extend(zip(acc.values(), [-d - base for d in acc], strict=True))
-    return [(sc, -neg) for sc, neg in heapq.nlargest(k, scored)]
+                scored.extend(zip([total] * len(acc), acc.values(), [-d - base for d in acc], strict=True))
+    if partial and total > 1 and len(scored) < k:
+        scored.extend(_partial_rows(leaves, total, allow, k))
+    return [(m, sc, -neg) for m, sc, neg in heapq.nlargest(k, scored)]
+
+
+def _partial_rows(leaves: list[tuple[int, list[Posts], Any, dict[int, float]]], total: int,
+                  allow: set[int] | None, k: int) -> list[tuple[int, float, int]]:
+    """Documents matching some but not all words: (words matched, score, -docnum), at most the best
+    ``k`` of each segment."""
+    import heapq
+    from operator import itemgetter
+
+    out: list[tuple[int, float, int]] = []
+    for base, posts, deleted, full in leaves:
+        def keep(d: int, deleted: Any = deleted, base: int = base, full: dict[int, float] = full) -> bool:
+            return d not in full and d not in deleted and (allow is None or d + base in allow)
+
+        if total == 2:  # the common case, without building the union: one word or the other
+            for got, f in posts:
+                # the k best by weight, skipping the every-word matches (already ranked above)
+                best = heapq.nlargest(k + len(full), got.items(), key=itemgetter(1))
+                rows = [(1, w * f, -d - base) for d, w in best if keep(d)][:k]
+                if len(rows) < k and len(best) < len(got):  # deletions or filters ate some
+                    rows = heapq.nlargest(k, ((1, w * f, -d - base) for d, w in got.items() if keep(d)))
+                out.extend(rows)
+            continue
+        acc: dict[int, list[float]] = {}
+        for got, f in posts:
+            for d, w in got.items():
+                slot = acc.get(d)
+                if slot is None:
+                    acc[d] = [1, w * f]
+                else:
+                    slot[0] += 1
+                    slot[1] += w * f
+        out.extend(heapq.nlargest(k, ((int(m), sc, -d - base) for d, (m, sc) in acc.items() if keep(d))))
+    return out
 
 
 def _allowed(searcher: Any, filters: tuple[tuple[str, str], ...]) -> set[int]:
@@ -977,8 +1261,8 @@ def _allowed(searcher: Any, filters: tuple[tuple[str, str], ...]) -> set[int]:
     return allowed
 
 
-def _highlight_terms(q: Any, searcher: Any) -> set[str]:
-    words: set[str] = set()
+def _highlight_terms(q: Any, searcher: Any, analysis: _Analysis) -> set[str]:
+    words = _Terms(analysis)
     text_fields = ("text",)
     try:
         for leaf in q.leaves():
@@ -1026,7 +1310,7 @@ class _Reader:
 
 
 def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, terms: set[str],
-         phrases: list[re.Pattern[str]]) -> Hit | None:
+         phrases: list[re.Pattern[str]], dead: _Dead) -> Hit | None:
     start, end, line_start, line_end = stored["loc"]
     rel = stored["path"]
     data = reader.read(rel, start, end)
@@ -1037,6 +1321,7 @@ def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, te
         raw = data.decode("utf-8", errors="replace")
         if any(not p.search(raw) for p in phrases):
             return None
+    by = dead.superseded_by(stored["key"], rel)
     if stored["kind"] == "entry":
         from . import segments
 
@@ -1051,21 +1336,22 @@ def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, te
         return Hit(kind="entry", path=rel, line_start=line_start, line_end=line_end,
                    link=located.link, title=e.summary, snippet=_entry_snippet(e.summary, e.body, terms),
                    score=round(score, 4), entry_id=e.id, agent=e.agent, time=e.ts, type=e.type,
-                   channel=e.channel, verified=_verified(vault, located, reader.public_keys()))
+                   channel=e.channel, verified=_verified(vault, located, reader.public_keys()),
+                   superseded=by is not None, superseded_by=by or None)
     text = data.decode("utf-8", errors="replace")
     if any(not p.search(text) for p in phrases):
         return None
     heading = stored.get("heading", "") or None
     anchor = re.sub(r"[#|^\[\]]", " ", heading).strip() if heading else ""
     status = stored.get("status", "") or None
-    superseded = status == "superseded"
+    superseded = status == "superseded" or by is not None
     return Hit(kind="section", path=rel, line_start=line_start, line_end=line_end,
                link=f"[[{note}#{anchor}]]" if anchor else f"[[{note}]]",
                title=heading or Path(rel).stem, snippet=_snippet(_section_text(text), terms),
                score=round(score, 4), heading=heading,
                agent=stored.get("agent", "") or None, time=stored.get("ts", "") or None,
                type=stored.get("type", "") or None,
-               status=status, superseded=superseded)
+               status=status, superseded=superseded, superseded_by=by or None)
 
 
 def _entry_snippet(summary: str, body: str | None, terms: set[str]) -> str:

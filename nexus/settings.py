@@ -18,6 +18,7 @@ Settings (argument / environment / ``nexus.md`` property, default):
 - sweep age in days: ``--older-than`` / ``NEXUS_SWEEP_DAYS`` / ``sweep_days``, 7
 - watcher rescan in seconds: ``--rescan`` / ``NEXUS_RESCAN_SECONDS`` / ``rescan_seconds``, 5
 - MCP tool set: ``--tools`` / ``NEXUS_MCP_TOOLS`` / ``mcp_tools``, agent (or all)
+- search stemming languages: – / ``NEXUS_SEARCH_LANGUAGES`` (commas) / ``search_languages``, en
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class Settings:
     sweep_days: int = 7
     rescan_seconds: float = 5.0
     mcp_tools: str = "agent"
+    search_languages: tuple[str, ...] = ("en",)
 
 
 _ENV = {
@@ -54,6 +56,7 @@ _ENV = {
     "sweep_days": "NEXUS_SWEEP_DAYS",
     "rescan_seconds": "NEXUS_RESCAN_SECONDS",
     "mcp_tools": "NEXUS_MCP_TOOLS",
+    "search_languages": "NEXUS_SEARCH_LANGUAGES",
 }
 
 
