@@ -21,6 +21,7 @@ backslash and read back with one less.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -292,20 +293,67 @@ def ticked_ids(text: str) -> list[str]:
     return list(dict.fromkeys(m["id"] for line in text.split("\n") if (m := CHECKED_RE.match(line))))
 
 
+SETTLE_SECONDS = 2.0  # how long a half-written review note is waited for before it is rewritten anyway
+
+
+def _read_fd(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _half_written(data: bytes) -> bool:
+    """An editor saving in place truncates the file, then writes: seen between the two (or between
+    two writes of a long note), the note is empty or stops short of its last line."""
+    return not data or not data.endswith(b"\n")
+
+
 def rebuild_review(vault: Vault) -> Path:
     """Rewrite the review note from the banks (only when its text changes). A box a person ticked is
-    kept ticked while its fact is pending, so a rewrite racing a person's click never loses it."""
+    kept ticked while its fact is pending, so a rewrite racing a person's click never loses it.
+
+    A person's editor does not take nexus's lock, so the rewrite guards the person's save itself: a
+    note caught half written (an in-place save between its truncate and its write) is waited for
+    instead of being rewritten from the empty text; the note read is held open, and when its bytes
+    changed before the new note is renamed over it, or its old file was written into after (a save
+    still landing in the file being replaced), the rewrite starts again from what the person wrote.
+    """
     path = review_path(vault)
     with exclusive(vault.lock("review-note")):
-        try:
-            current = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            current = None
-        text = render_review(pending(vault), frozenset(ticked_ids(current or "")))
-        if current == text:
-            return path
-        durable.replace(path, text.encode("utf-8"))
-    return path
+        give_up = time.monotonic() + SETTLE_SECONDS
+        while True:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                durable.replace(path, render_review(pending(vault)).encode("utf-8"))
+                return path
+            try:
+                data = _read_fd(fd)
+                if _half_written(data) and time.monotonic() < give_up:
+                    time.sleep(0.02)
+                    continue
+                current = data.decode("utf-8", errors="replace")
+                text = render_review(pending(vault), frozenset(ticked_ids(current)))
+                if current == text:
+                    return path
+                if _read_fd(fd) != data or os.stat(path).st_ino != os.fstat(fd).st_ino:
+                    continue  # changed while we rendered: read it again
+                durable.replace(path, text.encode("utf-8"))
+                after = _read_fd(fd)  # the file we replaced: did a save land in it meanwhile?
+                if after == data:
+                    return path
+                give_up = time.monotonic() + SETTLE_SECONDS
+                while _half_written(after) and time.monotonic() < give_up:
+                    time.sleep(0.02)
+                    after = _read_fd(fd)
+                theirs = ticked_ids(after.decode("utf-8", errors="replace"))
+                merged = render_review(pending(vault), frozenset(theirs + ticked_ids(text)))
+                durable.replace(path, merged.encode("utf-8"))
+                return path
+            finally:
+                os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -116,3 +116,56 @@ def test_a_rewrite_of_the_note_keeps_a_persons_tick(env: Env) -> None:
     assert "- [x] **fact** · ella — Deploys happen on Tuesdays" in text
     assert "- [ ] **fact** · lyra" in text
     assert [a.id for a in bank.apply_review_note(env.vault).approved] == [f.id]
+
+
+def test_a_tick_saved_in_place_while_the_watcher_reacts_is_never_lost(
+    env: Env, watcher: subprocess.Popen[str]
+) -> None:
+    """Issue 13, item 10: an editor saving in place truncates the note, then writes it (Node's
+    ``fs.writeFile``, as Obsidian uses). The watcher, woken by the truncate, used to read the empty
+    note and rename a fresh one over it from the banks: the person's write then landed in the replaced
+    file, the tick reverted, the fact stayed pending (5 ticks lost in 10 with a 5-25 ms pause before
+    the write). Played many times with real timing: truncate, a pause, the write; a plain
+    ``write_text`` save; an atomic save."""
+    import random
+
+    review = env.vault.root / "memory" / "REVIEW.md"
+    rng = random.Random(13)
+    ids = []
+    for i in range(12):
+        f = bank.retain(env.vault, "ella", type="fact", content=f"Fact number {i} worth keeping")
+        ids.append(f.id)
+        time.sleep(rng.random() * 0.05)  # the watcher is busy with the retain's rewrite, or not
+        text = review.read_text(encoding="utf-8")
+        new = text.replace(f"- [ ] **fact** · ella — Fact number {i} ", f"- [x] **fact** · ella — Fact number {i} ")
+        assert new != text
+        how = i % 3
+        if how == 0:  # truncate, a pause, then the write
+            with open(review, "w", encoding="utf-8") as fh:
+                fh.flush()
+                time.sleep(0.005 + rng.random() * 0.02)
+                fh.write(new)
+        elif how == 1:
+            review.write_text(new, encoding="utf-8")
+        else:
+            _tick(review, f.id, atomic=True)
+        _wait_for(f"{f.id} to be approved", lambda fid=f.id: bank.find(env.vault, fid).status == "approved")
+    assert all(bank.find(env.vault, fid).reviewed_by == "sam" for fid in ids)
+    _wait_for("the note to list nothing", lambda: "_Nothing waits for review._" in review.read_text("utf-8"))
+
+
+def test_a_rewrite_waits_for_a_half_written_note(env: Env) -> None:
+    """Without a watcher: the note caught empty (a save between truncate and write) is not rewritten
+    from the banks while the save completes; the tick written a moment later is kept."""
+    import threading
+
+    f = bank.retain(env.vault, "ella", type="fact", content="Deploys happen on Tuesdays")
+    review = env.vault.root / "memory" / "REVIEW.md"
+    ticked = review.read_text(encoding="utf-8").replace("- [ ]", "- [x]")
+    fh = open(review, "w", encoding="utf-8")  # noqa: SIM115 - the save is finished by the thread
+    finish = threading.Timer(0.2, lambda: (fh.write(ticked), fh.close()))
+    finish.start()
+    bank.rebuild_review(env.vault)  # an agent's retain rewriting the note at that moment
+    finish.join()
+    assert review.read_text(encoding="utf-8") == ticked
+    assert [a.id for a in bank.apply_review_note(env.vault).approved] == [f.id]
