@@ -127,12 +127,60 @@ def _read(vault: Vault, path: Path) -> tuple[dict[str, Any], str]:
     return properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
 
 
-def note_files(vault: Vault) -> list[Path]:
+_PROP_ID_RE = re.compile(r'^id:\s*["\']?(D-\d{4,})["\']?\s*$', re.M)
+
+
+def _renamed_id(path: Path) -> str | None:
+    """The id of a decision note renamed in Obsidian (its name no longer starts with it), from its
+    ``id`` property; None for any other note."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(2048)
+    except OSError:
+        return None
+    if not head.startswith("---"):
+        return None
+    m = _PROP_ID_RE.search(head.split("\n---", 1)[0])
+    return m.group(1) if m else None
+
+
+def note_ids(vault: Vault) -> dict[Path, str]:
+    """Every decision note and its id: ``D-NNNN-slug.md`` by name, and notes a person renamed in
+    Obsidian by their ``id`` property (a rename never loses a decision)."""
     try:
         names = os.listdir(folder(vault))
     except FileNotFoundError:
-        return []
-    return sorted(folder(vault) / n for n in names if NOTE_RE.fullmatch(n))
+        return {}
+    out: dict[Path, str] = {}
+    for n in sorted(names):
+        if (m := NOTE_RE.fullmatch(n)) is not None:
+            out[folder(vault) / n] = m.group(1)
+        elif n.endswith(".md") and not n.startswith(".") and (did := _renamed_id(folder(vault) / n)):
+            out[folder(vault) / n] = did
+    return out
+
+
+def note_files(vault: Vault) -> list[Path]:
+    return list(note_ids(vault))
+
+
+def note_of(vault: Vault, did: str) -> Path | None:
+    return next((p for p, i in note_ids(vault).items() if i == did), None)
+
+
+def renamed_notes(vault: Vault) -> dict[str, str]:
+    """Vault path -> the path it had when written (both without ``.md``), for each decision note
+    whose name no longer follows from its id and title."""
+    out: dict[str, str] = {}
+    for path, did in note_ids(vault).items():
+        try:
+            props, _ = _read(vault, path)
+        except (InputError, OSError):
+            continue
+        canonical = f"{did}-{slug(str(props.get('title', '')))}"
+        if path.stem != canonical:
+            out[f"decisions/{path.stem}"] = f"decisions/{canonical}"
+    return out
 
 
 def _stamp(vault: Vault) -> list[list[Any]]:
@@ -140,7 +188,7 @@ def _stamp(vault: Vault) -> list[list[Any]]:
     try:
         with os.scandir(folder(vault)) as it:
             for d in it:
-                if NOTE_RE.fullmatch(d.name):
+                if d.name.endswith(".md"):
                     st = d.stat()
                     out.append([d.name, st.st_mtime_ns, st.st_size])
     except FileNotFoundError:
@@ -221,14 +269,14 @@ def decide(
         old_props: dict[str, Any] = {}
         old_body = ""
         if supersedes is not None:
-            old_path = next((p for p in note_files(vault) if p.name.startswith(supersedes + "-")), None)
+            old_path = note_of(vault, supersedes)
             if old_path is None:
                 raise NotFoundError(f"no decision {supersedes} to supersede")
             old_props, old_body = _read(vault, old_path)
             if old_props.get("status") != "active":
                 raise InputError(f"{supersedes} is already {old_props.get('status')}; supersede "
                                  f"{old_props.get('superseded_by') or 'its successor'} instead")
-        numbers = [int(m.group(1)[2:]) for p in note_files(vault) if (m := NOTE_RE.fullmatch(p.name))]
+        numbers = [int(i[2:]) for i in note_ids(vault).values()]
         did = f"D-{(max(numbers) + 1 if numbers else 1):04d}"
         path = folder(vault) / f"{did}-{slug(title)}.md"
         note = f"decisions/{path.stem}"
@@ -304,11 +352,13 @@ def write_register(vault: Vault) -> Path:
 def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: Container[str] | None = None
                 ) -> list[Problem]:
     """Problems with decision notes: a hand edit (signature mismatch), a bad status change, no entry."""
+    from . import renames as renames_mod
     from .identity import verify_signature
 
     out: list[Problem] = []
     seen: dict[str, str] = {}
-    for path in note_files(vault):
+    renames = renames_mod.known(vault)
+    for path, named in note_ids(vault).items():
         rel = vault.rel(path)
         try:
             props, body = _read(vault, path)
@@ -316,20 +366,30 @@ def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: Container[s
             out.append(Problem("decision-edited", rel, 1, f"unreadable decision note: {err}"))
             continue
         did = str(props.get("id"))
-        if not path.name.startswith(f"{did}-"):
+        if did != named:
             out.append(Problem("decision-edited", rel, 1, f"id {did!r} does not match the file name"))
             continue
         if did in seen:
             out.append(Problem("duplicate", rel, 1, f"decision id {did} is also used by {seen[did]}"))
         seen[did] = rel
+        if f"decisions/{path.stem}" in renames:
+            out.append(Problem("renamed", rel, 1, f"{did}'s note was renamed from "
+                               f"{renames[f'decisions/{path.stem}']}.md (nothing changed in it)"))
         author = identities.get(str(props.get("author")))
-        if author is None or props.get("key") != author.key_id or not verify_signature(
-            author.public_key, str(props.get("sig")), decision_bytes(props, body)
-        ):
+        signed = author is not None and props.get("key") == author.key_id and verify_signature(
+            author.public_key, str(props.get("sig")), decision_bytes(props, body))
+        if not signed and author is not None and props.get("key") == author.key_id:
+            for before in renames_mod.originals(body, renames):
+                if verify_signature(author.public_key, str(props.get("sig")), decision_bytes(props, before)):
+                    out.append(Problem("renamed", rel, 1, f"{did}: Obsidian updated links to renamed "
+                                       "notes in it; the signature holds for the text before the rename"))
+                    body, signed = before, True
+                    break
+        if not signed:
             out.append(Problem("decision-edited", rel, 1,
                                f"{did}: signature by {props.get('author')} does not match the note: "
                                "edited by hand (a decision is never edited; supersede it instead)"))
-        out.extend(_check_status(vault, rel, did, props, body, identities))
+        out.extend(_check_status(vault, rel, did, props, body, identities, renames))
         entry = props.get("entry")
         if entry is None or (entry_ids is not None and entry not in entry_ids):
             out.append(Problem("decision-unlogged", rel, 1, f"{did} has no decision entry in the log"))
@@ -337,7 +397,7 @@ def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: Container[s
 
 
 def _check_status(vault: Vault, rel: str, did: str, props: dict[str, Any], body: str,
-                  identities: dict[str, Any]) -> list[Problem]:
+                  identities: dict[str, Any], renames: dict[str, str] | None = None) -> list[Problem]:
     from .identity import verify_signature
 
     status = props.get("status")
@@ -348,7 +408,7 @@ def _check_status(vault: Vault, rel: str, did: str, props: dict[str, Any], body:
     if status != "superseded":
         return [Problem("decision-edited", rel, 1, f"{did} has status {status!r}: only active or superseded")]
     succ_id = str(props.get("superseded_by"))
-    succ = next((p for p in note_files(vault) if p.name.startswith(succ_id + "-")), None)
+    succ = note_of(vault, succ_id)
     signer = next((i for i in identities.values() if i.key_id == props.get("superseded_key")), None)
     if succ is None or signer is None or not verify_signature(
         signer.public_key, str(props.get("superseded_sig")), status_bytes(props)
@@ -356,7 +416,11 @@ def _check_status(vault: Vault, rel: str, did: str, props: dict[str, Any], body:
         return [Problem("decision-edited", rel, 1,
                         f"{did}: the status change to superseded is not signed by its successor's author")]
     tail = _superseded_tail(f"decisions/{succ.stem}", succ_id, str(props.get("superseded_at")), signer.name)
-    if body.rstrip() != signed_body(body) + tail.rstrip():
+    from . import renames as renames_mod
+
+    wanted = signed_body(body) + tail.rstrip()
+    if body.rstrip() != wanted and not (renames_mod.link_changes(wanted, body.rstrip()) is not None
+                                        and renames_mod.renamed_only(vault, wanted, body.rstrip())):
         return [Problem("decision-edited", rel, 1, f"{did}: the superseded notice was edited")]
     return []
 

@@ -19,6 +19,7 @@ Each problem names the entry (id, file, line) and what is wrong with it:
 |               | `nexus log import-copies`, or let `nexus watch` do it) |
 | copy-left     | a conflict copy whose entries are all in the log (warning: archive it) |
 | sync-conflict | a note under `conflicts/` a merge listed (warning: resolve it, then delete the note) |
+| renamed       | links in signed text moved to a note renamed in Obsidian; signed before (warning) |
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .progress import Progress
 from .records import Identity, Located, Problem
 from .vault import Vault
 
-WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict"})
+WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict", "renamed"})
 
 
 @dataclass
@@ -94,11 +95,64 @@ def scan_problems(rel: str, result: segments.Scan) -> tuple[list[tuple[int, Prob
     return broken, stray, torn
 
 
+class _Renamed:
+    """The text an entry was signed with, when Obsidian only moved its links to a renamed note."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.renames: dict[str, str] | None = None
+        self.signed: dict[str, Any] = {}
+
+    def original(self, e: Any, public_key: str) -> list[tuple[str, str]] | None:
+        """The link changes if ``e`` verifies with its links put back, else None."""
+        from dataclasses import replace
+
+        from . import renames
+
+        if self.renames is None:
+            self.renames = renames.known(self.vault)
+        for summary in [e.summary, *renames.originals(e.summary, self.renames)]:
+            for body in [e.body] if e.body is None else [e.body, *renames.originals(e.body, self.renames)]:
+                if summary == e.summary and body == e.body:
+                    continue
+                before = replace(e, summary=summary, body=body)
+                if verify_signature(public_key, e.sig, entries.signing_bytes(before)):
+                    self.signed[e.id] = before
+                    return renames.link_changes(f"{summary}\n{body}", f"{e.summary}\n{e.body}") or []
+        return self._from_shadow(e, public_key)
+
+    def _from_shadow(self, e: Any, public_key: str) -> list[tuple[str, str]] | None:
+        from . import renames, segments, shadow
+        from .errors import NexusError
+
+        try:
+            copy = shadow.original(self.vault, e.id)
+        except NexusError:
+            return None
+        scan = segments.scan(copy.text.encode(), copy.file)
+        if len(scan.entries) != 1:
+            return None
+        before = scan.entries[0].entry
+        if before.sig != e.sig or not verify_signature(public_key, e.sig, entries.signing_bytes(before)):
+            return None
+        changes = renames.renamed_only(self.vault, f"{before.summary}\n{before.body}",
+                                       f"{e.summary}\n{e.body}")
+        if changes is None:
+            return None
+        from dataclasses import replace
+
+        if replace(before, summary=e.summary, body=e.body) != e:
+            return None
+        self.signed[e.id] = before
+        return changes
+
+
 def verify_exact(vault: Vault) -> Report:
     """Everything from scratch, in one process, holding every entry in memory: the reference the
     streaming verification (``verify_state.py``) agrees with, and what it falls back to when the log's
     ids or an agent's sequence go backwards (a duplicate, a reorder or a fork)."""
     report = Report(full=True)
+    renamed = _Renamed(vault)
     identities = all_identities(vault)
     by_key = {ident.key_id: ident for ident in identities.values()}
     chains: dict[str, list[_Link]] = {}
@@ -130,10 +184,11 @@ def verify_exact(vault: Vault) -> Report:
                     f"id is older than {e.agent}'s entry before it ({last_id})", e.id, e.agent))
             else:
                 last_ids[e.agent] = e.id
-            verdict = _check_signature(report, located, identities, by_key)
+            verdict = _check_signature(report, located, identities, by_key, renamed)
             if verdict != "foreign":  # an entry forged in another's name is not part of its chain
+                signed = renamed.signed.get(e.id, e)  # the text as signed, when only links moved
                 chains.setdefault(e.agent, []).append(
-                    _Link(located, entries.entry_hash(e), verdict == "ok"))
+                    _Link(located, entries.entry_hash(signed), verdict == "ok"))
     heads = {agent: _check_chain(report, links) for agent, links in chains.items()}
     check_heads(report, vault, {a: (seq, digest, loc.file, loc.line_start)
                                  for a, (seq, digest, loc) in heads.items()})
@@ -180,21 +235,24 @@ class _Link:
 
 
 def _check_signature(
-    report: Report, located: Located, identities: dict[str, Identity], by_key: dict[str, Identity]
+    report: Report, located: Located, identities: dict[str, Identity], by_key: dict[str, Identity],
+    renamed: _Renamed | None = None,
 ) -> str:
     """Report a bad signature; return "ok", "edited" (the author's, text changed) or "foreign"."""
-    verdict, problem = check_entry(located, identities, by_key)
+    verdict, problem = check_entry(located, identities, by_key, renamed)
     if problem is not None:
         report.problems.append(problem)
     return verdict
 
 
 def check_entry(
-    located: Located, identities: dict[str, Identity], by_key: dict[str, Identity]
+    located: Located, identities: dict[str, Identity], by_key: dict[str, Identity],
+    renamed: _Renamed | None = None,
 ) -> tuple[str, Problem | None]:
     """One entry's own verdict, independent of every other entry (so it can run in any process):
     "ok", "edited" (the author's key, text changed) or "foreign" (not part of its author's chain),
-    and the problem to report, if any."""
+    and the problem to report, if any. With ``renamed``, an entry whose links Obsidian moved to a
+    renamed note is "ok" with a ``renamed`` warning (``renamed.signed`` keeps the text as signed)."""
     e = located.entry
     where = (located.file, located.line_start)
     author = identities.get(e.agent)
@@ -206,6 +264,12 @@ def check_entry(
                                   e.id, e.agent)
     if e.key == author.key_id:
         if not verify_signature(author.public_key, e.sig, data):
+            changes = renamed.original(e, author.public_key) if renamed is not None else None
+            if changes is not None:
+                moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
+                return "ok", Problem("renamed", *where,
+                    f"Obsidian updated links to a renamed note ({moved}); the signature by {e.agent} "
+                    "holds for the text before the rename", e.id, e.agent)
             return "edited", Problem("edited", *where,
                 f"signature by {e.agent} does not match the text: changed after signing", e.id, e.agent)
         return "ok", None

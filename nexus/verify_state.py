@@ -48,6 +48,7 @@ _MARK = b"\n" + entries.BEGIN_PREFIX.encode()
 # What the checking processes use (set before the pool forks, so children inherit them).
 _IDS: dict[str, Identity] = {}
 _BY_KEY: dict[str, Identity] = {}
+_RENAMED: list[Any] = []  # the run's verify._Renamed (links moved by a rename in Obsidian)
 
 
 class _Anomaly(Exception):
@@ -108,10 +109,11 @@ def check_chunk(job: Job) -> Chunk:
         end, end_line = start, line
     recs: list[Rec] = []
     for loc in result.entries:
-        verdict, problem = check_entry(loc, _IDS, _BY_KEY)
+        verdict, problem = check_entry(loc, _IDS, _BY_KEY, _RENAMED[0] if _RENAMED else None)
         e = loc.entry
+        signed = _RENAMED[0].signed.get(e.id, e) if _RENAMED else e  # as signed, when only links moved
         recs.append((e.id, e.agent, e.seq, e.prev, e.type, loc.line_start, verdict, problem,
-                     entries.entry_hash(e) if verdict != "foreign" else ""))
+                     entries.entry_hash(signed) if verdict != "foreign" else ""))
     sha = hashlib.sha256(memoryview(data)[:end - start]).hexdigest()
     return Chunk(rel, start, end, end_line, sha, broken, stray, torn, recs, len(data))
 
@@ -230,8 +232,9 @@ def run(vault: Vault, *, full: bool = False, progress: Progress | None = None,
         parallel: bool = True) -> Report:
     """Verify the log (see the module's docstring); save what was verified for the next run."""
     from .identity import all_identities
-    from .verify import verify_exact
+    from .verify import _Renamed, verify_exact
 
+    _RENAMED[:] = [_Renamed(vault)]
     identities = all_identities(vault)
     context = context_of(identities)
     _IDS.clear()

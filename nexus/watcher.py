@@ -284,6 +284,8 @@ class Watcher:
         return ok
 
     def _history_edits(self, path: Path, rel: str, data: bytes, result: segments.Scan) -> None:
+        from . import renames
+
         edited: list[tuple[str, str]] = []
         for loc in result.entries:
             copy = self.shadow.copies.get(loc.entry.id)
@@ -291,6 +293,15 @@ class Watcher:
                 text = data[loc.offset:loc.end_offset].decode("utf-8", errors="replace")
                 current = sha(text)
                 if current != copy.sha and self.edits.get(copy.id) != current:
+                    moved = renames.renamed_only(self.vault, copy.text, text)
+                    if moved is not None:  # Obsidian updated links to a renamed note: not an edit
+                        self.edits[copy.id] = current
+                        self.emit({"event": "renamed-link", "id": copy.id, "file": rel,
+                                   "links": [list(m) for m in moved]})
+                        from . import durable
+
+                        durable.replace(self.edits_path, json.dumps(self.edits).encode(), durable=False)
+                        continue
                     edited.append((copy.id, current))
         for b in result.broken:
             if b.entry_id and b.entry_id in self.shadow.copies:
@@ -917,6 +928,13 @@ def _watch(
         def on_any_event(self, event: FileSystemEvent) -> None:
             if event.event_type not in CHANGE_EVENTS:
                 return  # opened/closed: nothing changed (a handler reading its note would loop)
+            if event.event_type == "moved":  # a note renamed in Obsidian: links to it will move
+                old = _rel(vault, Path(os.fsdecode(event.src_path)))
+                new = _rel(vault, Path(os.fsdecode(getattr(event, "dest_path", ""))))
+                from . import renames
+
+                if old and new and renames.is_note_rename(old, new):
+                    renames.record(vault, old, new)
             for p in (event.src_path, getattr(event, "dest_path", "")):
                 p = os.fsdecode(p)
                 if p and not p.startswith(state_dir):

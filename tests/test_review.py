@@ -137,7 +137,8 @@ def test_a_tick_saved_in_place_while_the_watcher_reacts_is_never_lost(
         ids.append(f.id)
         time.sleep(rng.random() * 0.05)  # the watcher is busy with the retain's rewrite, or not
         text = review.read_text(encoding="utf-8")
-        new = text.replace(f"- [ ] **fact** · ella — Fact number {i} ", f"- [x] **fact** · ella — Fact number {i} ")
+        line = f"**fact** · ella — Fact number {i} "
+        new = text.replace(f"- [ ] {line}", f"- [x] {line}")
         assert new != text
         how = i % 3
         if how == 0:  # truncate, a pause, then the write
