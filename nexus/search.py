@@ -148,12 +148,21 @@ class _Terms(set[str]):
     def __init__(self, analysis: _Analysis) -> None:
         super().__init__()
         self.analysis = analysis
+        self.known: dict[str, bool] = {}  # word -> matches (a snippet asks about every word it shows)
 
     def __contains__(self, word: object) -> bool:
         if not isinstance(word, str):
             return False
-        return set.__contains__(self, word) or any(
-            set.__contains__(self, s) for s in self.analysis.stems(word))
+        got = self.known.get(word)
+        if got is None:
+            got = set.__contains__(self, word)
+            if not got:
+                for stem in self.analysis.stems(word):
+                    if set.__contains__(self, stem):
+                        got = True
+                        break
+            self.known[word] = got
+        return got
 
 
 K1, B, AVGDL = 1.2, 0.75, 40.0  # BM25 parameters; AVGDL: a fixed typical length, in words
@@ -1196,6 +1205,7 @@ def _top_words(searcher: Any, groups: list[Group], allow: set[int] | None, k: in
     leaves = []
     for leaf, base in searcher.reader().leaf_readers():
         posts = [_group_postings(leaf, groups[gi], idfs) for gi in order]
+        sources = [groups[gi] for gi in order]
         deleted = leaf.deleted_docs_set if leaf.has_deletions() else ()
         got, f = posts[0]
         acc = {d: w * f for d, w in got.items() if d not in deleted} if deleted else {
@@ -1204,7 +1214,7 @@ def _top_words(searcher: Any, groups: list[Group], allow: set[int] | None, k: in
             if not acc:
                 break
             acc = {d: s + got[d] * f for d, s in acc.items() if d in got}
-        leaves.append((base, posts, deleted, acc))
+        leaves.append((leaf, base, posts, sources, deleted, acc))
         if acc:  # ties go to the earlier document, as in Whoosh
             if allow is not None:
                 scored.extend((total, sc, -d - base) for d, sc in acc.items() if d + base in allow)
@@ -1215,29 +1225,51 @@ def _top_words(searcher: Any, groups: list[Group], allow: set[int] | None, k: in
     return [(m, sc, -neg) for m, sc, neg in heapq.nlargest(k, scored)]
 
 
-def _partial_rows(leaves: list[tuple[int, list[Posts], Any, dict[int, float]]], total: int,
-                  allow: set[int] | None, k: int) -> list[tuple[int, float, int]]:
+_BY_WEIGHT: dict[tuple[str, str, str], list[tuple[int, float]]] = {}  # a term's postings, best first
+_BY_WEIGHT_HELD = [0]
+
+
+def _by_weight(leaf: Any, group: Group, got: dict[int, float]) -> list[tuple[int, float]]:
+    """A word's postings in one segment, heaviest first; kept per Whoosh segment and term like the
+    decoded postings (a segment never changes), within the same budget."""
+    from operator import itemgetter
+
+    segment = leaf.segment() if hasattr(leaf, "segment") and len(group) == 1 else None
+    key = (segment.segment_id(), *group[0]) if segment is not None else None
+    if key is not None and (cached := _BY_WEIGHT.get(key)) is not None:
+        return cached
+    ranked = sorted(got.items(), key=itemgetter(1), reverse=True)
+    if key is not None and len(ranked) < POSTINGS_BUDGET // 4:
+        _BY_WEIGHT[key] = ranked
+        _BY_WEIGHT_HELD[0] += len(ranked)
+        while _BY_WEIGHT_HELD[0] > POSTINGS_BUDGET:
+            _BY_WEIGHT_HELD[0] -= len(_BY_WEIGHT.pop(next(iter(_BY_WEIGHT))))
+    return ranked
+
+
+def _partial_rows(leaves: list[tuple[Any, int, list[Posts], list[Group], Any, dict[int, float]]],
+                  total: int, allow: set[int] | None, k: int) -> list[tuple[int, float, int]]:
     """Documents matching some but not all words: (words matched, score, -docnum), at most the best
     ``k`` of each segment."""
     import heapq
-    from operator import itemgetter
 
     out: list[tuple[int, float, int]] = []
-    for base, posts, deleted, full in leaves:
+    for leaf, base, posts, sources, deleted, full in leaves:
         def keep(d: int, deleted: Any = deleted, base: int = base, full: dict[int, float] = full) -> bool:
             return d not in full and d not in deleted and (allow is None or d + base in allow)
 
         if total == 2:  # the common case, without building the union: one word or the other
-            for got, f in posts:
-                # the k best by weight, skipping the every-word matches (already ranked above)
-                best = heapq.nlargest(k + len(full), got.items(), key=itemgetter(1))
-                rows = [(1, w * f, -d - base) for d, w in best if keep(d)][:k]
-                if len(rows) < k and len(best) < len(got):  # deletions or filters ate some
-                    rows = heapq.nlargest(k, ((1, w * f, -d - base) for d, w in got.items() if keep(d)))
+            for (got, f), group in zip(posts, sources, strict=True):
+                rows: list[tuple[int, float, int]] = []
+                for d, w in _by_weight(leaf, group, got):  # best first: stop at k
+                    if keep(d):
+                        rows.append((1, w * f, -d - base))
+                        if len(rows) >= k:
+                            break
                 out.extend(rows)
             continue
         acc: dict[int, list[float]] = {}
-        for got, f in posts:
+        for got, f in posts:  # three words or more: the union, counted
             for d, w in got.items():
                 slot = acc.get(d)
                 if slot is None:
