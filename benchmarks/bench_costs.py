@@ -109,7 +109,7 @@ def run_size(n: int, new: int, runs: int, index: bool) -> dict[str, Any]:
         row["python_pass_ms"] = round(b * 1000, 1)
 
         old_code = ("import sys; from nexus.vault import Vault; from nexus.verify import verify_exact; "
-                    "r = verify_exact(Vault(sys.argv[1])); print(r.entries, len(r.errors))")
+                    "from pathlib import Path; r = verify_exact(Vault(Path(sys.argv[1]))); print(r.entries, len(r.errors))")
         t, rss, text = measure([py, "-c", old_code, str(vault.root)], env)
         row["old_full_s"], row["old_full_mb"] = round(t, 2), round(rss)
         row["old_full_per_s"] = round(n / t)

@@ -350,7 +350,8 @@ def cmd_handoff(args: argparse.Namespace) -> int:
     from . import handoff
 
     vault = _vault(args)
-    report = handoff.build(vault, since=args.since, stale_minutes=_stale_minutes(args, vault))
+    report = handoff.build(vault, since=args.since, stale_minutes=_stale_minutes(args, vault),
+                           progress=_progress(args, "verifying the log"))
     path = handoff.write(vault, report)
     if args.json:
         _emit(args, {**report.to_json(), "path": vault.rel(path)}, "")

@@ -21,6 +21,7 @@ import contextlib
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,8 +151,9 @@ def _pending_line(item: Any) -> str:
 
 
 def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30.0,
-          now: float | None = None) -> Handoff:
-    """Gather and render the handoff for the window since ``since`` (see :func:`resolve_since`)."""
+          now: float | None = None, progress: Callable[[int, int], None] | None = None) -> Handoff:
+    """Gather and render the handoff for the window since ``since`` (see :func:`resolve_since`).
+    ``progress`` follows the verification (long only when it must check the log from scratch)."""
     from . import checkpoints, decisions, entries, log, project_state, verify
     from .identity import all_identities
     from .settings import resolve
@@ -201,7 +203,7 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
 
     # ---- waiting for a person
     waiting: list[str] = []
-    report = verify.verify(vault)
+    report = verify.verify(vault, progress=progress)
     items["integrity"] = [p.to_json() for p in report.errors]
     for p in report.errors:
         target = p.file.removesuffix(".md")
