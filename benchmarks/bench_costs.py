@@ -85,7 +85,9 @@ def append_many(vault: Vault, keys: Path, count: int, tag: str) -> None:
     signers = [identity.load_signer(vault, keys, name) for name in AGENTS]
     writer = log.writer(vault)
     for i in range(count):
-        writer.append(signers[i % len(signers)], channel="bench", type="note",
+        signer = signers[i % len(signers)]
+        log.unread(vault, signer.name)  # agents read before they write: no burst of races
+        writer.append(signer, channel="bench", type="note",
                       summary=f"new work {tag} {i}", body="done since the last verify")
     writer.flush()
 
@@ -98,6 +100,10 @@ def run_size(n: int, new: int, runs: int, index: bool) -> dict[str, Any]:
         shutil.copytree(source / "keys", work / "keys")
         vault = Vault(work / "vault")
         keys = work / "keys"
+        cursors = vault.state / "cursors"
+        for name in AGENTS:  # every agent has read the generated log (the generator saves lyra's)
+            if name != "lyra":
+                shutil.copyfile(cursors / "lyra.json", cursors / f"{name}.json")
         env = dict(os.environ, NEXUS_VAULT=str(vault.root), NEXUS_HOME=str(keys))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         py = sys.executable

@@ -247,16 +247,17 @@ def _check_signature(
 
 def check_entry(
     located: Located, identities: dict[str, Identity], by_key: dict[str, Identity],
-    renamed: _Renamed | None = None,
+    renamed: _Renamed | None = None, canonical: bytes | None = None,
 ) -> tuple[str, Problem | None]:
     """One entry's own verdict, independent of every other entry (so it can run in any process):
     "ok", "edited" (the author's key, text changed) or "foreign" (not part of its author's chain),
     and the problem to report, if any. With ``renamed``, an entry whose links Obsidian moved to a
-    renamed note is "ok" with a ``renamed`` warning (``renamed.signed`` keeps the text as signed)."""
+    renamed note is "ok" with a ``renamed`` warning (``renamed.signed`` keeps the text as signed).
+    ``canonical``: ``entries.canonical(entry)`` when the caller has it already."""
     e = located.entry
     where = (located.file, located.line_start)
     author = identities.get(e.agent)
-    data = entries.signing_bytes(e)
+    data = entries.SIGN_CONTEXT + (entries.canonical(e) if canonical is None else canonical)
     if author is None:
         return "foreign", Problem("unknown-agent", *where, f"no identity note for {e.agent!r}", e.id, e.agent)
     if not e.sig:

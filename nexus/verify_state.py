@@ -109,11 +109,13 @@ def check_chunk(job: Job) -> Chunk:
         end, end_line = start, line
     recs: list[Rec] = []
     for loc in result.entries:
-        verdict, problem = check_entry(loc, _IDS, _BY_KEY, _RENAMED[0] if _RENAMED else None)
         e = loc.entry
-        signed = _RENAMED[0].signed.get(e.id, e) if _RENAMED else e  # as signed, when only links moved
+        canonical = entries.canonical(e)  # (once: signed bytes and chain hash both use it)
+        verdict, problem = check_entry(loc, _IDS, _BY_KEY, _RENAMED[0] if _RENAMED else None, canonical)
+        signed = _RENAMED[0].signed.get(e.id) if _RENAMED else None  # as signed, when only links moved
         recs.append((e.id, e.agent, e.seq, e.prev, e.type, loc.line_start, verdict, problem,
-                     entries.entry_hash(signed) if verdict != "foreign" else ""))
+                     "" if verdict == "foreign" else entries.entry_hash(signed) if signed is not None
+                     else entries.hash_canonical(canonical, e.sig)))
     sha = hashlib.sha256(memoryview(data)[:end - start]).hexdigest()
     return Chunk(rel, start, end, end_line, sha, broken, stray, torn, recs, len(data))
 
