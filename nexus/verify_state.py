@@ -215,14 +215,20 @@ class _Fold:
 # ------------------------------------------------------------------ running
 
 
-def context_of(identities: dict[str, Identity]) -> str:
-    """What every remembered verdict depends on besides the bytes: the identities and the code that
-    checks. Any change to either and the state is not used."""
+def context_of(vault: Vault, identities: dict[str, Identity]) -> str:
+    """What every remembered verdict depends on besides the bytes: the identities, the renames the
+    watcher recorded and the code that checks. Any change to these and the state is not used. (An
+    ``edited`` verdict may also turn ``renamed`` when a decision note is renamed: a state holding one
+    is not used either; see ``_load``.)"""
     h = hashlib.sha256(f"nexus-verify-state/{STATE_VERSION}\n".encode())
     for name, ident in sorted(identities.items()):
         h.update(json.dumps([name, ident.kind, ident.public_key, ident.key_id]).encode() + b"\n")
+    try:
+        h.update((vault.state / "renames.jsonl").read_bytes())
+    except OSError:
+        h.update(b"-")
     here = Path(__file__).parent
-    for module in ("verify.py", "verify_state.py", "segments.py", "entries.py", "identity.py"):
+    for module in ("verify.py", "verify_state.py", "segments.py", "entries.py", "identity.py", "renames.py"):
         try:
             h.update((here / module).read_bytes())
         except OSError:
@@ -238,7 +244,7 @@ def run(vault: Vault, *, full: bool = False, progress: Progress | None = None,
 
     _RENAMED[:] = [_Renamed(vault)]
     identities = all_identities(vault)
-    context = context_of(identities)
+    context = context_of(vault, identities)
     _IDS.clear()
     _IDS.update(identities)
     _BY_KEY.clear()
@@ -272,6 +278,11 @@ def _load(vault: Vault, context: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     if not isinstance(state, dict) or state.get("v") != STATE_VERSION or state.get("context") != context:
+        return None
+    try:  # an edited entry is checked again each time: a rename may explain it later
+        if any(p.get("kind") == "edited" for seg in state["segments"].values() for p in seg["problems"]):
+            return None
+    except (AttributeError, KeyError, TypeError):
         return None
     try:
         _Fold.from_json(state)  # (the shape is checked here; it is built again in _resume)
