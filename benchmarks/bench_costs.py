@@ -114,8 +114,9 @@ def run_size(n: int, new: int, runs: int, index: bool) -> dict[str, Any]:
         b = statistics.median(base)
         row["python_pass_ms"] = round(b * 1000, 1)
 
-        old_code = ("import sys; from nexus.vault import Vault; from nexus.verify import verify_exact; "
-                    "from pathlib import Path; r = verify_exact(Vault(Path(sys.argv[1]))); print(r.entries, len(r.errors))")
+        old_code = ("import sys; from pathlib import Path; from nexus.vault import Vault; "
+                    "from nexus.verify import verify_exact; r = verify_exact(Vault(Path(sys.argv[1]))); "
+                    "print(r.entries, len(r.errors))")
         t, rss, text = measure([py, "-c", old_code, str(vault.root)], env)
         row["old_full_s"], row["old_full_mb"] = round(t, 2), round(rss)
         row["old_full_per_s"] = round(n / t)
