@@ -215,6 +215,14 @@ def cmd_decisions(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_decisions_show(args: argparse.Namespace) -> int:
+    from . import decisions
+
+    info = decisions.show(_vault(args), args.id)
+    _emit(args, info, decisions.show_text(info))
+    return 0
+
+
 def cmd_state_show(args: argparse.Namespace) -> int:
     from . import project_state
 
@@ -377,6 +385,11 @@ def _add_continuity_commands(sub: Any) -> None:
     p = _cmd(sub, "decisions", cmd_decisions, "list the active decisions (--all: superseded too)",
              "nexus decisions --all --json")
     p.add_argument("--all", action="store_true", help="include superseded decisions")
+    dsub = p.add_subparsers(title="decisions commands", metavar="COMMAND")
+    p = _cmd(dsub, "show", cmd_decisions_show,
+             "one decision: rationale, alternatives, who decided, sources, what it superseded and what "
+             "superseded it", "nexus decisions show D-0001 --json")
+    p.add_argument("id", metavar="ID", help="the decision, like D-0001")
 
     state = sub.add_parser("state", help="the project state note (versioned)").add_subparsers(
         title="state commands", metavar="COMMAND")

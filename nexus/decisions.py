@@ -229,6 +229,59 @@ def find(vault: Vault, did: str) -> Decision:
     raise NotFoundError(f"no decision {did} (see `nexus decisions --all`)")
 
 
+def chain(vault: Vault, did: str) -> tuple[Decision, list[Decision], list[Decision]]:
+    """A decision, the ones it replaced (newest first: what it superseded, what that one superseded…)
+    and the ones that replaced it (in order, to the one in force)."""
+    by_id = {d.id: d for d in all_decisions(vault)}
+    d = by_id.get(did.strip().upper())
+    if d is None:
+        raise NotFoundError(f"no decision {did} (see `nexus decisions --all`)")
+    back: list[Decision] = []
+    cur = d
+    while cur.supersedes and cur.supersedes in by_id and by_id[cur.supersedes] not in back:
+        cur = by_id[cur.supersedes]
+        back.append(cur)
+    forward: list[Decision] = []
+    cur = d
+    while cur.superseded_by and cur.superseded_by in by_id and by_id[cur.superseded_by] not in forward:
+        cur = by_id[cur.superseded_by]
+        forward.append(cur)
+    return d, back, forward
+
+
+def show(vault: Vault, did: str) -> dict[str, Any]:
+    """Everything about one decision (``nexus decisions show``, the ``decisions_show`` tool): its
+    fields, rationale and alternatives, who decided and when, its sources, and the supersession chain
+    both ways (``in_force``: the decision that holds now)."""
+    d, back, forward = chain(vault, did)
+    return {**d.to_json(), "link": d.link,
+            "supersedes_chain": [x.id for x in back], "superseded_by_chain": [x.id for x in forward],
+            "in_force": (forward[-1].id if forward and forward[-1].status == "active"
+                         else d.id if d.status == "active" else None)}
+
+
+def show_text(info: dict[str, Any]) -> str:
+    """``show`` for a person."""
+    status = info["status"] if info["status"] == "active" else (
+        f"SUPERSEDED by {info['superseded_by']}; in force now: {info['in_force'] or 'none'}")
+    lines = [f"{info['id']} · {info['title']}  ({status})",
+             f"decided by {info['author']} at {info['date'].replace('T', ' ')} · {info['path']}"
+             + (f" · entry {info['entry']}" if info["entry"] else ""), ""]
+    for name in ("decision", "rationale", "alternatives"):
+        text = info[name] or "—"
+        lines += [name.capitalize(), *("  " + ln for ln in text.splitlines()), ""]
+    older = " ← ".join([info["id"], *info["supersedes_chain"]])
+    newer = " → ".join([info["id"], *info["superseded_by_chain"]])
+    lines.append(f"Supersedes: {older if info['supersedes_chain'] else 'nothing'}")
+    if info["superseded_by_chain"]:
+        lines.append(f"Superseded by: {newer}")
+    else:
+        lines.append("Superseded by: " + ("nothing (in force)" if info["status"] == "active" else "unknown"))
+    if info["refs"]:
+        lines.append("Sources: " + ", ".join(info["refs"]))
+    return "\n".join(lines)
+
+
 def one_line(d: Decision, limit: int = 160) -> str:
     first = " ".join(d.decision.split())
     return first if len(first) <= limit else first[: limit - 1] + "…"

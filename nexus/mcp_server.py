@@ -359,6 +359,15 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         items = dec.all_decisions(vault)
         return _items(items if all else [d for d in items if d.status == "active"])
 
+    @tool(READ, "Show one decision")
+    def decisions_show(id: Annotated[str, Field(description="The decision id, like D-0001.")],
+                       ) -> dict[str, Any]:
+        """One decision in full: decision, rationale, alternatives, who decided and when, its sources,
+        and the supersession chain both ways (`supersedes_chain`, `superseded_by_chain`, `in_force`)."""
+        from . import decisions as dec
+
+        return dec.show(vault, id)
+
     @tool(READ, "Show the project state")
     def state_show() -> dict[str, Any]:
         """The project state note: its content and version (pass the version to state_set)."""

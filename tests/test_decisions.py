@@ -201,3 +201,29 @@ def test_unquoted_yaml_times_from_obsidian_still_verify(env: Env) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
     assert env.run("verify").returncode == 0
     assert env.run("decisions", "--json").json()[0]["date"].endswith("Z")
+
+
+def test_decisions_show_gives_the_rationale_and_the_chain_both_ways(env: Env) -> None:
+    """Issue 13, item 4: a decision's rationale was in neither `nexus decisions` nor Decisions.md."""
+    env.run("decide", "--agent", "ella", "--title", "API tokens live in the OS keychain",
+            "--decision", "Agents read tokens from the keychain.", "--rationale", "Plain files leak.",
+            "--alternatives", "An encrypted file in the repo.")
+    env.run("decide", "--agent", "lyra", "--title", "Keychain locally, secret store on CI",
+            "--decision", "CI reads the secret store.", "--rationale", "CI has no keychain.",
+            "--supersedes", "D-0001")
+    env.run("decide", "--agent", "ella", "--title", "Secret store everywhere",
+            "--decision", "One way.", "--rationale", "Two ways confused people.", "--supersedes", "D-0002")
+    one = env.run("decisions", "show", "D-0001", "--json").json()
+    assert one["rationale"] == "Plain files leak." and one["alternatives"] == "An encrypted file in the repo."
+    assert one["author"] == "ella" and one["status"] == "superseded"
+    assert one["supersedes_chain"] == [] and one["superseded_by_chain"] == ["D-0002", "D-0003"]
+    assert one["in_force"] == "D-0003"
+    three = env.run("decisions", "show", "d-0003", "--json").json()
+    assert three["supersedes_chain"] == ["D-0002", "D-0001"] and three["in_force"] == "D-0003"
+    text = env.run("decisions", "show", "D-0002").stdout
+    assert "Rationale\n  CI has no keychain." in text and "decided by lyra" in text
+    assert "SUPERSEDED by D-0003" in text and "Supersedes: D-0002 ← D-0001" in text
+    missing = env.run("decisions", "show", "D-0042", check=False)
+    assert missing.returncode != 0 and "no decision D-0042" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    assert len(env.run("decisions", "--all", "--json").json()) == 3  # the list still works beside show

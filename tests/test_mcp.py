@@ -157,6 +157,7 @@ def test_tools_are_thin_adapters_over_the_library(env: Env) -> None:
         ("decide", {"title": "Use Postgres", "decision": "Postgres for everything.",
                     "rationale": "One database to run."}),
         ("decisions", {}),
+        ("decisions_show", {"id": "D-0001"}),
         ("checkpoint_save", {"task": "migrate", "step": "schema", "next": "data"}),
         ("checkpoint_show", {}),
         ("memory_add", {"content": "The user prefers short answers."}),
@@ -164,7 +165,9 @@ def test_tools_are_thin_adapters_over_the_library(env: Env) -> None:
         ("log_read", {"peek": True}),
         ("search", {"query": "postgres", "type": "decision"}),
     )
-    owed_before, _ack, owed_after, decided, listed, _cp, shown, _mem, snap, unread, hits = map(_ok, res)
+    owed_before, _ack, owed_after, decided, listed, one, _cp, shown, _mem, snap, unread, hits = map(_ok, res)
+    assert one["id"] == decided["id"] and one["rationale"] == "One database to run."
+    assert one["in_force"] == decided["id"] and one["superseded_by_chain"] == []
     assert [e["id"] for e in owed_before["items"]] == [question]
     assert owed_after["items"] == []
     assert [d["id"] for d in listed["items"]] == [decided["id"]]
