@@ -2,8 +2,10 @@
 
 Sections, in order: **identity** (the body of the agent's identity note, from the roster's JSON cache),
 **owed** (entries waiting for its acknowledgement, races it must reconcile), **decisions** (slot for
-the decisions helper), **checkpoint** (slot), **memory** (slot), **unread** (entries by others since
-its read cursor).
+the decisions helper), **project state** (the current ``state/project.md`` and its version, which
+``state set --expect`` needs), **checkpoint** (slot), **memory** (slot), **unread** (entries by others
+since its read cursor). An entry that acknowledges others says what it acknowledges (a correction:
+what it corrects), by their summaries.
 
 The whole rendering is at most ``max_chars`` characters (default 10,000: what agent runtimes take from
 a hook). Over budget, room goes first to what the agent owes, then to its identity and the slots, then
@@ -33,15 +35,50 @@ OWED_SHARE = 0.45  # at most this share for what the agent owes
 BODY_CHARS = 600  # an unread entry's body is cut after this many characters
 
 
-def _entry_line(located: Located, *, body: bool) -> str:
+def _entry_line(located: Located, *, body: bool, vault: Vault | None = None) -> str:
     e = located.entry
     text = f"- {e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
     if e.ack:
-        text += f" (acks {', '.join(e.ack)})"
+        verb = "corrects" if e.type == "correction" else "acks"
+        named = [f'"{s}" [{i}]' if vault is not None and (s := _summary_of(vault, i)) else i for i in e.ack]
+        text += f" ({verb} {', '.join(named)})"
     if body and e.body:
         shown = e.body if len(e.body) <= BODY_CHARS else e.body[:BODY_CHARS] + " …"
         text += "\n" + "\n".join("  " + line for line in shown.split("\n"))
     return text
+
+
+_SUMMARIES: dict[str, str | None] = {}
+
+
+def _summary_of(vault: Vault, entry_id: str, limit: int = 120) -> str | None:
+    """The summary of entry ``entry_id``, found without parsing the log: the segment of the id's month
+    is searched from its end for the entry's begin line (an acknowledged entry is usually recent),
+    and only that entry is read. None when it is not there."""
+    if entry_id in _SUMMARIES:
+        return _SUMMARIES[entry_id]
+    import mmap
+
+    from . import entries, segments
+
+    found: str | None = None
+    try:
+        month = entries.segment_name(entries.utc_ts(entries.decode_id_ms(entry_id)))
+        with open(vault.root / "log" / f"{month}.md", "rb") as f, mmap.mmap(
+                f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            start = data.rfind(f"{entries.BEGIN_PREFIX}{entry_id} %%".encode())
+            if start >= 0:
+                stop = data.find(b"\n%% nexus:end ", start)
+                stop = data.find(b"\n", stop + 1) if stop >= 0 else -1
+                if stop >= 0:
+                    scan = segments.scan(bytes(data[start:stop + 1]), f"log/{month}.md", offset=start)
+                    if scan.entries:
+                        s = scan.entries[0].entry.summary
+                        found = s if len(s) <= limit else s[: limit - 1] + "…"
+    except (OSError, ValueError):
+        found = None
+    _SUMMARIES[entry_id] = found
+    return found
 
 
 def _cut(text: str, limit: int, hint: str) -> str:
@@ -95,7 +132,7 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
         if full:
             omitted += 1
             continue
-        block = _entry_line(coordination.materialize(vault, ref), body=False)
+        block = _entry_line(coordination.materialize(vault, ref), body=False, vault=vault)
         if used + len(block) + 1 > limit:
             omitted += 1
             full = True
@@ -173,7 +210,8 @@ def _memory_section(vault: Vault, agent: str, limit: int, surface: str = "cli") 
 
 
 def _unread_section(
-    agent: str, items: list[Located], limit: int, surface: str = "cli", owed: frozenset[str] = frozenset()
+    agent: str, items: list[Located], limit: int, surface: str = "cli", owed: frozenset[str] = frozenset(),
+    vault: Vault | None = None,
 ) -> tuple[BriefSection | None, int]:
     """Newest entries first until the budget is spent; returns the section and how many were left out.
     Entries already listed under what the agent owes are counted, not shown twice."""
@@ -185,7 +223,7 @@ def _unread_section(
     listed = [x for x in items if x.entry.id not in owed]
     above = len(items) - len(listed)
     for located in reversed(listed):
-        block = _entry_line(located, body=True)
+        block = _entry_line(located, body=True, vault=vault)
         if used + len(block) + 1 > max(0, limit - footer_room):
             break
         chosen.append(block)
@@ -198,6 +236,29 @@ def _unread_section(
     if above:
         lines.append(f"({above} more listed above, under what you owe)")
     return BriefSection("unread", f"Unread from others: {len(items)}", "\n".join(lines), omitted), omitted
+
+
+def _state_section(vault: Vault, limit: int) -> BriefSection | None:
+    """The project state as it is now (``state/project.md``, read without YAML) and its version,
+    which an agent passes to ``state set --expect``. None when there is no state yet."""
+    import re
+
+    try:
+        text = (vault.root / "state" / "project.md").read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    version = "?"
+    body = text
+    if text.startswith("---\n"):
+        head, sep, rest = text[4:].partition("\n---\n")
+        if sep:
+            body = rest
+            m = re.search(r"^version:\s*\"?(\d+)\"?\s*$", head, re.M)
+            version = m.group(1) if m else "?"
+    lines = [ln for ln in body.strip().splitlines() if ln.strip() != "# Project state"]
+    content = "\n".join(lines).strip() or "(empty)"
+    return BriefSection("state", f"Project state (version {version})",
+                        _cut(content, limit, "the rest is in state/project.md (`nexus state show`)"))
 
 
 def _section_text(section: BriefSection) -> str:
@@ -239,10 +300,12 @@ def build(
     identity = _identity_section(vault, agent, min(int(budget * IDENTITY_SHARE), budget - used - 40))
     used += len(_section_text(identity)) if identity else 0
     slots: list[BriefSection] = []
-    for which in ("decisions", "checkpoint", "memory"):
+    for which in ("decisions", "state", "checkpoint", "memory"):
         room = max(0, (budget - used) // 3)
         if which == "decisions":
             section = _decisions_section(vault, agent, room, surface)
+        elif which == "state":
+            section = _state_section(vault, room)
         elif which == "checkpoint":
             section = _checkpoint_section(vault, agent, room, stale_minutes, surface)
         else:
@@ -252,7 +315,7 @@ def build(
             used += len(_section_text(section))
     items, cursor = log.scan_unread(vault, agent)
     owed_ids = frozenset(ref[0] for ref in data.get("owed", []))  # type: ignore[attr-defined]
-    unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids)
+    unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids, vault)
     # The cursor moves only when every unread entry was shown, so `nexus log read` still returns
     # the ones left out.
     advanced = bool(items) and not peek and not omitted

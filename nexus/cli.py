@@ -757,7 +757,7 @@ def cmd_brief(args: argparse.Namespace) -> int:
     vault = _vault(args)
     st = _settings(args, vault)
     result = brief.build(vault, args.agent, max_chars=st.brief_max_chars, ack_types=st.ack_types,
-                         race_window=st.race_window_seconds, stale_minutes=st.stale_checkpoint_minutes,
+                         race_window=st.race_window_seconds, stale_minutes=int(_stale_minutes(args, vault)),
                          peek=args.peek)
     _emit(args, result.to_json(), brief.render(result))
     return 0
@@ -822,6 +822,8 @@ def _add_coordination_commands(sub: Any, logp: Any) -> None:
     p.add_argument("--max-chars", dest="brief_max_chars", type=int,
                    help="the size bound (default: the vault's brief_max_chars, 10000)")
     p.add_argument("--peek", action="store_true", help="leave the read cursor where it is")
+    p.add_argument("--stale-minutes", type=float,
+                   help="idle time that counts as a probable crash (default: the vault's setting, 30)")
     p = _cmd(logp, "owed", cmd_log_owed, "entries waiting for this agent's acknowledgement",
              "nexus log owed --agent lyra --json")
     p.add_argument("--agent", required=True)

@@ -32,8 +32,9 @@ from . import durable, entries, segments
 from .records import Located
 from .vault import Vault
 
-VERSION = 2
+VERSION = 3  # 3: refused state edits (state-conflict) never race
 RECONCILE = "reconcile"
+REFUSED = "state-conflict"  # a stale state edit, refused: nothing changed
 
 Ref = list[Any]  # [id, agent, file, offset, end, line]
 
@@ -166,7 +167,9 @@ def _race_check(state: dict[str, Any], located: Located, update: Update) -> None
     window = state["window_ms"]
     ms = entries.decode_id_ms(e.id)
     recent: list[list[Any]] = state["recent"]
-    skip = e.type == RECONCILE or e.via is not None
+    # A reconcile settles races, a person's note signed by a helper is no agent's action, and a refused
+    # stale state edit changed nothing: none of them races.
+    skip = e.type in (RECONCILE, REFUSED) or e.via is not None
     if not skip:
         acked = set(e.ack)
         for x in reversed(recent):

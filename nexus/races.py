@@ -3,8 +3,9 @@
 Definition (deterministic, from the log alone): entries X (by agent A) and Y (by agent B ≠ A) with
 X.id < Y.id race when B had not seen X – ``Y.seen`` is null or older than X.id – and Y does not ack X,
 and Y was written at most ``window`` seconds after X (times from the ids' milliseconds; default 60 s).
-A could never have seen the later Y. Entries of type ``reconcile`` never race, nor do a person's notes
-signed by the watcher (``via``). A race is resolved by the first entry of type ``reconcile`` that acks
+A could never have seen the later Y. Entries of type ``reconcile`` never race, nor do refused stale
+state edits (``state-conflict``: nothing changed, so nothing competed), nor a person's notes signed by
+the watcher (``via``). A race is resolved by the first entry of type ``reconcile`` that acks
 both ids; meaning is never merged automatically and both entries always stay.
 
 Answers come from the derived state in ``coordination.py`` (incremental; no full parse per call).

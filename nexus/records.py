@@ -307,7 +307,7 @@ class Race:
 
 @dataclass(frozen=True)
 class BriefSection:
-    """One section of a brief: its name (``identity``, ``owed``, ``decisions``, ``checkpoint``,
+    """One section of a brief: its name (``identity``, ``owed``, ``decisions``, ``state``, ``checkpoint``,
     ``memory``, ``unread``), heading and rendered text, and how many items it left out."""
 
     name: str

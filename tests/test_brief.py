@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import Env
 
@@ -75,3 +76,29 @@ def test_the_hot_path_imports_no_yaml_watchdog_or_whoosh(env: Env) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "more" in proc.stdout
     assert "HEAVY []" in proc.stdout
+
+
+def test_a_correction_says_what_it_corrects_and_the_brief_shows_the_project_state(
+        env: Env, tmp_path: Path) -> None:
+    """Issue 13, items 5 and 6: at 2 a.m. lyra's correction read "(acks 01M8…)"; the brief had no
+    project state; `--stale-minutes` was refused."""
+    wrong = env.run("log", "append", "--agent", "ella", "--channel", "parser", "--type", "note",
+                    "--summary", "Lexer ported; grammar rules next").stdout.strip()
+    env.run("log", "append", "--agent", "lyra", "--channel", "parser", "--type", "correction",
+            "--summary", "Only the lexer's tokens were ported, not its modes", "--ack", wrong)
+    state = tmp_path / "state.md"
+    state.write_text("# Project state\n- Parser port: in progress (ella)\n- Release: Thursday\n")
+    env.run("state", "set", "--agent", "sam", "--expect", "0", "--file", str(state))
+    text = env.run("brief", "--agent", "ella", "--stale-minutes", "5").stdout
+    assert f'(corrects "Lexer ported; grammar rules next" [{wrong}])' in text
+    assert "## Project state (version 1)\n- Parser port: in progress (ella)\n- Release: Thursday" in text
+    as_json = env.run("brief", "--agent", "lyra", "--peek", "--json").json()
+    assert "state" in [s["name"] for s in as_json["sections"]]
+    # --stale-minutes is honoured: a checkpoint idle 2 minutes is a probable crash at 1, not at 30
+    env.run("checkpoint", "save", "--agent", "ella", "--task", "port", "--step", "lexer", "--next", "rules")
+    import time
+
+    time.sleep(1.2)
+    calm = env.run("brief", "--agent", "ella", "--peek", "--stale-minutes", "30").stdout
+    alarmed = env.run("brief", "--agent", "ella", "--peek", "--stale-minutes", "0.01").stdout
+    assert calm != alarmed and "crash" in alarmed.lower() and "crash" not in calm.lower()

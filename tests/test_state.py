@@ -128,3 +128,21 @@ def test_bad_input_changes_nothing(env: Env, tmp_path: Path) -> None:
         assert result.returncode != 0 and needle in result.stderr, result.stderr
     assert not (env.vault.root / "state" / "project.md").exists()
     assert env.run("log", "tail", "--json").json() == []
+
+
+def test_a_refused_stale_edit_is_not_a_race(env: Env, tmp_path: Path) -> None:
+    """Issue 13, item 7: lyra's refused `state set` logged a state-conflict entry that then counted as
+    a race with ella's change; both were told to reconcile a conflict that never happened."""
+    env.run("state", "set", "--agent", "ella", "--expect", "0", "--file",
+            _write(tmp_path, "a.md", "# State\n\n- parser: started\n"))
+    stale = env.run("state", "set", "--agent", "lyra", "--expect", "0", "--file",
+                    _write(tmp_path, "b.md", "# State\n\n- docs: drafted\n"), check=False)
+    assert stale.returncode == 3
+    tail = env.run("log", "tail", "-n", "2", "--json").json()
+    assert [e["type"] for e in tail] == ["state", "state-conflict"]
+    assert env.run("races", "--json").json() == []
+    for agent in ("ella", "lyra"):
+        assert "RACE" not in env.run("brief", "--agent", agent, "--peek").stdout
+    # an ordinary unseen entry by lyra at the same moment still races ella's change
+    env.run("log", "append", "--agent", "lyra", "--channel", "state", "--type", "note", "--summary", "me too")
+    assert len(env.run("races", "--json").json()) == 1
