@@ -156,9 +156,12 @@ def _fold(text: str) -> str:
 
 
 def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, limit: int,
-                archive: Sequence[str] = ()) -> tuple[MemoryResult, tuple[ArchivedEntry, ...]]:
+                archive: Sequence[str] = (), exact: Sequence[str] = (),
+                expect: Sequence[str] | None = None) -> tuple[MemoryResult, tuple[ArchivedEntry, ...]]:
     """Replace every entry of a store by the entries of ``new_text`` (``§``-separated) only if no old
-    entry would be lost: each is still present or matched by one of the ``archive`` substrings."""
+    entry would be lost: each is still present or matched by one of the ``archive`` substrings, or is
+    one of the ``exact`` entries (archived as they are). ``expect``: the entries a plan numbered; the
+    store must still hold exactly those."""
     st = memory.store(vault, target, agent)
     new = list(dict.fromkeys(memory.parse(new_text)))
     if not new:
@@ -171,7 +174,10 @@ def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, 
     with memory.locked(vault, st):
         raw = memory.read_raw(st)
         old = list(dict.fromkeys(memory.parse(raw)))
-        to_archive: list[str] = []
+        if expect is not None and list(expect) != old:
+            raise InputError(f"{st.label} changed since the plan was written (its entries were renumbered);"
+                             " read the numbered list again (`nexus memory list`) and redo the plan")
+        to_archive: list[str] = [o for o in old if o in exact]
         for needle in archive:
             hits = [o for o in old if needle and needle in o]
             if not hits:
@@ -199,6 +205,90 @@ def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, 
     res = memory.result(vault, st, f"Consolidated {len(old)} entries into {len(new)}"
                          f" ({len(moved)} archived).", new, limit, True, backup)
     return res, moved
+
+
+# ---------------------------------------------------------------- consolidating from a plan
+
+
+PLAN_HELP = """A plan names the store's entries by their numbers (`nexus memory list`, or the list a
+"memory full" error prints), one action a line; '#' starts a comment:
+
+    keep 1 4
+    merge 2 3: CI runs on a 2-core box; the full suite takes 6 minutes
+    archive 5
+
+Every entry is kept, merged (its original archived, recoverable with `nexus memory restore`) or archived.
+A merged text may go on over lines that start with two spaces. JSON works too:
+{"keep": [1, 4], "merge": [{"from": [2, 3], "text": "…"}], "archive": [5]}"""
+
+
+def parse_plan(text: str, count: int) -> tuple[list[int], list[tuple[list[int], str]], list[int]]:
+    """(keep, [(merged numbers, new text)], archive) from a plan over ``count`` entries, checked: every
+    number in range, named once, every entry named."""
+    import json
+    import re
+
+    keep: list[int] = []
+    merges: list[tuple[list[int], str]] = []
+    drop: list[int] = []
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+            keep = [int(n) for n in data.get("keep", [])]
+            merges = [([int(n) for n in m["from"]], str(m["text"])) for m in data.get("merge", [])]
+            drop = [int(n) for n in data.get("archive", [])]
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            raise InputError(f"the plan is not valid JSON of keep/merge/archive: {err}") from None
+    else:
+        for i, raw in enumerate(text.splitlines(), 1):
+            line = raw.split("#", 1)[0].rstrip() if not raw.startswith("  ") else raw
+            if not line.strip():
+                continue
+            if raw.startswith("  ") and merges:
+                merges[-1] = (merges[-1][0], merges[-1][1] + "\n" + raw.strip())
+                continue
+            m = re.fullmatch(r"\s*(keep|archive)\s+([\d ,]+)\s*", line) or re.fullmatch(
+                r"\s*(merge)\s+([\d ,]+):\s*(.+)", line)
+            if m is None:
+                raise InputError(f"plan line {i} {raw.strip()!r}: use 'keep N…', 'merge N…: TEXT' or "
+                                 "'archive N…'")
+            numbers = [int(n) for n in re.findall(r"\d+", m.group(2))]
+            if m.group(1) == "keep":
+                keep += numbers
+            elif m.group(1) == "archive":
+                drop += numbers
+            else:
+                merges.append((numbers, m.group(3).strip()))
+    named = keep + drop + [n for nums, _ in merges for n in nums]
+    bad = sorted({n for n in named if not 1 <= n <= count})
+    if bad:
+        raise InputError(f"the plan names entr{'y' if len(bad) == 1 else 'ies'} {bad} but the store has "
+                         f"{count} (numbered 1-{count})")
+    twice = sorted({n for n in named if named.count(n) > 1})
+    if twice:
+        raise InputError(f"the plan names {twice} more than once: keep, merge or archive each entry once")
+    left = [n for n in range(1, count + 1) if n not in named]
+    if left:
+        raise InputError(f"the plan says nothing about entr{'y' if len(left) == 1 else 'ies'} {left}: "
+                         "keep, merge or archive every entry")
+    if any(not t.strip() for _, t in merges):
+        raise InputError("a merge in the plan has no text")
+    return keep, merges, drop
+
+
+def consolidate_plan(vault: Vault, target: str, agent: str | None, plan: str, *,
+                     limit: int) -> tuple[MemoryResult, tuple[ArchivedEntry, ...]]:
+    """Consolidate a store from a plan (``PLAN_HELP``): kept entries stay, each merge becomes one new
+    entry and its originals are archived, archived ones are archived."""
+    st = memory.store(vault, target, agent)
+    old = list(dict.fromkeys(memory.parse(memory.read_raw(st))))
+    keep, merges, drop = parse_plan(plan, len(old))
+    new = [old[n - 1] for n in sorted(keep)] + [text for _, text in merges]
+    gone = [old[n - 1] for n in drop] + [old[n - 1] for nums, _ in merges for n in nums]
+    if not new:
+        raise InputError("the plan keeps nothing; a store cannot be consolidated into no entries")
+    return consolidate(vault, target, agent, "\n§\n".join(new), limit=limit, exact=gone, expect=old)
 
 
 # ---------------------------------------------------------------- restore

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import NexusError
+from .errors import InputError, MemoryFullError, NexusError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -567,11 +567,28 @@ def cmd_memory_consolidate(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     limit = _memory_limits(args, vault)[args.target]
-    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
-    res, moved = archive.consolidate(vault, args.target, args.agent, text, limit=limit,
-                                     archive=tuple(args.archive or ()))
+    source = args.plan or args.file
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    if args.plan:
+        if args.archive:
+            raise InputError("--archive goes with --file; a plan names what it archives itself")
+        res, moved = archive.consolidate_plan(vault, args.target, args.agent, text, limit=limit)
+    else:
+        res, moved = archive.consolidate(vault, args.target, args.agent, text, limit=limit,
+                                         archive=tuple(args.archive or ()))
     data = res.to_json() | {"archived": [m.to_json() for m in moved]}
     _emit(args, data, _memory_text(res) + "".join(f"\narchived {m.id}" for m in moved))
+    return 0
+
+
+def cmd_memory_list(args: argparse.Namespace) -> int:
+    from . import memory
+
+    vault = _vault(args)
+    limit = _memory_limits(args, vault)[args.target]
+    info = memory.listing(vault, args.target, args.agent, limit=limit)
+    _emit(args, info, f"{info['label']} [{info['usage']} chars]\n" + "\n".join(info["lines"])
+          if info["lines"] else f"{info['label']} is empty")
     return 0
 
 
@@ -706,9 +723,17 @@ def _add_memory_commands(sub: Any) -> None:
              "nexus memory consolidate --agent ella --target memory --file new.md --archive 'old plan'")
     p.add_argument("--agent")
     p.add_argument("--target", choices=("memory", "user"), default="memory")
-    p.add_argument("--file", required=True, help="the new entries, separated by lines holding only §")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--file", help="the new entries, separated by lines holding only § (- : standard input)")
+    g.add_argument("--plan", metavar="FILE",
+                   help="a plan naming entries by number: 'keep 1 4', 'merge 2 3: TEXT', 'archive 5' "
+                        "(- : standard input; see `nexus memory list`)")
     p.add_argument("--archive", action="append", metavar="TEXT",
                    help="archive the old entry containing TEXT instead of keeping it (repeatable)")
+    p = _cmd(msub, "list", cmd_memory_list, "a store's entries, numbered as a consolidation plan names them",
+             "nexus memory list --agent ella --json")
+    p.add_argument("--agent", help="the agent whose MEMORY.md (required for --target memory)")
+    p.add_argument("--target", choices=("memory", "user"), default="memory")
 
     facts_p = msub.add_parser("facts", help="the memory index: one note per fact under memory/")
     fsub = facts_p.add_subparsers(title="facts commands", metavar="COMMAND")
@@ -1186,6 +1211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except NexusError as err:
         sys.stderr.write(f"nexus: error: {err}\n")
+        if getattr(args, "json", False) and isinstance(err, MemoryFullError):
+            # a program reads the store's state from the answer instead of parsing the message
+            _emit(args, {"error": "memory-full", "message": str(err).split("\n", 1)[0],
+                         "usage": err.usage, "entries": list(err.entries)}, "")
         return err.exit_code
     except BrokenPipeError:
         return 0

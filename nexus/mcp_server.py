@@ -561,18 +561,39 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
                else facts.restore(vault, i).to_json() for i in ids]
         return {"items": out}
 
+    @tool(READ, "List memory entries")
+    def memory_list(target: Target = "memory") -> dict[str, Any]:
+        """Your MEMORY.md (or USER.md) entries, numbered as a consolidation plan names them."""
+        from . import memory
+
+        return memory.listing(vault, target, agent, limit=limits.get(target, 0))
+
     @tool(CHANGE, "Consolidate memory")
-    def memory_consolidate(text: Annotated[str, Field(description="All the new entries, separated by "
-                                                                  "lines holding only §.")],
+    def memory_consolidate(text: Annotated[str | None, Field(description="All the new entries, separated "
+                                                                         "by lines holding only §.")] = None,
                            target: Target = "memory",
                            archive: Annotated[list[str] | None, Field(
                                description="Old entries (a unique part of each) to archive instead of "
-                                           "keeping.")] = None) -> dict[str, Any]:
-        """Replace all entries with a rewritten set (§-separated), only if no old fact is lost."""
+                                           "keeping.")] = None,
+                           plan: Annotated[str | None, Field(
+                               description="Instead of text: a plan over the numbered entries "
+                                           "(memory_list), one action a line: 'keep 1 4', "
+                                           "'merge 2 3: NEW TEXT', 'archive 5'. Merged originals are "
+                                           "archived.")] = None) -> dict[str, Any]:
+        """Replace all entries with a rewritten set (§-separated) or by a plan, only if no old fact is
+        lost."""
         from . import archive as archive_mod
+        from .errors import InputError
 
-        res, moved = archive_mod.consolidate(vault, target, agent, text, limit=limits.get(target, 0),
-                                             archive=tuple(archive or ()))
+        if plan is not None:
+            if text is not None or archive:
+                raise InputError("give either a plan or text (with archive), not both")
+            res, moved = archive_mod.consolidate_plan(vault, target, agent, plan, limit=limits.get(target, 0))
+        elif text is not None:
+            res, moved = archive_mod.consolidate(vault, target, agent, text, limit=limits.get(target, 0),
+                                                 archive=tuple(archive or ()))
+        else:
+            raise InputError("give the new entries (text) or a plan")
         return res.to_json() | {"archived": [m.to_json() for m in moved]}
 
     @tool(ADD, "Add a fact to the memory index")

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import durable, scan
 from .errors import IdentityError, InputError, MemoryFullError, NotFoundError
@@ -127,10 +127,30 @@ def display(entries: Sequence[str], source: str, vault_root: Path | None = None)
     return out
 
 
+def numbered(entries: Sequence[str], source: str, vault_root: Path | None, width: int = 160) -> list[str]:
+    """One line an entry, numbered as a consolidation plan names them: ``[2] text…  (N chars)``."""
+    out = []
+    for i, e in enumerate(display(entries, source, vault_root), 1):
+        first, *more = e.split("\n")
+        line = first if len(first) <= width else first[: width - 1] + "…"
+        extra = f", {len(more)} more line{'s' if len(more) > 1 else ''}" if more else ""
+        out.append(f"  [{i}] {line}  ({len(e):,} chars{extra})")
+    return out
+
+
+def listing(vault: Vault, target: str, agent: str | None, *, limit: int) -> dict[str, Any]:
+    """A store's entries numbered as a consolidation plan names them (``nexus memory list``)."""
+    st = store(vault, target, agent)
+    entries = list(dict.fromkeys(parse(read_raw(st))))
+    return {"label": st.label, "usage": f"{size(entries):,}/{limit:,}", "limit": limit,
+            "entries": display(entries, st.label, vault.root),
+            "lines": numbered(entries, st.label, vault.root)}
+
+
 def _listing(entries: Sequence[str], source: str, vault_root: Path) -> str:
-    shown = display(entries, source, vault_root)
-    return " Current entries: " + " ".join(f"[{i}] {e!r}" for i, e in enumerate(shown, 1)) if shown \
-        else " There are no entries."
+    lines = numbered(entries, source, vault_root)
+    return ("\nCurrent entries (numbered for `nexus memory consolidate --plan`):\n" + "\n".join(lines)
+            if lines else " There are no entries.")
 
 
 # ---------------------------------------------------------------- dates sidecar

@@ -381,3 +381,43 @@ def test_control_characters_are_refused(env: Env) -> None:
     with pytest.raises(UnsafeContentError, match="invisible"):
         add(env, "zero\u200bwidth")
     assert not _file(env).exists()
+
+
+def test_memory_full_reads_well_and_consolidates_from_a_plan(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13, item 8: the memory-full error was one 2,400-character line, and consolidating meant
+    naming every merged original with its own --archive."""
+    monkeypatch.setenv("NEXUS_MEMORY_CHARS", "400")
+    facts = ["CI runs on a 2-core box", "The full suite takes 6 minutes on CI",
+             "Flaky watcher test fixed by waiting on the event",
+             "Plan: migrate CI to 4 cores next week\nthen drop the 6-minute budget",
+             "Sam prefers answers under five lines", "Release steps: bump, tag, push, announce"]
+    for text in facts:
+        env.run("memory", "add", "--agent", "ella", "--content", text)
+    full = env.run("memory", "add", "--agent", "ella", "--content", "x" * 200, check=False)
+    assert full.returncode != 0 and "Traceback" not in full.stderr
+    lines = full.stderr.strip().split("\n")
+    assert lines[0].startswith("nexus: error: ") and "would exceed the limit" in lines[0]
+    assert lines[2].startswith("  [1] CI runs on a 2-core box  (23 chars)")
+    assert "  [4] Plan: migrate CI to 4 cores next week  (" in full.stderr and "1 more line" in full.stderr
+    assert all(len(line) < 200 for line in lines)
+    as_json = env.run("memory", "add", "--agent", "ella", "--content", "x" * 200, "--json", check=False)
+    data = json.loads(as_json.stdout)
+    assert data["error"] == "memory-full" and data["entries"][0] == facts[0] and "/400" in data["usage"]
+    listed = env.run("memory", "list", "--agent", "ella", "--json").json()
+    assert listed["entries"] == facts and listed["lines"][0].startswith("  [1] ")
+    plan = env.vault.root.parent / "plan.txt"
+    plan.write_text("# what ella decided to keep\nkeep 3 5 6\nmerge 1 2: CI: 2 cores, full suite 6 min\n"
+                    "archive 4\n", encoding="utf-8")
+    done = env.run("memory", "consolidate", "--agent", "ella", "--plan", str(plan), "--json").json()
+    assert len(done["archived"]) == 3  # the two merged originals and the archived plan, all restorable
+    now = env.run("memory", "list", "--agent", "ella", "--json").json()["entries"]
+    assert now == [facts[2], facts[4], facts[5], "CI: 2 cores, full suite 6 min"]
+    archived = {a["text"].strip() for a in env.run("memory", "restore", "--json").json()}
+    assert {facts[0], facts[1], facts[3]} <= archived
+    # a plan that forgets an entry, or was written against another numbering, changes nothing
+    bad = env.vault.root.parent / "bad.txt"
+    bad.write_text("keep 1 2\n", encoding="utf-8")
+    refused = env.run("memory", "consolidate", "--agent", "ella", "--plan", str(bad), check=False)
+    assert refused.returncode != 0 and "says nothing about entries [3, 4]" in refused.stderr
+    assert env.run("memory", "list", "--agent", "ella", "--json").json()["entries"] == now
