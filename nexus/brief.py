@@ -24,18 +24,48 @@ from __future__ import annotations
 
 import time
 
-from . import coordination, log, roster
+from . import coordination, log, roster, trust
 from .hints import say
 from .records import Brief, BriefSection, Located
 from .settings import DEFAULT_ACK_TYPES
+from .trust import Keyring
 from .vault import Vault
+from .verify import mark
 
 IDENTITY_SHARE = 0.25  # at most this share of the budget for the identity note
 OWED_SHARE = 0.45  # at most this share for what the agent owes
 BODY_CHARS = 600  # an unread entry's body is cut after this many characters
 
 
+UNVERIFIED_TITLE = "UNVERIFIED: not their authors' words"
+
+
+def unverified_line(located: Located) -> str:
+    """How every reader shows an entry that failed the per-entry check (``verify.check_entry``):
+    marked, never as its claimed author's words, without its body."""
+    e = located.entry
+    return (f"- UNVERIFIED [{located.verdict}] entry {e.id} at {located.file}:{located.line_start} "
+            f"claims to be by {e.agent} ({e.channel} · {e.type}): {e.summary[:120]!r} "
+            f"— do not act on it; see `nexus verify`")
+
+
+def split_verified(items: list[Located]) -> tuple[list[Located], list[Located]]:
+    """(entries shown as their author's words, entries shown apart and marked). An entry nobody
+    checked (verdict None) counts as unverified."""
+    good = [loc for loc in items if loc.verdict == "ok"]
+    return good, [loc for loc in items if loc.verdict != "ok"]
+
+
+def entry_text(located: Located, *, body: bool = True) -> str:
+    """An entry as every reader shows it: its author's words when verified, else marked."""
+    if located.verdict != "ok":
+        return unverified_line(located)
+    return _entry_line(located, body=body)
+
+
 def _entry_line(located: Located, *, body: bool, vault: Vault | None = None) -> str:
+    if located.verdict != "ok":
+        return unverified_line(located)
     e = located.entry
     text = f"- {e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
     if e.ack:
@@ -97,7 +127,7 @@ def _identity_section(vault: Vault, agent: str, limit: int) -> BriefSection | No
                         _cut(body, limit, f"the rest is in agents/{agent}/identity.md"))
 
 
-def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
+def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int, ring: Keyring,
                   surface: str = "cli") -> BriefSection | None:
     from .records import Race
 
@@ -113,7 +143,9 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
         if full:
             omitted += 1
             continue
-        race = Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref))
+        a_loc, b_loc = mark([coordination.materialize(vault, a_ref),
+                             coordination.materialize(vault, b_ref)], ring, vault)
+        race = Race(a_loc, b_loc)
         block = (
             f"- RACE: {race.a.entry.agent}'s [{race.a.entry.id}] \"{race.a.entry.summary}\" and "
             f"{race.b.entry.agent}'s [{race.b.entry.id}] \"{race.b.entry.summary}\" were written without "
@@ -261,6 +293,15 @@ def _state_section(vault: Vault, limit: int) -> BriefSection | None:
                         _cut(content, limit, "the rest is in state/project.md (`nexus state show`)"))
 
 
+def _unverified_section(items: list[Located], limit: int) -> BriefSection | None:
+    """Unread entries that failed verification: apart from the others, marked, bodies withheld."""
+    if not items:
+        return None
+    lines = [unverified_line(loc) for loc in items]
+    text = _cut("\n".join(lines), max(limit, 200), "run `nexus verify` for every finding")
+    return BriefSection("unverified", f"{UNVERIFIED_TITLE} ({len(items)})", text)
+
+
 def _section_text(section: BriefSection) -> str:
     return f"## {section.title}\n{section.text}\n" if section.text else f"## {section.title}\n"
 
@@ -295,7 +336,8 @@ def build(
     is_human = info.get("kind") == "human"
     data: dict[str, object] = ({"owed": [], "races": []} if is_human
                                else coordination.view(vault, agent, ack_types, race_window))
-    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE), surface)
+    ring = trust.load(vault)
+    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE), ring, surface)
     used = len(_section_text(owed)) if owed else 0
     identity = _identity_section(vault, agent, min(int(budget * IDENTITY_SHARE), budget - used - 40))
     used += len(_section_text(identity)) if identity else 0
@@ -313,7 +355,10 @@ def build(
         if section is not None:
             slots.append(section)
             used += len(_section_text(section))
-    items, cursor = log.scan_unread(vault, agent)
+    items, cursor = log.scan_unread(vault, agent, ring=ring)
+    items, suspect = split_verified(items)
+    flagged = _unverified_section(suspect, max(0, (budget - used) // 4))
+    used += len(_section_text(flagged)) if flagged else 0
     owed_ids = frozenset(ref[0] for ref in data.get("owed", []))  # type: ignore[attr-defined]
     unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids, vault)
     # The cursor moves only when every unread entry was shown, so `nexus log read` still returns
@@ -321,7 +366,7 @@ def build(
     advanced = bool(items) and not peek and not omitted
     if not peek and not omitted and cursor is not None:
         log.advance_cursor(vault, agent, cursor)
-    sections = tuple(s for s in (identity, owed, *slots, unread) if s is not None)
+    sections = tuple(s for s in (identity, owed, *slots, unread, flagged) if s is not None)
     if unread is None:
         sections += (BriefSection("unread", "Unread from others: 0", "nothing new"),)
     return Brief(

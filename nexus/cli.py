@@ -72,6 +72,18 @@ def _read_body(args: argparse.Namespace) -> str | None:
     return body
 
 
+def _entries_text(items: list[Any], empty: str) -> str:
+    """Verified entries as their authors' words; anything else after them, apart and marked."""
+    from .brief import UNVERIFIED_TITLE, split_verified, unverified_line
+
+    good, suspect = split_verified(items)
+    parts = [_entry_text(i) for i in good]
+    if suspect:
+        parts.append(f"{UNVERIFIED_TITLE} ({len(suspect)}):\n"
+                     + "\n".join(unverified_line(i) for i in suspect))
+    return "\n\n".join(parts) or empty
+
+
 def _entry_text(located: Any) -> str:
     e = located.entry
     head = f"{e.ts} · {e.agent} · {e.channel} · {e.type} — {e.summary}  [{e.id}]"
@@ -102,8 +114,35 @@ def cmd_agent_add(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     ident = identity.add(vault, _keys_home(), args.name, human=args.human)
+    from . import trust
+
+    trust.load(vault)  # pin the new key on this machine now (trust on first use)
     _emit(args, ident.to_json(),
           f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}")
+    return 0
+
+
+def cmd_agent_trust(args: argparse.Namespace) -> int:
+    from . import trust
+
+    vault = _vault(args)
+    new, old = trust.accept(vault, _keys_home(), args.name)
+    text = (f"{args.name}: key {new} already trusted" if new == old else
+            f"{args.name}: now trusting key {new}" + (f" (previous key {old} stays trusted for older entries)"
+                                                        if old else ""))
+    _emit(args, {"name": args.name, "key_id": new, "previous": old}, text)
+    return 0
+
+
+def cmd_agent_trusted(args: argparse.Namespace) -> int:
+    from . import trust
+
+    rows = trust.listing(_vault(args), _keys_home())
+    lines = [f"{r['name']:<20} key {r['key_id']} {'current' if r['current'] else 'older  '} "
+             f"since {r['since']} ({r['how']})"
+             + (f"  ! identity note declares {r['note_key_id']}, NOT trusted"
+                if r["changed"] and r["current"] else "") for r in rows]
+    _emit(args, rows, "\n".join(lines) or "no keys pinned yet")
     return 0
 
 
@@ -144,8 +183,7 @@ def cmd_log_read(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     items = log.unread(vault, args.agent, advance=not args.peek)
-    _emit(args, [i.to_json() for i in items],
-          "\n\n".join(_entry_text(i) for i in items) or "nothing new")
+    _emit(args, [i.to_json() for i in items], _entries_text(items, "nothing new"))
     return 0
 
 
@@ -154,8 +192,7 @@ def cmd_log_tail(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     items = log.tail(vault, args.n)
-    _emit(args, [i.to_json() for i in items],
-          "\n\n".join(_entry_text(i) for i in items) or "the log is empty")
+    _emit(args, [i.to_json() for i in items], _entries_text(items, "the log is empty"))
     return 0
 
 
@@ -1159,6 +1196,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="lowercase letters, digits and dashes")
     p.add_argument("--human", action="store_true", help="a person, not an agent")
     _cmd(agent, "list", cmd_agent_list, "list identities", "nexus agent list --json")
+    p = _cmd(agent, "trust", cmd_agent_trust,
+             "trust the key NAME's identity note declares now (accept a key rotation)",
+             "nexus agent trust ella")
+    p.add_argument("name")
+    _cmd(agent, "trusted", cmd_agent_trusted, "list the keys this machine trusts, by name",
+         "nexus agent trusted --json")
 
     logp = sub.add_parser("log", help="the live-context log").add_subparsers(
         title="log commands", metavar="COMMAND")
@@ -1208,6 +1251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from . import trust
+
+        trust.configure(_keys_home)  # keys pinned on this machine (trust on first use), found lazily
         return handler(args)
     except NexusError as err:
         sys.stderr.write(f"nexus: error: {err}\n")

@@ -7,6 +7,11 @@ Two shapes, both acknowledged only once the bytes are on disk:
   folder. A crash at any point leaves the old file or the new one, never a mix or a file of zeros.
 
 If fsync reports an error the write is treated as lost (the OSError propagates); it is never retried.
+
+Temp files are named ``.NAME.PID.XXXXXXXX.tmp``. A writer killed between creating one and renaming it
+leaves it behind; the next ``replace`` of the same file removes every such temp file whose process is
+gone (and an old-style one without a pid once it is a minute old), so recovery converges with no temp
+file left wherever nexus writes.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ def replace(path: Path, data: bytes, *, durable: bool = True, mode: int = 0o644)
     the vault when they are missing or unreadable.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temp_files(path)
     # what tempfile.mkstemp does (a new name, O_EXCL) without importing tempfile (random, shutil…: ~20
     # ms on a per-turn command)
     fd, tmp = -1, ""
@@ -85,6 +91,45 @@ def replace(path: Path, data: bytes, *, durable: bool = True, mode: int = 0o644)
         raise
 
 
+def sweep_temp_files(path: Path) -> list[str]:
+    """Remove the temp files of ``path`` that a dead writer left (see the module docstring)."""
+    import time
+
+    prefix = f".{path.name}."
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(path.parent) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return removed
+    for name in names:
+        middle = name[len(prefix):-4].split(".")
+        stale: bool
+        if len(middle) == 2 and middle[0].isdigit():
+            stale = not _alive(int(middle[0]))
+        else:
+            try:
+                stale = time.time() - os.stat(path.parent / name).st_mtime > 60
+            except OSError:
+                continue
+        if stale:
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / name)
+                removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
+
+
 def create_exclusive(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     """Create ``path`` with ``data`` durably; fail with FileExistsError if it exists."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,9 +139,15 @@ def create_exclusive(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         while view:
             view = view[os.write(fd, view):]
         os.fsync(fd)
-    finally:
         os.close(fd)
-    fsync_dir(path.parent)
+        fd = -1
+        fsync_dir(path.parent)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):  # a failed create leaves nothing (the caller may retry)
+            os.unlink(path)
+        raise
 
 
 def truncate(path: Path, size: int) -> None:

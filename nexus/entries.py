@@ -123,7 +123,9 @@ def canonical_fields(
         "summary": summary, "body": body, "ack": list(ack), "seen": seen, "seq": seq, "prev": prev,
         "key": key, "via": via,
     }
-    return _CANONICAL_JSON(data).encode("utf-8")
+    # (surrogatepass: a field read from a damaged end line may hold a lone surrogate; hashing it must
+    # not raise, and its signature simply fails)
+    return _CANONICAL_JSON(data).encode("utf-8", "surrogatepass")
 
 
 def signing_bytes(entry: Entry) -> bytes:
@@ -137,7 +139,9 @@ def entry_hash(entry: Entry) -> str:
 
 def hash_canonical(canonical_bytes: bytes, sig: str) -> str:
     """``entry_hash`` from canonical bytes already computed (the write path signs them too)."""
-    return hashlib.sha256(canonical_bytes + b"\n" + sig.encode("ascii")).hexdigest()
+    # (a signature nexus wrote is base64, so ASCII; a damaged one may hold any character, and hashing
+    # it must never raise: the entry is reported, the log goes on)
+    return hashlib.sha256(canonical_bytes + b"\n" + sig.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # ---------------------------------------------------------------- render
@@ -260,6 +264,22 @@ def _opt_str(value: object) -> str | None:
     if not isinstance(value, str):
         raise TypeError(f"expected a string, got {type(value).__name__}")
     return value
+
+
+def canonical_flaw(lines: list[str], entry: Entry) -> str | None:
+    """Why ``lines`` (an entry's lines as read, line endings removed) are not exactly what nexus writes
+    for ``entry``, or None when they are. Only the canonical encoding verifies: an end line with an
+    extra or renamed field, other spacing or key order, escapes where nexus writes none (or none
+    where it writes one) all read as the same entry, so each is a change its signature cannot see."""
+    if lines[1] != header_line(entry):
+        return "the header line is not in canonical form"
+    end = end_line(entry)
+    if lines[-1] != end:
+        return "the end line is not in canonical form (fields, order, spacing or escapes differ)"
+    for line in lines[3:-1]:
+        if escape_body_line(unescape_body_line(line)) != line:
+            return "a body line is escaped otherwise than nexus escapes it"
+    return None
 
 
 def unsigned(entry: Entry) -> Entry:

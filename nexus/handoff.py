@@ -191,6 +191,10 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     # (resuming, older ids are skipped before ``keep``: their activity is in the saved scan)
     window, marks, _newest = log.scan_after(vault, saved["segments"] if resume and saved else {},
                                             after_entry if resume else None, keep)
+    report = verify.verify(vault, progress=progress)
+    # Only entries that verify are anyone's words here; the others are listed under integrity.
+    suspect = {p.entry_id for p in report.problems if p.entry_id and p.kind in verify.ENTRY_KINDS}
+    window = [loc for loc in window if loc.entry.id not in suspect]
     by_id = {loc.entry.id: loc for loc in window}  # (links go to the window's entries only)
     newest = log.tail(vault, 1)
     shown: set[str] = set()
@@ -203,7 +207,6 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
 
     # ---- waiting for a person
     waiting: list[str] = []
-    report = verify.verify(vault, progress=progress)
     items["integrity"] = [p.to_json() for p in report.errors]
     for p in report.errors:
         target = p.file.removesuffix(".md")

@@ -91,6 +91,9 @@ def run(event: str, opts: dict[str, str], data: dict[str, Any]) -> dict[str, Any
     max_chars = int(opts["max-chars"]) if "max-chars" in opts else None
     st = resolve({"brief_max_chars": max_chars} if max_chars else {}, os.environ, vault.config())
     home = Path(opts["home"]).expanduser() if "home" in opts else keys_home()
+    from . import trust
+
+    trust.configure(home)  # the keys this machine pinned decide what the context shows as verified
     if event == "session-start":
         text = session.start(vault, agent, sid, source=str(data.get("source") or "startup"),
                              max_chars=st.brief_max_chars, ack_types=st.ack_types,

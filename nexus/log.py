@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from .vault import Vault
 
 if TYPE_CHECKING:
     from .identity import Signer
+    from .trust import Keyring
 
 TAIL_FILE = "tail.json"
 
@@ -178,17 +178,25 @@ def _rebuild_state(vault: Vault, previous: dict[str, Any] | None) -> dict[str, A
 
 
 def _quarantine(vault: Vault, path: Path, torn: segments.Torn) -> str:
-    """Move a torn tail's bytes to ``.nexus/quarantine/`` and cut it from the segment."""
+    """Move a torn tail's bytes to ``.nexus/quarantine/`` and cut it from the segment. Caller holds
+    the log lock.
+
+    Converges after a crash at any step: the copy is named by the segment, the offset and a hash of
+    the bytes, so a crash between the copy and the cut finds the same copy next time and only cuts;
+    a crash inside the copy leaves a temp file the next ``durable.replace`` there removes."""
+    import hashlib
+
     with open(path, "rb") as f:
         f.seek(torn.offset)
         data = f.read()
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = vault.state / "quarantine" / f"{path.stem}-{stamp}-{torn.offset}.torn"
-    n = 1
-    while target.exists():  # two torn tails at one offset in one second: keep both
-        n += 1
-        target = target.with_name(f"{path.stem}-{stamp}-{torn.offset}-{n}.torn")
-    durable.replace(target, data)
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    target = vault.state / "quarantine" / f"{path.stem}-{torn.offset}-{digest}.torn"
+    try:
+        same = target.read_bytes() == data
+    except OSError:
+        same = False
+    if not same:
+        durable.replace(target, data)
     durable.truncate(path, torn.offset)
     return vault.rel(target)
 
@@ -420,27 +428,41 @@ class LogWriter:
                 # Invalidate the in-memory state first: if the write fails, the next append must
                 # look at the file again instead of trusting a size that may be wrong.
                 self._stamp = None
-                durable.append_fd(fd, lead + text_bytes)
+                before = os.fstat(fd).st_size
+                try:
+                    durable.append_fd(fd, lead + text_bytes)
+                except BaseException as err:
+                    _undo_append(fd, before, err)
+                    raise
             except BaseException:
                 if fd >= 0:
                     os.close(fd)
                 raise
             self._fd = fd
+            # The entry is durable: from here on nothing may turn the append into a failure (a retry
+            # would write it twice). Derived state that cannot be written is rebuilt by the next append.
             start = state["size"] + len(lead)
             first_line = state["lines"] + lead.count(b"\n") + 1
             n_lines = text_bytes.count(b"\n")
             located = Located(entry, rel, first_line, first_line + n_lines - 2,
-                              start, start + len(text_bytes))
+                              start, start + len(text_bytes), "ok")
             state["size"] = start + len(text_bytes)
             state["lines"] = first_line - 1 + n_lines
             _absorb(state, located, digest)
             self._state = state
-            if not fast or dir_mtime is None:  # (a new segment changes the folder's mtime)
-                dir_mtime = os.stat(log_dir).st_mtime_ns
-            self._stamp = (dir_mtime, ino, state["size"])
-            self._unsaved += 1
-            if not fast or self._unsaved >= SAVE_EVERY:
-                self._save()
+            try:
+                if not fast or dir_mtime is None:  # (a new segment changes the folder's mtime)
+                    dir_mtime = os.stat(log_dir).st_mtime_ns
+                self._stamp = (dir_mtime, ino, state["size"])
+                self._unsaved += 1
+                if not fast or self._unsaved >= SAVE_EVERY:
+                    self._save()
+            except OSError:  # (tail.json is derived: the next append looks at the files again)
+                self._stamp = None
+            with contextlib.suppress(OSError):  # a head that lags is normal (heads.py)
+                from . import heads
+
+                heads.write(self.vault, signer, agent, entry.seq, entry.id, digest)
         return AppendResult(located, tuple(quarantined))
 
     def _adopt(self, path: Path, size: int) -> dict[str, Any] | None:
@@ -551,6 +573,19 @@ def _separator_needed(path: Path, size: int) -> bytes:
     return b"\n" if last.endswith(b"\n") else b"\n\n"
 
 
+def _undo_append(fd: int, before: int, err: BaseException) -> None:
+    """A write or fsync of an entry failed: cut the segment back to where the append began, so a
+    failed append leaves no entry behind (its retry is then the only copy). Called under the lock."""
+    try:
+        os.ftruncate(fd, before)
+    except OSError as cut:
+        raise IntegrityError(
+            f"appending failed ({err}) and the partial entry could not be removed ({cut}): it may be "
+            "in the log; check with `nexus log tail` before retrying") from err
+    with contextlib.suppress(OSError):  # the cut is visible to every reader even if this fails
+        os.fsync(fd)
+
+
 def repair_tail(vault: Vault) -> list[str]:
     """Quarantine a torn tail, if any (what the next append would do); return what was moved."""
     quarantined: list[str] = []
@@ -598,17 +633,23 @@ def _cursor_start(path: Path, size: int, mark: Any) -> tuple[int, int, str | Non
     return 0, 1, None
 
 
-def unread(vault: Vault, agent: str, *, advance: bool = True) -> list[Located]:
-    """Entries by others that ``agent`` has not read, oldest first; advances the cursor unless told not."""
-    items, cursor = scan_unread(vault, agent)
+def unread(vault: Vault, agent: str, *, advance: bool = True, ring: Keyring | None = None) -> list[Located]:
+    """Entries by others that ``agent`` has not read, oldest first, each with its verdict (see
+    :func:`scan_unread`); advances the cursor unless told not."""
+    items, cursor = scan_unread(vault, agent, ring=ring)
     if advance and cursor is not None:
         advance_cursor(vault, agent, cursor)
     return items
 
 
-def scan_unread(vault: Vault, agent: str) -> tuple[list[Located], dict[str, Any] | None]:
+def scan_unread(
+    vault: Vault, agent: str, *, ring: Keyring | None = None
+) -> tuple[list[Located], dict[str, Any] | None]:
     """Entries by others that ``agent`` has not read, oldest first, and the cursor that marks them
     read (``None`` when it would not change); nothing is written. See :func:`advance_cursor`.
+
+    Each entry carries its verdict (``Located.verdict``: "ok" only when it is canonical and signed by
+    its author's trusted key, ``ring``, default this machine's pins): readers show the others apart.
 
     The cursor keeps, per segment, the byte offset just after the last entry read there and the
     segment's size when read, so a read opens only segments that changed and scans only what was
@@ -624,6 +665,7 @@ def scan_unread(vault: Vault, agent: str) -> tuple[list[Located], dict[str, Any]
     out, marks, newest_seen = scan_after(vault, cursor["segments"], seen,
                                          keep=lambda e: e.agent != agent,
                                          arrived=arrived if seen is not None else frozenset())
+    out = _marked(vault, out, ring)
     if newest_seen != seen or marks != cursor["segments"] or arrived_end != arrived_at:
         saved: dict[str, Any] = {"seen": newest_seen, "segments": marks}
         if arrived_end:
@@ -713,13 +755,22 @@ def scan_after(
     return out, marks, newest_seen
 
 
+def _marked(vault: Vault, items: list[Located], ring: Keyring | None) -> list[Located]:
+    if not items:
+        return items
+    from .verify import mark  # (imports the signature check only when there is something to check)
+
+    return mark(items, ring, vault)
+
+
 def advance_cursor(vault: Vault, agent: str, cursor: dict[str, Any]) -> None:
     """Save ``agent``'s cursor (as returned by :func:`scan_unread`) durably."""
     durable.replace(_cursor_path(vault, agent), json.dumps(cursor).encode())
 
 
-def tail(vault: Vault, n: int = 10) -> list[Located]:
-    """The last ``n`` entries, oldest first, reading backwards from the end of the newest segments."""
+def tail(vault: Vault, n: int = 10, *, ring: Keyring | None = None) -> list[Located]:
+    """The last ``n`` entries, oldest first, reading backwards from the end of the newest segments,
+    each with its verdict (as :func:`scan_unread`)."""
     if n <= 0:
         return []
     out: list[Located] = []
@@ -728,7 +779,7 @@ def tail(vault: Vault, n: int = 10) -> list[Located]:
         out[:0] = found
         if len(out) >= n:
             break
-    return out[-n:]
+    return _marked(vault, out[-n:], ring)
 
 
 def _tail_of(vault: Vault, path: Path, n: int) -> list[Located]:

@@ -36,6 +36,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 CLI_WITHOUT_TOOL = {
     "init": "creates a vault: set-up, done once by a person in a shell",
     "agent add": "creates a key pair on the machine: set-up, done by a person",
+    "agent trust": "accepting a changed key is a person's decision, never an agent's",
     "watch": "a long-running process, not a call",
     "mcp": "this server itself",
     "memory import-hermes": "a one-off migration from files on disk, run from a shell",
@@ -213,6 +214,9 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
     check_name(agent)
     if tools not in TOOL_SETS:
         raise InputError(f"unknown tool set {tools!r}: use one of {', '.join(TOOL_SETS)}")
+    from . import trust
+
+    trust.configure(keys_home)  # the keys this machine pinned decide what readers show as verified
     if not vault.identity_path(agent).is_file():
         from .errors import IdentityError
 
@@ -333,6 +337,13 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
     def agent_list(full: Full = False) -> dict[str, Any]:
         """The identities in the vault (agents and people)."""
         return _items(list(identity.all_identities(vault).values()))
+
+    @tool(READ, "List trusted keys")
+    def agent_trusted() -> dict[str, Any]:
+        """The keys this machine trusts for each name (pinned on first use), and changed keys."""
+        from . import trust
+
+        return _items(trust.listing(vault, keys_home))
 
     # ------------------------------------------------------------ decisions, state, checkpoints, handoff
     @tool(ADD, "Record a decision")
@@ -665,9 +676,10 @@ def _resources(server: MCPServer, vault: Vault) -> None:
     @server.resource("nexus://log/tail", name="live-log", mime_type="text/markdown",
                      description="The last 50 entries of the live-context log")
     def live_log() -> str:
-        from . import entries, log
+        from . import log
+        from .brief import entry_text
 
-        return "\n".join(entries.render(x.entry) for x in log.tail(vault, 50)) or "(the log is empty)\n"
+        return "\n".join(entry_text(x) for x in log.tail(vault, 50)) or "(the log is empty)\n"
 
     @server.resource("nexus://decisions", name="decisions", mime_type="text/markdown",
                      description="The active decisions, one line each")

@@ -49,12 +49,24 @@ class Located:
     line_end: int
     offset: int
     end_offset: int
+    # None: not checked yet; "ok": canonical, and signed by its author's trusted key; otherwise
+    # "KIND: what is wrong" (a verify finding kind: non-canonical, forged, edited, unknown-agent,
+    # key-changed). Readers show only "ok" entries as their author's words.
+    verdict: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.verdict == "ok"
 
     def to_json(self) -> dict[str, Any]:
         data = self.entry.to_json()
         data.update(
             file=self.file, line_start=self.line_start, line_end=self.line_end, link=self.link
         )
+        if self.verdict is not None:
+            data["verified"] = self.verdict == "ok"
+            if self.verdict != "ok":
+                data["problem"] = self.verdict
         return data
 
     @property

@@ -19,8 +19,8 @@ CACHE = "cache/roster.json"
 
 
 def roster(vault: Vault) -> dict[str, dict[str, Any]]:
-    """``{name: {"kind": "agent"|"human", "body": str, "stamp": [mtime_ns, size]}}`` for every
-    identity note, by name."""
+    """``{name: {"kind": "agent"|"human", "body": str, "public_key": str|None, "stamp": [mtime_ns,
+    size]}}`` for every identity note, by name."""
     cache_path = vault.state / CACHE
     try:
         cached = json.loads(cache_path.read_bytes())
@@ -46,7 +46,7 @@ def roster(vault: Vault) -> dict[str, dict[str, Any]]:
             continue
         stamp = [st.st_mtime_ns, st.st_size]
         known = cached.get(child.name)
-        if isinstance(known, dict) and known.get("stamp") == stamp:
+        if isinstance(known, dict) and known.get("stamp") == stamp and "public_key" in known:
             out[child.name] = known
             continue
         entry = _parse(vault, child.name, stamp)
@@ -83,4 +83,6 @@ def _parse(vault: Vault, name: str, stamp: list[int]) -> dict[str, Any] | None:
     except (InputError, OSError, UnicodeDecodeError):
         return None
     kind = props.get("kind", "agent")
-    return {"stamp": stamp, "kind": kind if kind in ("agent", "human") else "agent", "body": body}
+    key = props.get("public_key")
+    return {"stamp": stamp, "kind": kind if kind in ("agent", "human") else "agent", "body": body,
+            "public_key": key if isinstance(key, str) else None}

@@ -148,7 +148,52 @@ def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
     else:
         flush_stray(pos)
         result.end_offset, result.end_line = pos, line_no
+    if result.torn is None:
+        _garbage_tail(result, data, offset, line)
     return result
+
+
+def _unprintable(raw: bytes) -> bool:
+    """Bytes no person types: NUL and other control characters (tab, CR aside), invalid UTF-8."""
+    if any((b < 32 and b not in (9, 13)) or b == 127 for b in raw):
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _garbage_tail(result: Scan, data: bytes, offset: int, line: int) -> None:
+    """Zero-filled or garbage bytes after the last entry (what a crash leaves on some filesystems)
+    are a torn tail, from the first line that holds them to the end: never a person's text."""
+    last_end = max([loc.end_offset for loc in result.entries] + [b.end_offset for b in result.broken]
+                   + [offset])
+    trailing = [s for s in result.stray if s.offset >= last_end]
+    if not trailing:
+        return
+    pos = trailing[0].offset
+    rel = pos - offset
+    while rel < len(data):
+        nl = data.find(b"\n", rel)
+        stop = len(data) if nl < 0 else nl
+        if _unprintable(data[rel:stop]):
+            start = offset + rel
+            at_line = line + data.count(b"\n", 0, rel)
+            kept: list[Stray] = []
+            for s in result.stray:
+                if s.offset >= start:
+                    continue
+                if s.end_offset > start:  # a run whose later lines are the garbage: keep its start
+                    n = data.count(b"\n", s.offset - offset, start - offset)
+                    s = Stray(s.line_start, s.line_start + max(0, n - 1), s.offset, start,
+                              "\n".join(s.text.split("\n")[:n]))
+                kept.append(s)
+            result.stray = kept
+            result.torn = Torn(start, at_line, offset + len(data) - start)
+            result.end_offset, result.end_line = start, at_line
+            return
+        rel = stop + 1
 
 
 def _finish(
@@ -159,7 +204,9 @@ def _finish(
     except FrameError as err:
         _broken(result, lines, start, end, str(err))
         return
-    result.entries.append(Located(entry, file, start[1], last_line, start[0], end))
+    flaw = entries.canonical_flaw(lines, entry)
+    result.entries.append(Located(entry, file, start[1], last_line, start[0], end,
+                                  None if flaw is None else f"non-canonical: {flaw}"))
 
 
 def _broken(result: Scan, lines: list[str], start: tuple[int, int], end: int, message: str) -> None:

@@ -1,6 +1,10 @@
 """``nexus verify``: check every segment's framing, signatures, chains and ids.
 
-Each problem names the entry (id, file, line) and what is wrong with it:
+Each problem names the entry (id, file, line) and what is wrong with it. Every kind, its cause and
+what a person does about it are listed in ``vault_template/NEXUS-FORMAT.md`` ("What `nexus verify`
+reports"). Verification never raises on any bytes: whatever cannot be read is a finding on that
+entry. Entries by different agents may sit in any order (a merge of two machines' logs interleaves
+them); only an agent's own order counts.
 
 | kind          | meaning |
 |---------------|---------|
@@ -20,6 +24,10 @@ Each problem names the entry (id, file, line) and what is wrong with it:
 | copy-left     | a conflict copy whose entries are all in the log (warning: archive it) |
 | sync-conflict | a note under `conflicts/` a merge listed (warning: resolve it, then delete the note) |
 | renamed       | links in signed text moved to a note renamed in Obsidian; signed before (warning) |
+
+``check_entry`` is the per-entry check (canonical form, author, trusted key, signature): a pure
+function of an entry and a ``Keyring`` (plain data), so it runs in worker processes
+(``verify_state.py``) and in every reader that must tell an author's words from anything else.
 """
 
 from __future__ import annotations
@@ -27,13 +35,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import entries, log, segments
+from . import entries, log, segments, trust
 from .identity import all_identities, verify_signature
 from .progress import Progress
-from .records import Identity, Located, Problem
+from .records import Located, Problem
+from .trust import Keyring
 from .vault import Vault
 
-WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict", "renamed"})
+WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict", "renamed", "fork-resolved"})
+# Findings on one entry that mean it is not its author's words as signed: readers show it apart.
+ENTRY_KINDS = frozenset({"edited", "non-canonical", "forged", "unknown-agent", "key-changed", "framing"})
+# A line outside any entry that imitates framing: part of a damaged entry, never a person's note.
+_FRAMING_HINTS = ("nexus:begin", "nexus:end", "nexus:segment", '"sig":')
 
 
 @dataclass
@@ -84,6 +97,11 @@ def scan_problems(rel: str, result: segments.Scan) -> tuple[list[tuple[int, Prob
         if s.text.startswith("%% nexus:notice "):  # a notice `nexus watch` wrote (shadow.py)
             title = next((ln for ln in s.text.splitlines() if ln.startswith("> [!")), first)
             stray.append((s.offset, Problem("notice", rel, s.line_start, title.split("] ", 1)[-1])))
+            continue
+        if looks_like_framing(s.text) or not printable(s.text):
+            stray.append((s.offset, Problem("damaged", rel, s.line_start,
+                "text outside any entry that is a damaged copy of an entry or not printable text: "
+                f"{first!r}")))
             continue
         stray.append((s.offset, Problem("stray-text", rel, s.line_start,
                                         f"text outside any entry: {first!r}")))
@@ -147,14 +165,13 @@ class _Renamed:
         return changes
 
 
-def verify_exact(vault: Vault) -> Report:
+def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
     """Everything from scratch, in one process, holding every entry in memory: the reference the
     streaming verification (``verify_state.py``) agrees with, and what it falls back to when the log's
     ids or an agent's sequence go backwards (a duplicate, a reorder or a fork)."""
     report = Report(full=True)
     renamed = _Renamed(vault)
-    identities = all_identities(vault)
-    by_key = {ident.key_id: ident for ident in identities.values()}
+    ring = ring if ring is not None else trust.load(vault)
     chains: dict[str, list[_Link]] = {}
     seen_ids: dict[str, Located] = {}
     last_ids: dict[str, str] = {}  # agent -> the newest id of its entries so far (only its own order counts)
@@ -184,17 +201,21 @@ def verify_exact(vault: Vault) -> Report:
                     f"id is older than {e.agent}'s entry before it ({last_id})", e.id, e.agent))
             else:
                 last_ids[e.agent] = e.id
-            verdict = _check_signature(report, located, identities, by_key, renamed)
+            verdict, problem = check_entry(located, ring, renamed)
+            if problem is not None:
+                report.problems.append(problem)
             if verdict != "foreign":  # an entry forged in another's name is not part of its chain
                 signed = renamed.signed.get(e.id, e)  # the text as signed, when only links moved
                 chains.setdefault(e.agent, []).append(
                     _Link(located, entries.entry_hash(signed), verdict == "ok"))
     heads = {agent: _check_chain(report, links) for agent, links in chains.items()}
-    check_heads(report, vault, {a: (seq, digest, loc.file, loc.line_start)
-                                 for a, (seq, digest, loc) in heads.items()})
+    tops = {a: (seq, digest, loc.file, loc.line_start, loc.entry.id)
+            for a, (seq, digest, loc) in heads.items()}
+    check_heads(report, vault, {a: t[:4] for a, t in tops.items()})
+    report.problems.extend(vault_problems(vault, ring, tops))
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes (issue 4)
 
-    report.problems.extend(check_notes(vault, identities, set(seen_ids)))
+    report.problems.extend(check_notes(vault, all_identities(vault), set(seen_ids)))
     check_copies(report, vault, set(seen_ids))
     return report
 
@@ -223,6 +244,43 @@ def check_copies(report: Report, vault: Vault, ids: set[str] | None) -> None:
                                            "a merge listed a conflict: resolve it, then delete the note"))
 
 
+def vault_problems(
+    vault: Vault, ring: Keyring, tops: dict[str, tuple[int, str, str, int, str]]
+) -> list[Problem]:
+    """What the whole vault shows beyond its entries: identity notes declaring keys this machine does
+    not trust, and signed heads (``heads.py``) naming entries the log no longer holds. ``tops``:
+    agent -> (seq, hash, file, line, id) of the newest link of its chain."""
+    from . import heads
+
+    out: list[Problem] = []
+    for name, kid in sorted(ring.changed.items()):
+        out.append(Problem("key-changed", f"agents/{name}/identity.md", 1,
+            f"the identity note declares key {kid}, but this machine trusts only "
+            f"{', '.join(sorted(ring.keys.get(name, {})))} for {name}: its entries signed with the new "
+            f"key are not trusted (if the rotation is genuine: `nexus agent trust {name}`)", None, name))
+    out.extend(heads.check(vault, ring, tops))
+    return out
+
+
+def looks_like_framing(text: str) -> bool:
+    """Whether text found outside any entry imitates an entry's framing (a damaged or partial copy
+    of an entry), so it can be neither a person's note nor harmless stray text."""
+    for line in text.split("\n"):
+        stripped = line.lstrip("\\ \t>")
+        if (entries.HEADER_RE.match(stripped) or (stripped.startswith("%%") and "nexus:" in stripped)) \
+                and not stripped.startswith("%% nexus:notice"):
+            return True
+        if any(hint in line for hint in _FRAMING_HINTS):
+            return True
+    return False
+
+
+def printable(text: str) -> bool:
+    """Text a person could have typed: no NUL or other control characters (tab and newline aside),
+    no undecodable bytes (read as U+FFFD)."""
+    return not any((ord(c) < 32 and c not in "\t\n\r") or c == "\x7f" or c == "\ufffd" for c in text)
+
+
 @dataclass
 class _Link:
     located: Located
@@ -234,38 +292,34 @@ class _Link:
         return self.located.entry.seq
 
 
-def _check_signature(
-    report: Report, located: Located, identities: dict[str, Identity], by_key: dict[str, Identity],
-    renamed: _Renamed | None = None,
-) -> str:
-    """Report a bad signature; return "ok", "edited" (the author's, text changed) or "foreign"."""
-    verdict, problem = check_entry(located, identities, by_key, renamed)
-    if problem is not None:
-        report.problems.append(problem)
-    return verdict
-
-
 def check_entry(
-    located: Located, identities: dict[str, Identity], by_key: dict[str, Identity],
-    renamed: _Renamed | None = None, canonical: bytes | None = None,
+    located: Located, ring: Keyring, renamed: _Renamed | None = None, canonical: bytes | None = None,
 ) -> tuple[str, Problem | None]:
-    """One entry's own verdict, independent of every other entry (so it can run in any process):
-    "ok", "edited" (the author's key, text changed) or "foreign" (not part of its author's chain),
-    and the problem to report, if any. With ``renamed``, an entry whose links Obsidian moved to a
-    renamed note is "ok" with a ``renamed`` warning (``renamed.signed`` keeps the text as signed).
-    ``canonical``: ``entries.canonical(entry)`` when the caller has it already."""
+    """The per-entry check, independent of every other entry (so it runs in any process): canonical
+    form, a known author, a key this machine trusts for that author (``ring``, trust.py), a valid
+    signature. Returns (status, problem): status "ok" (signed by its author; it may still carry a
+    ``non-canonical`` or ``renamed`` finding), "edited" (the author's key, text changed after signing)
+    or "foreign" (not the author's: forged, unknown agent, untrusted key; not part of its chain).
+    With ``renamed``, an entry whose links Obsidian moved to a renamed note is "ok" with a ``renamed``
+    warning (``renamed.signed`` keeps the text as signed). ``canonical``: ``entries.canonical(entry)``
+    when the caller has it already. Never raises."""
     e = located.entry
     where = (located.file, located.line_start)
-    author = identities.get(e.agent)
-    data = entries.SIGN_CONTEXT + (entries.canonical(e) if canonical is None else canonical)
-    if author is None:
-        return "foreign", Problem("unknown-agent", *where, f"no identity note for {e.agent!r}", e.id, e.agent)
+    keys = ring.keys.get(e.agent)
+    try:
+        data = entries.SIGN_CONTEXT + (entries.canonical(e) if canonical is None else canonical)
+    except (UnicodeError, ValueError):  # (defensive: canonical() is total on parsed entries)
+        return "foreign", Problem("framing", *where, "fields cannot be encoded", e.id, e.agent)
+    if keys is None:
+        return "foreign", Problem("unknown-agent", *where, f"no identity note for {e.agent!r}",
+                                  e.id, e.agent)
     if not e.sig:
         return "foreign", Problem("forged", *where, f"entry claims {e.agent} but carries no signature",
                                   e.id, e.agent)
-    if e.key == author.key_id:
-        if not verify_signature(author.public_key, e.sig, data):
-            changes = renamed.original(e, author.public_key) if renamed is not None else None
+    public = keys.get(e.key)
+    if public is not None:
+        if not verify_signature(public, e.sig, data):
+            changes = renamed.original(e, public) if renamed is not None else None
             if changes is not None:
                 moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
                 return "ok", Problem("renamed", *where,
@@ -273,37 +327,114 @@ def check_entry(
                     "holds for the text before the rename", e.id, e.agent)
             return "edited", Problem("edited", *where,
                 f"signature by {e.agent} does not match the text: changed after signing", e.id, e.agent)
+        flaw = located.verdict
+        if flaw is not None and flaw.startswith("non-canonical"):
+            return "ok", Problem("non-canonical", *where, f"{flaw.split(': ', 1)[-1]}: the signed fields "
+                                 "are intact but their encoding was changed", e.id, e.agent)
         return "ok", None
-    signer = by_key.get(e.key)
-    if signer is not None and verify_signature(signer.public_key, e.sig, data):
-        msg = f"claims {e.agent} but is signed with {signer.name}'s key"
-    elif verify_signature(author.public_key, e.sig, data):
+    if ring.changed.get(e.agent) == e.key:
+        return "foreign", Problem("key-changed", *where, f"signed with {e.agent}'s new key {e.key}, which "
+                                  f"this machine does not trust yet (`nexus agent trust {e.agent}`)",
+                                  e.id, e.agent)
+    owner = ring.owner(e.key)
+    signer_key = ring.public_key(owner, e.key) if owner else None
+    if owner is not None and signer_key is not None and verify_signature(signer_key, e.sig, data):
+        msg = f"claims {e.agent} but is signed with {owner}'s key"
+    elif any(verify_signature(k, e.sig, data) for k in keys.values()):
         msg = f"signature is {e.agent}'s but names the key {e.key}"
     else:
         msg = f"signed with a key that belongs to no identity ({e.key})"
     return "foreign", Problem("forged", *where, msg, e.id, e.agent)
 
 
+def verdict(located: Located, ring: Keyring, renamed: _Renamed | None = None) -> str:
+    """``located.verdict`` after the per-entry check: "ok" (a warning such as ``renamed`` included),
+    or "KIND: message"."""
+    _status, problem = check_entry(located, ring, renamed)
+    return "ok" if problem is None or problem.kind in WARNING_KINDS else f"{problem.kind}: {problem.message}"
+
+
+def mark(items: list[Located], ring: Keyring | None, vault: Vault) -> list[Located]:
+    """``items`` with their verdicts (readers show only "ok" entries as their author's words)."""
+    from dataclasses import replace
+
+    if not items:
+        return items
+    ring = ring if ring is not None else trust.load(vault)
+    renamed = _Renamed(vault)
+    return [replace(loc, verdict=verdict(loc, ring, renamed)) for loc in items]
+
+
 def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:
-    """Check one agent's chain (its entries in file order); return its head (seq, hash, entry)."""
+    """Check one agent's chain (its entries in file order); return its head (seq, hash, entry).
+
+    A fork (two entries that both follow the same entry, or two first entries) is named once, on the
+    fork point, with every branch; entries on the later branches are not reported again. A fork is
+    resolved by a ``reconcile`` entry of the agent that descends from one branch and acks the first
+    entry of every branch (``nexus log resolve-fork``)."""
     agent = links[0].located.entry.agent
-    by_seq: dict[int, _Link] = {}
-    flagged: set[int] = set()  # ids of links already reported, one problem per entry
+    by_digest: dict[str, _Link] = {}
+    for link in links:
+        by_digest.setdefault(link.digest, link)
+    children: dict[str, list[_Link]] = {}
+    for link in links:
+        prev = link.located.entry.prev
+        if link.seq == 1 and prev is None:
+            parent = ""
+        elif prev is not None and prev in by_digest and by_digest[prev].seq + 1 == link.seq:
+            parent = prev
+        else:
+            continue
+        children.setdefault(parent, []).append(link)
+    in_branch: set[int] = set()  # links on a later branch of a fork
+    flagged: set[int] = set()
+    for parent, kids in children.items():
+        if len(kids) < 2:
+            continue
+        later = kids[1:]
+        stack = list(later)
+        branch_ids: set[int] = set()
+        while stack:
+            link = stack.pop()
+            if id(link) in branch_ids:
+                continue
+            branch_ids.add(id(link))
+            stack.extend(children.get(link.digest, []))
+        in_branch |= branch_ids
+        resolved = _fork_resolved(links, children, kids)
+        names = ", ".join(f"{k.located.entry.id} ({k.located.file}:{k.located.line_start})" for k in kids)
+        at = kids[1].located
+        seq = kids[0].seq
+        message = (f"{agent}'s chain forks at seq {seq}: {len(kids)} entries follow the same "
+                   f"{'start' if parent == '' else 'entry ' + by_digest[parent].located.entry.id}: {names}")
+        if resolved is not None:
+            report.problems.append(Problem("fork-resolved", at.file, at.line_start,
+                f"{message}; resolved by {resolved.located.entry.id}", at.entry.id, agent))
+        else:
+            report.problems.append(Problem("fork", at.file, at.line_start,
+                f"{message}; {agent} cannot append until it chooses a branch: "
+                f"`nexus log resolve-fork --agent {agent} --keep ID`", at.entry.id, agent))
+        flagged |= branch_ids
 
     def add(kind: str, link: _Link, message: str) -> None:
         loc = link.located
         report.problems.append(Problem(kind, loc.file, loc.line_start, message, loc.entry.id, agent))
         flagged.add(id(link))
 
+    by_seq: dict[int, _Link] = {}
     top: _Link | None = None
     for link in links:
+        if id(link) in in_branch:
+            if top is None or link.seq > top.seq:
+                top = link
+            continue
         first = by_seq.get(link.seq)
         if first is not None:
             add("duplicate", link, f"{agent} already has an entry with seq {link.seq} "
                 f"({first.located.entry.id} at {first.located.file}:{first.located.line_start}): a fork")
             continue
         by_seq[link.seq] = link
-        if top is not None and link.seq < top.seq:
+        if top is not None and link.seq < top.seq and id(top) not in in_branch:
             add("reordered", link, f"{agent}'s seq {link.seq} comes after seq {top.seq} in the log")
         if top is None or link.seq > top.seq:
             top = link
@@ -311,15 +442,33 @@ def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]
     expected = 1
     for seq in sorted(by_seq):
         link = by_seq[seq]
-        before = by_seq.get(seq - 1)
-        message = _link_message(agent, expected, seq, link.located.entry.prev,
-                                None if before is None else (before.signed_ok, before.digest,
-                                                             before.located.entry.id))
-        # (a reordered seq 1 naming a previous entry is reported even though it is flagged already)
-        if message is not None and (id(link) not in flagged or (seq == 1 and before is None)):
-            add("missing", link, message)
+        if seq > expected:
+            gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
+            if id(link) not in flagged:
+                add("missing", link, f"{agent}'s entries with seq {gap} are missing before this one "
+                    f"(seq {seq}): deleted")
+        elif seq >= 1:
+            before = by_seq.get(seq - 1)
+            prev = link.located.entry.prev
+            if before is None and prev is not None and seq == 1:
+                add("missing", link, f"{agent}'s first entry names a previous entry")
+            elif before is not None and before.signed_ok and prev != before.digest and (
+                id(link) not in flagged
+            ) and not (prev in by_digest and id(by_digest[prev]) in in_branch):
+                add("missing", link, f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} "
+                    f"({before.located.entry.id}): that entry was replaced")
         expected = max(expected, seq + 1)
     return top.seq, top.digest, top.located
+
+
+def _fork_resolved(links: list[_Link], children: dict[str, list[_Link]], kids: list[_Link]) -> _Link | None:
+    """The reconcile entry that resolves the fork whose first entries are ``kids``, if any."""
+    wanted = {k.located.entry.id for k in kids}
+    for link in links:
+        e = link.located.entry
+        if e.type == "reconcile" and link.signed_ok and wanted <= set(e.ack):
+            return link
+    return None
 
 
 def _link_message(agent: str, expected: int, seq: int, prev: str | None,

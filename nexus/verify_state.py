@@ -35,8 +35,18 @@ from typing import Any
 from . import entries, log, segments
 from .progress import Progress
 from .records import Identity, Problem
+from .trust import Keyring
 from .vault import Vault
-from .verify import Head, Report, check_copies, check_entry, check_heads, next_link_problem, scan_problems
+from .verify import (
+    Head,
+    Report,
+    check_copies,
+    check_entry,
+    check_heads,
+    next_link_problem,
+    scan_problems,
+    vault_problems,
+)
 
 STATE_VERSION = 1
 CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries
@@ -45,9 +55,9 @@ MAX_RANGES = 64  # hashed ranges a segment keeps before they are merged into one
 _BLOCK = 4 << 20
 _MARK = b"\n" + entries.BEGIN_PREFIX.encode()
 
-# What the checking processes use (set before the pool forks, so children inherit them).
-_IDS: dict[str, Identity] = {}
-_BY_KEY: dict[str, Identity] = {}
+# What the checking processes use (set before the pool forks, so children inherit them): the keys
+# this machine trusts (trust.py, plain data) and the run's verify._Renamed.
+_RING: list[Keyring] = [Keyring()]
 _RENAMED: list[Any] = []  # the run's verify._Renamed (links moved by a rename in Obsidian)
 
 
@@ -111,7 +121,7 @@ def check_chunk(job: Job) -> Chunk:
     for loc in result.entries:
         e = loc.entry
         canonical = entries.canonical(e)  # (once: signed bytes and chain hash both use it)
-        verdict, problem = check_entry(loc, _IDS, _BY_KEY, _RENAMED[0] if _RENAMED else None, canonical)
+        verdict, problem = check_entry(loc, _RING[0], _RENAMED[0] if _RENAMED else None, canonical)
         signed = _RENAMED[0].signed.get(e.id) if _RENAMED else None  # as signed, when only links moved
         recs.append((e.id, e.agent, e.seq, e.prev, e.type, loc.line_start, verdict, problem,
                      "" if verdict == "foreign" else entries.entry_hash(signed) if signed is not None
@@ -215,7 +225,7 @@ class _Fold:
 # ------------------------------------------------------------------ running
 
 
-def context_of(vault: Vault, identities: dict[str, Identity]) -> str:
+def context_of(vault: Vault, identities: dict[str, Identity], ring: Keyring | None = None) -> str:
     """What every remembered verdict depends on besides the bytes: the identities, the renames the
     watcher recorded and the code that checks. Any change to these and the state is not used. (An
     ``edited`` verdict may also turn ``renamed`` when a decision note is renamed: a state holding one
@@ -223,12 +233,15 @@ def context_of(vault: Vault, identities: dict[str, Identity]) -> str:
     h = hashlib.sha256(f"nexus-verify-state/{STATE_VERSION}\n".encode())
     for name, ident in sorted(identities.items()):
         h.update(json.dumps([name, ident.kind, ident.public_key, ident.key_id]).encode() + b"\n")
+    if ring is not None:  # the keys trusted on this machine decide every verdict too
+        h.update(json.dumps([ring.keys, ring.changed, ring.pinned], sort_keys=True).encode() + b"\n")
     try:
         h.update((vault.state / "renames.jsonl").read_bytes())
     except OSError:
         h.update(b"-")
     here = Path(__file__).parent
-    for module in ("verify.py", "verify_state.py", "segments.py", "entries.py", "identity.py", "renames.py"):
+    for module in ("verify.py", "verify_state.py", "segments.py", "entries.py", "identity.py", "renames.py",
+                   "trust.py"):
         try:
             h.update((here / module).read_bytes())
         except OSError:
@@ -239,16 +252,15 @@ def context_of(vault: Vault, identities: dict[str, Identity]) -> str:
 def run(vault: Vault, *, full: bool = False, progress: Progress | None = None,
         parallel: bool = True) -> Report:
     """Verify the log (see the module's docstring); save what was verified for the next run."""
+    from . import trust
     from .identity import all_identities
     from .verify import _Renamed, verify_exact
 
     _RENAMED[:] = [_Renamed(vault)]
     identities = all_identities(vault)
-    context = context_of(vault, identities)
-    _IDS.clear()
-    _IDS.update(identities)
-    _BY_KEY.clear()
-    _BY_KEY.update({ident.key_id: ident for ident in identities.values()})
+    ring = trust.load(vault)
+    context = context_of(vault, identities, ring)
+    _RING[0] = ring
     files = log.segment_files(vault)
     state = None if full else _load(vault, context)
     try:
@@ -264,7 +276,7 @@ def run(vault: Vault, *, full: bool = False, progress: Progress | None = None,
             fold, fresh = _check(vault, _Fold(), files, progress, parallel), True
     except _Anomaly:
         _forget(vault)
-        return verify_exact(vault)
+        return verify_exact(vault, ring)
     report = _report(vault, fold, files, identities, full=fresh)
     order = [name for name, _ in files]
     if fresh or fold.checked or fold.merged:
@@ -464,6 +476,9 @@ def _report(vault: Vault, fold: _Fold, files: list[tuple[str, Path]], identities
         report.problems.extend(found)
     check_heads(report, vault, {a: (h.seq, h.digest, h.file, h.line)
                                 for a, (h, _) in fold.chains.items() if h is not None})
+    report.problems.extend(vault_problems(vault, _RING[0], {
+        a: (h.seq, h.digest, h.file, h.line, h.entry_id)
+        for a, (h, _) in fold.chains.items() if h is not None}))
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions)))

@@ -857,8 +857,10 @@ def run(
     holds the vault."""
     import importlib
 
+    from . import trust
     from .locks import exclusive
 
+    trust.configure(keys_home)  # what the watcher verifies (and shadows) uses this machine's pins
     lock = vault.lock("watch")
     pid_file = vault.state / "watch" / "pid"
     try:

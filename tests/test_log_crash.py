@@ -101,11 +101,14 @@ def test_torn_tail_quarantined_by_next_cli_append(env: Env) -> None:
     env.append("ella", "complete")
     (_, path), = log.segment_files(env.vault)
     whole = path.read_bytes()
+    head = env.vault.agent_dir("ella") / "head.json"
+    head_before = head.read_bytes()
     env.append("ella", "will be torn", body="half of this is lost")
     data = path.read_bytes()
     torn = data[len(whole):len(whole) + 140]
     path.write_bytes(whole + torn)
     (env.vault.state / "tail.json").unlink()  # the torn entry was never acknowledged
+    head.write_bytes(head_before)  # (nor signed as ella's head, which happens after the fsync)
     report = env.run("verify", "--json", check=False)
     assert report.returncode == 1
     assert [p["kind"] for p in report.json()["problems"]] == ["torn-tail"]

@@ -14,6 +14,7 @@ def test_truncate_at_every_byte_of_the_last_entry(env: Env) -> None:
     env.append("lyra", "second", body="two\n\nwith a blank line")
     (_, path), = log.segment_files(env.vault)
     before = path.read_bytes()
+    heads_before = {p: p.read_bytes() for p in env.vault.agents_dir.glob("*/head.json")}
     env.append("ella", "third", body="three " * 20 + "\n%% nexus:end {} %%\nlast line")
     whole = path.read_bytes()
     assert len(whole) - len(before) > 200
@@ -24,6 +25,8 @@ def test_truncate_at_every_byte_of_the_last_entry(env: Env) -> None:
         data = whole[:cut]
         path.write_bytes(data)
         tail_json.unlink(missing_ok=True)  # a torn write was never acknowledged: nothing recorded it
+        for head_file, head_before in heads_before.items():  # (nor the signed heads, written only
+            head_file.write_bytes(head_before)  # after the fsync; each cut is a scenario of its own)
 
         scan = segments.scan(data, "log/x.md")
         assert [loc.entry.id for loc in scan.entries][:2] == kept_ids
