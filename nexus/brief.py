@@ -28,9 +28,7 @@ from . import coordination, log, roster, trust
 from .hints import say
 from .records import Brief, BriefSection, Located
 from .settings import DEFAULT_ACK_TYPES
-from .trust import Keyring
 from .vault import Vault
-from .verify import mark
 
 IDENTITY_SHARE = 0.25  # at most this share of the budget for the identity note
 OWED_SHARE = 0.45  # at most this share for what the agent owes
@@ -127,7 +125,7 @@ def _identity_section(vault: Vault, agent: str, limit: int) -> BriefSection | No
                         _cut(body, limit, f"the rest is in agents/{agent}/identity.md"))
 
 
-def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int, ring: Keyring,
+def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
                   surface: str = "cli") -> BriefSection | None:
     from .records import Race
 
@@ -143,9 +141,7 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
         if full:
             omitted += 1
             continue
-        a_loc, b_loc = mark([coordination.materialize(vault, a_ref),
-                             coordination.materialize(vault, b_ref)], ring, vault)
-        race = Race(a_loc, b_loc)
+        race = Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref))
         block = (
             f"- RACE: {race.a.entry.agent}'s [{race.a.entry.id}] \"{race.a.entry.summary}\" and "
             f"{race.b.entry.agent}'s [{race.b.entry.id}] \"{race.b.entry.summary}\" were written without "
@@ -249,6 +245,10 @@ def _unread_section(
     Entries already listed under what the agent owes are counted, not shown twice."""
     if not items:
         return None, 0
+    items, suspect = split_verified(items)  # (an unverified entry is never shown among the others)
+    apart = ([f"{UNVERIFIED_TITLE} ({len(suspect)}):", *(unverified_line(x) for x in suspect)]
+             if suspect else [])
+    limit -= sum(len(line) + 1 for line in apart)
     chosen: list[str] = []
     used = 0
     footer_room = 120
@@ -267,6 +267,7 @@ def _unread_section(
                         f"{say(surface, 'read', agent=agent)}")
     if above:
         lines.append(f"({above} more listed above, under what you owe)")
+    lines += apart
     return BriefSection("unread", f"Unread from others: {len(items)}", "\n".join(lines), omitted), omitted
 
 
@@ -337,7 +338,7 @@ def build(
     data: dict[str, object] = ({"owed": [], "races": []} if is_human
                                else coordination.view(vault, agent, ack_types, race_window))
     ring = trust.load(vault)
-    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE), ring, surface)
+    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE), surface)
     used = len(_section_text(owed)) if owed else 0
     identity = _identity_section(vault, agent, min(int(budget * IDENTITY_SHARE), budget - used - 40))
     used += len(_section_text(identity)) if identity else 0

@@ -340,7 +340,8 @@ def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: f
 
 
 def materialize(vault: Vault, ref: Ref) -> Located:
-    """The entry a ref points to, read with one seek (or found by id if the file moved under it)."""
+    """The entry a ref points to, read with one seek (or found by id if the file moved under it), with
+    its verdict (``Located.verdict``)."""
     entry_id, _agent, file, offset, end, line = ref
     try:
         with open(vault.root / file, "rb") as f:
@@ -348,9 +349,16 @@ def materialize(vault: Vault, ref: Ref) -> Located:
             data = f.read(end - offset)
         found = segments.scan(data, file, offset=offset, line=line).entries
         if found and found[0].entry.id == entry_id:
-            return found[0]
+            return _checked(vault, found[0])
     except OSError:
         pass
     from .log import find_entry
 
-    return find_entry(vault, entry_id)
+    return _checked(vault, find_entry(vault, entry_id))
+
+
+def _checked(vault: Vault, located: Located) -> Located:
+    """The entry with its verdict (readers show only verified entries as their author's words)."""
+    from .verify import mark
+
+    return mark([located], None, vault)[0]

@@ -135,7 +135,7 @@ def test_a_key_swapped_into_an_identity_note_is_not_trusted(env: Env) -> None:
 @pytest.mark.parametrize("change", ["extra-field", "spaces", "reorder", "rename-seen", "escape"])
 def test_a_changed_end_line_encoding_does_not_verify(env: Env, change: str) -> None:
     env.append("ella", "one")
-    target = env.append("lyra", "two", body="%% nexus:looks like framing").located
+    target = env.append("lyra", "two", body="**2026-11-30 04:41:07Z** · looks like a header").located
     env.append("ella", "three")
     path = _segment(env)
     data = path.read_bytes()
@@ -153,7 +153,7 @@ def test_a_changed_end_line_encoding_does_not_verify(env: Env, change: str) -> N
         new_end = end.replace('"seen":', '"sene":')
     else:
         new_end = end
-        chunk = chunk.replace("\\%% nexus:looks", "%% nexus:looks")
+        chunk = chunk.replace("\\**2026-11-30", "**2026-11-30")
     assert new_end != end or change == "escape"
     new = chunk.replace(end, new_end)
     assert new != data[target.offset:target.end_offset].decode()
