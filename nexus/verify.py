@@ -258,7 +258,14 @@ def vault_problems(
             f"the identity note declares key {kid}, but this machine trusts only "
             f"{', '.join(sorted(ring.keys.get(name, {})))} for {name}: its entries signed with the new "
             f"key are not trusted (if the rotation is genuine: `nexus agent trust {name}`)", None, name))
-    out.extend(heads.check(vault, ring, tops))
+    found = heads.check(vault, ring, tops)
+    if any(p.kind == "truncated" for p in found):
+        from . import copies  # entries only in a file-sync conflict copy are not gone: conflict-copy says so
+
+        elsewhere = {loc.entry.id for path in copies.find(vault)
+                     for loc in copies.missing_entries(vault, path)[0]}
+        found = [p for p in found if not (p.kind == "truncated" and p.entry_id in elsewhere)]
+    out.extend(found)
     return out
 
 
