@@ -37,7 +37,8 @@ ATTRIBUTES = (
     "log/*.md merge=nexus -text", "decisions/*.md merge=nexus", "Decisions.md merge=nexus",
     "state/project.md merge=nexus", "state/history/*.md merge=nexus",
     "agents/*/checkpoint.md merge=nexus", "agents/*/checkpoint-history.md merge=nexus",
-    "agents/*/identity.md merge=nexus", "agents/*/MEMORY.md merge=nexus", "agents/*/bank.md merge=nexus",
+    "agents/*/identity.md merge=nexus", "agents/*/head.json merge=nexus", "agents/*/MEMORY.md merge=nexus",
+    "agents/*/bank.md merge=nexus",
     "USER.md merge=nexus", "memory/*.md merge=nexus", "handoff/*.md merge=nexus", "nexus.md merge=nexus",
 )
 MANAGED = ("log", "decisions", "Decisions.md", "state", "agents", "USER.md", "memory", "handoff",

@@ -17,6 +17,8 @@ conflict note (``conflicts/``) that a person or an agent resolves.
 | state       | ``state/project.md``: the higher version (ours on a tie); a history version written on both
 |             | sides keeps ours and lists theirs as a state conflict |
 | handoff     | both kept: theirs under the next free name (``-2``, ``-3``…) |
+| head        | ``agents/NAME/head.json`` (a signed head, heads.py): the higher seq (then id); both sides are
+|             | signed statements and the log keeps both branches of a fork, so nothing is lost |
 | derived     | ``Decisions.md``, ``memory/MEMORY-INDEX.md``: ours (rewritten from the notes after a merge) |
 | text        | anything else: git's own three-way text merge; a clash is left to a person |
 """
@@ -47,6 +49,7 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     ("state", r"state/project\.md"),
     ("state-version", r"state/history/v\d{4,}\.md"),
     ("handoff", r"handoff/\d{4}-\d\d-\d\d(?:-\d+)?\.md"),
+    ("head", r"agents/[a-z0-9-]+/head\.json"),
 ))
 
 
@@ -368,6 +371,18 @@ def merge_handoff(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
     return Merged(ours, beside=[(path, theirs)])  # the caller picks the next free name for theirs
 
 
+def merge_head(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
+    """The signed head with the higher (seq, id); an unreadable side loses."""
+    def rank(data: bytes) -> tuple[int, str]:
+        try:
+            head = json.loads(data)
+            return int(head["seq"]), str(head["id"])
+        except (ValueError, KeyError, TypeError):
+            return -1, ""
+
+    return Merged(theirs if rank(theirs) > rank(ours) else ours)
+
+
 def merge_derived(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
     return Merged(ours)
 
@@ -393,5 +408,5 @@ _RULES = {
     "segment": merge_segment, "checkpoint": merge_checkpoint, "cp-history": merge_lines_by_record,
     "memory": merge_memory, "bank": merge_bank, "review": merge_review, "derived": merge_derived,
     "decision": merge_decision, "state": merge_state, "state-version": merge_state_version,
-    "handoff": merge_handoff, "text": merge_text,
+    "handoff": merge_handoff, "head": merge_head, "text": merge_text,
 }
