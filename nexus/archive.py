@@ -112,10 +112,33 @@ class SweepReport:
 
 
 def _stores(vault: Vault, agent: str | None) -> list[memory.Store]:
+    """The stores a sweep may prune: agents' MEMORY.md only. The user profile (USER.md) is never
+    pruned automatically: what a person is and wants is theirs to change."""
     agents = [agent] if agent else sorted(
         p.name for p in vault.agents_dir.iterdir() if (p / "MEMORY.md").is_file()
     ) if vault.agents_dir.is_dir() else []
-    return [*(memory.store(vault, "memory", a) for a in agents), memory.store(vault, "user", None)]
+    return [memory.store(vault, "memory", a) for a in agents]
+
+
+def _kept_path(vault: Vault, st: memory.Store) -> Path:
+    return memory.dates_path(vault, st).with_name(f"{st.key}-kept.json")
+
+
+def _kept(vault: Vault, st: memory.Store) -> set[str]:
+    """Digests of the entries someone restored from the archive: a sweep never takes them again."""
+    import json
+
+    try:
+        return {str(d) for d in json.loads(_kept_path(vault, st).read_bytes()).get("kept", [])}
+    except (FileNotFoundError, ValueError, AttributeError, TypeError):
+        return set()
+
+
+def _keep(vault: Vault, st: memory.Store, text: str) -> None:
+    import json
+
+    kept = _kept(vault, st) | {hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]}
+    durable.replace(_kept_path(vault, st), json.dumps({"store": st.key, "kept": sorted(kept)}).encode())
 
 
 def sweep(vault: Vault, *, older_than_days: float, limits: dict[str, int], agent: str | None = None,
@@ -130,10 +153,13 @@ def sweep(vault: Vault, *, older_than_days: float, limits: dict[str, int], agent
             raw = memory.read_raw(st)
             entries = list(dict.fromkeys(memory.parse(raw)))
             dates = memory.load_dates(vault, st)
+            kept_by_hand = _kept(vault, st)
             stay: list[str] = []
             for e in entries:
                 first = memory.first_seen(dates, e)
-                if not is_plan(e):
+                if hashlib.sha256(e.encode("utf-8")).hexdigest()[:20] in kept_by_hand:
+                    stay.append(e)  # restored from the archive by someone: never swept again
+                elif not is_plan(e):
                     stay.append(e)
                 elif first is None or _parse_ts(first) > cutoff:
                     kept += 1
@@ -326,6 +352,7 @@ def restore(vault: Vault, entry_id: str, *, limits: dict[str, int]) -> MemoryRes
                     f"{memory.size(entries):,}/{limit:,}")
             msg = f"Restored {entry_id}."
         now = memory.utc_now()
+        _keep(vault, st, e.text)  # restoring says "keep this": the next sweep must not take it again
         backup = memory.write_entries(vault, st, raw, new, limit,
                                       first_seen_overrides={e.text: now})
         os.unlink(vault.root / e.path)

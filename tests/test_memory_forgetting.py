@@ -73,14 +73,36 @@ def test_sweep_keeps_young_plans_and_respects_the_age(env: Env) -> None:
     assert "0 plan-shaped entries archived" in out
 
 
-def test_sweep_covers_user_md_and_hand_added_entries_get_a_date(env: Env) -> None:
+def test_sweep_never_prunes_user_md_and_hand_added_entries_get_a_date(env: Env) -> None:
+    """Issue 13, item 9: the sweep archived "Sam plans to switch … to Neovim" from USER.md; seed practice
+    is that the user profile is never pruned automatically. Hand-added MEMORY.md entries get a date."""
     user = env.vault.root / "USER.md"
-    user.write_text("Sam will be away in August\n§\nSam prefers email\n", encoding="utf-8")
+    user.write_text("Sam plans to switch from VS Code to Neovim\n§\nSam prefers email\n", encoding="utf-8")
+    mem = env.vault.root / "agents" / "ella" / "MEMORY.md"
+    mem.write_text("Ella will be away in August\n§\nThe CI box has two cores\n", encoding="utf-8")
     r = archive.sweep(env.vault, older_than_days=7, limits=LIMITS)
     assert r.archived == () and r.kept_plans == 1  # first seen just now
     r = archive.sweep(env.vault, older_than_days=7, limits=LIMITS, now=time.time() + 8 * DAY)
-    assert [a.text for a in r.archived] == ["Sam will be away in August"]
-    assert memory.read(user) == ["Sam prefers email"]
+    assert [a.text for a in r.archived] == ["Ella will be away in August"]
+    assert memory.read(user) == ["Sam plans to switch from VS Code to Neovim", "Sam prefers email"]
+    out = env.run("memory", "sweep", "--older-than", "0.00001", "--json").json()
+    assert out["archived"] == [] and memory.read(user)[0].startswith("Sam plans")
+
+
+def test_an_entry_restored_from_the_archive_is_not_swept_again(env: Env) -> None:
+    """Issue 13, item 9: an entry restored from the archive was swept again the next week."""
+    memory.add(env.vault, "memory", "ella", PLAN, limit=2200)
+    _age(env, "memory-ella", 10)
+    [swept] = env.run("memory", "sweep", "--json").json()["archived"]
+    env.run("memory", "restore", swept["id"])
+    path = env.vault.root / "agents/ella/MEMORY.md"
+    _age(env, "memory-ella", 30)  # a month later, older than any sweep age
+    assert env.run("memory", "sweep", "--json").json()["archived"] == []
+    assert memory.read(path) == [PLAN]
+    # an untouched plan beside it is still swept as before
+    memory.add(env.vault, "memory", "ella", PENDING, limit=2200)
+    _age(env, "memory-ella", 30)
+    assert [a["text"] for a in env.run("memory", "sweep", "--json").json()["archived"]] == [PENDING]
 
 
 def test_plan_shape() -> None:
