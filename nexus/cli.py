@@ -98,11 +98,15 @@ def _entry_text(located: Any) -> str:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from .vault import init
+    from .vault import HOME, INTRODUCTION, init
 
     vault, created = init(Path(args.path), force=args.force)
-    data = {"vault": str(vault.root), "created": created}
+    data: dict[str, Any] = {"vault": str(vault.root), "created": created}
     text = f"vault ready at {vault.root} ({len(created)} files created)"
+    if INTRODUCTION in created:
+        data["kept"] = [HOME]
+        text += (f"\nkept your {HOME} as it was; nexus's introduction is in {INTRODUCTION} "
+                 f"(link it from {HOME}: [[{INTRODUCTION[:-3]}]])")
     if created:
         text += "\nnext: nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
     _emit(args, data, text)

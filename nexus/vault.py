@@ -166,11 +166,16 @@ def _template_files() -> list[tuple[str, bytes]]:
     return sorted(out)
 
 
+HOME = "Home.md"
+INTRODUCTION = "NEXUS-README.md"  # nexus's introduction, when the vault has a Home.md of its own
+
+
 def init(path: Path, *, force: bool = False) -> tuple[Vault, list[str]]:
     """Create (or complete) a vault at ``path`` from the template; return it and the files created.
 
     Safe to run again: existing files are never overwritten. A folder holding other files is refused
-    unless ``force`` is given.
+    unless ``force`` is given. A ``Home.md`` of the person's own is kept, and nexus's introduction is
+    written beside it as ``INTRODUCTION`` (see ``introduction_moved``).
     """
     path = path.expanduser()
     if path.exists() and not path.is_dir():
@@ -188,7 +193,13 @@ def init(path: Path, *, force: bool = False) -> tuple[Vault, list[str]]:
     for rel, data in _template_files():
         target = path / rel
         if target.exists():
-            continue
+            if rel == HOME and target.read_bytes() != data and not (path / INTRODUCTION).exists():
+                rel, target = INTRODUCTION, path / INTRODUCTION  # their own Home.md: ours goes beside it
+                data = data.replace(b"  - nexus/home\n", b"  - nexus/introduction\n").replace(
+                    b"# Home\n", b"# nexus: start here\n\n> [!note] This vault already had a Home note, "
+                    b"kept as it was; this is nexus's introduction.\n", 1)
+            else:
+                continue
         if rel == MARKER:
             import secrets
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -97,7 +98,8 @@ def test_init_again_is_safe(env: Env) -> None:
     home.write_text("my own home note\n", encoding="utf-8")
     (root / "NEXUS-FORMAT.md").unlink()
     run = env.run("init", str(root), "--json")
-    assert run.json()["created"] == ["NEXUS-FORMAT.md"]
+    # their Home.md is kept; nexus's introduction goes beside it (issue 13, item 12)
+    assert sorted(run.json()["created"]) == ["NEXUS-FORMAT.md", "NEXUS-README.md"]
     assert (root / "nexus.md").read_bytes() == settings  # vault_id unchanged
     assert home.read_text(encoding="utf-8") == "my own home note\n"
     assert env.run("verify").returncode == 0
@@ -180,3 +182,22 @@ def test_a_vault_id_of_digits_stays_text(
     text = (vault.root / "nexus.md").read_text(encoding="utf-8").replace(f'"{digits}"', digits)
     (old / "nexus.md").write_text(text, encoding="utf-8")
     assert vault_mod.Vault(old).vault_id == digits
+
+
+def test_init_force_over_an_obsidian_vault_keeps_its_home_and_writes_the_introduction(tmp_path: Path) -> None:
+    """Issue 13, item 12: `nexus init --force` on an existing vault kept its Home.md silently and never
+    wrote nexus's own introduction anywhere."""
+    folder = tmp_path / "notes"
+    (folder / ".obsidian").mkdir(parents=True)
+    (folder / "Home.md").write_text("# My notes\n\nGarden, books, work.\n", encoding="utf-8")
+    (folder / "books.md").write_text("# Books\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-W", "error", "-m", "nexus", "init", str(folder), "--force"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "kept your Home.md" in proc.stdout and "NEXUS-README.md" in proc.stdout
+    assert (folder / "Home.md").read_text(encoding="utf-8") == "# My notes\n\nGarden, books, work.\n"
+    intro = (folder / "NEXUS-README.md").read_text(encoding="utf-8")
+    assert "# nexus: start here" in intro and "Where to look" in intro and "nexus/introduction" in intro
+    again = subprocess.run([sys.executable, "-m", "nexus", "init", str(folder), "--json"],
+                           capture_output=True, text=True)
+    assert json.loads(again.stdout)["created"] == []  # never twice
