@@ -95,6 +95,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--mcp-runs", type=int, default=10)
+    parser.add_argument("--before", type=Path, help="a checkout of an earlier nexus to run beside this one "
+                        "(`python -m` with that folder first on PYTHONPATH)")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-turn-", dir=RESULTS))
@@ -123,6 +125,19 @@ def main() -> int:
                                   "note", "--summary", "a benchmark entry", "--body", "a body"], ""),
             "nexus brief": ([*nexus, "brief", "--agent", "lyra"], ""),
         }
+        if args.before:
+            old = [sys.executable, "-m"]
+            cmds.update({
+                "before: nexus-hook session-start": ([*old, "nexus.hooks", "session-start", "--agent",
+                                                      "ella"],
+                                                     start_event),
+                "before: nexus-hook prompt": ([*old, "nexus.hooks", "prompt", "--agent", "ella"], event),
+                "before: nexus log append": ([*old, "nexus", "log", "append", "--agent", "ella", "--channel",
+                                              "bench", "--type", "note", "--summary", "a benchmark entry",
+                                              "--body", "a body"], ""),
+                "before: nexus brief": ([*old, "nexus", "brief", "--agent", "lyra"], ""),
+            })
+        before_env = dict(env, PYTHONPATH=str(args.before.resolve())) if args.before else env
         times: dict[str, list[float]] = {k: [] for k in cmds}
         for _ in range(args.runs + 2):
             for name, (cmd, stdin) in cmds.items():
@@ -130,7 +145,7 @@ def main() -> int:
                     log.append(vault, lyra, channel="bench", type="note", summary="something new")
                 elif name.endswith("(nothing new)"):  # settle what the previous round left new
                     subprocess.run(cmd, input=stdin.encode(), env=env, check=True, capture_output=True)
-                times[name].append(timed(cmd, env, stdin))
+                times[name].append(timed(cmd, before_env if name.startswith("before:") else env, stdin))
         times = {k: v[2:] for k, v in times.items()}  # the first two rounds warm caches and .pyc files
         base = pct(times["python -c pass"], 0.5)
         rows = []
@@ -144,17 +159,26 @@ def main() -> int:
         mcp_cmd = [*nexus, "mcp", "--agent", "ella"]
         first: list[float] = []
         bare: list[float] = []
+        old_first: list[float] = []
         for _ in range(args.mcp_runs):
             first.append(mcp_first_answer(mcp_cmd, env))
             bare.append(timed([sys.executable, "-c", "import mcp.server"], env))
+            if args.before:
+                old_first.append(mcp_first_answer([sys.executable, "-m", "nexus", "mcp", "--agent", "ella"],
+                                                  before_env))
         print(f"\nnexus mcp: spawn to first `brief` answer p50 {pct(first, 0.5):.0f} ms, p90 "
-              f"{pct(first, 0.9):.0f} ms (python -c 'import mcp.server' alone: p50 {pct(bare, 0.5):.0f} ms)")
+              f"{pct(first, 0.9):.0f} ms (python -c 'import mcp.server' alone: p50 {pct(bare, 0.5):.0f} ms)"
+              + (f"; before: p50 {pct(old_first, 0.5):.0f} ms" if old_first else ""))
+        subprocess.run([*hook, "prompt", "--agent", "ella"], input=event.encode(), env=env, check=True,
+                       capture_output=True)  # settle, so the import profile is the quiet path's
         quiet_imports = importtime(["-m", "nexus.hooks", "prompt", "--agent", "ella"], env, event)
         mcp_imports = importtime(["-c", "import nexus.mcp_server"], env)
         print("quiet prompt hook, top-level imports (cumulative ms):", quiet_imports)
         print("nexus.mcp_server import, top-level imports (cumulative ms):", mcp_imports)
         report = {"rows": rows, "mcp_first_answer_ms": {"p50": round(pct(first, 0.5)),
-                                                         "p90": round(pct(first, 0.9))},
+                                                         "p90": round(pct(first, 0.9)),
+                                                         "before_p50": round(pct(old_first, 0.5))
+                                                         if old_first else None},
                   "import_mcp_server_ms": round(pct(bare, 0.5)),
                   "imports": {"prompt (nothing new)": quiet_imports, "nexus.mcp_server": mcp_imports},
                   "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -8,6 +8,9 @@ drift apart. Surfaces: ``cli`` (the default, also what hooks inject) and ``mcp``
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Collection
+
 SURFACES = ("cli", "mcp")
 
 _CLI = {
@@ -37,3 +40,22 @@ def say(surface: str, action: str, **fields: str) -> str:
     """The words naming ``action`` on ``surface`` (``cli`` unless ``mcp``), with ``fields`` filled in."""
     table = _MCP if surface == "mcp" else _CLI
     return table[action].format(**fields)
+
+
+_COMMAND = re.compile(r"`nexus ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)*)(?: [^`]*)?`")
+
+
+def tools_for_commands(text: str, tools: Collection[str], cli_to_tool: Callable[[str], str]) -> str:
+    """``text`` with each backticked ``nexus COMMAND …`` that has an MCP tool named as that tool
+    (messages from the library name CLI commands; over MCP an agent calls tools). ``cli_to_tool`` maps
+    a CLI command (``state show``) to its tool's name (``state_show``)."""
+
+    def swap(match: re.Match[str]) -> str:
+        words = match.group(1).split(" ")
+        for n in range(len(words), 0, -1):
+            name = cli_to_tool(" ".join(words[:n]))
+            if name in tools:
+                return f"the `{name}` tool"
+        return match.group(0)
+
+    return _COMMAND.sub(swap, text)

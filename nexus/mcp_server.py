@@ -165,9 +165,15 @@ def _says_nothing(schema: dict[str, Any] | None) -> bool:
         "type": "object", "additionalProperties": True}
 
 
+def tool_for_cli(command: str) -> str:
+    """The MCP tool of a CLI command (``log append`` → ``log_append``, ``review`` → ``review_pending``)."""
+    return TOOL_FOR_CLI.get(command, command.replace(" ", "_").replace("-", "_"))
+
+
 class NexusMCPServer(MCPServer):
-    """MCPServer whose refused calls read as one line (``TOOL: what is wrong``, no SDK prefix) and whose
-    tool list is compact (every definition is paid for in every session's context)."""
+    """MCPServer whose refused calls read as one line (``TOOL: what is wrong``, no SDK prefix) naming
+    tools instead of shell commands, and whose tool list is compact (every definition is paid for in
+    every session's context)."""
 
     async def list_tools(self) -> list[Any]:
         listed = await super().list_tools()
@@ -177,6 +183,8 @@ class NexusMCPServer(MCPServer):
             "output_schema": None if _says_nothing(t.output_schema) else t.output_schema}) for t in listed]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        from .hints import tools_for_commands
+
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as err:
@@ -184,7 +192,8 @@ class NexusMCPServer(MCPServer):
             if isinstance(cause, ValidationError):
                 raise ToolError(readable(name, cause)) from None
             if isinstance(cause, ToolError):
-                raise ToolError(f"{name}: {cause}") from None
+                names = {t.name for t in await MCPServer.list_tools(self)}
+                raise ToolError(tools_for_commands(f"{name}: {cause}", names, tool_for_cli)) from None
             raise
 
 

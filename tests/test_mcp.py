@@ -295,6 +295,21 @@ def test_a_missing_or_invalid_argument_is_one_readable_line(env: Env) -> None:
         assert "\n" not in text and "pydantic" not in text and "http" not in text, text
 
 
+def test_messages_name_tools_not_shell_commands(env: Env) -> None:
+    """A library message naming a CLI command reads, over MCP, as the tool to call."""
+    from nexus import hints, mcp_server
+
+    stale, missing = _call(env, ("state_set", {"content": "# State\n", "expect": 7}),
+                           ("state_diff", {"old": 42}))
+    for res in (stale, missing):
+        assert res.is_error and "`nexus " not in res.content[0].text, res.content[0].text
+    assert "the `state_show` tool" in stale.content[0].text
+    assert "the `state_history` tool" in missing.content[0].text
+    swapped = hints.tools_for_commands("run `nexus log append --agent a --ack ID` or `nexus watch`",
+                                       {"log_append"}, mcp_server.tool_for_cli)
+    assert swapped == "run the `log_append` tool or `nexus watch`"  # a command without a tool stays
+
+
 def test_results_leave_out_signatures_chain_hashes_and_keys_unless_asked(env: Env) -> None:
     appended, tail, full = map(_ok, _call(
         env, ("log_append", {"channel": "build", "type": "note", "summary": "lean answers"}),
