@@ -13,8 +13,6 @@ Matching is case-insensitive on the NFKC-folded text, so full-width look-alikes 
 from __future__ import annotations
 
 import re
-import tomllib
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +49,8 @@ _cache: dict[tuple[str, int, int], tuple[Rule, ...]] = {}
 
 
 def _parse(data: bytes, source: str) -> tuple[Rule, ...]:
+    import tomllib  # (with datetime: only when the rules are read, not on every import)
+
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
@@ -113,6 +113,8 @@ def findings(text: str, vault_root: Path | None = None) -> list[Finding]:
         found.append(Finding(f"invisible-{describe_char(inv)}", "invisible-unicode",
                              "an invisible or bidirectional-control character",
                              _excerpt(text, at, at + 1)))
+    import unicodedata
+
     folded = unicodedata.normalize("NFKC", text)
     for rule in rules(vault_root):
         m = rule.regex.search(folded)
