@@ -126,7 +126,9 @@ def _identity_section(vault: Vault, agent: str, limit: int) -> BriefSection | No
 
 
 def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
-                  surface: str = "cli") -> BriefSection | None:
+                  surface: str = "cli", unread: frozenset[str] = frozenset()) -> BriefSection | None:
+    """What the agent owes; an owed entry it has not read yet shows its body here (the unread section
+    does not repeat it)."""
     from .records import Race
 
     refs = list(data.get("owed", []))  # type: ignore[call-overload]
@@ -160,7 +162,7 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
         if full:
             omitted += 1
             continue
-        block = _entry_line(coordination.materialize(vault, ref), body=False, vault=vault)
+        block = _entry_line(coordination.materialize(vault, ref), body=ref[0] in unread, vault=vault)
         if used + len(block) + 1 > limit:
             omitted += 1
             full = True
@@ -338,7 +340,9 @@ def build(
     data: dict[str, object] = ({"owed": [], "races": []} if is_human
                                else coordination.view(vault, agent, ack_types, race_window))
     ring = trust.load(vault)
-    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE), surface)
+    items, cursor = log.scan_unread(vault, agent, ring=ring)
+    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE), surface,
+                         frozenset(x.entry.id for x in items))
     used = len(_section_text(owed)) if owed else 0
     identity = _identity_section(vault, agent, min(int(budget * IDENTITY_SHARE), budget - used - 40))
     used += len(_section_text(identity)) if identity else 0
@@ -356,7 +360,6 @@ def build(
         if section is not None:
             slots.append(section)
             used += len(_section_text(section))
-    items, cursor = log.scan_unread(vault, agent, ring=ring)
     items, suspect = split_verified(items)
     flagged = _unverified_section(suspect, max(0, (budget - used) // 4))
     used += len(_section_text(flagged)) if flagged else 0

@@ -165,7 +165,7 @@ def turn(
         parts.append(f"## New races: {len(new_races)}\n" + "\n".join(lines))
     if new_owed:
         shown = [coordination.materialize(vault, ref) for ref in new_owed]
-        lines = [brief.entry_line(x, body=True) for x in shown]
+        lines = [brief.entry_line(x, body=True, vault=vault) for x in shown]
         parts.append(f"## Newly waiting for your acknowledgement: {len(new_owed)} (ack with "
                      f"{say(surface, 'ack', agent=agent)})\n" + "\n".join(lines))
     if new_decisions:
@@ -177,7 +177,8 @@ def turn(
     header = f"# nexus: new since your last turn ({_now()})\n"
     used = len(header) + sum(len(p) + 2 for p in parts)
     owed_ids = frozenset(ref[0] for ref in new_owed)
-    section, omitted = brief.unread_section(agent, items, max(200, max_chars - used - 60), surface, owed_ids)
+    section, omitted = brief.unread_section(agent, items, max(200, max_chars - used - 60), surface, owed_ids,
+                                            vault)
     if section is not None:
         parts.append(f"## {section.title}\n{section.text}")
     if cursor is not None and not omitted:

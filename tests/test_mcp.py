@@ -228,7 +228,8 @@ def test_the_brief_comes_once_as_markdown_within_its_budget_and_names_tools(env:
     instruction in it names an MCP tool, never a shell command."""
     from mcp import Client
 
-    question = env.append("lyra", "which queue library?", type="question").located.entry.id
+    question = env.append("lyra", "which queue library?", type="question",
+                          body="nats or redis").located.entry.id
     for i in range(80):
         env.append("lyra", f"progress note {i:03d}", body="detail " * 40)
 
@@ -241,7 +242,7 @@ def test_the_brief_comes_once_as_markdown_within_its_budget_and_names_tools(env:
     assert len(res.content) == 1 and res.structured_content is None
     text = res.content[0].text
     assert text.startswith("# nexus brief for ella") and len(text) <= 3000
-    assert question in text
+    assert text.count(question) == 1 and "nats or redis" in text  # owed and unread: once, with its body
     assert "`acknowledge`" in text and "`log_read`" in text  # what to call, as tools
     assert "nexus log" not in text and "--agent" not in text
 
