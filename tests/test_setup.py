@@ -157,13 +157,17 @@ def test_dry_run_prints_the_diff_and_check_names_what_is_missing(
     (("claude-code", "--agent", "ella"), ".mcp.json is not valid JSON"),
     (("codex", "--agent", "ella"), "config.toml is not valid TOML"),
     (("hermes", "--agent", "ella"), "config.yaml is not valid YAML"),
+    (("cursor", "--agent", "ella"), "`mcpServers` is a list, not a table of settings"),
+    (("openclaw", "--agent", "ella"), "`mcp` is a str, not a table of settings"),
 ])
 def test_bad_input_is_one_line_and_changes_nothing(
         env: Env, home: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...],
         message: str) -> None:
     root = home.parent
     for rel, bad in (("project/.mcp.json", "{not json"), ("project/.codex/config.toml", "[[[nope"),
-                     ("home/.hermes/config.yaml", "a: [unclosed")):
+                     ("home/.hermes/config.yaml", "a: [unclosed"), ("project/.cursor/mcp.json",
+                                                                    '{"mcpServers": []}'),
+                     ("home/.openclaw/openclaw.json", "{mcp: 'stdio'}")):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(bad)
     before = snapshot(root)

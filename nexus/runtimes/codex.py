@@ -25,7 +25,13 @@ def changes(w: Wiring) -> list[Change]:
 
     def edit(doc: Any) -> None:
         import tomlkit
+        from tomlkit.items import Table
 
+        from ..errors import InputError
+
+        for key in ("mcp_servers", "features"):
+            if key in doc and not isinstance(doc[key], Table | dict):
+                raise InputError(f"`{key}` is not a table")
         servers = doc.get("mcp_servers")
         if servers is None:
             servers = tomlkit.table(is_super_table=True)
@@ -38,7 +44,7 @@ def changes(w: Wiring) -> list[Change]:
         table["env"] = env
         table["startup_timeout_sec"] = 20
         current = servers.get("nexus")
-        if current is None or current.unwrap() != table.unwrap():
+        if current is None or not hasattr(current, "unwrap") or current.unwrap() != table.unwrap():
             servers["nexus"] = table
         features = doc.get("features")
         if features is None:

@@ -45,7 +45,7 @@ def json_merge(path: Path, edit: Edit, *, json5: bool = False) -> Callable[[str 
         if not isinstance(data, dict):
             raise InputError(f"{path} does not hold a JSON object; nothing was changed")
         before = copy.deepcopy(data)
-        edit(data)
+        _edited(path, edit, data)
         if old is not None and data == before:
             return old  # nothing to add: the file keeps its own formatting (and comments)
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -63,7 +63,7 @@ def toml_merge(path: Path, edit: Callable[[Any], None]) -> Callable[[str | None]
         except TOMLKitError as err:
             raise _refuse(path, "TOML", err) from None
         before = doc.unwrap()
-        edit(doc)
+        _edited(path, edit, doc)
         if old is not None and doc.unwrap() == before:
             return old
         return tomlkit.dumps(doc)
@@ -82,7 +82,7 @@ def yaml_merge(path: Path, edit: Edit) -> Callable[[str | None], str]:
         if not isinstance(data, dict):
             raise InputError(f"{path} does not hold a YAML mapping; nothing was changed")
         before = json.dumps(data, sort_keys=True, default=str)
-        edit(data)
+        _edited(path, edit, data)
         if old is not None and json.dumps(data, sort_keys=True, default=str) == before:
             return old
         return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
@@ -124,11 +124,20 @@ def hook_groups(current: Any, command: str, marker: str, extra: dict[str, Any] |
 
 
 def table(data: dict[str, Any], key: str) -> dict[str, Any]:
-    """``data[key]`` as a dict, created (or replacing a non-object) when needed."""
-    value = data.get(key)
+    """``data[key]``, created when missing; a value of another kind is refused, never replaced."""
+    if key not in data or data[key] is None:
+        data[key] = {}
+    value = data[key]
     if not isinstance(value, dict):
-        value = data[key] = {}
+        raise InputError(f"`{key}` is a {type(value).__name__}, not a table of settings")
     return value
+
+
+def _edited(path: Path, edit: Callable[[Any], None], doc: Any) -> None:
+    try:
+        edit(doc)
+    except InputError as err:
+        raise InputError(f"{path}: {err}; nothing was changed") from None
 
 
 def read_text(path: Path) -> str | None:
