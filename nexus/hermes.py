@@ -32,7 +32,7 @@ import logging
 import os
 import re
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,8 @@ except ImportError:  # pragma: no cover - depends on the runtime
 
 logger = logging.getLogger("nexus.hermes")
 PREFETCH_CHARS = 4_000
+SEARCH_WAIT = 2.0  # seconds prefetch waits for search hits; a slower search (a first index build) still
+# finishes in the background, and what is new is never held back by it
 CHANNEL = "hermes"
 
 
@@ -82,6 +84,7 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         self._frozen = ""
         self._settings: Any = None
         self._pool: ThreadPoolExecutor | None = None
+        self._search: ThreadPoolExecutor | None = None
         self._pending: list[Future[Any]] = []
         self._lock = threading.Lock()
         self.refused: list[str] = []  # memory writes the safety scan refused (also logged)
@@ -144,7 +147,14 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
                               race_window=st.race_window_seconds).strip()]
         words = _words(query)
         if words:
-            parts.append(self._hits(words, PREFETCH_CHARS - len(parts[0])))
+            with self._lock:
+                if self._search is None:
+                    self._search = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-search")
+            found = self._search.submit(self._hits, words, PREFETCH_CHARS - len(parts[0]))
+            try:
+                parts.append(found.result(timeout=SEARCH_WAIT))
+            except TimeoutError:
+                logger.info("nexus: search hits not ready in %.1fs; this turn goes without them", SEARCH_WAIT)
         return "\n\n".join(p for p in parts if p)
 
     def _hits(self, words: str, room: int) -> str:
@@ -197,6 +207,9 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._search is not None:
+            self._search.shutdown(wait=False, cancel_futures=True)
+            self._search = None
 
     def on_memory_write(self, action: str, target: str, content: str,
                         metadata: dict[str, Any] | None = None) -> None:
