@@ -200,6 +200,15 @@ def cmd_log_tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_log_resolve_fork(args: argparse.Namespace) -> int:
+    from . import identity, log
+
+    vault = _vault(args)
+    result = log.resolve_fork(vault, identity.load_signer(vault, _keys_home(), args.agent), args.keep)
+    _emit(args, result.to_json(), f"{result.located.entry.id}: {result.located.entry.summary}")
+    return 0
+
+
 def cmd_log_repair(args: argparse.Namespace) -> int:
     from . import log
 
@@ -1225,6 +1234,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--peek", action="store_true", help="leave the cursor where it is")
     p = _cmd(logp, "tail", cmd_log_tail, "the last entries of the log", "nexus log tail -n 5")
     p.add_argument("-n", type=int, default=10, help="how many (default 10)")
+    p = _cmd(logp, "resolve-fork", cmd_log_resolve_fork,
+             "end a fork of an agent's chain: a signed reconcile that goes on from one branch",
+             "nexus log resolve-fork --agent ella --keep 01KB7Q2V4J6M8P0R2T4W6Y8A0C")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--keep", required=True, metavar="ID", help="an entry on the branch to go on from")
     _cmd(logp, "repair", cmd_log_repair, "move a torn tail to .nexus/quarantine/", "nexus log repair")
 
     p = _cmd(sub, "verify", cmd_verify, "check framing, signatures, chains and ids; exit 1 on problems. "
@@ -1270,3 +1284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except OSError as err:  # a disk error (EIO, ENOSPC…): one line; an append it stopped left no entry
+        where = f": {err.filename}" if err.filename else ""
+        sys.stderr.write(f"nexus: error: {err.strerror or err}{where} (nothing was acknowledged)\n")
+        return 1

@@ -91,10 +91,14 @@ def replace(path: Path, data: bytes, *, durable: bool = True, mode: int = 0o644)
         raise
 
 
-def sweep_temp_files(path: Path) -> list[str]:
-    """Remove the temp files of ``path`` that a dead writer left (see the module docstring)."""
+def sweep_temp_files(path: Path, *, any_name: bool = False) -> list[str]:
+    """Remove the temp files of ``path`` that a dead writer left (see the module docstring); with
+    ``any_name``, every such temp file in the folder ``path`` (a folder whose writers hold one lock)."""
     import time
 
+    if any_name:
+        names = [n for n in _listdir(path) if n.startswith(".") and n.endswith(".tmp")]
+        return [n for n in names if _sweep_one(path, n, n[1:-4].rsplit(".", 2)[-2:], time.time())]
     prefix = f".{path.name}."
     removed: list[str] = []
     try:
@@ -116,6 +120,28 @@ def sweep_temp_files(path: Path) -> list[str]:
                 os.unlink(path.parent / name)
                 removed.append(name)
     return removed
+
+
+def _listdir(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _sweep_one(folder: Path, name: str, middle: list[str], now: float) -> bool:
+    if len(middle) == 2 and middle[0].isdigit():
+        stale = not _alive(int(middle[0]))
+    else:
+        try:
+            stale = now - os.stat(folder / name).st_mtime > 60
+        except OSError:
+            return False
+    if stale:
+        with contextlib.suppress(OSError):
+            os.unlink(folder / name)
+            return True
+    return False
 
 
 def _alive(pid: int) -> bool:

@@ -86,6 +86,11 @@ class IntegrityError(NexusError):
     """The vault's files are damaged in a way that stops this operation."""
 
 
+class ForkError(IntegrityError):
+    """An agent's chain forked (two copies of the agent appended from one entry): its appends wait
+    until it chooses a branch (``nexus log resolve-fork``)."""
+
+
 class BusyError(NexusError):
     """Another process holds what this one needs."""
 

@@ -47,17 +47,17 @@ def write(vault: Vault, signer: Signer, agent: str, seq: int, entry_id: str, dig
                             "key": signer.key_id}
     head["sig"] = signer.sign(_signed_part(head))
     folder = os.fspath(vault.agent_dir(agent))
-    tmp = os.path.join(folder, f".{FILE}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    tmp = os.path.join(folder, f".{FILE}.{os.getpid()}.0.tmp")  # (named as durable.py names temp files)
     try:
-        data = (_ENC(head) + "\n").encode()
-        while data:
-            data = data[os.write(fd, data):]
-    finally:
-        os.close(fd)
-    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            data = (_ENC(head) + "\n").encode()
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
         os.replace(tmp, os.path.join(folder, FILE))
-    except OSError:
+    except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import durable, entries, segments
-from .errors import IdentityError, InputError, IntegrityError
+from .errors import ForkError, IdentityError, InputError, IntegrityError
 from .locks import FileLock, exclusive
 from .records import AppendResult, Entry, Located
 from .text import check_body, check_line, check_name, check_token
@@ -143,19 +143,62 @@ def _key_reader(vault: Vault) -> KeyOf:
     return key_of
 
 
+RECENT = 16  # per agent, the last entries the tail state remembers (to tell a fork from a copy)
+
+
 def _absorb(
-    state: dict[str, Any], located: Located, digest: str | None = None, key_of: KeyOf | None = None
+    state: dict[str, Any], located: Located, digest: str | None = None, key_of: KeyOf | None = None,
+    signed: Callable[[Located], bool] | None = None,
 ) -> None:
+    """Take one entry into the tail state. With ``signed`` (a signature check, on catch-up and
+    rebuild), an entry of an agent that does not continue the agent's chain (another entry with its
+    seq, or a seq right after the head that does not name it) is a fork: the agent's chain freezes
+    (``state["forks"]``) until a ``reconcile`` entry of that agent acks every entry of the fork."""
     e = located.entry
-    head = state["heads"].get(e.agent)
+    heads = state["heads"]
+    head = heads.get(e.agent)
     declared = key_of(e.agent) if key_of is not None else None
     if declared is not None and declared != e.key:
         pass  # signed with another key than the author's: forged, never the head of its chain
-    elif not head or not isinstance(head, list) or e.seq >= head[0]:
-        state["heads"][e.agent] = [e.seq, digest or entries.entry_hash(e)]
+    else:
+        d = digest or entries.entry_hash(e)
+        forks = state.setdefault("forks", {})
+        recent = state.setdefault("recent", {}).setdefault(e.agent, [])
+        fork = forks.get(e.agent)
+        ok_head = isinstance(head, list) and len(head) >= 2 and isinstance(head[0], int)
+        if fork is not None and e.type == "reconcile" and set(fork["ids"]) <= set(e.ack):
+            del forks[e.agent]  # the agent chose a branch: its chain goes on from this entry
+            heads[e.agent] = [e.seq, d, e.id]
+        elif not ok_head or (e.seq > head[0] and not (
+                signed is not None and e.seq == head[0] + 1 and e.prev != head[1] and signed(located))):
+            heads[e.agent] = [e.seq, d, e.id]
+        elif signed is not None and e.seq <= head[0] + 1:
+            other = next((r for r in recent if r[0] == e.seq), None) if e.seq <= head[0] else None
+            if (e.seq == head[0] + 1 or (other is not None and other[1] != e.id and other[2] != d)) \
+                    and signed(located):
+                ids = sorted({*(fork["ids"] if fork else []), e.id,
+                              *([other[1]] if other is not None else [])})
+                forks[e.agent] = {"seq": min(e.seq, fork["seq"]) if fork else e.seq, "ids": ids}
+        recent.append([e.seq, e.id, d])
+        del recent[:-RECENT]
     if state["last_id"] is None or e.id > state["last_id"]:
         state["last_id"] = e.id
     state["seg_last"] = [located.offset, e.id]
+
+
+def _signature_check(vault: Vault) -> Callable[[Located], bool]:
+    """Whether an entry is signed by its author's trusted key (loaded once, on first use)."""
+    ring: list[Any] = []
+
+    def signed(located: Located) -> bool:
+        from . import trust
+        from .verify import check_entry
+
+        if not ring:
+            ring.append(trust.load(vault))
+        return check_entry(located, ring[0])[0] == "ok"
+
+    return signed
 
 
 def _rebuild_state(vault: Vault, previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -163,11 +206,12 @@ def _rebuild_state(vault: Vault, previous: dict[str, Any] | None) -> dict[str, A
     stops, so the caller's catch-up finds (and quarantines) a torn tail after it."""
     state = _empty_state()
     key_of = _key_reader(vault)
+    signed = _signature_check(vault)
     for name, path in segment_files(vault):
         result = scan_file(vault, path)
         state["seg_last"] = None
         for located in result.entries:
-            _absorb(state, located, key_of=key_of)
+            _absorb(state, located, key_of=key_of, signed=signed)
         state.update(segment=name, size=result.end_offset, lines=result.end_line - 1)
     if previous:
         for agent, head in previous.get("heads", {}).items():
@@ -191,6 +235,7 @@ def _quarantine(vault: Vault, path: Path, torn: segments.Torn) -> str:
         data = f.read()
     digest = hashlib.sha256(data).hexdigest()[:16]
     target = vault.state / "quarantine" / f"{path.stem}-{torn.offset}-{digest}.torn"
+    durable.sweep_temp_files(target.parent, any_name=True)  # a copy a killed recovery left half-made
     try:
         same = target.read_bytes() == data
     except OSError:
@@ -241,8 +286,9 @@ def _checked_state(
             data = f.read(size - state["size"])
         result = segments.scan(data, vault.rel(path), offset=state["size"], line=state["lines"] + 1)
         key_of = _key_reader(vault)
+        signed = _signature_check(vault)
         for located in result.entries:
-            _absorb(state, located, key_of=key_of)
+            _absorb(state, located, key_of=key_of, signed=signed)
         if result.torn is not None:
             quarantined.append(_quarantine(vault, path, result.torn))
             state["size"], state["lines"] = result.end_offset, result.end_line - 1
@@ -348,8 +394,10 @@ class LogWriter:
         ack: tuple[str, ...] = (),
         via: str | None = None,
         agent: str | None = None,
+        chain: tuple[int, str] | None = None,
     ) -> AppendResult:
-        """Append one signed entry and return once it is durable (see :func:`append`)."""
+        """Append one signed entry and return once it is durable (see :func:`append`). ``chain``:
+        (seq, prev) to continue from instead of the agent's head (only :func:`resolve_fork`)."""
         agent = check_name(agent or signer.name)
         channel = check_token(channel, "channel")
         type = check_token(type, "type")
@@ -410,7 +458,14 @@ class LogWriter:
                 else:  # (if the clock went back across a month: stay in the newest segment)
                     name = state["segment"]
                     path, rel = self._segment(name)
-                head = state["heads"].get(agent)
+                fork = state.get("forks", {}).get(agent)
+                if fork is not None and chain is None:
+                    raise ForkError(
+                        f"{agent}'s chain forked at seq {fork['seq']}: entries {', '.join(fork['ids'])} "
+                        f"continue the same entry ({agent} ran from two copies of the vault); nothing "
+                        f"was appended. Choose the branch to go on from: `nexus log resolve-fork "
+                        f"--agent {agent} --keep ID` (both branches stay in the log)")
+                head: Any = state["heads"].get(agent) if chain is None else [chain[0] - 1, chain[1]]
                 fields: dict[str, Any] = dict(
                     id=entry_id, ts=ts, agent=agent, channel=channel, type=type, summary=summary,
                     body=body, ack=tuple(dict.fromkeys(ack)), seen=seen,
@@ -571,6 +626,43 @@ def _separator_needed(path: Path, size: int) -> bytes:
     if last.endswith(b"\n\n") or (size == 1 and last == b"\n"):
         return b""
     return b"\n" if last.endswith(b"\n") else b"\n\n"
+
+
+def resolve_fork(vault: Vault, signer: Signer, keep: str) -> AppendResult:
+    """End a fork of ``signer``'s chain: a signed ``reconcile`` entry that continues the branch holding
+    entry ``keep`` (from its newest entry) and acks every entry of the agent from the fork on, so
+    every machine sees the same choice. Both branches stay in the log."""
+    from . import trust
+    from .verify import check_entry
+
+    agent = signer.name
+    ring = trust.load(vault)
+    mine = [loc for loc in iter_entries(vault)
+            if loc.entry.agent == agent and check_entry(loc, ring)[0] == "ok"]
+    by_id = {loc.entry.id: loc for loc in mine}
+    if keep not in by_id:
+        raise InputError(f"{keep!r} is not an entry of {agent} that verifies")
+    digests = {loc.entry.id: entries.entry_hash(loc.entry) for loc in mine}
+    children: dict[str, list[Located]] = {}
+    for loc in mine:
+        if loc.entry.prev is not None:
+            children.setdefault(loc.entry.prev, []).append(loc)
+    tip = by_id[keep]
+    while children.get(digests[tip.entry.id]):  # the newest entry on the branch from ``keep``
+        tip = max(children[digests[tip.entry.id]], key=lambda loc: (loc.entry.seq, loc.entry.id))
+    seqs: dict[int, int] = {}
+    for loc in mine:
+        seqs[loc.entry.seq] = seqs.get(loc.entry.seq, 0) + 1
+    forked = min((seq for seq, n in seqs.items() if n > 1), default=None)
+    if forked is None:
+        raise InputError(f"{agent}'s chain has no fork to resolve")
+    ack = tuple(loc.entry.id for loc in mine if loc.entry.seq >= forked and loc.entry.id != tip.entry.id)
+    return writer(vault).append(
+        signer, channel="log", type="reconcile",
+        summary=f"resolve the fork of {agent}'s chain at seq {forked}: go on from {tip.entry.id}",
+        body=f"Kept the branch of {keep} (newest {tip.entry.id}); the other entries from seq {forked} "
+             "on stay in the log, acknowledged here.",
+        ack=(*ack, tip.entry.id), chain=(tip.entry.seq + 1, digests[tip.entry.id]))
 
 
 def _undo_append(fd: int, before: int, err: BaseException) -> None:

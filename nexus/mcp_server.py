@@ -37,6 +37,7 @@ CLI_WITHOUT_TOOL = {
     "init": "creates a vault: set-up, done once by a person in a shell",
     "agent add": "creates a key pair on the machine: set-up, done by a person",
     "agent trust": "accepting a changed key is a person's decision, never an agent's",
+    "log resolve-fork": "which of an agent's two histories goes on is a person's call, after reading both",
     "watch": "a long-running process, not a call",
     "mcp": "this server itself",
     "memory import-hermes": "a one-off migration from files on disk, run from a shell",

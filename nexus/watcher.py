@@ -143,6 +143,8 @@ class Watcher:
         from .identity import verify_signature
 
         e = located.entry
+        if located.verdict is not None and located.verdict.startswith("non-canonical"):
+            return False  # only the canonical encoding of an entry is shadowed (and restored)
         author = self._identities().get(e.agent) or self._identities(force=True).get(e.agent)
         if author is None or e.key != author.key_id:
             return False
@@ -205,6 +207,8 @@ class Watcher:
         result = segments.scan(data, rel, offset=track.end, line=track.end_line)
         if result.broken:
             return self._full(path, rel, st)
+        if result.torn is not None:
+            self._torn_tail(path, rel, st)
         start = track.end
         new = self._shadow_new(data, start, result.entries)
         if result.entries:
@@ -243,7 +247,7 @@ class Watcher:
             return self._restore(path, rel) or bool(new)
         self.last_full.pop(rel, None)
         if result.torn is not None:
-            self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
+            self._torn_tail(path, rel, st)
         self._history_edits(path, rel, data, result)
         self._leftover_text(path, rel, result)
         end = self._adopt(rel, st, data, result)
@@ -447,12 +451,39 @@ class Watcher:
         self._sign_person(path, rel, text)
         self.person_seen.pop(key, None)
 
+    def _torn_tail(self, path: Path, rel: str, st: os.stat_result) -> None:
+        """A torn tail (a writer killed mid-write, zeros or garbage a crash left) that stays quiet is
+        moved to quarantine, as the next append would; never signed as a person's text."""
+        files = log.segment_files(self.vault)
+        quiet = time.time() - st.st_mtime >= QUIET_SECONDS
+        if not quiet or not files or files[-1][1].name != path.name:
+            self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
+            return
+        try:
+            moved = log.repair_tail(self.vault)
+        except (OSError, NexusError) as err:
+            self.emit({"event": "error", "file": rel, "message": f"could not quarantine a torn tail: {err}"})
+            return
+        if moved:
+            self.tracks.pop(rel, None)
+            self.deadlines[rel] = time.monotonic()
+            self.emit({"event": "quarantined", "file": rel, "moved": moved})
+
     def _sign_person(self, path: Path, rel: str, text: str) -> None:
         from .identity import load_signer
         from .text import SUMMARY_MAX, check_body, make_visible
+        from .verify import looks_like_framing, printable
 
         human = self.vault.human()
         warned = (rel, sha(text))
+        if looks_like_framing(text) or not printable(text):
+            # a damaged or partial copy of an entry, or bytes nobody types: never a person's words
+            if warned not in self.warned:
+                self.warned.add(warned)
+                self.emit({"event": "error", "file": rel, "message": "text below the last entry is a "
+                           "damaged copy of an entry or not printable: not signed (`nexus verify` names "
+                           "it; delete it once checked)"})
+            return
         if human is None:
             if warned not in self.warned:
                 self.warned.add(warned)
