@@ -7,24 +7,39 @@ printed. During the night the agents append and read each other's entries, ella 
 lyra sends a correction and ella supersedes the decision, both agents race once and reconcile, the
 project state gets a stale edit (refused) and a fresh one, sam edits the state in Obsidian, ella's
 session is SIGKILLed mid-task and a new session resumes from its checkpoint. The morning handoff ends
-the demo. Private keys go to a temporary folder outside the vault (printed at the end).
+the demo. The story is a night, but it runs in about a minute: each scene is headed with the real UTC
+time it starts at, the time every entry in it is stamped with.
+
+Private keys go to ``NEXUS_HOME`` when it is set (they stay there), else to a temporary folder deleted at
+the end, with the demo's scratch files: nothing is left behind but the vault.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 COLOUR = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 DIM, BOLD, CYAN, RESET = ("\033[2m", "\033[1m", "\033[36m", "\033[0m") if COLOUR else ("", "", "", "")
+
+
+def _quote(arg: str) -> str:
+    """An argument as a person would type it in a POSIX shell."""
+    if arg and shlex.quote(arg) == arg:
+        return arg
+    if "'" in arg and not any(c in arg for c in '"$`\\!'):
+        return f'"{arg}"'
+    return shlex.quote(arg)
 
 
 class Night:
@@ -34,20 +49,28 @@ class Night:
         self.env.pop("NO_COLOR", None) if COLOUR else None
 
     def scene(self, title: str) -> None:
+        title = f"{time.strftime('%H:%M:%SZ', time.gmtime())} · {title}"
         print(f"\n{BOLD}{CYAN}── {title} {'─' * max(0, 72 - len(title))}{RESET}", flush=True)
 
-    def show(self, args: tuple[str, ...], program: str = "nexus") -> None:
-        shown = " ".join(a if a and " " not in a and '"' not in a else json.dumps(a) for a in args)
-        print(f"{DIM}${RESET} {program} {shown}", flush=True)
+    def show(self, args: tuple[str, ...], program: str = "nexus", comment: str = "") -> None:
+        shown = " ".join(_quote(a) for a in args)
+        note = f"   {DIM}# {comment}{RESET}" if comment else ""
+        print(f"{DIM}${RESET} {program} {shown}{note}", flush=True)
 
-    def nexus(self, *args: str, quiet: bool = False, ok: tuple[int, ...] = (0,)) -> str:
-        """Run one real nexus process; print the command and its output."""
+    def nexus(self, *args: str, quiet: bool = False, ok: tuple[int, ...] = (0,),
+              stdin: str | None = None) -> str:
+        """Run one real nexus process; print the command as typed and its output (``quiet``: only how
+        much it printed, for reads whose answer the agent takes in)."""
         self.show(args)
         proc = subprocess.run(
-            [sys.executable, "-m", "nexus", *args], capture_output=True, text=True, env=self.env
+            [sys.executable, "-m", "nexus", *args], capture_output=True, text=True, env=self.env, input=stdin
         )
         out = proc.stdout.rstrip("\n")
-        if not quiet and out:
+        if quiet and out:
+            n = out.count("\n") + 1
+            print(f"  {DIM}({n} line{'s' if n > 1 else ''} of output, read by the agent; not shown){RESET}",
+                  flush=True)
+        elif out:
             print("\n".join("  " + line for line in out.split("\n")), flush=True)
         if proc.stderr.strip():
             print("\n".join("  " + line for line in proc.stderr.rstrip("\n").split("\n")), flush=True)
@@ -110,7 +133,7 @@ def play(vault: Path, keys: Path) -> str:
         fill_identity(vault, name, text)
     print(f"{DIM}  (sam fills in each agent's identity note in Obsidian: role, priorities, limits){RESET}")
 
-    n.scene("22:00 · ella starts on the parser; lyra on the docs; each reads the other")
+    n.scene("night, scene 1: ella starts on the parser; lyra on the docs; each reads the other")
     plan = n.append(
         "ella",
         "parser",
@@ -134,7 +157,7 @@ def play(vault: Path, keys: Path) -> str:
     n.nexus("log", "read", "--agent", "lyra")
     n.append("lyra", "docs", "note", "Writing the migration guide for the new grammar")
 
-    n.scene("23:10 · ella records a decision")
+    n.scene("scene 2: ella records a decision")
     n.nexus("log", "read", "--agent", "ella")
     n.nexus(
         "decide",
@@ -152,9 +175,9 @@ def play(vault: Path, keys: Path) -> str:
         plan,
     )
 
-    n.scene("23:40 · lyra sends a correction; ella supersedes the decision")
+    n.scene("scene 3: lyra sends a correction; ella supersedes the decision")
     n.nexus("brief", "--agent", "lyra", "--max-chars", "1500")
-    d1_entry = json.loads(n.nexus("decisions", "--json", quiet=True))[0]["entry"]
+    d1_entry = json.loads(n.nexus("decisions", "show", "D-0001", "--json"))["entry"]
     correction = n.append(
         "lyra",
         "decisions",
@@ -193,7 +216,7 @@ def play(vault: Path, keys: Path) -> str:
     )
     n.nexus("decisions", "--all")
 
-    n.scene("00:30 · they race: both claim the flaky watcher test in the same second")
+    n.scene("scene 4: they race: both claim the flaky watcher test in the same second")
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
     cmd = ["-m", "nexus", "log", "append", "--channel", "tests", "--type", "claim"]
     for who in ("ella", "lyra"):
@@ -234,41 +257,35 @@ def play(vault: Path, keys: Path) -> str:
     )
     n.nexus("races")
 
-    n.scene("01:00 · project state: a stale edit is refused, a fresh one applied")
+    n.scene("scene 5: project state: a stale edit is refused, a fresh one applied")
     n.nexus("log", "read", "--agent", "ella", quiet=True)
     n.nexus("state", "show")
-    state1 = vault.parent / f".{vault.name}-state1.md"
-    state1.write_text(
-        "# Project state\n\n- Parser port: in progress (ella)\n- Docs: migration guide (lyra)\n"
-    )
-    n.nexus("state", "set", "--agent", "ella", "--expect", "0", "--file", str(state1))
-    state2 = vault.parent / f".{vault.name}-state2.md"
-    state2.write_text("# Project state\n\n- Docs: migration guide drafted (lyra)\n")
+    # each agent pipes its new state into `state set --file -`
+    n.nexus("state", "set", "--agent", "ella", "--expect", "0", "--file", "-",
+            stdin="# Project state\n\n- Parser port: in progress (ella)\n- Docs: migration guide (lyra)\n")
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
-    n.nexus("state", "set", "--agent", "lyra", "--expect", "0", "--file", str(state2), ok=(3,))
-    state2.write_text(
-        "# Project state\n\n- Parser port: in progress (ella)\n"
-        "- Docs: migration guide drafted (lyra)\n- Flaky watcher test: lyra\n"
-    )
-    n.nexus("state", "set", "--agent", "lyra", "--expect", "1", "--file", str(state2))
-    state1.unlink()
-    state2.unlink()
+    n.nexus("state", "set", "--agent", "lyra", "--expect", "0", "--file", "-", ok=(3,),
+            stdin="# Project state\n\n- Docs: migration guide drafted (lyra)\n")
+    n.nexus("state", "set", "--agent", "lyra", "--expect", "1", "--file", "-",
+            stdin="# Project state\n\n- Parser port: in progress (ella)\n"
+                  "- Docs: migration guide drafted (lyra)\n- Flaky watcher test: lyra\n")
 
-    n.scene("02:00 · ella's session works the parser task… and is SIGKILLed mid-task")
+    n.scene("scene 6: ella's session works the parser task… and is SIGKILLed mid-task")
     n.show(("agents/worker.py", "--agent", "ella", "&"), "python")
-    worker = n.spawn(str(HERE / "worker.py"), "--agent", "ella", "--pause", "0.3")
-    checkpoint = vault / "agents" / "ella" / "checkpoint.md"
-    deadline = time.time() + 20
-    while time.time() < deadline and 'step: "grammar rules ported"' not in checkpoint.read_text(
-        encoding="utf-8"
-    ):
-        time.sleep(0.02)
+    worker = subprocess.Popen([sys.executable, str(HERE / "worker.py"), "--agent", "ella", "--pause", "0.3"],
+                              env=n.env, text=True, stdout=subprocess.PIPE)
+    assert worker.stdout is not None
+    for line in worker.stdout:  # the session's own output, as it prints it
+        print("  " + line.rstrip("\n"), flush=True)
+        if "checkpoint: grammar rules ported" in line:
+            break
     worker.send_signal(signal.SIGKILL)
     worker.wait()
+    worker.stdout.close()
     print(f"  → session process {worker.pid} killed with SIGKILL (exit {worker.returncode})")
     n.nexus("checkpoint", "show", "--agent", "ella", "--stale-minutes", "0")
 
-    n.scene("02:05 · lyra keeps going; asks a question; corrects ella; sam edits the state in Obsidian")
+    n.scene("scene 7: lyra keeps going; asks a question; corrects ella; sam edits the state in Obsidian")
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
     n.nexus(
         "checkpoint",
@@ -287,20 +304,13 @@ def play(vault: Path, keys: Path) -> str:
     n.append("lyra", "tests", "question", "May the watcher test wait up to 5 s on a slow CI runner?")
     n.append("lyra", "docs", "correction", "ella: the migration guide says Python 3.10; it must say 3.11")
     project = vault / "state" / "project.md"
-    n.show(
-        (
-            "'- Release: after the parser port lands (sam)'",
-            ">>",
-            "state/project.md",
-            "   # sam, typing in Obsidian",
-        ),
-        "echo",
-    )
+    print(f"{DIM}${RESET} echo '- Release: after the parser port lands (sam)' >> state/project.md"
+          f"   {DIM}# sam, typing in Obsidian{RESET}", flush=True)
     with open(project, "a", encoding="utf-8") as f:
         f.write("- Release: after the parser port lands (sam)\n")
     n.nexus("state", "show")
 
-    n.scene("02:10 · a new ella session resumes from the checkpoint")
+    n.scene("scene 8: a new ella session resumes from the checkpoint")
     n.show(("agents/worker.py", "--agent", "ella", "--resume"), "python")
     resumed = subprocess.run(
         [sys.executable, str(HERE / "worker.py"), "--agent", "ella", "--resume", "--pause", "0.05"],
@@ -313,8 +323,17 @@ def play(vault: Path, keys: Path) -> str:
     n.nexus("checkpoint", "show", "--agent", "ella")
     n.nexus("verify")
 
-    n.scene("Morning: the handoff sam reads")
+    n.scene("morning: the handoff sam reads")
     return n.nexus("handoff")
+
+
+def key_home(environ: Mapping[str, str]) -> tuple[Path, str | None]:
+    """Where the demo's private keys go: ``NEXUS_HOME`` when set (kept), else a temporary folder the
+    demo deletes at the end (returned second)."""
+    if environ.get("NEXUS_HOME"):
+        return Path(environ["NEXUS_HOME"]).expanduser(), None
+    scratch = tempfile.mkdtemp(prefix="nexus-demo-keys-")
+    return Path(scratch), scratch
 
 
 def main(argv: list[str]) -> int:
@@ -323,13 +342,18 @@ def main(argv: list[str]) -> int:
         if not (target / "nexus.md").is_file() and any(target.iterdir()):
             raise SystemExit(f"demo: {target} exists and is not a nexus vault; pick another folder")
         shutil.rmtree(target)
-    keys = Path(tempfile.mkdtemp(prefix="nexus-demo-keys-"))
+    keys, scratch = key_home(os.environ)
+    home = scratch is None
     started = time.time()
-    play(target, keys)
-    print(
-        f"\n{DIM}demo vault: {target} (open it in Obsidian) · keys: {keys} · "
-        f"{time.time() - started:.1f} s{RESET}"
-    )
+    try:
+        play(target, keys)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    where = (f"keys: {keys} (NEXUS_HOME)" if home else
+             "keys: a temporary folder, now deleted (set NEXUS_HOME to keep them and go on using the vault)")
+    took = time.time() - started
+    print(f"\n{DIM}demo vault: {target} (open it in Obsidian) · {where} · {took:.1f} s{RESET}")
     return 0
 
 

@@ -379,8 +379,9 @@ def write_register(vault: Vault) -> Path:
     act = [d for d in decisions if d.status == "active"]
     old = [d for d in decisions if d.status != "active"]
     lines = ["# Decisions", "",
-             "> [!info] The register of decisions. Agents follow every **active** decision; a decision",
-             "> is never edited, only superseded by a new one (`nexus decide --supersedes ID`).", "",
+             "> [!info] How decisions work",
+             "> Agents follow every **active** decision. A decision is never edited, only superseded by a",
+             "> new one (`nexus decide --supersedes ID`); `nexus decisions show ID` gives its rationale.", "",
              f"## Active ({len(act)})", ""]
     lines += [f"- [[{d.path[:-3]}|{d.id}]] **{d.title}** — {one_line(d)} ({d.author}, {d.date[:10]})"
               for d in reversed(act)] or ["_None yet._"]

@@ -326,7 +326,15 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
               f"{len(open_races)} unreconciled race(s)", f"{len(crashed)} probable crash(es)",
               f"{len(changes)} state change(s)",
               "integrity clean" if report.ok else f"**{len(report.errors)} integrity problem(s)**"]
-    window_text = f"{start.replace('T', ' ') if start else 'the beginning'} → {until.replace('T', ' ')}"
+    if open_races:  # agents must reconcile these; a person reading "nothing needs you" would skip them
+        waiting.append(f"- ⚔ **{len(open_races)} unreconciled race(s)** between agents: see Races below")
+    if start:
+        window_text = f"From {start.replace('T', ' ')} to {until.replace('T', ' ')}"
+    elif window:
+        window_text = (f"From the first entry of the log ({window[0].entry.ts.replace('T', ' ')}) "
+                       f"to {until.replace('T', ' ')}")
+    else:
+        window_text = f"Everything up to {until.replace('T', ' ')}"
     kind = "success" if not waiting else "warning"
     md += [f"# Morning handoff — {day}", "", f"> [!{kind}] {window_text} (UTC)",
            "> " + " · ".join(counts), ""]
@@ -356,7 +364,7 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
             md.append(f"- **{channel}**")
             for loc in locs[:SHOWN_PER_CHANNEL]:
                 e = loc.entry
-                md.append(f"  - {e.ts[11:16]} {e.type}: {e.summary} — {loc.link}")
+                md.append(f"  - {e.ts[11:19]} {e.type}: {e.summary} — {loc.link}")
             if len(locs) > SHOWN_PER_CHANNEL:
                 more = len(locs) - SHOWN_PER_CHANNEL
                 md.append(f"  - … {more} more in [[{locs[-1].file.removesuffix('.md')}]]")

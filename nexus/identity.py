@@ -132,6 +132,24 @@ _What {name} is responsible for._
 - _Who {name} hands work to, who reviews its work._
 """
 
+_HUMAN_BODY = """\
+# {name}
+
+> [!note] Identity of a person
+> {name} is a person. What {name} writes in Obsidian below the last entry of the log is signed in this
+> name by `nexus watch`, and facts {name} approves carry this name. Every agent reads this note in its
+> brief: say who {name} is to them.
+
+## Role
+_What {name} does on the project, and what {name} decides._
+
+## How to work with {name}
+- _How {name} likes to be told things (short answers, a summary first…)._
+
+## Ask {name} before
+- _What the agents must not do before {name} agrees._
+"""
+
 
 def add(vault: Vault, keys_home: Path, name: str, *, human: bool = False) -> Identity:
     """Create ``name``: private key outside the vault, identity note inside. Nothing is left behind
@@ -179,7 +197,7 @@ def add(vault: Vault, keys_home: Path, name: str, *, human: bool = False) -> Ide
             note,
             notes.render(
                 props,
-                _IDENTITY_BODY.format(name=name, kind=kind, article="a" if human else "an"),
+                (_HUMAN_BODY if human else _IDENTITY_BODY).format(name=name, kind=kind, article="an"),
             ).encode("utf-8"),
         )
     except BaseException:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     vault = tmp_path / "demo-vault"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}
+    scratch = tmp_path / "tmp"  # the demo's temporary folders go here: it must leave none behind
+    scratch.mkdir()
+    env["TMPDIR"] = str(scratch)
     proc = subprocess.run(
         [sys.executable, "-W", "error", str(ROOT / "agents" / "demo.py"), str(vault)],
         capture_output=True,
@@ -38,6 +42,17 @@ def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     ):
         assert command in out, command
     assert "the project state is at version 1, not 0" in out  # the stale edit was refused
+    # issue 13, item 17: the night reads true
+    assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == ["demo-vault", "tmp"]
+    assert "keys: a temporary folder, now deleted" in out
+    headers = re.findall(r"── (\d\d:\d\d:\d\dZ) · ", out)
+    assert len(headers) >= 9 and headers == sorted(headers)  # each scene headed with its real time
+    assert not re.search(r"── \d\d:\d\d · ", out)  # no story clock the entries contradict
+    assert "$ echo '- Release: after the parser port lands (sam)' >> state/project.md   # sam" in out
+    for line in out.splitlines():  # every command shown is followed by its output or says why not
+        assert not line.startswith("$ nexus decisions --json"), line
+    killed = out[:out.index("killed with SIGKILL")]
+    assert killed.splitlines()[-2].strip() == "[ella] checkpoint: grammar rules ported"
     handoffs = sorted((vault / "handoff").glob("*.md"))
     assert len(handoffs) == 1
     text = handoffs[0].read_text(encoding="utf-8")
@@ -79,3 +94,13 @@ def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     assert json.loads(verify.stdout)["ok"]
     register = (vault / "Decisions.md").read_text(encoding="utf-8")
     assert "## Active (1)" in register and "## Superseded (1)" in register
+
+
+def test_the_demo_puts_keys_in_nexus_home_when_set(tmp_path: Path) -> None:
+    """Issue 13, item 17: the demo ignored NEXUS_HOME (the full run above covers the temporary folder)."""
+    sys.path.insert(0, str(ROOT / "agents"))
+    try:
+        import demo
+    finally:
+        sys.path.remove(str(ROOT / "agents"))
+    assert demo.key_home({"NEXUS_HOME": str(tmp_path / "home")}) == (tmp_path / "home", None)

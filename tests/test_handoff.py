@@ -195,3 +195,19 @@ def test_integrity_problems_and_open_races_come_first_and_once(env: Env) -> None
     assert f"#^{a}]] and lyra" in races and f"#^{b}]]" not in work  # listed once, as a race
     assert text.index("## Waiting for you") < text.index("## Races") < text.index("## Work by agent")
     assert_links_resolve(env.vault.root, text)
+
+
+def test_handoff_wording_never_says_nothing_needs_you_over_open_races(env: Env) -> None:
+    """Issue 13, item 16: a handoff said "Nothing needs you ✓" while listing unresolved races, and the
+    first handoff's callout read "the beginning → …"."""
+    env.append("ella", "I take the deploy")
+    env.append("lyra", "I take the deploy too")
+    text = env.run("handoff").stdout
+    waiting = text.split("## Waiting for you", 1)[1].split("\n## ", 1)[0]
+    assert "Nothing needs you" not in waiting and "1 unreconciled race(s)" in waiting
+    assert "the beginning" not in text and "From the first entry of the log (" in text
+    human = (env.vault.root / "agents" / "sam" / "identity.md").read_text(encoding="utf-8")
+    assert "Identity of a person" in human and "sam is a person" in human
+    assert "Relations to the other agents" not in human and "an human" not in human
+    register = (env.vault.root / "Decisions.md").read_text(encoding="utf-8")
+    assert "> [!info] How decisions work\n" in register
