@@ -148,7 +148,7 @@ RECENT = 16  # per agent, the last entries the tail state remembers (to tell a f
 
 def _absorb(
     state: dict[str, Any], located: Located, digest: str | None = None, key_of: KeyOf | None = None,
-    signed: Callable[[Located], bool] | None = None,
+    signed: _SignatureCheck | None = None,
 ) -> None:
     """Take one entry into the tail state. With ``signed`` (a signature check, on catch-up and
     rebuild), an entry of an agent that does not continue the agent's chain (another entry with its
@@ -170,15 +170,23 @@ def _absorb(
             del forks[e.agent]  # the agent chose a branch: its chain goes on from this entry
             heads[e.agent] = [e.seq, d, e.id]
         elif not ok_head or (e.seq > head[0] and not (
-                signed is not None and e.seq == head[0] + 1 and e.prev != head[1] and signed(located))):
+                signed is not None and e.seq == head[0] + 1 and e.prev != head[1])):
             heads[e.agent] = [e.seq, d, e.id]
         elif signed is not None and e.seq <= head[0] + 1:
             other = next((r for r in recent if r[0] == e.seq), None) if e.seq <= head[0] else None
-            if (e.seq == head[0] + 1 or (other is not None and other[1] != e.id and other[2] != d)) \
-                    and signed(located):
-                ids = sorted({*(fork["ids"] if fork else []), e.id,
-                              *([other[1]] if other is not None else [])})
-                forks[e.agent] = {"seq": min(e.seq, fork["seq"]) if fork else e.seq, "ids": ids}
+            if e.seq == head[0] + 1 or (other is not None and other[1] != e.id and other[2] != d):
+                if not signed(located):
+                    pass  # forged or damaged: never part of the chain
+                elif not signed.head_ok(e.agent, head):
+                    heads[e.agent] = [e.seq, d, e.id]  # the head was damaged or forged: not a fork
+                else:
+                    ids = sorted({*(fork["ids"] if fork else []), e.id,
+                                  *([other[1]] if other is not None else [])})
+                    forks[e.agent] = {"seq": min(e.seq, fork["seq"]) if fork else e.seq, "ids": ids}
+            elif e.seq > head[0]:
+                heads[e.agent] = [e.seq, d, e.id]
+        if signed is not None and heads.get(e.agent, [None, None])[1] == d:
+            signed.last[e.agent] = located  # (only each agent's head is kept: memory stays flat)
         recent.append([e.seq, e.id, d])
         del recent[:-RECENT]
     if state["last_id"] is None or e.id > state["last_id"]:
@@ -186,19 +194,33 @@ def _absorb(
     state["seg_last"] = [located.offset, e.id]
 
 
-def _signature_check(vault: Vault) -> Callable[[Located], bool]:
-    """Whether an entry is signed by its author's trusted key (loaded once, on first use)."""
-    ring: list[Any] = []
+class _SignatureCheck:
+    """Whether an entry is signed by its author's trusted key (the keys loaded once, on first use),
+    and the entries this catch-up has met (by hash), to check a head before calling a fork."""
 
-    def signed(located: Located) -> bool:
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.ring: Any = None
+        self.last: dict[str, Located] = {}
+
+    def __call__(self, located: Located) -> bool:
         from . import trust
         from .verify import check_entry
 
-        if not ring:
-            ring.append(trust.load(vault))
-        return check_entry(located, ring[0])[0] == "ok"
+        if self.ring is None:
+            self.ring = trust.load(self.vault)
+        return check_entry(located, self.ring)[0] == "ok"
 
-    return signed
+    def head_ok(self, agent: str, head: list[Any]) -> bool:
+        """The head's entry verifies (a head this catch-up never met was checked when it was met)."""
+        met = self.last.get(agent)
+        if met is None or entries.entry_hash(met.entry) != head[1]:
+            return True
+        return self(met)
+
+
+def _signature_check(vault: Vault) -> _SignatureCheck:
+    return _SignatureCheck(vault)
 
 
 def _rebuild_state(vault: Vault, previous: dict[str, Any] | None) -> dict[str, Any]:

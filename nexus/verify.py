@@ -215,7 +215,7 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
     report.problems.extend(vault_problems(vault, ring, tops))
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes (issue 4)
 
-    report.problems.extend(check_notes(vault, all_identities(vault), set(seen_ids)))
+    report.problems.extend(check_notes(vault, note_identities(vault), set(seen_ids)))
     check_copies(report, vault, set(seen_ids))
     return report
 
@@ -242,6 +242,13 @@ def check_copies(report: Report, vault: Vault, ids: set[str] | None) -> None:
         if name.endswith(".md"):
             report.problems.append(Problem("sync-conflict", f"conflicts/{name}", 1,
                                            "a merge listed a conflict: resolve it, then delete the note"))
+
+
+def note_identities(vault: Vault) -> dict[str, Any]:
+    """The identities the decision-note check needs (parsed with YAML: only when there are notes)."""
+    from .decisions import note_ids
+
+    return all_identities(vault) if note_ids(vault) else {}
 
 
 def vault_problems(

@@ -253,12 +253,11 @@ def run(vault: Vault, *, full: bool = False, progress: Progress | None = None,
         parallel: bool = True) -> Report:
     """Verify the log (see the module's docstring); save what was verified for the next run."""
     from . import trust
-    from .identity import all_identities
-    from .verify import _Renamed, verify_exact
+    from .verify import _Renamed, note_identities, verify_exact
 
     _RENAMED[:] = [_Renamed(vault)]
-    identities = all_identities(vault)
-    ring = trust.load(vault)
+    ring = trust.load(vault)  # (every key verdicts depend on: the identities' keys, pinned or not)
+    identities = note_identities(vault)
     context = context_of(vault, identities, ring)
     _RING[0] = ring
     files = log.segment_files(vault)
