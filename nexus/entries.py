@@ -181,10 +181,13 @@ def end_line(entry: Entry) -> str:
 
 def render(entry: Entry) -> str:
     """The entry's text in a segment, ending with the blank separator line."""
-    lines = [f"{BEGIN_PREFIX}{entry.id} %%", header_line(entry)]
+    lines = [f"{BEGIN_PREFIX}{entry.id} %%", header_line(entry), ""]
     if entry.body is not None:
-        lines.append("")
         lines.extend(escape_body_line(line) for line in entry.body.split("\n"))
+    # Without a body the blank line still comes before the end line: Obsidian takes a block id only at
+    # the end of its paragraph, and the end line right under the header would join the header's
+    # paragraph, so [[log/…#^ID]] would not land (entries written before this have no blank line:
+    # they read the same).
     lines.append(end_line(entry))
     return "\n".join(lines) + "\n\n"
 
@@ -221,7 +224,7 @@ def parse_lines(lines: list[str]) -> Entry:
         raise FrameError("end line metadata is not an object", len(lines) - 1)
     body_lines = lines[2:-1]
     body: str | None
-    if not body_lines:
+    if not body_lines or body_lines == [""]:  # no body: the end line under the header, or a blank between
         body = None
     else:
         if body_lines[0] != "":
