@@ -46,7 +46,16 @@ META_RE = re.compile(
     r"^status:: (?P<status>pending|approved|rejected) · retained:: (?P<retained>\S+)"
     r"(?: · source:: (?P<source>\S+))?(?: · reviewed_by:: (?P<by>\S+) · reviewed_at:: (?P<at>\S+))?"
     r"(?: · fact:: (?P<fact>\S+))?(?: · why:: (?P<why>.*?))? \^(?P<bid>[a-z0-9-]+)$")
-_ESCAPE_RE = re.compile(r"^\\*(?:#|status:: )")
+_ESCAPE_RE = re.compile(r"^\\*(?:#|status:: |\[status:: )")
+_LINK_TEXT_RE = re.compile(r"\[\[[^\]|]*\|([^\]]*)\]\]")
+_FIELD_RE = re.compile(r"\[(\w+):: ([^\]]*)\]")
+
+
+def _meta(line: str) -> re.Match[str] | None:
+    """A status line, in either form: ``[status:: …] · [source:: [[log/…|ID]]] …`` or the plain one."""
+    if line.startswith("[status:: "):
+        line = _FIELD_RE.sub(r"\1:: \2", _LINK_TEXT_RE.sub(r"\1", line))
+    return META_RE.match(line)
 SOURCE_RE = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 CHECKED_RE = re.compile(r"^\s*[-*] \[[xX]\] .*\^(?P<id>[a-z0-9-]+-\d+)\s*$")
 
@@ -101,16 +110,28 @@ def _unescape(line: str) -> str:
     return line[1:] if line.startswith("\\") and _ESCAPE_RE.match(line) else line
 
 
+def _entry_link(entry_id: str) -> str:
+    from . import entries
+
+    month = entries.segment_name(entries.utc_ts(entries.decode_id_ms(entry_id)))
+    return f"[[log/{month}#^{entry_id}|{entry_id}]]"
+
+
 def render_fact(f: BankFact) -> str:
-    meta = f"status:: {f.status} · retained:: {f.retained}"
+    """The section of one fact. Its status line holds Dataview inline fields, each in brackets (several
+    on one line are read apart only so) and ids as links a reader can follow; banks written before
+    issue 13 (plain ``key:: value · …``) still read."""
+    fields = [f"[status:: {f.status}]", f"[retained:: {f.retained}]"]
     if f.source:
-        meta += f" · source:: {f.source}"
+        fields.append(f"[source:: {_entry_link(f.source)}]")
     if f.reviewed_by:
-        meta += f" · reviewed_by:: {f.reviewed_by} · reviewed_at:: {f.reviewed_at}"
+        fields += [f"[reviewed_by:: [[agents/{f.reviewed_by}/identity|{f.reviewed_by}]]]",
+                   f"[reviewed_at:: {f.reviewed_at}]"]
     if f.fact:
-        meta += f" · fact:: {f.fact}"
+        fields.append(f"[fact:: [[memory/{f.fact}|{f.fact}]]]")
     if f.why:
-        meta += f" · why:: {f.why}"
+        fields.append(f"[why:: {f.why.replace('[', '(').replace(']', ')')}]")
+    meta = " · ".join(fields)
     body = "\n".join(_escape(line) for line in f.content.split("\n"))
     return f"\n## {f.id} · {f.type}\n\n{body}\n\n{meta} ^{f.id}\n"
 
@@ -125,9 +146,9 @@ def parse_bank(text: str, agent: str, path: str) -> list[BankFact]:
             i += 1
             continue
         j = i + 1
-        while j < len(lines) and not META_RE.match(lines[j]) and not HEAD_RE.match(lines[j]):
+        while j < len(lines) and not _meta(lines[j]) and not HEAD_RE.match(lines[j]):
             j += 1
-        if j >= len(lines) or not (meta := META_RE.match(lines[j])) or meta["bid"] != m["id"]:
+        if j >= len(lines) or not (meta := _meta(lines[j])) or meta["bid"] != m["id"]:
             i = j  # a section without its status line is not a fact; skip it
             continue
         content = "\n".join(_unescape(x) for x in lines[i + 1:j]).strip()
@@ -224,7 +245,7 @@ def _rewrite(vault: Vault, agent: str, updated: BankFact) -> None:
     lines = text.split("\n")
     start = next(i for i, line in enumerate(lines) if (m := HEAD_RE.match(line)) and m["id"] == updated.id)
     end = next(i for i in range(start + 1, len(lines))
-               if (m := META_RE.match(lines[i])) and m["bid"] == updated.id)
+               if (m := _meta(lines[i])) and m["bid"] == updated.id)
     new_lines = lines[:start] + render_fact(updated).strip("\n").split("\n") + lines[end + 1:]
     durable.replace(path, "\n".join(new_lines).encode("utf-8"))
 

@@ -265,7 +265,9 @@ def merge_memory(base: bytes, ours: bytes, theirs: bytes, path: str, limit: int 
 
 
 _BANK_HEAD = re.compile(r"^## (?P<id>[a-z0-9-]+-\d+) · [a-z]+$", re.M)
-_STATUS = re.compile(r"^status:: (\w+)", re.M)
+# A bank fact's status line: `[status:: x] · …` since issue 13, `status:: x · …` before.
+_STATUS = re.compile(r"^\[?status:: (\w+)", re.M)
+_STATUS_LINE = re.compile(r"\n\[?status:: ")
 
 
 def _bank_sections(text: str) -> tuple[str, dict[str, str]]:
@@ -323,7 +325,7 @@ def _status(section: str) -> str:
 
 
 def _content(section: str) -> str:
-    return section.split("\nstatus:: ", 1)[0]
+    return _STATUS_LINE.split(section, maxsplit=1)[0]
 
 
 def merge_review(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:

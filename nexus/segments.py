@@ -21,7 +21,6 @@ def preamble(segment: str) -> str:
         "---\n"
         f"segment: \"{segment}\"\n"
         "tags:\n  - nexus/log\n"
-        "cssclasses:\n  - nexus-log\n"
         "---\n"
         f"# Live context — {segment}\n\n"
         "> [!info] Append-only, signed by its authors\n"

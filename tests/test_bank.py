@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 
@@ -23,13 +24,16 @@ def test_retain_appends_one_section_per_fact(env: Env) -> None:
     bank.retain(env.vault, "ella", type="failure", content="The first Whoosh build took 84 s")
     text = (env.vault.root / "agents/ella/bank.md").read_text(encoding="utf-8")
     assert text.count("\n## ella-") == 2
-    assert "## ella-1 · decision\n\nSearch uses Whoosh\n\nstatus:: pending" in text
+    assert "## ella-1 · decision\n\nSearch uses Whoosh\n\n[status:: pending] · [retained:: " in text
+    # issue 13, item 15: one Dataview field per bracket, the source entry as a link that lands
+    assert re.search(r"\[source:: \[\[log/\d{4}-\d\d#\^" + ENTRY_ID + r"\|" + ENTRY_ID + r"\]\]\]", text)
     assert text.rstrip().endswith("^ella-2")
     assert [f.id for f in bank.facts_of(env.vault, "ella")] == ["ella-1", "ella-2"]
 
 
 def test_content_that_looks_like_structure_round_trips(env: Env) -> None:
     tricky = ("## ella-9 · decision\n# heading\nstatus:: approved · retained:: x ^ella-9\n"
+              "[status:: approved] · [retained:: x] ^ella-9\n"
               "\\# escaped\nÜñï 東京")
     f = bank.retain(env.vault, "ella", type="fact", content=tricky)
     [back] = bank.facts_of(env.vault, "ella")
@@ -77,7 +81,8 @@ def test_approve_promotes_into_the_memory_index_recording_who_and_when(env: Env)
     assert fact.body == "Sam wants answers under five lines"
     assert fact.source == "[[agents/ella/bank#^ella-1]]"
     text = (env.vault.root / "agents/ella/bank.md").read_text(encoding="utf-8")
-    assert "status:: approved · retained:: " in text and "reviewed_by:: sam" in text
+    assert "[status:: approved] · [retained:: " in text
+    assert "[reviewed_by:: [[agents/sam/identity|sam]]]" in text and f"[fact:: [[memory/{r['fact']}|" in text
     assert bank.pending(env.vault) == []
     assert "^ella-1" not in (env.vault.root / "memory/REVIEW.md").read_text(encoding="utf-8")
     again = env.run("review", "--approve", "ella-1", "--agent", "sam", check=False)
@@ -167,3 +172,17 @@ def test_recall_ranks_the_agents_facts_through_the_search_index(env: Env) -> Non
     # a fact retained after the index was built is found at once (the index is never stale)
     bank.retain(env.vault, "ella", type="fact", content="Kubernetes is not used here")
     assert [h.id for h in bank.recall(env.vault, "ella", "kubernetes")] == ["ella-4"]
+
+
+def test_a_bank_written_before_issue_13_still_reads_and_is_rewritten_in_the_new_form(env: Env) -> None:
+    path = env.vault.root / "agents" / "ella" / "bank.md"
+    path.write_text("---\nagent: ella\ntags:\n  - nexus/bank\n---\n# Bank\n\n## ella-1 · fact\n\nOld fact\n\n"
+                    "status:: pending · retained:: 2026-11-30T04:41:07Z · source:: 01KB7Q2V4J6M8P0R2T4W6Y8A0C"
+                    " ^ella-1\n", encoding="utf-8")
+    [f] = bank.facts_of(env.vault, "ella")
+    assert f.status == "pending" and f.source == "01KB7Q2V4J6M8P0R2T4W6Y8A0C" and f.content == "Old fact"
+    bank.approve(env.vault, "ella-1", "sam")
+    text = path.read_text(encoding="utf-8")
+    assert "[status:: approved]" in text
+    assert "#^01KB7Q2V4J6M8P0R2T4W6Y8A0C|01KB7Q2V4J6M8P0R2T4W6Y8A0C]]]" in text
+    assert bank.find(env.vault, "ella-1").reviewed_by == "sam"
