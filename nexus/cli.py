@@ -280,8 +280,12 @@ def cmd_state_show(args: argparse.Namespace) -> int:
     version, content, absorbed = project_state.show(vault, _keys_home())
     if absorbed is not None:
         sys.stderr.write(f"nexus: recorded a hand edit of state/project.md as version {absorbed.version}\n")
+    conflicts = sorted(f"conflicts/{p.name}" for p in (vault.root / "conflicts").glob("state-*.md"))
+    for note in conflicts if not args.json else []:  # versions two machines recorded at once (sync)
+        sys.stderr.write(f"nexus: state conflict: another machine's version is in {note}; read it, set "
+                         "the state that should stand, then delete the note\n")
     _emit(args, {"version": version, "content": content,
-                 "hand_edit": absorbed.to_json() if absorbed else None},
+                 "hand_edit": absorbed.to_json() if absorbed else None, "conflicts": conflicts},
           f"version {version}\n\n{content}" if version else "version 0 (no project state yet)")
     return 0
 

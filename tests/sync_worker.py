@@ -20,9 +20,10 @@ def main() -> None:
     root, keys, agent, rnd = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     vault = Vault(root)
     signer = identity.load_signer(vault, keys, agent)
-    read = [loc.entry.id for loc in log.unread(vault, agent)]
+    unread = log.unread(vault, agent)
+    read = [loc.entry.id for loc in unread]
     acked: list[str] = []
-    questions = [i for i in read if log.find_entry(vault, i).entry.type == "question"]
+    questions = [loc.entry.id for loc in unread if loc.entry.type == "question"]
     for n in range(3):
         ack = tuple(questions) if n == 0 else ()
         r = log.append(vault, signer, channel="work", type="question" if n == 1 else "note",

@@ -146,6 +146,8 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
         assert "sync-conflict" in kinds  # the state diverged: shown, as a note in conflicts/
         states = sorted((clone / "conflicts").glob("state-*.md"))
         assert states and "the project state diverged" in states[0].read_text(encoding="utf-8")
+        shown = nexus(clone, keys, "state", "show")
+        assert f"state conflict: another machine's version is in conflicts/{states[0].name}" in shown.stderr
         notes = sorted((clone / "decisions").glob("D-*.md"))
         assert len(notes) == 6 and len({n.name[:6] for n in notes}) == 6  # 3 agents x 2 rounds, no id twice
         user = (clone / "USER.md").read_text(encoding="utf-8")
