@@ -297,11 +297,12 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
     """Commit, fetch, merge, refresh, verify, push. SyncError (nothing pushed) when any step fails or
     the merged vault does not verify."""
     # (few git processes: `nexus sync` with nothing to do should cost little more than `git pull`)
-    where = _git(vault.root, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--abbrev-ref", "HEAD",
+    where = _git(vault.root, "rev-parse", "--show-toplevel", "--absolute-git-dir",
                  check=False).stdout.split("\n")
-    if len(where) < 3 or not where[0]:
+    if len(where) < 2 or not where[0]:
         raise SyncError("this vault is not in a git repository: run `nexus git setup` first")
-    top, git_dir, branch = Path(where[0]), Path(where[1]), where[2].strip()
+    top, git_dir = Path(where[0]), Path(where[1])
+    branch = _git(top, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip() or "HEAD"
     config = dict(line.split(" ", 1) for line in _git(
         top, "config", "--get-regexp", r"^(merge\.nexus\.driver|branch\..*\.remote|remote\..*\.url)$",
         check=False).stdout.splitlines() if " " in line)

@@ -220,14 +220,20 @@ _HISTORY_MARK = "%% nexus:checkpoint "
 
 
 def merge_lines_by_record(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
-    """A checkpoint history: its head, then the union of record lines in (saved, seq) order."""
-    head: list[str] = []
+    """A checkpoint history: its head as it was, then the union of record lines in (saved, seq)
+    order (a line cut short by a killed writer, not a record, is kept first, as it was)."""
+    head = ""
     records: dict[str, tuple[str, int]] = {}
+    other: list[str] = []
     for side in (ours, theirs):
-        for line in side.decode("utf-8", "replace").split("\n"):
+        text = side.decode("utf-8", "replace")
+        at = text.find(_HISTORY_MARK)
+        first = text.rfind("\n", 0, at) + 1 if at >= 0 else len(text)
+        head = head or text[:first]
+        for line in text[first:].split("\n"):
             if _HISTORY_MARK not in line:
-                if side is ours and line and not records:
-                    head.append(line)
+                if line.strip() and line not in other:
+                    other.append(line)
                 continue
             if line in records:
                 continue
@@ -238,8 +244,7 @@ def merge_lines_by_record(base: bytes, ours: bytes, theirs: bytes, path: str) ->
                 key = ("~", 0)
             records[line] = key
     lines = sorted(records, key=lambda ln: records[ln])
-    text = "\n".join(head) + ("\n\n" if head else "") + "".join(ln + "\n" for ln in lines)
-    return Merged(text.encode("utf-8"))
+    return Merged((head + "".join(ln + "\n" for ln in [*other, *lines])).encode("utf-8"))
 
 
 MEMORY_DELIM = "\n§\n"
