@@ -242,8 +242,8 @@ def _renumber_decisions(vault: Vault) -> list[dict[str, str]]:
     with exclusive(vault.lock("decisions")):
         notes: dict[int, list[tuple[Path, dict[str, Any], str]]] = {}
         top = 0
-        for path in decisions.note_files(vault):
-            number = int(path.name[2:].split("-", 1)[0])
+        for path, did in decisions.note_ids(vault).items():
+            number = int(did[2:])
             top = max(top, number)
             try:
                 props, body = properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
@@ -259,7 +259,7 @@ def _renumber_decisions(vault: Vault) -> list[dict[str, str]]:
                 props["renumbered_from"] = props.get("renumbered_from") or old_id
                 props["id"] = new_id
                 props["aliases"] = [new_id]
-                target = path.with_name(new_id + path.name[len(old_id):])
+                target = path.with_name(f"{new_id}-{decisions.slug(str(props.get('title', '')))}.md")
                 durable.create_exclusive(target, properties.render(props, body).encode("utf-8"))
                 path.unlink()
                 out.append({"from": old_id, "to": new_id, "note": vault.rel(target)})

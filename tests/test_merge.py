@@ -141,3 +141,25 @@ def test_text_between_entries_stays_after_its_entry(env: Env) -> None:
     _, blocks = merge.split_segment(result)
     assert [b for b, _ in blocks] == [first, None, theirs_id]
     assert result.count(person) == 1
+
+
+def test_two_machines_numbering_decisions_alike_are_renumbered_and_verify(env: Env) -> None:
+    from nexus import decisions, gitsync
+
+    first = decisions.decide(env.vault, env.signer("ella"), title="Use git", decision="d", rationale="r")
+    aside = env.vault.root / first.path
+    kept = aside.read_bytes()
+    aside.unlink()  # the other machine never saw it: it picks the same number
+    second = decisions.decide(env.vault, env.signer("lyra"), title="Use Syncthing", decision="d",
+                              rationale="r")
+    assert first.id == second.id == "D-0001"
+    aside.write_bytes(kept)
+    assert "duplicate" in {p.kind for p in verify(env.vault).problems}
+    done = gitsync.refresh(env.vault)
+    assert done["renumbered"] == [{"from": "D-0001", "to": "D-0002",
+                                   "note": "decisions/D-0002-use-syncthing.md"}]
+    report = verify(env.vault)
+    assert report.ok, [str(p) for p in report.problems]
+    assert {d.id for d in decisions.all_decisions(env.vault)} == {"D-0001", "D-0002"}
+    assert "D-0002" in (env.vault.root / "Decisions.md").read_text(encoding="utf-8")
+    assert gitsync.refresh(env.vault)["renumbered"] == []  # stable
