@@ -1120,7 +1120,7 @@ def cmd_git_refresh(args: argparse.Namespace) -> int:
 
     if os.environ.get(gitsync.IN_SYNC_ENV):
         return 0  # `nexus sync` refreshes once its merge is done (and holds the locks meanwhile)
-    data = gitsync.refresh(_vault(args))
+    data = gitsync.refresh(_vault(args), args.before)
     if not args.quiet or args.json:
         _emit(args, data, f"{data['arrived']} entries arrived, {len(data['renumbered'])} decisions "
               f"renumbered, {len(data['imported'])} conflict copies imported")
@@ -1164,8 +1164,10 @@ def _add_sync_commands(sub: Any, logp: Any) -> None:
         p.add_argument(name)
     p = _cmd(gitp, "refresh", cmd_git_refresh,
              "bring derived state up to date after git changed the vault (run by the git hooks)",
-             "nexus git refresh")
+             "nexus git refresh --before ORIG_HEAD")
     p.add_argument("--quiet", action="store_true", help="print nothing")
+    p.add_argument("--before", metavar="COMMIT",
+                   help="what the work tree held before git changed it (the hooks pass ORIG_HEAD)")
     p = _cmd(sub, "sync", cmd_sync,
              "commit what nexus manages, fetch, merge through the driver, verify, push (never an "
              "unverified vault)", "nexus sync --remote origin")

@@ -99,9 +99,12 @@ def setup(vault: Vault) -> dict[str, Any]:
     if not hooks_dir.is_absolute():
         hooks_dir = top / hooks_dir
     hooks_dir.mkdir(parents=True, exist_ok=True)
-    call = (f"{shlex.quote(sys.executable)} -m nexus --vault {shlex.quote(str(vault.root))} git refresh "
-            "--quiet || true")
+    command = (f"{shlex.quote(sys.executable)} -m nexus --vault {shlex.quote(str(vault.root))} "
+               "git refresh --quiet")
     for name in HOOKS:
+        # what the work tree held before git changed it: post-checkout is given it; else ORIG_HEAD
+        call = f'{command} --before {"$1" if name == "post-checkout" else "ORIG_HEAD"} || true'
+
         path = hooks_dir / name
         old = path.read_text(encoding="utf-8") if path.exists() else ""
         if HOOK_MARK in old:
@@ -115,7 +118,6 @@ def setup(vault: Vault) -> dict[str, Any]:
             path.write_text(text, encoding="utf-8")
             changed.append(f"hooks/{name}")
         path.chmod(0o755)
-    _record_arrivals(vault)  # the baseline later merges are compared with
     return {"repository": str(top), "created": created, "vault_prefix": _prefix(vault, top),
             "driver": driver_command(), "changed": changed}
 
@@ -161,21 +163,26 @@ def merge_driver(
         lines.append(f"{conflict.kind}: {rel}: {conflict.message}"
                      + (f" (other side kept in {conflict.note_name()})" if conflict.other else ""))
     for rel_path, extra in result.beside:
-        target = _free_name(root / rel_path)
-        target.write_bytes(extra)
+        target = _beside_name(root / rel_path, extra)
+        if not target.exists():
+            target.write_bytes(extra)
         lines.append(f"{kind}: {rel}: both sides wrote it; the other is kept as {target.name}")
     return (0 if result.clean else 1), lines
 
 
-def _free_name(path: Path) -> Path:
-    stem = path.stem
-    base = stem.rsplit("-", 1)[0] if stem.count("-") == 3 else stem
-    n = 2
-    while True:
-        candidate = path.with_name(f"{base}-{n}.md")
-        if not candidate.exists():
-            return candidate
-        n += 1
+def _beside_name(path: Path, data: bytes) -> Path:
+    """Where the other side's note goes: ``STEM-NNNNN.md``, the number from its content, so every
+    clone that merges the same two notes writes the same file (and git never meets two names for
+    one note, nor a file the driver wrote where the merge is about to write another)."""
+    import hashlib
+
+    stem = path.stem.rsplit("-", 1)[0] if path.stem.count("-") == 3 else path.stem
+    number = 10_000 + int(hashlib.sha256(data).hexdigest()[:8], 16) % 90_000
+    target = path.with_name(f"{stem}-{number}.md")
+    while target.exists() and target.read_bytes() != data:  # (a clash of numbers: the next one)
+        number += 1
+        target = path.with_name(f"{stem}-{number}.md")
+    return target
 
 
 def _memory_limit(root: Path, rel: str) -> int | None:
@@ -190,44 +197,48 @@ def _memory_limit(root: Path, rel: str) -> int | None:
 # ------------------------------------------------------------------ after a merge
 
 
-def refresh(vault: Vault) -> dict[str, Any]:
-    """What git cannot do itself after it changed the vault (post-merge, post-checkout, sync)."""
+def refresh(vault: Vault, before: str | None = None) -> dict[str, Any]:
+    """What git cannot do itself after it changed the vault (post-merge, post-checkout, sync).
+    ``before``: the commit the work tree held before (entries new since it are noted as arrivals)."""
     from . import copies
 
-    arrived = _record_arrivals(vault)
+    arrived = _record_arrivals(vault, before) if before else 0
     renumbered = _renumber_decisions(vault)
+    _dedupe_handoffs(vault)
     _rewrite_derived(vault)
     imported = copies.import_all(vault)
     return {"arrived": arrived, "renumbered": renumbered,
             "imported": [c.to_json() for c in imported]}
 
 
-def _record_arrivals(vault: Vault) -> int:
-    """Entries that appeared with ids older than the newest one this clone knew (a merge brought
-    them): noted in ``.nexus/arrivals``, so every agent's next read returns them although they sort
-    before what it has read. The ids known are kept in ``.nexus/sync/ids``."""
+def _record_arrivals(vault: Vault, before: str) -> int:
+    """Entries the merge brought (in HEAD's segments, not in ``before``'s), noted in
+    ``.nexus/arrivals``: an agent whose cursor is past their ids (they sort before entries it has
+    read) still gets each once. Committed versions on both sides, so local appends are never taken
+    for arrivals."""
     from . import log
 
-    ids: list[str] = []
-    for _name, path in log.segment_files(vault):
-        ids += [bid for bid, _ in merge.split_segment(path.read_bytes())[1] if bid]
-    snap = vault.state / "sync" / "ids"
-    try:
-        known = set(snap.read_text(encoding="ascii").split())
-    except FileNotFoundError:
-        known = set()
-    arrived = []
-    if known:
-        newest = max(known)
-        arrived = sorted(i for i in set(ids) - known if i < newest)
-        if arrived:
-            log.note_arrivals(vault, arrived)
-    snap.parent.mkdir(parents=True, exist_ok=True)
-    if set(ids) != known:
-        from . import durable
-
-        durable.replace(snap, ("\n".join(sorted(set(ids))) + "\n").encode("ascii"), durable=False)
+    top = toplevel(vault)
+    if top is None:
+        return 0
+    log_dir = _prefix(vault, top) + "log/"
+    changed = _git(top, "diff", "--name-only", before, "HEAD", "--", log_dir, check=False).stdout.split()
+    arrived: set[str] = set()
+    for path in changed:
+        name = path[len(log_dir):]
+        if "/" in name or not name.endswith(".md") or not log.is_segment_name(name[:-3]):
+            continue
+        after = _ids_at(top, "HEAD", path)
+        arrived |= after - _ids_at(top, before, path)
+    log.note_arrivals(vault, sorted(arrived))
     return len(arrived)
+
+
+def _ids_at(top: Path, commit: str, path: str) -> set[str]:
+    proc = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=top, capture_output=True, check=False)
+    if proc.returncode != 0:
+        return set()
+    return {bid for bid, _ in merge.split_segment(proc.stdout)[1] if bid}
 
 
 def _renumber_decisions(vault: Vault) -> list[dict[str, str]]:
@@ -266,6 +277,17 @@ def _renumber_decisions(vault: Vault) -> list[dict[str, str]]:
         if out or notes:
             decisions.write_register(vault)
     return out
+
+
+def _dedupe_handoffs(vault: Vault) -> None:
+    """Two clones that merged the same two handoffs may have put them under different names: after
+    the next merge one handoff can sit under two names. Exact copies are kept once (the first name)."""
+    seen: set[bytes] = set()
+    for path in sorted((vault.root / "handoff").glob("*.md"), key=lambda p: (len(p.name), p.name)):
+        data = path.read_bytes()
+        if data in seen:
+            path.unlink()
+        seen.add(data)
 
 
 def _rewrite_derived(vault: Vault) -> None:
@@ -331,6 +353,7 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
             for lock in _locks(vault):
                 stack.enter_context(exclusive(lock))
             result["committed"] += _commit(top, prefix, "nexus sync: changes on this machine", env)
+            before = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip() or None
             if result["committed"]:
                 in_step = False
             if has_remote and not in_step and _git(top, "merge-base", "--is-ancestor", upstream, "HEAD",
@@ -341,13 +364,17 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
                                         if ln.startswith(DRIVER_SAYS)]
                 if proc.returncode != 0:
                     left = _git(top, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
+                    if not left and "would be overwritten" in proc.stderr and attempt < attempts - 1:
+                        continue  # a file written meanwhile by a writer without a lock: commit it too
                     _git(top, "merge", "--abort", check=False)
+                    why = [ln for ln in proc.stderr.splitlines() if ln.startswith(("error", "fatal"))]
                     raise SyncError("git could not merge " + (", ".join(left) or "the remote branch")
+                                    + (f" ({why[0]})" if why and not left else "")
                                     + ": resolve by hand (`git pull`), then run `nexus sync` again")
         if in_step:
             return result  # nothing to do: nothing committed, nothing fetched
         if result["merged"]:
-            result["refresh"] = refresh(vault)
+            result["refresh"] = refresh(vault, before)
         from .verify import verify
 
         with contextlib.ExitStack() as stack:  # (verified as committed: no append or decision half-done)

@@ -42,6 +42,11 @@ CLI_WITHOUT_TOOL = {
     "mcp": "this server itself",
     "memory import-hermes": "a one-off migration from files on disk, run from a shell",
     "setup": "writes an agent runtime's own configuration files: set-up, done by a person",
+    "git setup": "configures a git clone (driver, hooks): set-up, done once per clone by a person",
+    "git merge-driver": "what git itself runs during a merge, never a call",
+    "git refresh": "what git's hooks run after a merge or checkout",
+    "sync": "talks to a git remote with the machine's credentials: a person's or a scheduler's act",
+    "log import-copies": "the watcher and `nexus sync` do it on their own; maintenance from a shell",
 }
 # CLI command -> its MCP tool, when the names differ. `review` lists pending facts only: approving or
 # rejecting is the human gate, a person's act (`nexus review --approve ID --agent PERSON`), never a tool.

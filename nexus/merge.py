@@ -16,7 +16,7 @@ conflict note (``conflicts/``) that a person or an agent resolves.
 | decision    | notes are never edited: two different supersessions keep the earlier, list the other |
 | state       | ``state/project.md``: the higher version (ours on a tie); a history version written on both
 |             | sides keeps ours and lists theirs as a state conflict |
-| handoff     | both kept: theirs under the next free name (``-2``, ``-3``…) |
+| handoff     | both kept: one under a name numbered from its content (``-NNNNN``); exact copies once |
 | head        | ``agents/NAME/head.json`` (a signed head, heads.py): the higher seq (then id); both sides are
 |             | signed statements and the log keeps both branches of a fork, so nothing is lost |
 | derived     | ``Decisions.md``, ``memory/MEMORY-INDEX.md``: ours (rewritten from the notes after a merge) |
@@ -375,7 +375,10 @@ def merge_state_version(base: bytes, ours: bytes, theirs: bytes, path: str) -> M
 
 
 def merge_handoff(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
-    return Merged(ours, beside=[(path, theirs)])  # the caller picks the next free name for theirs
+    """Both kept: the one that sorts first stays at the path (so every clone merging the two agrees),
+    the other goes beside it under a name numbered from its content (the caller picks it)."""
+    first, second = sorted((ours, theirs))
+    return Merged(first, beside=[(path, second)])
 
 
 def merge_head(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from nexus import bank, checkpoints, decisions, identity, log, memory, project_state
+from nexus import bank, checkpoints, decisions, handoff, identity, log, memory, project_state
 from nexus.errors import StaleEditError
 from nexus.vault import Vault
 
@@ -41,6 +41,11 @@ def main() -> None:
     memory.add(vault, "memory", agent, f"{agent} learned {rnd}", limit=2200)
     memory.add(vault, "user", None, f"the user told {agent} something in round {rnd}", limit=1375)
     bank.retain(vault, agent, type="fact", content=f"{agent} retained a fact in round {rnd}")
+    # "team" works on every machine without writing to the log: its checkpoint and memory conflict
+    checkpoints.save(vault, "team", task="shared", step=f"{agent}'s machine, round {rnd}", next="more")
+    memory.add(vault, "memory", "team", f"team noted {agent} {rnd}", limit=2200)
+    if rnd == 0:  # every machine writes the day's handoff
+        handoff.write(vault, handoff.build(vault, since=None))
     print(json.dumps({"acked": acked, "read": read}))
 
 

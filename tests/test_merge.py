@@ -124,6 +124,8 @@ def test_state_and_handoff_and_decision_keep_both_sides() -> None:
         b"---\nversion: 5")
     hand = merge.merge("handoff", b"", b"mine", b"yours", "handoff/2026-12-01.md")
     assert hand.data == b"mine" and hand.beside == [("handoff/2026-12-01.md", b"yours")]
+    swapped = merge.merge("handoff", b"", b"yours", b"mine", "handoff/2026-12-01.md")
+    assert swapped.data == b"mine" and swapped.beside == hand.beside  # every clone agrees
     a = b'---\nsuperseded_at: "2026-12-01T01:00:00Z"\n---\n'
     b = b'---\nsuperseded_at: "2026-12-01T02:00:00Z"\n---\n'
     dec = merge.merge("decision", b"---\n---\n", b, a, "decisions/D-0001-x.md")
@@ -163,3 +165,13 @@ def test_two_machines_numbering_decisions_alike_are_renumbered_and_verify(env: E
     assert {d.id for d in decisions.all_decisions(env.vault)} == {"D-0001", "D-0002"}
     assert "D-0002" in (env.vault.root / "Decisions.md").read_text(encoding="utf-8")
     assert gitsync.refresh(env.vault)["renumbered"] == []  # stable
+
+
+def test_identity_and_other_notes_merge_as_text_and_a_clash_is_left_to_a_person() -> None:
+    base = b"---\nname: ella\n---\n# ella\n## Role\nbuilds\n\n## Priorities\nnone\n"
+    ours = base.replace(b"builds", b"builds the parser")
+    theirs = base.replace(b"none", b"tests first")
+    merged = merge.merge("text", base, ours, theirs, "agents/ella/identity.md")
+    assert merged.clean and b"builds the parser" in merged.data and b"tests first" in merged.data
+    clash = merge.merge("text", base, ours, base.replace(b"builds", b"reviews"), "agents/ella/identity.md")
+    assert not clash.clean and b"<<<<<<<" in clash.data

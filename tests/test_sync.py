@@ -19,7 +19,7 @@ from nexus.vault import Vault, init
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "sync_worker.py"
-AGENTS = ("ada", "bo", "cy")  # one per machine
+AGENTS = ("ada", "bo", "cy")  # one per machine ("team" keeps a checkpoint and memory on all three)
 
 
 def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -83,6 +83,10 @@ def ids_in(root: Path) -> list[str]:
     return out
 
 
+def history_team(clone: Path) -> str:
+    return (clone / "agents" / "team" / "checkpoint-history.md").read_text(encoding="utf-8")
+
+
 def worker(clone: Path, keys: Path, agent: str, rnd: int) -> subprocess.Popen[str]:
     env = dict(os.environ, NEXUS_HOME=str(keys), PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, "-W", "error", str(WORKER), str(clone), str(keys), agent,
@@ -91,7 +95,7 @@ def worker(clone: Path, keys: Path, agent: str, rnd: int) -> subprocess.Popen[st
 
 @pytest.mark.slow
 def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> None:
-    clones, keys = make_machines(tmp_path)
+    clones, keys = make_machines(tmp_path, agents=(*AGENTS, "team"))
     rng = random.Random(11)
     env = dict(os.environ, NEXUS_HOME=str(keys))
     env.pop("NEXUS_VAULT", None)
@@ -159,6 +163,11 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
                                                                      ).read_text()
             history = (clone / "agents" / agent / "checkpoint-history.md").read_text(encoding="utf-8")
             assert history.count("nexus:checkpoint ") == 2
+            for rnd in range(2):  # the shared agent's saves and notes from every machine
+                step = f"{agent}'s machine, round {rnd}"
+                assert sum(step in line for line in history_team(clone).splitlines()) == 1
+                assert f"team noted {agent} {rnd}" in (clone / "agents" / "team" / "MEMORY.md").read_text()
+        assert len(list((clone / "handoff").glob("*.md"))) == 3  # one per machine, none dropped
     # Races and owed acknowledgements come from the log alone: every machine agrees, and agents on
     # different machines who acted at once (neither had seen the other's entry) raced.
     answers = []
@@ -206,14 +215,17 @@ def test_plain_git_pull_merges_through_the_driver(tmp_path: Path) -> None:
         git(clone, "add", "-A")
         git(clone, "commit", "-q", "-m", msg)
     git(m1, "push", "-q", "origin", "main")
+    before = json.loads(nexus(m2, keys, "log", "read", "--agent", "bo", "--json").stdout)
+    assert before == []  # bo has read up to its own newest entry, newer than all of ada's
     git(m2, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
     ids = ids_in(m2)
     assert ids == sorted(mine + theirs)  # union in id order, nothing twice
     assert "<<<<<<<" not in (m2 / "log").joinpath(os.listdir(m2 / "log")[0]).read_text()
     assert json.loads(nexus(m2, keys, "verify", "--json").stdout)["ok"]
-    # ada on m2 reads bo's entries? no: bo's are local; ada's arrived older than bo's reads
+    # ada's entries arrived older than what bo had read: the post-merge hook noted them, bo gets them once
     got = json.loads(nexus(m2, keys, "log", "read", "--agent", "bo", "--json").stdout)
     assert [e["id"] for e in got] == mine
+    assert json.loads(nexus(m2, keys, "log", "read", "--agent", "bo", "--json").stdout) == []
 
 
 def test_sync_refuses_without_setup_and_says_why(tmp_path: Path) -> None:
