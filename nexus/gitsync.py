@@ -339,6 +339,7 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
         raise SyncError("a git merge is in progress: finish it (or `git merge --abort`) first")
     env = dict(os.environ, **{IN_SYNC_ENV: "1"})
     prefix = _prefix(vault, top)
+    before: str | None = None  # HEAD before the merge (what arrived is what it lacked)
     result: dict[str, Any] = {"remote": remote, "branch": branch, "committed": 0, "merged": False,
                               "pushed": False, "conflicts": []}
     for attempt in range(attempts):
@@ -353,11 +354,11 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
             for lock in _locks(vault):
                 stack.enter_context(exclusive(lock))
             result["committed"] += _commit(top, prefix, "nexus sync: changes on this machine", env)
-            before = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip() or None
             if result["committed"]:
                 in_step = False
             if has_remote and not in_step and _git(top, "merge-base", "--is-ancestor", upstream, "HEAD",
                                                    check=False).returncode != 0:
+                before = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip() or None
                 proc = _git(top, "merge", "--no-edit", "-q", upstream, check=False, env=env)
                 result["merged"] = True
                 result["conflicts"] += [ln[len(DRIVER_SAYS):] for ln in proc.stderr.splitlines()
