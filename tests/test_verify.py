@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import entries, log
+from nexus import entries, log, text
 from nexus.records import Entry, Located, Problem
 from nexus.verify import verify
 
@@ -61,18 +61,22 @@ def test_clean_log_verifies(env: Env) -> None:
     assert run.returncode == 0 and "6 entries in 1 segment(s): clean" in run.stdout
 
 
-def test_framing_lines_in_a_body_round_trip_and_create_no_entry(env: Env) -> None:
+def test_framing_lines_in_a_body_are_shown_and_create_no_entry(env: Env) -> None:
+    """A body that imitates framing is stored so a person sees it (``%%`` written ``%\\%``), round-trips
+    as stored, and creates no entry."""
     _build(env)
     result = env.append("ella", "tricky body", body=FRAMING_BODY)
+    stored, changes = text.prepare_body(FRAMING_BODY)
+    assert changes and stored is not None and "%%" not in stored
     found = log.find_entry(env.vault, result.located.entry.id)
-    assert found.entry.body == FRAMING_BODY and found.entry.agent == "ella"
+    assert found.entry.body == stored and found.entry.agent == "ella"
     assert len(list(log.iter_entries(env.vault))) == 7
     assert verify(env.vault).ok
-    # on disk each framing-like line got one backslash; nothing else changed
-    text = _segment(env).read_text(encoding="utf-8")
-    assert "\n\\%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%\n" in text
-    assert "\n\\\\%% nexus:begin already escaped %%\n" in text
-    assert "\n  %% nexus:end indented\n" in text
+    # on disk the imitation framing is visible text, never a comment Obsidian hides
+    on_disk = _segment(env).read_text(encoding="utf-8")
+    assert "\n%\\% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %\\%\n" in on_disk
+    assert "\n  %\\% nexus:end indented\n" in on_disk
+    assert on_disk.count("%% nexus:begin ") == 7
 
 
 def test_hand_inserted_unsigned_entry_is_forged(env: Env) -> None:
