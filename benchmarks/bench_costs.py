@@ -92,7 +92,7 @@ def append_many(vault: Vault, keys: Path, count: int, tag: str) -> None:
     writer.flush()
 
 
-def run_size(n: int, new: int, runs: int, index: bool) -> dict[str, Any]:
+def run_size(n: int, new: int, runs: int, index: bool, old: bool = True) -> dict[str, Any]:
     source = prepare(n)
     work = Path(tempfile.mkdtemp(prefix=f"bench-costs-{n}-", dir=RESULTS))
     try:
@@ -117,16 +117,18 @@ def run_size(n: int, new: int, runs: int, index: bool) -> dict[str, Any]:
         old_code = ("import sys; from pathlib import Path; from nexus.vault import Vault; "
                     "from nexus.verify import verify_exact; r = verify_exact(Vault(Path(sys.argv[1]))); "
                     "print(r.entries, len(r.errors))")
-        t, rss, text = measure([py, "-c", old_code, str(vault.root)], env)
-        row["old_full_s"], row["old_full_mb"] = round(t, 2), round(rss)
-        row["old_full_per_s"] = round(n / t)
-        assert text.split()[1] == "0", text
+        if old:
+            t, rss, text = measure([py, "-c", old_code, str(vault.root)], env)
+            row["old_full_s"], row["old_full_mb"] = round(t, 2), round(rss)
+            row["old_full_per_s"] = round(n / t)
+            assert text.split()[1] == "0", text
 
         t, rss, text = measure([*nexus, "verify", "--full", "--json"], env)
         report = json.loads(text)
         assert report["ok"] and report["full"] and report["entries"] == n, report
         row["full_s"], row["full_mb"], row["full_per_s"] = round(t, 2), round(rss), round(n / t)
-        row["full_vs_old"] = round(row["old_full_s"] / t, 2)
+        if old:
+            row["full_vs_old"] = round(row["old_full_s"] / t, 2)
 
         t, rss, text = measure([*nexus, "verify", "--json"], env)
         assert json.loads(text)["checked"] == 0
@@ -186,6 +188,7 @@ def main() -> int:
     parser.add_argument("--new", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-index", action="store_true", help="skip the index build")
+    parser.add_argument("--no-old", action="store_true", help="skip the old full pass")
     parser.add_argument("--generate-only", action="store_true", help="only make the vaults")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -194,11 +197,12 @@ def main() -> int:
         if args.generate_only:
             prepare(n)
             continue
-        row = run_size(n, args.new, args.runs, not args.no_index)
+        row = run_size(n, args.new, args.runs, not args.no_index, not args.no_old)
         print(json.dumps(row), flush=True)
         rows.append(row)
     if rows:
-        (RESULTS / "bench_costs.json").write_text(json.dumps(rows, indent=2) + "\n")
+        name = "bench_costs-" + args.sizes.replace(",", "-") + ".json"
+        (RESULTS / name).write_text(json.dumps(rows, indent=2) + "\n")
     return 0
 
 

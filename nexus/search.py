@@ -71,7 +71,9 @@ SUPERSEDED_FACTOR = 0.2  # a superseded decision's score is scaled by this, so a
 PARALLEL_BYTES = 4 * 1024 * 1024  # a vault larger than this is indexed by several processes
 FAST = True  # score plain AND-of-terms queries block by block (see _top_conjunction)
 CHUNK_BYTES = 1 << 20  # a segment larger than this may be split between processes
-MAX_JOB_BYTES = 4 << 20  # ... and one larger than this always is (memory stays flat as the log grows)
+MAX_JOB_BYTES = 2 << 20  # ... and one larger than this always is (memory stays flat as the log grows)
+LIMIT_MB = 16  # postings a build process buffers before writing a sorted run to disk (Whoosh limitmb;
+#                128 peaked at ~180 MB a process, 16 at ~100 MB, flat as the vault grows)
 Progress = Callable[[int, int], None]
 
 QUERY_FIELDS = ("text", "agent", "channel", "type", "status", "path", "kind")
@@ -592,7 +594,7 @@ def _build_part(folder: str, jobs: list[Job], root: Path, mtimes: dict[str, int]
     from whoosh.writing import SegmentWriter
 
     ix = index.open_dir(folder)
-    writer: Any = SegmentWriter(ix, _lk=False, limitmb=128)  # type: ignore[no-untyped-call]
+    writer: Any = SegmentWriter(ix, _lk=False, limitmb=LIMIT_MB)  # type: ignore[no-untyped-call]
     ends: dict[tuple[str, int], tuple[int, int]] = {}
     add = _add(writer)
     total = sum(j[2] - j[1] for j in jobs) or 1
