@@ -806,16 +806,20 @@ class LogVerifier:
     """Keeps ``nexus verify``'s remembered state current while the watcher runs (issue 15), in a thread
     of its own: ``poke`` after a segment changes; a burst within ``VERIFY_DELAY`` makes one incremental
     verify, which checks only the new entries, so a morning ``nexus verify`` has almost nothing left.
-    It checks in this process (never forking a pool from a threaded process). When the number of
-    integrity problems changes it prints an ``integrity`` event; a failure is an ``error`` event."""
+    The verify runs as a ``nexus verify --json`` process: it may use every core (a pool is never forked
+    from this threaded process) and never holds this process's GIL while the watcher restores entries.
+    When the number of integrity problems changes it prints an ``integrity`` event; a failure is an
+    ``error`` event."""
 
-    def __init__(self, vault: Vault, emit: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, vault: Vault, keys_home: Path, emit: Callable[[dict[str, Any]], None]) -> None:
         self.vault = vault
+        self.keys_home = keys_home
         self.emit = emit
         self.wanted = threading.Event()
         self.stopping = threading.Event()
         self.problems: int | None = None
         self.last_error: str | None = None
+        self.proc: Any = None
         self.thread = threading.Thread(target=self._run, name="nexus-verify", daemon=True)
 
     def start(self) -> None:
@@ -827,6 +831,9 @@ class LogVerifier:
     def close(self) -> None:
         self.stopping.set()
         self.wanted.set()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # (the state it would have saved is derived: the next verify redoes it)
         self.thread.join(timeout=60)
 
     def _run(self) -> None:
@@ -839,23 +846,36 @@ class LogVerifier:
                 self.verify_once()
 
     def verify_once(self) -> None:
-        try:
-            from .verify import verify
+        import subprocess
 
-            report = verify(self.vault, parallel=False)
-        except Exception as err:  # a bug in verify must not stop the watcher
-            message = f"verify failed: {type(err).__name__}: {err}"
+        from .verify import WARNING_KINDS
+
+        cmd = [sys.executable, "-m", "nexus", "--vault", os.fspath(self.vault.root), "verify", "--json"]
+        env = dict(os.environ, NEXUS_HOME=os.fspath(self.keys_home))
+        err = b""
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                         stdin=subprocess.DEVNULL)
+            out, err = self.proc.communicate()
+            report = json.loads(out)
+            errors = [p for p in report["problems"] if p["kind"] not in WARNING_KINDS]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            if self.stopping.is_set():
+                return
+            lines = err.decode(errors="replace").strip().splitlines()
+            message = f"verify failed: {lines[-1] if lines else error}"
             if message != self.last_error:
                 self.last_error = message
                 self.emit({"event": "error", "file": "log", "message": message})
             return
+        finally:
+            self.proc = None
         self.last_error = None
-        errors = len(report.errors)
-        if errors != self.problems:
+        if len(errors) != self.problems:
             if errors or self.problems:
-                self.emit({"event": "integrity", "problems": errors, "entries": report.entries,
-                           "kinds": sorted({p.kind for p in report.errors})})
-            self.problems = errors
+                self.emit({"event": "integrity", "problems": len(errors), "entries": report["entries"],
+                           "kinds": sorted({p["kind"] for p in errors})})
+            self.problems = len(errors)
 
 
 # ------------------------------------------------------------------ running
@@ -976,7 +996,7 @@ def _watch(
 
     indexer = IndexRefresher(vault, emit)
     indexer.start()
-    verifier = LogVerifier(vault, emit)
+    verifier = LogVerifier(vault, keys_home, emit)
     verifier.start()
     verifier.poke()  # what was appended while no watcher ran
     observer = Observer()
