@@ -1441,7 +1441,14 @@ def _verified(vault: Vault, located: Located,
 
     keys = _public_keys(vault) if keys is None else keys
     e = located.entry
+    if located.verdict is not None and located.verdict.startswith("non-canonical"):
+        return False  # only an entry's canonical encoding verifies (verify.check_entry)
     key = keys.get(e.agent)
+    from . import trust
+
+    if trust.configured() is not None:  # the keys this machine pinned, not what a note says now
+        public = trust.load(vault).public_key(e.agent, e.key)
+        key = None if public is None else (e.key, public)
     if key is None or key[0] != e.key:
         return False
     data = entries.signing_bytes(e)

@@ -118,6 +118,9 @@ def test_a_key_swapped_into_an_identity_note_is_not_trusted(env: Env) -> None:
     assert [k for k, i in kinds if i == fake.id] and all(i != genuine.id for _k, i in kinds), kinds
     tail = {i["id"]: i["verified"] for i in env.run("log", "tail", "--json").json()}
     assert tail[genuine.id] is True and tail[fake.id] is False
+    found = {h["entry_id"]: h["verified"] for h in env.run("search", "ella", "--json").json()
+             if h.get("entry_id")}
+    assert found[genuine.id] is True and found[fake.id] is False  # search uses the pinned keys too
     listed = env.run("agent", "trusted", "--json").json()
     assert {r["name"] for r in listed} == {"ella", "lyra", "sam"}
     assert [r["changed"] for r in listed if r["name"] == "ella"] == [True]
