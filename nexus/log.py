@@ -171,7 +171,8 @@ def _absorb(
             heads[e.agent] = [e.seq, d, e.id]
         elif not ok_head or (e.seq > head[0] and not (
                 signed is not None and e.seq == head[0] + 1 and e.prev != head[1])):
-            heads[e.agent] = [e.seq, d, e.id]
+            if signed is None or not signed.strict or signed(located):
+                heads[e.agent] = [e.seq, d, e.id]  # (on catch-up, only a validly signed entry)
         elif signed is not None and e.seq <= head[0] + 1:
             other = next((r for r in recent if r[0] == e.seq), None) if e.seq <= head[0] else None
             if e.seq == head[0] + 1 or (other is not None and other[1] != e.id and other[2] != d):
@@ -198,8 +199,9 @@ class _SignatureCheck:
     """Whether an entry is signed by its author's trusted key (the keys loaded once, on first use),
     and the entries this catch-up has met (by hash), to check a head before calling a fork."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, strict: bool = False) -> None:
         self.vault = vault
+        self.strict = strict  # check every entry before it becomes a head (catch-up: a few entries)
         self.ring: Any = None
         self.last: dict[str, Located] = {}
 
@@ -219,8 +221,8 @@ class _SignatureCheck:
         return self(met)
 
 
-def _signature_check(vault: Vault) -> _SignatureCheck:
-    return _SignatureCheck(vault)
+def _signature_check(vault: Vault, strict: bool = False) -> _SignatureCheck:
+    return _SignatureCheck(vault, strict)
 
 
 def _rebuild_state(vault: Vault, previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -308,8 +310,8 @@ def _checked_state(
             data = f.read(size - state["size"])
         result = segments.scan(data, vault.rel(path), offset=state["size"], line=state["lines"] + 1)
         key_of = _key_reader(vault)
-        signed = _signature_check(vault)
-        for located in result.entries:
+        signed = _signature_check(vault, strict=True)  # what others wrote since: a forged entry
+        for located in result.entries:  # never becomes the head the next entry chains on
             _absorb(state, located, key_of=key_of, signed=signed)
         if result.torn is not None:
             quarantined.append(_quarantine(vault, path, result.torn))

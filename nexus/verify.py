@@ -393,6 +393,8 @@ def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]
     children: dict[str, list[_Link]] = {}
     for link in links:
         prev = link.located.entry.prev
+        if not link.signed_ok:
+            continue  # (an edited entry is named as such; it never makes a fork)
         if link.seq == 1 and prev is None:
             parent = ""
         elif prev is not None and prev in by_digest and by_digest[prev].seq + 1 == link.seq:
@@ -443,6 +445,12 @@ def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]
                 top = link
             continue
         first = by_seq.get(link.seq)
+        if first is not None and first.signed_ok != link.signed_ok:  # an edited copy beside the real one
+            if link.signed_ok:
+                by_seq[link.seq] = link
+                if top is first:
+                    top = link
+            continue
         if first is not None:
             add("duplicate", link, f"{agent} already has an entry with seq {link.seq} "
                 f"({first.located.entry.id} at {first.located.file}:{first.located.line_start}): a fork")

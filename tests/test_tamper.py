@@ -386,3 +386,19 @@ def test_a_crash_between_quarantine_and_cut_leaves_one_copy(env: Env) -> None:
     assert [c.read_bytes() for c in copies] == [torn]
     env.run("memory", "add", "--agent", "ella", "--content", "a fact worth keeping")
     assert _no_temp_files(env.vault.root) == []
+
+
+def test_a_forged_entry_with_the_victims_key_id_never_becomes_the_head(env: Env) -> None:
+    """A hand-appended block naming ella's key id with a signature that does not verify: ella's next
+    append (a fresh process catching up) chains from her last real entry, not from the forgery."""
+    real = env.append("ella", "real").located.entry
+    env.append("lyra", "other")
+    fake = Entry(id=entries.new_id(after=list(log.iter_entries(env.vault))[-1].entry.id), ts=real.ts,
+                 agent="ella", channel="c", type="note", summary="forged", body=None, ack=(), seen=None,
+                 seq=2, prev=entries.entry_hash(real), key=real.key, sig="A" * 86 + "==")
+    with _segment(env).open("a", encoding="utf-8") as f:
+        f.write(entries.render(fake))
+    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary",
+                  "next", "--json").json()
+    assert run["seq"] == 2 and run["prev"] == entries.entry_hash(real)
+    assert [k for k, _i in _kinds(env)] == ["edited"]
