@@ -127,14 +127,36 @@ def cmd_agent_add(args: argparse.Namespace) -> int:
 
 
 def cmd_agent_trust(args: argparse.Namespace) -> int:
-    from . import trust
+    from . import roster, rotation, trust
 
     vault = _vault(args)
-    new, old = trust.accept(vault, _keys_home(), args.name)
+    home = _keys_home()
+    ring = trust.load(vault, home)
+    declared = roster.roster(vault).get(args.name, {}).get("public_key")
+    found = (rotation.announcement(vault, ring, args.name, declared)
+             if isinstance(declared, str) and args.name in ring.changed else None)
+    announced = found[0] if found else None
+    new, old = trust.accept(vault, home, args.name, how="rotation-entry" if announced else "trust")
     text = (f"{args.name}: key {new} already trusted" if new == old else
             f"{args.name}: now trusting key {new}" + (f" (previous key {old} stays trusted for older entries)"
                                                         if old else ""))
-    _emit(args, {"name": args.name, "key_id": new, "previous": old}, text)
+    if new != old:
+        text += (f"\nthe rotation was announced by entry {announced}, signed with a key you already trusted"
+                 if announced else "\nno rotation entry signed with a trusted key names this key: it is "
+                 "trusted on your word")
+    _emit(args, {"name": args.name, "key_id": new, "previous": old, "announced_by": announced}, text)
+    return 0
+
+
+def cmd_agent_rotate(args: argparse.Namespace) -> int:
+    from . import rotation
+
+    done = rotation.rotate(_vault(args), _keys_home(), args.name)
+    _emit(args, {"name": done.name, "old_key_id": done.old_key_id, "new_key_id": done.new_key_id,
+                 "announced": done.announced, "confirmed": done.confirmed},
+          f"{done.name}: now signing with key {done.new_key_id} (was {done.old_key_id}); announced by "
+          f"entry {done.announced}, signed with the old key, confirmed by {done.confirmed}\n"
+          f"on every other machine: nexus agent trust {done.name}")
     return 0
 
 
@@ -1218,6 +1240,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = _cmd(agent, "trust", cmd_agent_trust,
              "trust the key NAME's identity note declares now (accept a key rotation)",
              "nexus agent trust ella")
+    p.add_argument("name")
+    p = _cmd(agent, "rotate", cmd_agent_rotate,
+             "give NAME a new signing key, announced by an entry signed with the old one",
+             "nexus agent rotate ella")
     p.add_argument("name")
     _cmd(agent, "trusted", cmd_agent_trusted, "list the keys this machine trusts, by name",
          "nexus agent trusted --json")

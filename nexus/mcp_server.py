@@ -37,6 +37,7 @@ CLI_WITHOUT_TOOL = {
     "init": "creates a vault: set-up, done once by a person in a shell",
     "agent add": "creates a key pair on the machine: set-up, done by a person",
     "agent trust": "accepting a changed key is a person's decision, never an agent's",
+    "agent rotate": "makes a key pair on the machine and replaces a private key: done by a person",
     "log resolve-fork": "which of an agent's two histories goes on is a person's call, after reading both",
     "watch": "a long-running process, not a call",
     "mcp": "this server itself",
