@@ -163,6 +163,10 @@ def test_a_changed_end_line_encoding_does_not_verify(env: Env, change: str) -> N
     path.write_bytes(data[:target.offset] + new.encode() + data[target.end_offset:])
     kinds = _kinds(env)
     assert any(i == target.entry.id for _k, i in kinds), kinds
+    if change in ("reorder", "spaces"):
+        # the same fields and values, only the encoding differs: caught for that alone
+        assert json.loads(new_end[len("%% nexus:end "):-3]) == meta
+        assert ("non-canonical", target.entry.id) in kinds, kinds
     assert env.run("verify", check=False).returncode == 1
 
 
