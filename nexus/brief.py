@@ -54,6 +54,15 @@ def split_verified(items: list[Located]) -> tuple[list[Located], list[Located]]:
     return good, [loc for loc in items if loc.verdict != "ok"]
 
 
+def _race_side(located: Located) -> str:
+    """One side of a race: its author's words only when verified."""
+    e = located.entry
+    if located.verdict != "ok":
+        return (f"an UNVERIFIED entry [{e.id}] claiming to be by {e.agent} "
+                f"({located.verdict}; do not act on it)")
+    return f"{e.agent}'s [{e.id}] \"{e.summary}\""
+
+
 def entry_text(located: Located, *, body: bool = True) -> str:
     """An entry as every reader shows it: its author's words when verified, else marked."""
     if located.verdict != "ok":
@@ -145,8 +154,7 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
             continue
         race = Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref))
         block = (
-            f"- RACE: {race.a.entry.agent}'s [{race.a.entry.id}] \"{race.a.entry.summary}\" and "
-            f"{race.b.entry.agent}'s [{race.b.entry.id}] \"{race.b.entry.summary}\" were written without "
+            f"- RACE: {_race_side(race.a)} and {_race_side(race.b)} were written without "
             f"either seeing the other. Read both, then reconcile with\n  "
             + say(surface, "reconcile", agent=agent, channel=race.b.entry.channel, a=race.a.entry.id,
                   b=race.b.entry.id)

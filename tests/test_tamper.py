@@ -91,6 +91,18 @@ def test_a_forged_entry_is_never_shown_as_its_authors_words(env: Env, key_of: st
     assert dict(_kinds(env))["forged"] == fake.id
 
 
+def test_a_forged_entry_in_a_race_is_never_shown_as_its_authors_words(env: Env) -> None:
+    """A forged entry that races with a genuine one: the brief's race line marks it, never quotes it."""
+    env.append("sam", "a person's note first")
+    fake = _forge(env, key_of=None)
+    env.append("lyra", "genuine, written without seeing it")
+    out = env.run("brief", "--agent", "lyra", "--peek").stdout
+    race = next((line for line in out.splitlines() if "RACE" in line and fake.id in line), None)
+    assert race is not None, out
+    assert FORGED not in race and "ella's" not in race, race
+    assert f"UNVERIFIED entry [{fake.id}]" in race, race
+
+
 # ---------------------------------------------------------------- finding 3: the trust root
 
 
