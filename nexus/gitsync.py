@@ -44,6 +44,7 @@ ATTRIBUTES = (
 MANAGED = ("log", "decisions", "Decisions.md", "state", "agents", "USER.md", "memory", "handoff",
            "archive", "conflicts", "nexus.md", "NEXUS-FORMAT.md", "Home.md", ".gitattributes",
            ".gitignore")
+IGNORED = (".nexus/", ".*.tmp")
 DRIVER_SAYS = "nexus merge: "  # how the driver's lines start on stderr
 IN_SYNC_ENV = "NEXUS_IN_SYNC"  # set for git's children while `nexus sync` merges (hooks skip)
 
@@ -92,8 +93,9 @@ def setup(vault: Vault) -> dict[str, Any]:
         changed.append(".gitattributes")
     ignore = vault.root / ".gitignore"
     lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
-    if ".nexus/" not in lines:
-        ignore.write_text("\n".join([*lines, ".nexus/"]) + "\n", encoding="utf-8")
+    wanted = [x for x in IGNORED if x not in lines]
+    if wanted:  # derived state; the temp files of atomic replaces (there only for an instant)
+        ignore.write_text("\n".join([*lines, *wanted]) + "\n", encoding="utf-8")
         changed.append(".gitignore")
     hooks_dir = Path(_git(top, "rev-parse", "--git-path", "hooks").stdout.strip())
     if not hooks_dir.is_absolute():
@@ -409,7 +411,10 @@ def _commit(top: Path, prefix: str, message: str, env: dict[str, str]) -> int:
     paths = [prefix + p for p in MANAGED if (top / (prefix + p)).exists()]
     if not paths or not _git(top, "status", "--porcelain", "--", *paths, env=env).stdout.strip():
         return 0
-    _git(top, "add", "-A", "--", *paths, env=env)
+    for attempt in range(3):  # a file that vanished between git's listing and its stat: look again
+        added = _git(top, "add", "-A", "--", *paths, env=env, check=attempt == 2)
+        if added.returncode == 0:
+            break
     if _git(top, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return 0
     _git(top, "commit", "-q", "-m", message, env=env)

@@ -244,6 +244,7 @@ def test_setup_is_idempotent_and_ignores_derived_state(tmp_path: Path) -> None:
                     "agents/*/bank.md merge=nexus", "handoff/*.md merge=nexus", "decisions/*.md merge=nexus"):
         assert pattern in attrs
     assert git(m1, "check-ignore", ".nexus/tail.json").returncode == 0
+    assert git(m1, "check-ignore", "memory/.REVIEW.md.4242.0a1b.tmp").returncode == 0
     assert "merge-driver" in git(m1, "config", "--get", "merge.nexus.driver").stdout
     for hook in ("post-merge", "post-checkout", "post-rewrite"):
         assert os.access(m1 / ".git" / "hooks" / hook, os.X_OK)
