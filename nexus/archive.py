@@ -37,7 +37,7 @@ ID_RE = re.compile(r"m-\d{8}t\d{6}z-[0-9a-f]{6}")
 
 
 def archive_dir(vault: Vault) -> Path:
-    return vault.root / "archive" / "memory"
+    return vault.inside(vault.root / "archive" / "memory")
 
 
 def is_plan(entry: str) -> bool:

@@ -90,7 +90,7 @@ def _now() -> str:
 
 
 def bank_path(vault: Vault, agent: str) -> Path:
-    return vault.agent_dir(agent) / "bank.md"
+    return vault.inside(vault.agent_dir(agent) / "bank.md")
 
 
 @contextmanager
@@ -296,7 +296,7 @@ def reject(vault: Vault, fact_id: str, person: str, *, why: str | None = None) -
 
 
 def review_path(vault: Vault) -> Path:
-    return vault.root / REVIEW_NOTE
+    return vault.inside(vault.root / REVIEW_NOTE)
 
 
 def render_review(items: list[BankFact], ticked: frozenset[str] = frozenset()) -> str:

@@ -40,11 +40,11 @@ Every checkpoint {agent} saved, oldest first (append-only; the current one is [[
 
 
 def checkpoint_path(vault: Vault, agent: str) -> Path:
-    return vault.agent_dir(agent) / "checkpoint.md"
+    return vault.inside(vault.agent_dir(agent) / "checkpoint.md")
 
 
 def history_path(vault: Vault, agent: str) -> Path:
-    return vault.agent_dir(agent) / "checkpoint-history.md"
+    return vault.inside(vault.agent_dir(agent) / "checkpoint-history.md")
 
 
 def _now() -> str:

@@ -54,9 +54,42 @@ def _progress(args: argparse.Namespace, label: str) -> Any:
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if getattr(args, "json", False):
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        try:
+            out = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+            out.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that were not UTF-8 (a file nexus did not write): \udcXX
+            out = json.dumps(data, indent=2) + "\n"
+        sys.stdout.write(out)
     else:
-        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        out = text if text.endswith("\n") or not text else text + "\n"
+        try:
+            sys.stdout.write(out)
+        except UnicodeEncodeError:
+            sys.stdout.write(out.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def _read_file(name: str, what: str) -> str:
+    """The text of a file given on the command line (``-``: standard input), or one clear error."""
+    from .errors import InputError
+
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read the {what} {name}: {err.strerror or type(err).__name__}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"the {what} {name} is not UTF-8 text (byte {err.start})") from None
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is not a count of 1 or more")
+    return n
 
 
 def _read_body(args: argparse.Namespace) -> str | None:
@@ -318,7 +351,7 @@ def cmd_state_set(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     signer = identity.load_signer(vault, _keys_home(), args.agent)
-    content = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    content = _read_file(args.file, "--file")
     try:
         v = project_state.set_state(vault, signer, expect=args.expect, content=content,
                                     summary=args.summary, keys_home=_keys_home())
@@ -382,10 +415,7 @@ def cmd_checkpoint_save(args: argparse.Namespace) -> int:
     vault = _vault(args)
     notes = None
     if args.notes_file:
-        notes = (
-            sys.stdin.read() if args.notes_file == "-"
-            else Path(args.notes_file).read_text(encoding="utf-8")
-        )
+        notes = _read_file(args.notes_file, "--notes-file")
     cp, logged = checkpoints.save(vault, args.agent, task=args.task, step=args.step, next=args.next,
                                   status=args.status, files=tuple(args.files or ()), notes=notes,
                                   keys_home=_keys_home())
@@ -546,8 +576,7 @@ def _memory_emit(args: argparse.Namespace, res: Any) -> int:
 
 def _memory_content(args: argparse.Namespace) -> str | None:
     if getattr(args, "content_file", None):
-        return sys.stdin.read() if args.content_file == "-" else Path(args.content_file).read_text(
-            encoding="utf-8")
+        return _read_file(args.content_file, "--content-file")
     content: str | None = args.content
     return content
 
@@ -596,6 +625,9 @@ def cmd_memory_import_hermes(args: argparse.Namespace) -> int:
     limits = _memory_limits(args, vault)
     results = memory.import_hermes(vault, Path(args.folder), args.agent,
                                    memory_limit=limits["memory"], user_limit=limits["user"])
+    for r in results:
+        for why in r.skipped:
+            sys.stderr.write(f"nexus: not imported: {why}\n")
     _emit(args, [r.to_json() for r in results], "\n".join(_memory_text(r) for r in results))
     return 0
 
@@ -644,7 +676,7 @@ def cmd_memory_consolidate(args: argparse.Namespace) -> int:
     vault = _vault(args)
     limit = _memory_limits(args, vault)[args.target]
     source = args.plan or args.file
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    text = _read_file(source, "--plan" if args.plan else "--file")
     if args.plan:
         if args.archive:
             raise InputError("--archive goes with --file; a plan names what it archives itself")
@@ -684,7 +716,9 @@ def cmd_facts_list(args: argparse.Namespace) -> int:
     vault = _vault(args)
     items = facts.retired(vault) if args.retired else facts.all_facts(vault)
     _emit(args, [f.to_json() for f in items],
-          "\n".join(f"{f.name:<32} {f.type:<9} {f.description}" for f in items) or "no facts yet")
+          "\n".join(f"{f.name:<32} {f.type:<9} {f.description}" if f.invalid is None
+                    else f"{f.name:<32} ⚠ invalid note, not used: {f.invalid}" for f in items)
+          or "no facts yet")
     return 0
 
 
@@ -838,7 +872,7 @@ def _add_memory_commands(sub: Any) -> None:
              'nexus recall --agent ella "search engine" --json')
     p.add_argument("--agent", required=True)
     p.add_argument("query")
-    p.add_argument("-n", type=int, default=10, help="how many (default 10)")
+    p.add_argument("-n", type=_positive, default=10, help="how many (default 10)")
     p = _cmd(sub, "review", cmd_review,
              "list banked facts pending review; approve (promote to the memory index) or reject",
              "nexus review --approve ella-3 --agent sam")
@@ -1029,7 +1063,7 @@ def _add_search_commands(sub: Any) -> None:
     p.add_argument("--since", help="UTC time (2026-11-30, 2026-11-30T04:00) or age (30m, 12h, 2d)")
     p.add_argument("--until", help="UTC time or age, as --since")
     p.add_argument("--path", help="only files matching this glob (decisions/*, log/2026-11.md)")
-    p.add_argument("-n", type=int, default=10, help="how many hits (default 10)")
+    p.add_argument("-n", type=_positive, default=10, help="how many hits (default 10)")
     indexp = sub.add_parser("index", help="the search index under .nexus/index/").add_subparsers(
         title="index commands", metavar="COMMAND")
     _cmd(indexp, "rebuild", cmd_index_rebuild, "rebuild the search index from the vault",
@@ -1210,6 +1244,8 @@ def _cmd(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.set_defaults(handler=handler)
+    # (also after the command: `nexus mcp --agent ella --vault X`; SUPPRESS keeps one given before it)
+    p.add_argument("--vault", default=argparse.SUPPRESS, help="the vault folder (as before the command)")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print JSON for programs")
     return p
@@ -1265,7 +1301,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", required=True)
     p.add_argument("--peek", action="store_true", help="leave the cursor where it is")
     p = _cmd(logp, "tail", cmd_log_tail, "the last entries of the log", "nexus log tail -n 5")
-    p.add_argument("-n", type=int, default=10, help="how many (default 10)")
+    p.add_argument("-n", type=_positive, default=10, help="how many (default 10)")
     p = _cmd(logp, "resolve-fork", cmd_log_resolve_fork,
              "end a fork of an agent's chain: a signed reconcile that goes on from one branch",
              "nexus log resolve-fork --agent ella --keep 01KB7Q2V4J6M8P0R2T4W6Y8A0C")
@@ -1293,6 +1329,10 @@ def _version() -> str:
     return f"nexus {__version__}"
 
 
+def _one_line(message: str) -> str:
+    return message.replace("\r", " ").replace("\n", " ").encode("utf-8", "backslashreplace").decode()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -1314,6 +1354,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except BrokenPipeError:
         return 0
+    except OSError as err:  # the file system refused (permissions, a folder where a file belongs…)
+        where = f": {err.filename}" if err.filename else ""
+        sys.stderr.write(f"nexus: error: {err.strerror or type(err).__name__}{where}\n")
+        return 1
     except KeyboardInterrupt:
         return 130
     except OSError as err:  # a disk error (EIO, ENOSPC…): one line; an append it stopped left no entry

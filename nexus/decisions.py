@@ -43,7 +43,7 @@ _SECTIONS = ("Decision", "Rationale", "Alternatives", "Sources")
 
 
 def folder(vault: Vault) -> Path:
-    return vault.root / "decisions"
+    return vault.inside(vault.root / "decisions")
 
 
 def slug(title: str) -> str:

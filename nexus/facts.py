@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from . import durable, scan
-from .errors import InputError, NotFoundError
+from .errors import InputError, NexusError, NotFoundError
 from .locks import exclusive
 from .records import Fact
-from .text import TOKEN_RE, check_body, check_line
+from .text import DEVICE_NAMES, TOKEN_RE, check_body, check_file_name, check_line
 from .vault import Vault
 
 TYPES = ("user", "feedback", "project", "reference")
@@ -45,11 +45,11 @@ nexus rewrites this note from the notes in `memory/` — edit a fact in its own 
 
 
 def memory_dir(vault: Vault) -> Path:
-    return vault.root / "memory"
+    return vault.inside(vault.root / "memory")
 
 
 def retired_dir(vault: Vault) -> Path:
-    return vault.root / "archive" / "facts"
+    return vault.inside(vault.root / "archive" / "facts")
 
 
 def index_path(vault: Vault) -> Path:
@@ -61,14 +61,14 @@ def _utc_now() -> str:
 
 
 def check_fact_name(name: str) -> str:
-    if not TOKEN_RE.fullmatch(name or ""):
-        raise InputError(f"invalid fact name {name!r}: use lowercase letters, digits and dashes, at most 40")
-    return name
+    return check_file_name(name, "fact name")
 
 
 def slug(text: str) -> str:
     s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     s = s[:40].rstrip("-")
+    if s in DEVICE_NAMES:
+        s = f"{s}-fact"
     return s or "fact"
 
 
@@ -77,9 +77,18 @@ def _is_fact_file(p: Path) -> bool:
 
 
 def _load(vault: Vault, path: Path, retired: bool = False) -> Fact:
+    """A fact note; one that cannot be read (bad YAML, bad UTF-8, a link out of the vault…) comes
+    back marked ``invalid`` with the reason, so one bad note never hides the others."""
     from . import notes
 
-    props, body = notes.read(path, vault.root)
+    try:
+        props, body = notes.read(vault.inside(path), vault.root)
+    except (NexusError, OSError, UnicodeDecodeError) as err:
+        why = str(err) if isinstance(err, NexusError) else (
+            f"not valid UTF-8 at byte {err.start}" if isinstance(err, UnicodeDecodeError)
+            else err.strerror or type(err).__name__)
+        return Fact(name=path.stem, description="", type="reference", body="", created="",
+                    path=vault.rel(path), retired=retired, invalid=why)
 
     def opt(key: str) -> str | None:
         v = props.get(key)
@@ -110,11 +119,15 @@ def get(vault: Vault, name: str) -> Fact:
     path = memory_dir(vault) / f"{check_fact_name(name)}.md"
     if not path.is_file():
         raise NotFoundError(f"no fact {name!r} in the memory index (see `nexus memory facts list`)")
-    return _load(vault, path)
+    fact = _load(vault, path)
+    if fact.invalid is not None:
+        raise InputError(f"{fact.path} cannot be read: {fact.invalid}")
+    return fact
 
 
 def render_index(facts: list[Fact]) -> str:
-    lines = [f"- [[{f.path.removesuffix('.md')}|{f.name}]] ({f.type}) — {f.description}" for f in facts]
+    lines = [f"- [[{f.path.removesuffix('.md')}|{f.name}]] ({f.type}) — {f.description}" for f in facts
+             if f.invalid is None]
     return _INDEX_HEAD + ("\n".join(lines) if lines else "_No facts yet._") + "\n"
 
 
@@ -161,12 +174,14 @@ def add(vault: Vault, *, description: str, type: str, body: str = "", name: str 
     if type not in TYPES:
         raise InputError(f"invalid fact type {type!r}: use one of {', '.join(TYPES)}")
     description = check_line(description, "description")
+    if name is not None:
+        check_fact_name(name)
     for what, text in (("fact name", name or ""), ("fact description", description), ("fact body", body)):
         if text:
             scan.check(text, what, vault.root)
     clean_body = check_body(body or "", BODY_MAX) or ""
     with exclusive(vault.lock(LOCK)):
-        if name:
+        if name is not None:
             fact_name = check_fact_name(name)
             if (memory_dir(vault) / f"{fact_name}.md").exists():
                 raise InputError(f"a fact named {fact_name!r} already exists; pick another --name")

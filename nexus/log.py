@@ -24,7 +24,7 @@ from . import durable, entries, segments
 from .errors import ForkError, IdentityError, InputError, IntegrityError
 from .locks import FileLock, exclusive
 from .records import AppendResult, Entry, Located
-from .text import check_body, check_line, check_name, check_token
+from .text import check_body, check_line, check_name, check_token, check_type
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -424,7 +424,7 @@ class LogWriter:
         (seq, prev) to continue from instead of the agent's head (only :func:`resolve_fork`)."""
         agent = check_name(agent or signer.name)
         channel = check_token(channel, "channel")
-        type = check_token(type, "type")
+        type = check_type(type)
         summary = check_line(summary, "summary")
         body = check_body(body)
         for ack_id in ack:
@@ -432,6 +432,9 @@ class LogWriter:
                 raise InputError(
                     f"--ack {ack_id!r} is not an entry id (26 characters, as printed by append)"
                 )
+        missing = _missing_entry(self.vault, ack)
+        if missing is not None:
+            raise InputError(f"--ack {missing}: no entry with this id in the log")
         seen = self._seen(agent)
         quarantined: list[str] = []
         log_dir = self._log_dir
@@ -942,6 +945,30 @@ def _line_at(vault: Vault, path: Path, f: Any, offset: int, data: bytes, data_st
         count += block.count(b"\n")
         left -= len(block)
     return count + 1
+
+
+def _missing_entry(vault: Vault, ids: tuple[str, ...]) -> str | None:
+    """The first of ``ids`` no segment holds (a byte search from the end, its month first), or None."""
+    if not ids:
+        return None
+    import mmap
+
+    files = segment_files(vault)
+    for entry_id in ids:
+        needle = f"\n{entries.BEGIN_PREFIX}{entry_id} %%\n".encode()
+        month = entries.segment_name(entries.utc_ts(entries.decode_id_ms(entry_id)))
+        found = False
+        for _name, path in sorted(files, key=lambda item: item[0] != month):
+            try:
+                with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                    found = mm.rfind(needle) >= 0
+            except (OSError, ValueError):  # (an empty file cannot be mapped)
+                continue
+            if found:
+                break
+        if not found:
+            return entry_id
+    return None
 
 
 def find_entry(vault: Vault, entry_id: str) -> Located:

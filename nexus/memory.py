@@ -14,10 +14,18 @@ Writes hold the store's sidecar lock, re-read the file, and replace it atomicall
 in a way nexus would not write back byte for byte is copied to ``archive/backups/`` first and the result
 says so. Each entry's first-seen time is kept in ``.nexus/memory/KEY.json`` (``memory sweep`` needs
 ages; the ``§`` file stays Hermes-compatible).
+
+Files nexus did not write are read as far as they can be: a byte-order mark is not part of the first
+entry, bytes that are not UTF-8 stay in their entry (shown blocked, written back unchanged), a file that
+cannot be read at all is one clear error (and a snapshot shows the other store). A store that is a link
+leading out of the vault is never read or written. The sidecar also records what nexus's last write
+added: when an editor's stale whole-file save (Obsidian saving an open note) drops such an entry, the
+next read or write puts it back once and says so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -28,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import durable, scan
-from .errors import IdentityError, InputError, MemoryFullError, NotFoundError
+from .errors import IdentityError, InputError, MemoryFullError, NotFoundError, VaultError
 from .locks import exclusive
 from .records import MemoryResult
 from .text import check_name, describe_char, first_invisible
@@ -65,20 +73,22 @@ def store(vault: Vault, target: str, agent: str | None) -> Store:
     if target not in TARGETS:
         raise InputError(f"invalid target {target!r}: use memory or user")
     if target == "user":
-        return Store("user", None, vault.root / "USER.md", "memory-user")
+        return Store("user", None, vault.inside(vault.root / "USER.md"), "memory-user")
     if not agent:
         raise InputError("--agent is required for the memory target")
     check_name(agent)
     if not vault.identity_path(agent).is_file():
         raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
-    return Store("memory", agent, vault.agent_dir(agent) / "MEMORY.md", f"memory-{agent}")
+    return Store("memory", agent, vault.inside(vault.agent_dir(agent) / "MEMORY.md"), f"memory-{agent}")
 
 
 # ---------------------------------------------------------------- the file format
 
 
 def parse(raw: str) -> list[str]:
-    """Entries of a ``§`` file (Hermes's reading: split on ``"\\n§\\n"``, strip, drop empties)."""
+    """Entries of a ``§`` file (Hermes's reading: split on ``"\\n§\\n"``, strip, drop empties); a
+    leading byte-order mark is not text."""
+    raw = raw.removeprefix("\ufeff")
     if not raw.strip():
         return []
     return [e for e in (part.strip() for part in raw.replace("\r\n", "\n").split(DELIM)) if e]
@@ -96,6 +106,10 @@ def drift(raw: str, limit: int) -> str | None:
     """Why nexus would not write ``raw`` back byte for byte (None when it would)."""
     if not raw.strip():
         return None
+    if raw.startswith("\ufeff"):
+        return "it starts with a byte-order mark"
+    if any("\udc80" <= ch <= "\udcff" for ch in raw):
+        return "it holds bytes that are not UTF-8"
     entries = parse(raw)
     if raw.strip() != DELIM.join(entries):
         return "its separators or spacing differ from one `§` line between entries"
@@ -107,11 +121,27 @@ def drift(raw: str, limit: int) -> str | None:
     return None
 
 
-def read(path: Path) -> list[str]:
+def decode(data: bytes) -> str:
+    """A store's text: bytes that are not UTF-8 become lone surrogates, so they stay in their entry,
+    are shown as blocked (the scan sees an invisible character) and are written back unchanged."""
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def _read_bytes(path: Path) -> str:
     try:
-        return parse(path.read_text(encoding="utf-8"))
+        return decode(path.read_bytes())
     except FileNotFoundError:
-        return []
+        return ""
+    except OSError as err:
+        raise InputError(f"cannot read {path.name}: {err.strerror or type(err).__name__}") from None
+
+
+def read(path: Path) -> list[str]:
+    return parse(_read_bytes(path))
 
 
 def previews(entries: Sequence[str], width: int = PREVIEW) -> list[str]:
@@ -157,7 +187,7 @@ def _listing(entries: Sequence[str], source: str, vault_root: Path) -> str:
 
 
 def _digest(entry: str) -> str:
-    return hashlib.sha256(entry.encode("utf-8")).hexdigest()[:20]
+    return hashlib.sha256(encode(entry)).hexdigest()[:20]
 
 
 def dates_path(vault: Vault, st: Store) -> Path:
@@ -177,13 +207,17 @@ def first_seen(dates: dict[str, str], entry: str) -> str | None:
 
 
 def save_dates(vault: Vault, st: Store, entries: Sequence[str], dates: dict[str, str],
-                now: str, overrides: dict[str, str] | None = None) -> None:
+                now: str, overrides: dict[str, str] | None = None, *, written: str | None = None,
+                added: Sequence[str] = ()) -> None:
     keep = {}
     for e in entries:
         d = _digest(e)
         keep[d] = (overrides or {}).get(e) or dates.get(d) or now
-    if keep != dates:
-        body = json.dumps({"store": st.key, "first_seen": keep}, indent=1, sort_keys=True)
+    if keep != dates or written is not None:
+        doc: dict[str, object] = {"store": st.key, "first_seen": keep}
+        if written is not None:  # what nexus wrote last, and which entries that write added
+            doc.update(written=written, added=list(added))
+        body = json.dumps(doc, indent=1, sort_keys=True)
         # not fsynced: losing it is safe (entries then count as first seen now, so nothing is swept early)
         durable.replace(dates_path(vault, st), body.encode("utf-8"), durable=False)
 
@@ -202,27 +236,72 @@ def _backup(vault: Vault, st: Store, raw: str) -> str:
     rel = vault.rel(st.path).replace("/", "-").removesuffix(".md")
     path = vault.root / "archive" / "backups" / f"{rel}-{stamp}-{_digest(raw)[:6]}.md"
     if not path.exists():
-        durable.create_exclusive(path, raw.encode("utf-8"))
+        vault.inside(path.parent)
+        durable.create_exclusive(path, encode(raw))
     return vault.rel(path)
 
 
 def write_entries(vault: Vault, st: Store, raw: str, entries: Sequence[str], limit: int,
-                  *, first_seen_overrides: dict[str, str] | None = None) -> str | None:
+                  *, first_seen_overrides: dict[str, str] | None = None,
+                  added: Sequence[str] | None = None) -> str | None:
     """Replace the store's file (caller holds the lock and read ``raw`` under it); return a backup
-    path when the old file would not have round-tripped."""
+    path when the old file would not have round-tripped. ``added`` (default: the entries ``raw`` did
+    not hold) is what a stale editor save may not drop."""
     backup = _backup(vault, st, raw) if drift(raw, limit) else None
     dates = load_dates(vault, st)
     st.path.parent.mkdir(parents=True, exist_ok=True)
-    durable.replace(st.path, render(entries).encode("utf-8"))
-    save_dates(vault, st, entries, dates, utc_now(), first_seen_overrides)
+    vault.inside(st.path)
+    data = encode(render(entries))
+    durable.replace(st.path, data)
+    before = set(parse(raw))
+    save_dates(vault, st, entries, dates, utc_now(), first_seen_overrides,
+               written=_digest_bytes(data),
+               added=[e for e in entries if e not in before] if added is None else added)
     return backup
 
 
 def read_raw(st: Store) -> str:
+    return _read_bytes(st.path)
+
+
+def _digest_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def dropped(vault: Vault, st: Store, raw: str) -> list[str]:
+    """Entries nexus's last write added that the file no longer holds, when something other than
+    nexus wrote it since (an editor's stale whole-file save): they are put back."""
     try:
-        return st.path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        data = json.loads(dates_path(vault, st).read_text(encoding="utf-8"))
+        written, added = data.get("written"), data.get("added")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return []
+    if not isinstance(added, list) or not added or written == _digest_bytes(encode(raw)):
+        return []
+    present = set(parse(raw))
+    return [e for e in added if isinstance(e, str) and e not in present]
+
+
+def _restore_dropped(vault: Vault, st: Store, raw: str, entries: list[str]) -> tuple[list[str], str]:
+    """``entries`` with what a stale save dropped put back (caller holds the lock), and a message."""
+    lost = dropped(vault, st, raw)
+    if not lost:
+        return entries, ""
+    return [*entries, *[e for e in lost if e not in entries]], (
+        f" Put back {len(lost)} entr{'y' if len(lost) == 1 else 'ies'} an editor's save had dropped "
+        f"(written by nexus just before it); remove with `nexus memory remove` if that was meant.")
+
+
+def repair(vault: Vault, st: Store, limit: int) -> str:
+    """Put back what an editor's stale save dropped from the store (once); the message, or ''."""
+    if not dropped(vault, st, read_raw(st)):
         return ""
+    with locked(vault, st):
+        raw = read_raw(st)
+        entries, said = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+        if said:
+            write_entries(vault, st, raw, entries, limit, added=())
+    return said.strip()
 
 
 def result(vault: Vault, st: Store, message: str, entries: Sequence[str], limit: int,
@@ -262,10 +341,11 @@ def add(vault: Vault, target: str, agent: str | None, content: str | None, *, li
     text = _clean(content, "content", vault)
     with locked(vault, st):
         raw = read_raw(st)
-        entries = list(dict.fromkeys(parse(raw)))
+        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
         if text in entries:
-            return result(vault, st, "Entry already exists (no duplicate added).", entries, limit,
-                           False, None)
+            backup = write_entries(vault, st, raw, entries, limit, added=()) if restored else None
+            return result(vault, st, "Entry already exists (no duplicate added)." + restored, entries,
+                          limit, bool(restored), backup)
         new = [*entries, text]
         if size(new) > limit:
             current = size(entries)
@@ -274,8 +354,8 @@ def add(vault: Vault, target: str, agent: str | None, content: str | None, *, li
                 f"would exceed the limit. Consolidate now: replace overlapping entries with shorter "
                 f"ones or remove stale ones, then retry.{_listing(entries, st.label, vault.root)}",
                 tuple(display(entries, st.label, vault.root)), f"{current:,}/{limit:,}")
-        backup = write_entries(vault, st, raw, new, limit)
-    return result(vault, st, "Entry added.", new, limit, True, backup)
+        backup = write_entries(vault, st, raw, new, limit, added=[text])
+    return result(vault, st, "Entry added." + restored, new, limit, True, backup)
 
 
 def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> int:
@@ -300,7 +380,7 @@ def replace(vault: Vault, target: str, agent: str | None, old_text: str | None, 
     text = _clean(content, "new content", vault)
     with locked(vault, st):
         raw = read_raw(st)
-        entries = list(dict.fromkeys(parse(raw)))
+        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
         idx = _find(vault, st, entries, old_text)
         new = list(entries)
         new[idx] = text
@@ -311,19 +391,19 @@ def replace(vault: Vault, target: str, agent: str | None, old_text: str | None, 
                 f"Replacement would put {st.label} at {size(new):,}/{limit:,} chars. Shorten the new "
                 f"content or remove other entries first.{_listing(entries, st.label, vault.root)}",
                 tuple(display(entries, st.label, vault.root)), f"{current:,}/{limit:,}")
-        backup = write_entries(vault, st, raw, new, limit)
-    return result(vault, st, "Entry replaced.", new, limit, True, backup)
+        backup = write_entries(vault, st, raw, new, limit, added=[text])
+    return result(vault, st, "Entry replaced." + restored, new, limit, True, backup)
 
 
 def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int) -> MemoryResult:
     st = store(vault, target, agent)
     with locked(vault, st):
         raw = read_raw(st)
-        entries = list(dict.fromkeys(parse(raw)))
+        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
         idx = _find(vault, st, entries, old_text)
         new = entries[:idx] + entries[idx + 1:]
-        backup = write_entries(vault, st, raw, new, limit)
-    return result(vault, st, "Entry removed.", new, limit, True, backup)
+        backup = write_entries(vault, st, raw, new, limit, added=())
+    return result(vault, st, "Entry removed." + restored, new, limit, True, backup)
 
 
 # ---------------------------------------------------------------- the frozen snapshot
@@ -360,12 +440,21 @@ class Snapshot:
 
 def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) -> Snapshot:
     """Both stores as the block a runtime puts in its system prompt, each entry scanned again."""
+    check_name(agent)
     blocks: list[str] = []
     blocked: list[str] = []
     results: list[MemoryResult] = []
     for target, limit in (("memory", memory_limit), ("user", user_limit)):
-        st = store(vault, target, agent)
-        entries = list(dict.fromkeys(read(st.path)))
+        rel = "USER.md" if target == "user" else f"agents/{agent}/MEMORY.md"
+        try:  # read what can be read: one store that cannot be read never hides the other
+            st = store(vault, target, agent)
+            said = repair(vault, st, limit)
+            entries = list(dict.fromkeys(read(st.path)))
+        except (InputError, VaultError) as err:
+            blocked.append(f"{rel}: not shown: {err}")
+            results.append(MemoryResult(target, agent if target == "memory" else None, rel,
+                                        f"not shown: {err}", (), 0, limit, False))
+            continue
         shown = []
         for e in entries:
             found = scan.findings(e, vault.root)
@@ -377,7 +466,7 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
         block = render_block(target, shown, limit)
         if block:
             blocks.append(block)
-        results.append(result(vault, st, "", entries, limit, False, None))
+        results.append(result(vault, st, said, entries, limit, bool(said), None))
     return Snapshot(agent, "\n\n".join(blocks), results[0], results[1], tuple(blocked))
 
 
@@ -444,22 +533,11 @@ def brief_section(vault: Vault, agent: str, limit: int, *, surface: str = "cli")
 
 
 
-def _check_import_fits(
-    vault: Vault, st: Store, target: str, incoming: list[str], entries: list[str], new: list[str],
-    limit: int, imported: str,
-) -> None:
-    """Refuse an import that would put the store over its limit, listing what is there."""
-    if size(new) > limit:
-        raise MemoryFullError(
-            f"importing {len(incoming)} {target} entries would put {st.label} at "
-            f"{size(new):,}/{limit:,} chars; consolidate the Hermes file first ({imported})."
-            f"{_listing(entries, st.label, vault.root)}",
-            tuple(display(entries, st.label, vault.root)), f"{size(entries):,}/{limit:,}")
-
 def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
                   user_limit: int) -> list[MemoryResult]:
     """Add the entries of a Hermes ``memories/`` folder (MEMORY.md, USER.md) to ``agent``'s memory and
-    the vault's USER.md. Every entry is scanned and the limits hold; nothing is written unless all fit."""
+    the vault's USER.md: what is clean and fits is imported, in order; every entry left out is listed
+    with why (``skipped``). Each entry passes the same checks as ``memory add``."""
     folder = folder.expanduser()
     if (folder / "memories").is_dir():
         folder = folder / "memories"
@@ -467,30 +545,34 @@ def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
              if (folder / f).is_file()]
     if not found:
         raise NotFoundError(f"{folder} holds no MEMORY.md or USER.md")
-    plans = []
-    for target, src in found:
-        incoming = parse(src.read_text(encoding="utf-8"))
-        for e in incoming:
-            scan.check(e, f"{src.name} entry {e[:40]!r}", vault.root)
-        plans.append((target, incoming))
-    for target, incoming in plans:  # check every store first, so a refusal imports nothing at all
-        limit = memory_limit if target == "memory" else user_limit
-        st = store(vault, target, agent)
-        entries = list(dict.fromkeys(read(st.path)))
-        new = list(dict.fromkeys([*entries, *incoming]))
-        _check_import_fits(vault, st, target, incoming, entries, new, limit, "nothing was imported")
     results = []
-    for target, incoming in plans:
+    for target, src in found:
         limit = memory_limit if target == "memory" else user_limit
         st = store(vault, target, agent)
+        skipped: list[str] = []
+        clean: list[str] = []
+        for n, e in enumerate(parse(_read_bytes(src)), 1):
+            try:
+                clean.append(_clean(e, f"{src.name} entry {n}", vault))
+            except InputError as err:
+                skipped.append(str(err))
         with locked(vault, st):
             raw = read_raw(st)
-            entries = list(dict.fromkeys(parse(raw)))
-            new = list(dict.fromkeys([*entries, *incoming]))
-            _check_import_fits(vault, st, target, incoming, entries, new, limit, "nothing was imported")
-            backup = write_entries(vault, st, raw, new, limit) if new != entries else None
-        added = len(new) - len(entries)
-        results.append(result(vault, st, f"Imported {added} entr{'y' if added == 1 else 'ies'} "
-                               f"({len(incoming) - added} already there).", new, limit, added > 0,
-                               backup))
+            entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+            new = list(entries)
+            for e in clean:
+                if e in new:
+                    continue
+                if size([*new, e]) > limit:
+                    skipped.append(f"{src.name} entry {previews([e], 40)[0]!r} ({len(e):,} chars) would "
+                                   f"put {st.label} over its limit ({size(new):,}/{limit:,} chars)")
+                    continue
+                new.append(e)
+            added = [e for e in new if e not in entries]
+            backup = write_entries(vault, st, raw, new, limit, added=added) if new != entries else None
+        there = len(clean) - len(added) - sum(1 for x in skipped if "over its limit" in x)
+        message = (f"Imported {len(added)} entr{'y' if len(added) == 1 else 'ies'} ({there} already "
+                   f"there" + (f", {len(skipped)} left out" if skipped else "") + ")." + restored)
+        res = result(vault, st, message, new, limit, bool(added), backup)
+        results.append(dataclasses.replace(res, skipped=tuple(skipped)))
     return results

@@ -16,6 +16,7 @@ import yaml
 
 from . import durable
 from .errors import InputError
+from .properties import TEXT_KEYS
 
 MAX_NOTE_BYTES = 1024 * 1024
 MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -49,6 +50,31 @@ _NoAliasLoader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
 
+_STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
+
+
+def _as_text(node: Any) -> None:
+    """Read a text property's plain scalars (and list items) as the text written, not a number,
+    date or boolean; an empty or ``null`` value stays null."""
+    if isinstance(node, yaml.ScalarNode):
+        if node.tag not in (_STR, _NULL) and node.style is None:
+            node.tag = _STR
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _as_text(item)
+
+
+def _construct_mapping(self: _NoAliasLoader, node: Any, deep: bool = False) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value in TEXT_KEYS:
+                _as_text(value_node)
+    return yaml.SafeLoader.construct_mapping(self, node, deep=deep)
+
+
+_NoAliasLoader.construct_mapping = _construct_mapping  # type: ignore[assignment,method-assign]
+
 
 class _Handler(frontmatter.YAMLHandler):  # type: ignore[misc,name-defined]
     def load(self, fm: str, **kwargs: Any) -> Any:
@@ -68,6 +94,8 @@ def parse(text: str, source: str = "note") -> tuple[dict[str, Any], str]:
     except yaml.YAMLError as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"{source}: invalid frontmatter: {first}") from None
+    except RecursionError:  # (PyYAML composes recursively: deep nesting below the size cap)
+        raise InputError(f"{source}: invalid frontmatter: nested too deeply") from None
     if not isinstance(props, dict):
         raise InputError(f"{source}: frontmatter is not a set of properties")
     bad = [k for k in props if not isinstance(k, str)]

@@ -35,11 +35,11 @@ _VERSION_RE = re.compile(r"v(\d{4,})\.md")
 
 
 def note_path(vault: Vault) -> Path:
-    return vault.root / "state" / "project.md"
+    return vault.inside(vault.root / "state" / "project.md")
 
 
 def history_dir(vault: Vault) -> Path:
-    return vault.root / "state" / "history"
+    return vault.inside(vault.root / "state" / "history")
 
 
 def _now() -> str:

@@ -202,6 +202,7 @@ class MemoryResult:
     limit: int
     changed: bool
     backup: str | None = None
+    skipped: tuple[str, ...] = ()  # what an import left out, one line each (why)
 
     @property
     def percent(self) -> int:
@@ -220,7 +221,8 @@ class MemoryResult:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(entries=list(self.entries), usage=self.usage, percent=self.percent,
+        data.update(entries=list(self.entries), skipped=list(self.skipped), usage=self.usage,
+                    percent=self.percent,
                     entry_count=len(self.entries), warning=self.warning, success=True)
         return data
 
@@ -256,6 +258,7 @@ class Fact:
     approved_at: str | None = None
     source: str | None = None
     retired: bool = False
+    invalid: str | None = None  # why the note could not be read (it is listed, never used)
 
     @property
     def link(self) -> str:

@@ -139,6 +139,44 @@ def check_token(value: str, what: str) -> str:
     return value
 
 
+# Entry types nexus (or its default settings) gives a meaning to; a near miss of one is a typo.
+KNOWN_TYPES = frozenset({
+    "note", "correction", "decision", "question", "answer", "handoff", "reconcile", "ack", "state",
+    "state-conflict", "checkpoint", "resume",
+})
+
+
+def _near(a: str, b: str) -> bool:
+    """A typo of each other: one edit (insert, delete, substitute, swap of neighbours) apart, or two
+    for words of eight letters or more."""
+    most = 2 if min(len(a), len(b)) >= 8 else 1
+    if abs(len(a) - len(b)) > most:
+        return False
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1] <= most
+
+
+def check_type(value: str, known: frozenset[str] = KNOWN_TYPES) -> str:
+    """An entry type: a token, and not a near miss of a type nexus gives a meaning to (``corection``
+    would never be owed an acknowledgement)."""
+    check_token(value, "type")
+    if value in known or len(value) < 5:
+        return value
+    near = sorted(k for k in known if len(k) >= 4 and _near(value, k))
+    if near:
+        raise InputError(f"unknown type {value!r}: did you mean {near[0]!r}? (a new type must not be "
+                         "a letter or two away from a known one)")
+    return value
+
+
 def check_line(value: str, what: str, max_len: int = SUMMARY_MAX) -> str:
     """A one-line field (summary, title): stripped, non-empty, no newline, invisible characters or
     markup Obsidian hides."""

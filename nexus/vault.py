@@ -70,9 +70,26 @@ class Vault:
     def lock(self, name: str) -> Path:
         return self.state / "locks" / f"{name}.lock"
 
+    def inside(self, path: Path) -> Path:
+        """``path`` itself when it, and every link on the way to it, stays inside the vault; a link
+        that leads out (or loops) raises VaultError: nexus never reads or writes through one."""
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):  # a link loop
+            raise VaultError(f"{_shown(self.root, path)} is a link that loops; nexus does not follow "
+                             "it") from None
+        if real != self.root and self.root not in real.parents:
+            raise VaultError(f"{_shown(self.root, path)} leads outside the vault (a link to {real}); "
+                             "nexus never reads or writes through it") from None
+        return path
+
     def rel(self, path: Path) -> str:
-        """Vault-relative POSIX path of ``path``."""
-        return path.resolve().relative_to(self.root).as_posix()
+        """Vault-relative POSIX path of ``path``; VaultError when a link leads it out of the vault."""
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            self.inside(path)  # (raises, naming the link)
+            raise
 
     # ------------------------------------------------------------ config
     def config(self) -> dict[str, Any]:
@@ -114,6 +131,13 @@ class Vault:
         """The vault's human identity (who signs what a person writes in Obsidian)."""
         value = self.config().get("human")
         return value if isinstance(value, str) and value else None
+
+
+def _shown(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _raw_property(note: Path, key: str) -> str | None:

@@ -25,7 +25,15 @@ line = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size
 values: st.SearchStrategy[Any] = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**9), 10**9), line, st.lists(line, max_size=4)
 )
-props_strategy = st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True), values, max_size=8)
+# Text properties (ids, names, times…) hold text, nothing, or lists of text; any other key any value.
+plain_keys = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True).filter(
+    lambda k: k not in properties.TEXT_KEYS)
+text_values: st.SearchStrategy[Any] = st.one_of(st.none(), line, st.lists(line, max_size=4))
+props_strategy = st.builds(
+    lambda plain, text: {**plain, **text},
+    st.dictionaries(plain_keys, values, max_size=8),
+    st.dictionaries(st.sampled_from(sorted(properties.TEXT_KEYS)), text_values, max_size=3),
+)
 body_strategy = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
 
 
