@@ -338,7 +338,11 @@ def build(
         raise InputError(f"--max-chars {max_chars} is too small; the least is 200")
     generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     header = f"# nexus brief for {agent} ({generated})\n"
-    budget = max_chars - len(header) - 16
+    from . import heartbeat
+
+    dead = heartbeat.problem(vault)
+    watcher = BriefSection("watcher", "⚠ The watcher is not running", dead) if dead else None
+    budget = max_chars - len(header) - 16 - (len(_section_text(watcher)) if watcher else 0)
     info = roster.roster(vault).get(agent)
     if info is None:
         from .errors import IdentityError
@@ -378,7 +382,7 @@ def build(
     advanced = bool(items) and not peek and not omitted
     if not peek and not omitted and cursor is not None:
         log.advance_cursor(vault, agent, cursor)
-    sections = tuple(s for s in (identity, owed, *slots, unread, flagged) if s is not None)
+    sections = tuple(s for s in (watcher, identity, owed, *slots, unread, flagged) if s is not None)
     if unread is None:
         sections += (BriefSection("unread", "Unread from others: 0", "nothing new"),)
     return Brief(

@@ -274,13 +274,18 @@ def cmd_log_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from . import heartbeat
     from .verify import verify
 
-    report = verify(_vault(args), full=args.full, progress=_progress(args, "verifying the log"))
+    vault = _vault(args)
+    report = verify(vault, full=args.full, progress=_progress(args, "verifying the log"))
     lines = [str(p) for p in report.problems]
     status = "clean" if report.ok else f"{len(report.errors)} problem(s)"
     lines.append(f"{report.entries} entries in {report.segments} segment(s): {status}")
-    _emit(args, report.to_json(), "\n".join(lines))
+    dead = heartbeat.problem(vault)
+    if dead:  # (a warning: the log itself is what verify judges)
+        lines.append(f"warning: {dead}")
+    _emit(args, {**report.to_json(), "watcher": dead}, "\n".join(lines))
     return 0 if report.ok else 1
 
 
@@ -1025,10 +1030,15 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_index_status(args: argparse.Namespace) -> int:
-    from . import search
+    from . import heartbeat, search
 
-    st = search.status(_vault(args))
-    if not st.exists:
+    vault = _vault(args)
+    st = search.status(vault)
+    dead = heartbeat.problem(vault)
+    if st.damaged:
+        text = (f"{st.path}: damaged ({st.damaged}); the next search rebuilds it (or run "
+                "`nexus index rebuild`)")
+    elif not st.exists:
         text = f"no index at {st.path} yet: the next search builds it (or run `nexus index rebuild`)"
     else:
         text = (f"{st.path}: {st.documents} documents ({st.entries} log entries, {st.sections} note "
@@ -1039,7 +1049,9 @@ def cmd_index_status(args: argparse.Namespace) -> int:
                      f"search): " + ", ".join(st.stale_files[:10]))
         else:
             text += "\nup to date"
-    _emit(args, st.to_json(), text)
+    if dead:
+        text += f"\nwarning: {dead} (the index is kept current only while it runs)"
+    _emit(args, {**st.to_json(), "watcher": dead}, text)
     return 0
 
 
@@ -1251,8 +1263,15 @@ def _cmd(
     return p
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (``nexus: error: …``), like every other error; exit 2."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"nexus: error: {self.prog}: {_one_line(message)} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="nexus",
         description="Shared, durable, inspectable memory for AI agents, in a Markdown vault.",
         epilog="example:\n  nexus init ~/vault && nexus agent add ella && nexus log tail",

@@ -24,7 +24,7 @@ from . import durable, entries, segments
 from .errors import ForkError, IdentityError, InputError, IntegrityError
 from .locks import FileLock, exclusive
 from .records import AppendResult, Entry, Located
-from .text import check_body, check_line, check_name, check_token, check_type
+from .text import SECRET_HINT_RE, check_body, check_line, check_name, check_token, check_type
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -432,6 +432,11 @@ class LogWriter:
                 raise InputError(
                     f"--ack {ack_id!r} is not an entry id (26 characters, as printed by append)"
                 )
+        for what, part in (("the summary", summary), ("the body", body)):
+            if part and SECRET_HINT_RE.search(part):  # every agent's brief shows an entry: no secrets
+                from .scan import check_secrets
+
+                check_secrets(part, f"{what} of the entry", self.vault.root)
         missing = _missing_entry(self.vault, ack)
         if missing is not None:
             raise InputError(f"--ack {missing}: no entry with this id in the log")

@@ -468,6 +468,7 @@ class IndexStatus:
     size_bytes: int
     built: str | None  # when the index was last rebuilt from scratch
     updated: str | None  # when it last took in a change
+    damaged: str | None = None  # why the index cannot be read (the next search rebuilds it)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -7,7 +7,14 @@ snapshot is built (a poisoned entry is shown as blocked, never injected). The ru
 same shape, which adds rules (it can never remove one). Invisible and bidirectional-control
 characters (``text.first_invisible``) are a category of their own.
 
-Matching is case-insensitive on the NFKC-folded text, so full-width look-alikes (``ｃａｔ``) match too.
+Matching is case-insensitive on the NFKC-folded text with Cyrillic and Greek look-alikes of Latin
+letters mapped to them, so full-width (``ｃａｔ``) and homoglyph (``іgnore`` with a Cyrillic і) spellings
+match too. Two checks live in code: a long token with the character mix and entropy of a generated
+secret (``high-entropy-token``), and base64 that decodes to text breaking a rule (``encoded-RULE``).
+An error or a finding never repeats a secret: its excerpt is redacted.
+
+:func:`check_secrets` runs only the secrets category; the log runs it on every entry (a secret in an
+entry would reach every agent's brief).
 """
 
 from __future__ import annotations
@@ -100,27 +107,111 @@ def _excerpt(text: str, start: int, end: int) -> str:
     return snippet
 
 
-def findings(text: str, vault_root: Path | None = None) -> list[Finding]:
-    """Every rule ``text`` breaks (empty when it is safe)."""
+# Cyrillic and Greek letters that look like Latin ones (Unicode's confusables, the common part).
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕһԁԛԝɡνοαιτκρυχεАВЕКМНОРСТХІЈЅԌΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijshdqwgvoaitkpuxeABEKMHOPCTXIJSGABEZHIKMNOPTYX",
+)
+_TOKEN_RE = re.compile(r"[A-Za-z0-9+/=_\-]{32,}")
+_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+_WORDY_RE = re.compile(r"[a-z]{4,}|[A-Z][a-z]{3,}")
+
+
+def _entropy(token: str) -> float:
+    import math
+    from collections import Counter
+
+    counts = Counter(token)
+    return -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values())
+
+
+def looks_generated(token: str) -> bool:
+    """A token with the mix of a generated secret: upper, lower and digits, high entropy, few words
+    (``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`` yes; a path, an identifier or a hex digest no)."""
+    core = token.strip("=")
+    if len(core) < 32 or not (any(c.isupper() for c in core) and any(c.islower() for c in core)
+                              and any(c.isdigit() for c in core)):
+        return False
+    wordy = sum(len(m) for m in _WORDY_RE.findall(core))
+    return wordy * 4 < len(core) and _entropy(core) >= 4.0
+
+
+def _decoded(token: str) -> str | None:
+    """The text a base64 token decodes to, when it is mostly printable text."""
+    import base64
+    import binascii
+
+    padded = token + "=" * (-len(token) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        out = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(1 for ch in out if ch.isprintable() or ch in "\n\t")
+    return out if out and printable >= 0.9 * len(out) else None
+
+
+def _redacted(f: Finding) -> Finding:
+    if f.category != "secrets":
+        return f
+    return Finding(f.rule, f.category, f.why, f"[redacted, {len(f.excerpt)} characters around it]")
+
+
+def findings(text: str, vault_root: Path | None = None, *, categories: tuple[str, ...] = CATEGORIES,
+             depth: int = 0) -> list[Finding]:
+    """Every rule ``text`` breaks (empty when it is safe); secrets' excerpts are redacted."""
     found: list[Finding] = []
     if len(text) > MAX_SCAN_CHARS:
         found.append(Finding("too-large-to-scan", "prompt-injection",
                              f"more than {MAX_SCAN_CHARS:,} characters cannot be scanned", text[:40]))
         text = text[:MAX_SCAN_CHARS]
-    inv = first_invisible(text, controls=False)
-    if inv is not None:
-        at = text.index(inv)
-        found.append(Finding(f"invisible-{describe_char(inv)}", "invisible-unicode",
-                             "an invisible or bidirectional-control character",
-                             _excerpt(text, at, at + 1)))
+    if "invisible-unicode" in categories:
+        inv = first_invisible(text, controls=False)
+        if inv is not None:
+            at = text.index(inv)
+            found.append(Finding(f"invisible-{describe_char(inv)}", "invisible-unicode",
+                                 "an invisible or bidirectional-control character",
+                                 _excerpt(text, at, at + 1)))
     import unicodedata
 
     folded = unicodedata.normalize("NFKC", text)
+    skeleton = folded.translate(_LOOKALIKES)  # (Russian or Greek text is matched as written too)
     for rule in rules(vault_root):
-        m = rule.regex.search(folded)
+        if rule.category not in categories:
+            continue
+        m = rule.regex.search(skeleton) or (rule.regex.search(folded) if skeleton != folded else None)
         if m:
-            found.append(Finding(rule.id, rule.category, rule.why, _excerpt(folded, m.start(), m.end())))
-    return found
+            found.append(Finding(rule.id, rule.category, rule.why, _excerpt(m.string, m.start(), m.end())))
+    if "secrets" in categories and not any(f.category == "secrets" for f in found):
+        for m in _TOKEN_RE.finditer(text):
+            if looks_generated(m.group()) and _decoded(m.group()) is None:
+                found.append(Finding("high-entropy-token", "secrets",
+                                     "a long random-looking token (a generated key or password)",
+                                     m.group()))
+                break
+    if depth == 0:
+        for m in _BASE64_RE.finditer(text):
+            inner = _decoded(m.group())
+            if inner is None:
+                continue
+            for f in findings(inner, vault_root, categories=categories, depth=1):
+                found.append(Finding(f"encoded-{f.rule}", f.category, f"base64 that decodes to text "
+                                     f"that {f.why}", m.group()[:40]))
+            if any(f.rule.startswith("encoded-") for f in found):
+                break
+    return [_redacted(f) for f in found]
+
+
+def check_secrets(text: str, what: str = "content", vault_root: Path | None = None) -> str:
+    """``check`` with the secrets category only (a log entry: every agent's brief shows it)."""
+    found = findings(text, vault_root, categories=("secrets",))
+    if found:
+        f = found[0]
+        raise UnsafeContentError(
+            f"blocked: {what} holds what looks like a secret ({f.rule}: {f.why}); nothing was written. "
+            "Keep secrets out of the vault: name where the secret lives instead"
+        )
+    return text
 
 
 def check(text: str, what: str = "content", vault_root: Path | None = None) -> str:

@@ -809,7 +809,10 @@ def _searcher(vault: Vault) -> Any:
             return searcher
         except FileNotFoundError:
             _CACHE.pop(root, None)
-            time.sleep(0.01 * (attempt + 1))
+            if attempt >= 2:  # still missing: a file of the index may be gone for good
+                _rebuild_if_missing(vault, manifest)
+            else:
+                time.sleep(0.01 * (attempt + 1))
         except Exception:  # unreadable index: rebuild it
             _CACHE.pop(root, None)
             with exclusive(vault.lock("index")):
@@ -817,6 +820,19 @@ def _searcher(vault: Vault) -> Any:
                 if current is None or current["dir"] == manifest["dir"]:
                     _swap_in(vault, _build(vault, None, _languages(manifest)))
     raise QueryError("the search index is busy; try again")
+
+
+def _rebuild_if_missing(vault: Vault, manifest: dict[str, Any]) -> None:
+    """Under the index lock (so no writer is committing), open the index once more; a file that is
+    still missing was deleted, not replaced: rebuild the index from the vault."""
+    with exclusive(vault.lock("index")):
+        current = _load_manifest(vault)
+        if current is None or current["dir"] != manifest["dir"]:
+            return  # another process swapped in a new index meanwhile
+        try:
+            _open(vault, current).searcher().close()
+        except FileNotFoundError:
+            _swap_in(vault, _build(vault, None))
 
 
 def _doc_count(vault: Vault) -> int:
@@ -1500,7 +1516,10 @@ def status(vault: Vault) -> IndexStatus:
         with _open(vault, manifest).searcher() as s:
             docs = s.doc_count()
             n_entries = s.doc_frequency("kind", "entry")
-    except FileNotFoundError:
-        docs = n_entries = 0
+    except FileNotFoundError as err:  # (a file of the index deleted: the next search rebuilds it)
+        missing = Path(err.filename).name if err.filename else "a file"
+        return IndexStatus(rel_folder, True, 0, 0, 0, len(manifest["files"]), tuple(changed + removed),
+                           size, manifest.get("built"), manifest.get("updated"),
+                           damaged=f"{missing} is missing")
     return IndexStatus(rel_folder, True, docs, n_entries, docs - n_entries, len(manifest["files"]),
                        tuple(changed + removed), size, manifest.get("built"), manifest.get("updated"))

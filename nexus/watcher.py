@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import coordination, copies, entries, log, segments
+from . import coordination, copies, entries, heartbeat, log, segments
 from .errors import BusyError, NexusError
 from .records import Identity, Located, Notice, ShadowCopy
 from .shadow import NOTICE_PREFIX, Shadow, insertions, record_notice, render_notice, sha, shifted_scan, splice
@@ -1005,6 +1005,8 @@ def _watch(
     try:
         watcher.full_pass()  # changes made between the first pass and the observer starting
         indexer.poke()  # and what changed while no watcher ran
+        started = time.time()
+        heartbeat.beat(vault, started=started, every=rescan_seconds)  # (brief and verify notice a death)
         emit({"event": "ready", "shadowed": len(watcher.shadow.copies), "new": watcher.new_count,
               "pid": os.getpid()})
         next_rescan = time.monotonic() + rescan_seconds
@@ -1028,10 +1030,12 @@ def _watch(
             if time.monotonic() >= next_rescan:
                 watcher.full_pass()
                 indexer.poke()  # (cheap when nothing changed: a stat per file)
+                heartbeat.beat(vault, started=started, every=rescan_seconds)
                 next_rescan = time.monotonic() + rescan_seconds
     finally:
         observer.stop()
         observer.join(timeout=10)
         indexer.close()
         verifier.close()
+        heartbeat.stopped(vault)
         emit({"event": "stopped", "pid": os.getpid()})

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -355,3 +358,104 @@ def test_a_typo_of_a_known_type_is_refused(env: Env, typo: str, meant: str) -> N
 def test_new_types_far_from_known_ones_are_fine(env: Env) -> None:
     for t in ("build", "deploy", "claim", "review-request"):
         env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", t, "--summary", "s")
+
+
+def test_a_deleted_search_index_file_is_noticed_and_rebuilt(env: Env) -> None:
+    env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary",
+            "the zebra crossing is fixed")
+    assert len(env.run("search", "zebra", "--json").json()) == 1
+    index = env.vault.state / "index"
+    segs = list(index.rglob("*.seg"))
+    assert segs
+    for p in segs:
+        p.unlink()
+    status = env.run("index", "status", "--json").json()
+    assert status["damaged"] and "missing" in status["damaged"]
+    assert "damaged" in env.run("index", "status").stdout
+    hits = env.run("search", "zebra", "--json").json()
+    assert len(hits) == 1 and "zebra" in hits[0]["snippet"]
+    assert env.run("index", "status", "--json").json()["damaged"] is None
+
+
+# ---------------------------------------------------------------- 7. secrets never reach the log
+
+
+@pytest.mark.parametrize("secret", [
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQ",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+])
+@pytest.mark.parametrize("where", ["--summary", "--body"])
+def test_a_secret_never_enters_the_log_and_is_never_echoed(env: Env, secret: str, where: str) -> None:
+    args = {"--summary": "deploy notes", "--body": "nothing secret"}
+    args[where] = f"the key is {secret}"
+    before = tree(env.vault.root / "log")
+    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note",
+                  *[x for kv in args.items() for x in kv], check=False)
+    one_line_error(run, "secret")
+    assert secret not in run.stderr and secret[6:20] not in run.stderr
+    assert tree(env.vault.root / "log") == before
+
+
+def test_ordinary_long_tokens_still_enter_the_log(env: Env) -> None:
+    body = ("commit 3f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d, sha256 "
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855, the auth token expires "
+            "in 3600 s; see src/components/UserProfileCard/UserProfileCard.tsx")
+    env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "s",
+            "--body", body)
+
+
+# ---------------------------------------------------------------- 9. a dead watcher is noticed
+
+
+def _start_watch(env: Env) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-W", "error", "-m", "nexus", "watch", "--json",
+                             "--rescan", "1"], env=env.environ, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(env.vault.root))
+    assert proc.stdout is not None
+    for line in proc.stdout:  # (blocks until the watcher says it is ready)
+        if json.loads(line).get("event") == "ready":
+            break
+    return proc
+
+
+def _watcher_warnings(env: Env) -> list[str]:
+    brief = env.run("brief", "--agent", "ella", "--peek").stdout
+    verify = env.run("verify", "--json").json()["watcher"]
+    status = env.run("index", "status", "--json").json()["watcher"]
+    return [x for x in (brief if "watcher is not running" in brief else None, verify, status) if x]
+
+
+def test_a_watcher_killed_is_named_by_brief_verify_and_index_status(env: Env) -> None:
+    proc = _start_watch(env)
+    try:
+        assert (env.vault.state / "watch" / "heartbeat.json").is_file()
+        assert _watcher_warnings(env) == []  # alive: nothing to say
+    finally:
+        proc.kill()  # SIGKILL: no chance to say goodbye
+        proc.communicate(timeout=60)
+    warnings = _watcher_warnings(env)
+    assert len(warnings) == 3 and all(f"pid {proc.pid}" in w for w in warnings), warnings
+    assert "nexus watch" in warnings[1]
+
+
+def test_a_watcher_stopped_cleanly_is_not_a_problem(env: Env) -> None:
+    proc = _start_watch(env)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert _watcher_warnings(env) == []
+
+
+def test_a_silent_watcher_is_named_too(env: Env) -> None:
+    """A watcher whose process lives on but has stopped checking in (stuck) – by the clock."""
+    from nexus import heartbeat
+
+    heartbeat.beat(env.vault, started=0.0, every=1.0)  # (this process: alive)
+    assert heartbeat.problem(env.vault) is None
+    record = json.loads((env.vault.state / "watch" / "heartbeat.json").read_text())
+    later = record["beat"] + 3600
+    said = heartbeat.problem(env.vault, now=later)
+    assert said is not None and "has not checked in for 60 minute(s)" in said
+    heartbeat.stopped(env.vault)
+    assert heartbeat.problem(env.vault, now=later) is None
