@@ -56,7 +56,7 @@ def _utc(ts: float) -> str:
 
 
 def folder(vault: Vault) -> Path:
-    return vault.root / "handoff"
+    return vault.inside(vault.root / "handoff")
 
 
 def previous(vault: Vault) -> tuple[Path, str, dict[str, Any]] | None:

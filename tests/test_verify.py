@@ -77,6 +77,17 @@ def test_framing_lines_in_a_body_are_shown_and_create_no_entry(env: Env) -> None
     assert "\n%\\% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %\\%\n" in on_disk
     assert "\n  %\\% nexus:end indented\n" in on_disk
     assert on_disk.count("%% nexus:begin ") == 7
+    # In fenced code a person sees `%%` as typed, so the body is stored exactly as given, and each
+    # framing-like line gets one more backslash on disk (and loses it on read).
+    fenced = f"```\n{FRAMING_BODY}\n```"
+    inside = env.append("ella", "tricky body in code", body=fenced)
+    assert log.find_entry(env.vault, inside.located.entry.id).entry.body == fenced
+    assert len(list(log.iter_entries(env.vault))) == 8
+    assert verify(env.vault).ok
+    on_disk = _segment(env).read_text(encoding="utf-8")
+    assert "\n\\%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%\n" in on_disk
+    assert "\n\\\\%% nexus:begin already escaped %%\n" in on_disk
+    assert "\n  %% nexus:end indented\n" in on_disk
 
 
 def test_hand_inserted_unsigned_entry_is_forged(env: Env) -> None:
