@@ -20,6 +20,7 @@ Nothing an agent writes may be invisible to the person reviewing it in Obsidian:
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .errors import InputError
@@ -69,13 +70,29 @@ _EMOJI = (
 _FLAG = "\U0001f3f4[\U000e0020-\U000e007e]{1,30}\U000e007f"  # 🏴 + tag letters + cancel tag
 _VS_AFTER_CHAR = f"(?<![\\s{_INVISIBLE}{_CONTROL}])[{_VS}]"  # a variation selector on a character
 _EMOJI_ZWJ = f"(?<=[{_EMOJI}\ufe0f])\u200d(?=[{_EMOJI}])"  # 👩‍💻
-_SCAN_RE = re.compile(
-    f"({_FLAG}|{_VS_AFTER_CHAR}|{_EMOJI_ZWJ})|[{_INVISIBLE}{_CONTROL}{_SURROGATE}]"
-)
-_SCAN_INLINE_RE = re.compile(
-    f"({_FLAG}|{_VS_AFTER_CHAR}|{_EMOJI_ZWJ})|[{_INVISIBLE}{_CONTROL}{_SURROGATE}\n]"
-)
-_SCAN_NO_CONTROL_RE = re.compile(f"({_FLAG}|{_VS_AFTER_CHAR}|{_EMOJI_ZWJ})|[{_INVISIBLE}{_SURROGATE}]")
+_KEPT = f"({_FLAG}|{_VS_AFTER_CHAR}|{_EMOJI_ZWJ})"
+# The full patterns are large (planes 14-16) and cost milliseconds to compile: compiled on first use,
+# and only for text that is not ASCII (ASCII text can only hold control characters and newlines).
+_PATTERNS = {
+    "body": f"{_KEPT}|[{_INVISIBLE}{_CONTROL}{_SURROGATE}]",
+    "inline": f"{_KEPT}|[{_INVISIBLE}{_CONTROL}{_SURROGATE}\n]",
+    "no-control": f"{_KEPT}|[{_INVISIBLE}{_SURROGATE}]",
+}
+_ASCII_PATTERNS = {
+    "body": re.compile("((?!))|[\x00-\x08\x0b-\x1f\x7f]"),
+    "inline": re.compile("((?!))|[\x00-\x08\x0b-\x1f\x7f\n]"),
+    "no-control": re.compile("((?!))|(?!)"),
+}
+
+
+@functools.cache
+def _compiled(kind: str) -> re.Pattern[str]:
+    return re.compile(_PATTERNS[kind])
+
+
+def _scan(kind: str, value: str) -> re.Pattern[str]:
+    """The pattern for ``value``: group 1 is a kept emoji sequence, anything else a character to show."""
+    return _ASCII_PATTERNS[kind] if value.isascii() else _compiled(kind)
 # Markup Obsidian hides from a reader.
 _HIDDEN_MARKUP_RE = re.compile(r"(?<=%)%|<!--")
 _FENCE_OPEN_RE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
@@ -97,7 +114,7 @@ def describe_char(ch: str) -> str:
 def first_invisible(value: str, *, newline: bool = False, controls: bool = True) -> str | None:
     """The first invisible (or, with ``controls``, control) character of ``value`` that no kept
     emoji sequence explains; with ``newline`` a newline counts too."""
-    pattern = _SCAN_INLINE_RE if newline else _SCAN_RE if controls else _SCAN_NO_CONTROL_RE
+    pattern = _scan("inline" if newline else "body" if controls else "no-control", value)
     for match in pattern.finditer(value):
         if match.group(1) is None:
             return match.group()
@@ -206,14 +223,16 @@ def check_line(value: str, what: str, max_len: int = SUMMARY_MAX) -> str:
 
 
 def _visible(match: re.Match[str]) -> str:
-    return match.group() if match.group(1) is not None else f"⟦{describe_char(match.group())}⟧"
+    if match.group(1) is not None:  # a kept emoji sequence
+        return match.group()
+    return f"⟦{describe_char(match.group())}⟧"
 
 
 def make_visible(text: str) -> str:
     """One line or a whole text shown as typed: invisible and control characters (except newline and
     tab) become ⟦U+XXXX⟧, ``%%`` becomes ``%\\%`` and ``<!--`` becomes ``<\\!--`` (not fence-aware: for
     summaries; bodies go through :func:`prepare_body`)."""
-    return _unhide(_SCAN_RE.sub(_visible, text))
+    return _unhide(_scan("body", text).sub(_visible, text))
 
 
 def _unhide(line: str) -> str:
@@ -233,9 +252,10 @@ def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str
     if "\r\n" in body:
         body = body.replace("\r\n", "\n")
         changes.append("CRLF line endings were stored as LF")
-    shown = _SCAN_RE.sub(_visible, body)
+    pattern = _scan("body", body)
+    shown = pattern.sub(_visible, body)
     if shown != body:
-        count = sum(1 for m in _SCAN_RE.finditer(body) if m.group(1) is None)
+        count = sum(1 for m in pattern.finditer(body) if m.group(1) is None)
         changes.append(f"{count} invisible or control character(s) were made visible as ⟦U+XXXX⟧")
         body = shown
     lines = body.split("\n")
