@@ -1373,10 +1373,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except BrokenPipeError:
         return 0
-    except OSError as err:  # the file system refused (permissions, a folder where a file belongs…)
-        where = f": {err.filename}" if err.filename else ""
-        sys.stderr.write(f"nexus: error: {err.strerror or type(err).__name__}{where}\n")
-        return 1
     except KeyboardInterrupt:
         return 130
     except OSError as err:  # a disk error (EIO, ENOSPC…): one line; an append it stopped left no entry
