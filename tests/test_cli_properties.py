@@ -54,10 +54,34 @@ def _outside_state(root: Path) -> dict[str, bytes]:
     return out
 
 
-@settings(max_examples=20, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+# Valid names and tokens, so summaries and bodies reach the write path (most are stored).
+VISIBLE = st.characters(blacklist_categories=("Cs", "Cc", "Cf", "Co", "Zl", "Zp"))
+valid_summaries = st.one_of(st.text(VISIBLE, min_size=1, max_size=80), summaries)
+valid_types = st.one_of(st.sampled_from(["note", "decision", "question", "build"]),
+                        st.from_regex(text.TOKEN_RE, fullmatch=True))
+PROPERTY_SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
+                             suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                    HealthCheck.too_slow])
+
+
+@PROPERTY_SETTINGS
 @given(agent=names, channel=tokens, type=tokens, summary=summaries, body=bodies)
 def test_log_append_round_trips_or_refuses_in_one_line(
+    env: Env, agent: str, channel: str, type: str, summary: str, body: str | None
+) -> None:
+    _append_round_trips_or_refuses(env, agent, channel, type, summary, body)
+
+
+@PROPERTY_SETTINGS
+@given(agent=st.sampled_from(["ella", "lyra"]), channel=st.from_regex(text.TOKEN_RE, fullmatch=True),
+       type=valid_types, summary=valid_summaries, body=bodies)
+def test_summaries_and_bodies_of_any_text_round_trip_through_the_cli(
+    env: Env, agent: str, channel: str, type: str, summary: str, body: str | None
+) -> None:
+    _append_round_trips_or_refuses(env, agent, channel, type, summary, body)
+
+
+def _append_round_trips_or_refuses(
     env: Env, agent: str, channel: str, type: str, summary: str, body: str | None
 ) -> None:
     base = env.vault.root.parent
