@@ -220,20 +220,19 @@ def cmd_agent_list(args: argparse.Namespace) -> int:
 
 def cmd_log_append(args: argparse.Namespace) -> int:
     from . import identity, log
-    from .text import body_notice, prepare_body
+    from .text import body_notice
 
     vault = _vault(args)
     signer = identity.load_signer(vault, _keys_home(), args.agent)
-    body, changes = prepare_body(_read_body(args))  # (log.append applies it again: a no-op)
     result = log.append(
         vault, signer, channel=args.channel, type=args.type, summary=args.summary,
-        body=body, ack=tuple(args.ack or ()),
+        body=_read_body(args), ack=tuple(args.ack or ()),
     )
     for q in result.quarantined:
         sys.stderr.write(f"nexus: moved a torn tail (a writer killed mid-write) to {q}\n")
-    if changes:
-        sys.stderr.write(f"nexus: note: {body_notice(changes)}\n")
-    _emit(args, {**result.to_json(), "body_changed": changes}, result.located.entry.id)
+    if result.body_changed:
+        sys.stderr.write(f"nexus: note: {body_notice(list(result.body_changed))}\n")
+    _emit(args, result.to_json(), result.located.entry.id)
     return 0
 
 

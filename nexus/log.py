@@ -24,7 +24,7 @@ from . import durable, entries, segments
 from .errors import ForkError, IdentityError, InputError, IntegrityError
 from .locks import FileLock, exclusive
 from .records import AppendResult, Entry, Located
-from .text import SECRET_HINT_RE, check_body, check_line, check_name, check_token, check_type
+from .text import SECRET_HINT_RE, check_line, check_name, check_token, check_type, prepare_body
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -426,7 +426,7 @@ class LogWriter:
         channel = check_token(channel, "channel")
         type = check_type(type)
         summary = check_line(summary, "summary")
-        body = check_body(body)
+        body, body_changed = prepare_body(body)
         for ack_id in ack:
             if not entries.ID_RE.fullmatch(ack_id):
                 raise InputError(
@@ -550,7 +550,7 @@ class LogWriter:
                 from . import heads
 
                 heads.write(self.vault, signer, agent, entry.seq, entry.id, digest)
-        return AppendResult(located, tuple(quarantined))
+        return AppendResult(located, tuple(quarantined), tuple(body_changed))
 
     def _adopt(self, path: Path, size: int) -> dict[str, Any] | None:
         """tail.json as another writer left it, when it describes the newest segment exactly as it is

@@ -215,6 +215,10 @@ def _entry_ref(result: Any) -> dict[str, Any]:
             "link": located.link}
     if result.quarantined:
         data["quarantined"] = list(result.quarantined)
+    if result.body_changed:
+        from .text import body_notice
+
+        data["note"] = body_notice(list(result.body_changed))
     return data
 
 

@@ -117,10 +117,12 @@ class AppendResult:
 
     located: Located
     quarantined: tuple[str, ...] = field(default=())  # torn tails moved aside during this append
+    body_changed: tuple[str, ...] = field(default=())  # how the body was made visible (text.prepare_body)
 
     def to_json(self) -> dict[str, Any]:
         data = self.located.to_json()
         data["quarantined"] = list(self.quarantined)
+        data["body_changed"] = list(self.body_changed)
         return data
 
 

@@ -321,3 +321,14 @@ def test_results_leave_out_signatures_chain_hashes_and_keys_unless_asked(env: En
     assert lean["id"] == appended["id"] and lean["summary"] == "lean answers"
     assert not {"sig", "prev", "key", "seq", "seen"} & set(lean)
     assert {"sig", "prev", "key"} <= set(full["items"][0]) and full["items"][0]["sig"]
+
+
+def test_log_append_tells_the_agent_when_its_body_was_made_visible(env: Env) -> None:
+    """A body holding markup Obsidian hides is stored visible, and the MCP caller is told (issue 12)."""
+    changed, plain = _call(env, ("log_append", {"channel": "build", "type": "note", "summary": "x",
+                                                "body": "before %% hidden %% after"}),
+                           ("log_append", {"channel": "build", "type": "note", "summary": "y",
+                                           "body": "nothing hidden"}))
+    note = _ok(changed).get("note", "")
+    assert "%\\%" in note and "person sees all of it" in note
+    assert "note" not in _ok(plain)
