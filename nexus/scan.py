@@ -113,6 +113,7 @@ _LOOKALIKES = str.maketrans(
     "aeopcyxijshdqwgvoaitkpuxeABEKMHOPCTXIJSGABEZHIKMNOPTYX",
 )
 _TOKEN_RE = re.compile(r"[A-Za-z0-9+/=_\-]{32,}")
+_PUBLIC_KEY_PREFIX = "ed25519:"
 _BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
 _WORDY_RE = re.compile(r"[a-z]{4,}|[A-Z][a-z]{3,}")
 
@@ -184,6 +185,8 @@ def findings(text: str, vault_root: Path | None = None, *, categories: tuple[str
             found.append(Finding(rule.id, rule.category, rule.why, _excerpt(m.string, m.start(), m.end())))
     if "secrets" in categories and not any(f.category == "secrets" for f in found):
         for m in _TOKEN_RE.finditer(text):
+            if text[max(0, m.start() - len(_PUBLIC_KEY_PREFIX)):m.start()] == _PUBLIC_KEY_PREFIX:
+                continue  # a public key as nexus writes it (a key rotation names one): public by design
             if looks_generated(m.group()) and _decoded(m.group()) is None:
                 found.append(Finding("high-entropy-token", "secrets",
                                      "a long random-looking token (a generated key or password)",

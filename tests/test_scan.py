@@ -118,3 +118,16 @@ def test_a_bad_vault_rule_is_a_clear_error(tmp_path: Path) -> None:
         '[[rule]]\nid = "x"\ncategory = "persistence"\npattern = "(unclosed"\n', encoding="utf-8")
     with pytest.raises(InputError, match="bad pattern"):
         scan.findings("anything", tmp_path)
+
+
+def test_a_public_key_is_not_a_secret_but_the_same_bytes_bare_are_blocked() -> None:
+    """A key rotation's entry names the new public key (``ed25519:<base64>``): public by design. The
+    same random-looking base64 without that prefix still looks like a generated secret."""
+    import base64
+    import random
+
+    raw = base64.b64encode(random.Random(20261201).randbytes(32)).decode("ascii")  # fixed: no flakes
+    assert scan.looks_generated(raw)
+    assert scan.findings(f"new public key: ed25519:{raw}", categories=("secrets",)) == []
+    bare = scan.findings(f"new key: {raw}", categories=("secrets",))
+    assert [f.rule for f in bare] == ["high-entropy-token"]
