@@ -747,20 +747,19 @@ def _now() -> str:
 # ------------------------------------------------------------------ the search index
 
 
-class IndexRefresher:
-    """Keeps the search index current while the watcher runs, in a thread of its own (a slow refresh
-    never delays a restore). ``poke`` after a change; a burst of changes within ``INDEX_DELAY`` makes
-    one refresh. Only an index that exists is refreshed: building one (tens of seconds on a large
-    vault) is left to the first search. Errors (Whoosh failing, a damaged index) are reported as
-    ``error`` events, once per distinct message, and never stop the watcher."""
+class _Debounced:
+    """A worker thread for the watcher: ``poke`` after a change; a burst of pokes within ``delay``
+    seconds makes one call of ``work``. ``close`` stops it (and ``_stop_work`` ends a call in flight)."""
 
-    def __init__(self, vault: Vault, emit: Callable[[dict[str, Any]], None]) -> None:
-        self.vault = vault
-        self.emit = emit
+    delay = 0.0
+    name = "nexus-worker"
+    emit: Callable[[dict[str, Any]], None]  # set by the subclass before ``__init__`` runs here
+
+    def __init__(self) -> None:
         self.wanted = threading.Event()
         self.stopping = threading.Event()
         self.last_error: str | None = None
-        self.thread = threading.Thread(target=self._run, name="nexus-index", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=self.name, daemon=True)
 
     def start(self) -> None:
         self.thread.start()
@@ -771,16 +770,48 @@ class IndexRefresher:
     def close(self) -> None:
         self.stopping.set()
         self.wanted.set()
+        self._stop_work()
         self.thread.join(timeout=60)
+
+    def _stop_work(self) -> None:
+        pass
+
+    def work(self) -> None:
+        raise NotImplementedError
 
     def _run(self) -> None:
         while not self.stopping.is_set():
             if not self.wanted.wait(0.5):  # (a timeout: ``close`` is seen even if a poke was cleared)
                 continue
-            time.sleep(INDEX_DELAY)  # let a burst of appends land: one refresh for all of them
+            time.sleep(self.delay)  # let a burst of appends land: one call for all of them
             self.wanted.clear()
             if not self.stopping.is_set():
-                self.refresh_once()
+                self.work()
+
+    def _error_once(self, file: str, message: str) -> None:
+        """An ``error`` event, once per distinct message."""
+        if message != self.last_error:
+            self.last_error = message
+            self.emit({"event": "error", "file": file, "message": message})
+
+
+class IndexRefresher(_Debounced):
+    """Keeps the search index current while the watcher runs, in a thread of its own (a slow refresh
+    never delays a restore). ``poke`` after a change; a burst of changes within ``INDEX_DELAY`` makes
+    one refresh. Only an index that exists is refreshed: building one (tens of seconds on a large
+    vault) is left to the first search. Errors (Whoosh failing, a damaged index) are reported as
+    ``error`` events, once per distinct message, and never stop the watcher."""
+
+    delay = INDEX_DELAY
+    name = "nexus-index"
+
+    def __init__(self, vault: Vault, emit: Callable[[dict[str, Any]], None]) -> None:
+        self.vault = vault
+        self.emit = emit
+        super().__init__()
+
+    def work(self) -> None:
+        self.refresh_once()
 
     def refresh_once(self) -> None:
         try:
@@ -790,10 +821,7 @@ class IndexRefresher:
                 return  # never searched: the first search builds the index
             stats = search.refresh(self.vault)
         except Exception as err:  # Whoosh missing or failing must not stop the watcher
-            message = f"search index refresh failed: {type(err).__name__}: {err}"
-            if message != self.last_error:
-                self.last_error = message
-                self.emit({"event": "error", "file": ".nexus/index", "message": message})
+            self._error_once(".nexus/index", f"search index refresh failed: {type(err).__name__}: {err}")
             return
         self.last_error = None
         if stats.files_indexed or stats.files_removed or stats.rebuilt:
@@ -802,7 +830,7 @@ class IndexRefresher:
                        "seconds": round(stats.seconds, 4)})
 
 
-class LogVerifier:
+class LogVerifier(_Debounced):
     """Keeps ``nexus verify``'s remembered state current while the watcher runs (issue 15), in a thread
     of its own: ``poke`` after a segment changes; a burst within ``VERIFY_DELAY`` makes one incremental
     verify, which checks only the new entries, so a morning ``nexus verify`` has almost nothing left.
@@ -811,39 +839,24 @@ class LogVerifier:
     When the number of integrity problems changes it prints an ``integrity`` event; a failure is an
     ``error`` event."""
 
+    delay = VERIFY_DELAY
+    name = "nexus-verify"
+
     def __init__(self, vault: Vault, keys_home: Path, emit: Callable[[dict[str, Any]], None]) -> None:
         self.vault = vault
         self.keys_home = keys_home
         self.emit = emit
-        self.wanted = threading.Event()
-        self.stopping = threading.Event()
         self.problems: int | None = None
-        self.last_error: str | None = None
         self.proc: Any = None
-        self.thread = threading.Thread(target=self._run, name="nexus-verify", daemon=True)
+        super().__init__()
 
-    def start(self) -> None:
-        self.thread.start()
-
-    def poke(self) -> None:
-        self.wanted.set()
-
-    def close(self) -> None:
-        self.stopping.set()
-        self.wanted.set()
+    def _stop_work(self) -> None:
         proc = self.proc
         if proc is not None and proc.poll() is None:
             proc.terminate()  # (the state it would have saved is derived: the next verify redoes it)
-        self.thread.join(timeout=60)
 
-    def _run(self) -> None:
-        while not self.stopping.is_set():
-            if not self.wanted.wait(0.5):
-                continue
-            time.sleep(VERIFY_DELAY)
-            self.wanted.clear()
-            if not self.stopping.is_set():
-                self.verify_once()
+    def work(self) -> None:
+        self.verify_once()
 
     def verify_once(self) -> None:
         import subprocess
@@ -863,10 +876,7 @@ class LogVerifier:
             if self.stopping.is_set():
                 return
             lines = err.decode(errors="replace").strip().splitlines()
-            message = f"verify failed: {lines[-1] if lines else error}"
-            if message != self.last_error:
-                self.last_error = message
-                self.emit({"event": "error", "file": "log", "message": message})
+            self._error_once("log", f"verify failed: {lines[-1] if lines else error}")
             return
         finally:
             self.proc = None
