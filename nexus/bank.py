@@ -119,8 +119,8 @@ def _entry_link(entry_id: str) -> str:
 
 def render_fact(f: BankFact) -> str:
     """The section of one fact. Its status line holds Dataview inline fields, each in brackets (several
-    on one line are read apart only so) and ids as links a reader can follow; banks written before
-    issue 13 (plain ``key:: value · …``) still read."""
+    on one line are read apart only so) and ids as links a reader can follow; banks written
+    in the older form (plain ``key:: value · …``) still read."""
     fields = [f"[status:: {f.status}]", f"[retained:: {f.retained}]"]
     if f.source:
         fields.append(f"[source:: {_entry_link(f.source)}]")
@@ -420,7 +420,7 @@ def recall(vault: Vault, agent: str, query: str, *, limit: int = 10,
            languages: tuple[str, ...] | None = None) -> list[BankFact]:
     """The agent's banked facts relevant to ``query``, best first, through the search index (words
     stemmed in ``languages``; facts matching every word first, then partial matches)."""
-    from . import search  # the Whoosh index (issue 5): imported only here
+    from . import search  # the Whoosh index: imported only here
 
     check_name(agent)
     if not query.strip():

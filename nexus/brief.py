@@ -191,7 +191,7 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
 
 
 def _decisions_section(vault: Vault, agent: str, limit: int, surface: str = "cli") -> BriefSection | None:
-    """SLOT (issue 4): the active decisions. Return a section, or None when there is nothing."""
+    """the active decisions. Return a section, or None when there is nothing."""
     from .decisions import brief_lines  # reads .nexus/cache/decisions.json; no YAML
 
     lines = brief_lines(vault)
@@ -213,7 +213,7 @@ def _decisions_section(vault: Vault, agent: str, limit: int, surface: str = "cli
 
 def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int,
                         surface: str = "cli") -> BriefSection | None:
-    """SLOT (issue 4): the agent's last checkpoint (flag it when stale). None when there is none."""
+    """the agent's last checkpoint (flag it when stale). None when there is none."""
     from . import checkpoints
     from .errors import InputError
 
@@ -238,7 +238,7 @@ def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int
 
 
 def _memory_section(vault: Vault, agent: str, limit: int, surface: str = "cli") -> BriefSection | None:
-    """SLOT (issue 6): usage warnings, the memory snapshot and the memory index. None when empty."""
+    """usage warnings, the memory snapshot and the memory index. None when empty."""
     from . import memory
 
     return memory.brief_section(vault, agent, limit, surface=surface)

@@ -481,7 +481,7 @@ def cmd_handoff(args: argparse.Namespace) -> int:
 
 
 def _add_continuity_commands(sub: Any) -> None:
-    """Parsers for decide, decisions, state, checkpoint and handoff (issue 4)."""
+    """Parsers for decide, decisions, state, checkpoint and handoff."""
     p = _cmd(sub, "decide", cmd_decide, "record a decision (a signed note + a decision entry)",
              'nexus decide --agent ella --title "Secrets live in the OS keychain" '
              '--decision "Never in .env files" --rationale "Leaked twice" [--supersedes D-0001]')
@@ -789,7 +789,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def _add_memory_commands(sub: Any) -> None:
-    """Parsers for memory, retain, recall and review (issue 6)."""
+    """Parsers for memory, retain, recall and review."""
     mem = sub.add_parser("memory", help="bounded agent memory, the user profile, the memory index")
     msub = mem.add_subparsers(title="memory commands", metavar="COMMAND")
 
@@ -887,7 +887,7 @@ def _add_memory_commands(sub: Any) -> None:
     p.add_argument("--why", help="why it was rejected (one line)")
 
 
-# ------------------------------------------------------------------ handlers: coordination (issue 3)
+# ------------------------------------------------------------------ handlers: coordination
 
 
 def cmd_brief(args: argparse.Namespace) -> int:
@@ -985,7 +985,7 @@ def _add_coordination_commands(sub: Any, logp: Any) -> None:
                    help="seconds a person's text must stay unchanged before it is signed (default 3)")
 
 
-# ------------------------------------------------------------------ handlers: search and MCP (issue 5)
+# ------------------------------------------------------------------ handlers: search and MCP
 
 
 

@@ -100,7 +100,7 @@ def resolve_since(vault: Vault, since: str | None, now: float) -> str | None:
 
 def _acks_owed(vault: Vault, window: list[Located], everything: list[Located], ack_types: tuple[str, ...],
                agents: list[str]) -> dict[str, list[str]]:
-    """entry id -> agents that still owe an acknowledgement (issue 3's acks module when present)."""
+    """entry id -> agents that still owe an acknowledgement (from the acks module)."""
     try:
         from . import acks
 
@@ -132,7 +132,7 @@ def _races(vault: Vault, window_seconds: int) -> tuple[list[Any] | None, str | N
 
 
 def _pending(vault: Vault) -> list[Any] | None:
-    """Facts waiting for a person's approval, from the retention bank (issue 6) when installed."""
+    """Facts waiting for a person's approval, from the retention bank."""
     try:
         from . import bank
     except ImportError:

@@ -270,7 +270,7 @@ def merge_memory(base: bytes, ours: bytes, theirs: bytes, path: str, limit: int 
 
 
 _BANK_HEAD = re.compile(r"^## (?P<id>[a-z0-9-]+-\d+) · [a-z]+$", re.M)
-# A bank fact's status line: `[status:: x] · …` since issue 13, `status:: x · …` before.
+# A bank fact's status line: `[status:: x] · …` now, `status:: x · …` in older banks.
 _STATUS = re.compile(r"^\[?status:: (\w+)", re.M)
 _STATUS_LINE = re.compile(r"\n\[?status:: ")
 

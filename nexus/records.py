@@ -299,7 +299,7 @@ class BankFact:
         return data
 
 
-# ------------------------------------------------------------------ coordination (issue 3)
+# ------------------------------------------------------------------ coordination
 
 
 @dataclass(frozen=True)

@@ -213,7 +213,7 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
             for a, (seq, digest, loc) in heads.items()}
     check_heads(report, vault, {a: t[:4] for a, t in tops.items()})
     report.problems.extend(vault_problems(vault, ring, tops))
-    from .decisions import check_notes  # decision notes: hand edits, unsigned status changes (issue 4)
+    from .decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, note_identities(vault), set(seen_ids)))
     check_copies(report, vault, set(seen_ids))
@@ -221,7 +221,7 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
 
 
 def check_copies(report: Report, vault: Vault, ids: set[str] | None) -> None:
-    """Conflict copies file-sync tools left in ``log/``, and conflicts a merge listed (issue 11).
+    """Conflict copies file-sync tools left in ``log/``, and conflicts a merge listed.
     ``ids``: every entry id in the log, or None to read them (only when a copy exists)."""
     import os
 

@@ -481,7 +481,7 @@ def _report(vault: Vault, fold: _Fold, files: list[tuple[str, Path]], identities
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions)))
-    check_copies(report, vault, None)  # file-sync conflict copies, merge conflict notes (issue 11)
+    check_copies(report, vault, None)  # file-sync conflict copies, merge conflict notes
     return report
 
 

@@ -623,7 +623,7 @@ class Watcher:
                 continue
             notes |= rel.endswith(".md")
             if rel.startswith("log/") and rel.count("/") == 1 and copies.is_copy(rel[4:]):
-                changed |= self.import_copies()  # a file-sync tool's conflict copy (issue 11)
+                changed |= self.import_copies()  # a file-sync tool's conflict copy
             elif rel.startswith("log/") and rel.count("/") == 1 and rel.endswith(".md"):
                 changed |= self.check_segment(self.vault.root / rel)
             elif rel.endswith(".md") and _HANDLERS and not git_busy(self.vault):  # (else: the rescan)
@@ -831,7 +831,7 @@ class IndexRefresher(_Debounced):
 
 
 class LogVerifier(_Debounced):
-    """Keeps ``nexus verify``'s remembered state current while the watcher runs (issue 15), in a thread
+    """Keeps ``nexus verify``'s remembered state current while the watcher runs, in a thread
     of its own: ``poke`` after a segment changes; a burst within ``VERIFY_DELAY`` makes one incremental
     verify, which checks only the new entries, so a morning ``nexus verify`` has almost nothing left.
     The verify runs as a ``nexus verify --json`` process: it may use every core (a pool is never forked
