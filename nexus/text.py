@@ -142,12 +142,7 @@ def check_name(name: str, what: str = "agent name") -> str:
 
 def check_file_name(name: str, what: str) -> str:
     """A name that becomes a file name (``memory/NAME.md``): a token that is no Windows device name."""
-    if not name:
-        raise InputError(f"{what} is empty")
-    if not TOKEN_RE.fullmatch(name):
-        raise InputError(
-            f"invalid {what} {name!r}: use lowercase letters, digits and dashes, at most 40 characters"
-        )
+    check_token(name, what)
     if name in DEVICE_NAMES:
         raise InputError(f"invalid {what} {name!r}: the name is reserved (a Windows device name)")
     return name
@@ -159,7 +154,7 @@ def check_token(value: str, what: str) -> str:
         raise InputError(f"{what} is empty")
     if not TOKEN_RE.fullmatch(value):
         raise InputError(
-            f"invalid {what} {value!r}: use lowercase letters, digits and dashes only, at most 40"
+            f"invalid {what} {value!r}: use lowercase letters, digits and dashes only, at most 40 characters"
         )
     return value
 
