@@ -11,20 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import Env
+from test_verify import _build  # the same six-entry log the serial tests verify
 
 from nexus import entries, log, verify_state
 from nexus.records import Entry, Located
 from nexus.verify import Report, verify, verify_exact
-
-
-def _build(env: Env) -> list[Located]:
-    env.append("ella", "e1", body="first body")
-    env.append("lyra", "l1")
-    env.append("ella", "e2", body="second body")
-    env.append("lyra", "l2", body="a body")
-    env.append("ella", "e3")
-    env.append("lyra", "l3")
-    return list(log.iter_entries(env.vault))
 
 
 def _segment(env: Env) -> Path:
