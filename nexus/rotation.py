@@ -77,11 +77,11 @@ def rotate(vault: Vault, keys_home: Path, name: str) -> Rotation:
     waiting = key_path.with_name(key_path.name + ".next")
     ring = trust.load(vault, keys_home)  # the current key pinned first (trust on first use)
     declared = vault.key_id_of(name)
-    if waiting.exists() and declared is not None and declared == trust.key_id_of(_next_key(waiting)[1]):
+    waiting_public = _next_key(waiting)[1] if waiting.exists() else None
+    if waiting_public is not None and declared is not None and declared == trust.key_id_of(waiting_public):
         # stopped after the note changed: the announcement is in the log; the new key takes over now
-        announced = _announced_or_refuse(vault, ring, name, _next_key(waiting)[1])
-        os.replace(waiting, key_path)
-        durable.fsync_dir(key_path.parent)
+        announced = _announced_or_refuse(vault, ring, name, waiting_public)
+        _take_over(waiting, key_path)
         return _finish(vault, keys_home, name, announced, declared)
     if name in ring.changed:
         # stopped after the new key took over but before this machine pinned it
@@ -97,9 +97,14 @@ def rotate(vault: Vault, keys_home: Path, name: str) -> Rotation:
                        summary=f"{name} rotates its signing key {old.key_id} → {new_kid}",
                        body=_BODY_PREFIX + public).located.entry
     _set_note_key(vault, name, public, new_kid)
+    _take_over(waiting, key_path)
+    return _finish(vault, keys_home, name, (entry.id, entry.key), new_kid)
+
+
+def _take_over(waiting: Path, key_path: Path) -> None:
+    """The waiting private key replaces the old one, durably."""
     os.replace(waiting, key_path)
     durable.fsync_dir(key_path.parent)
-    return _finish(vault, keys_home, name, (entry.id, entry.key), new_kid)
 
 
 def _announced_or_refuse(vault: Vault, ring: trust.Keyring, name: str, public: str) -> tuple[str, str]:
