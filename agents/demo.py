@@ -57,8 +57,9 @@ class Night:
         note = f"   {DIM}# {comment}{RESET}" if comment else ""
         print(f"{DIM}${RESET} {program} {shown}{note}", flush=True)
 
-    def nexus(self, *args: str, quiet: bool = False, ok: tuple[int, ...] = (0,),
-              stdin: str | None = None) -> str:
+    def nexus(
+        self, *args: str, quiet: bool = False, ok: tuple[int, ...] = (0,), stdin: str | None = None
+    ) -> str:
         """Run one real nexus process; print the command as typed and its output (``quiet``: only how
         much it printed, for reads whose answer the agent takes in)."""
         self.show(args)
@@ -68,8 +69,10 @@ class Night:
         out = proc.stdout.rstrip("\n")
         if quiet and out:
             n = out.count("\n") + 1
-            print(f"  {DIM}({n} line{'s' if n > 1 else ''} of output, read by the agent; not shown){RESET}",
-                  flush=True)
+            print(
+                f"  {DIM}({n} line{'s' if n > 1 else ''} of output, read by the agent; not shown){RESET}",
+                flush=True,
+            )
         elif out:
             print("\n".join("  " + line for line in out.split("\n")), flush=True)
         if proc.stderr.strip():
@@ -261,19 +264,51 @@ def play(vault: Path, keys: Path) -> str:
     n.nexus("log", "read", "--agent", "ella", quiet=True)
     n.nexus("state", "show")
     # each agent pipes its new state into `state set --file -`
-    n.nexus("state", "set", "--agent", "ella", "--expect", "0", "--file", "-",
-            stdin="# Project state\n\n- Parser port: in progress (ella)\n- Docs: migration guide (lyra)\n")
+    n.nexus(
+        "state",
+        "set",
+        "--agent",
+        "ella",
+        "--expect",
+        "0",
+        "--file",
+        "-",
+        stdin="# Project state\n\n- Parser port: in progress (ella)\n- Docs: migration guide (lyra)\n",
+    )
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
-    n.nexus("state", "set", "--agent", "lyra", "--expect", "0", "--file", "-", ok=(3,),
-            stdin="# Project state\n\n- Docs: migration guide drafted (lyra)\n")
-    n.nexus("state", "set", "--agent", "lyra", "--expect", "1", "--file", "-",
-            stdin="# Project state\n\n- Parser port: in progress (ella)\n"
-                  "- Docs: migration guide drafted (lyra)\n- Flaky watcher test: lyra\n")
+    n.nexus(
+        "state",
+        "set",
+        "--agent",
+        "lyra",
+        "--expect",
+        "0",
+        "--file",
+        "-",
+        ok=(3,),
+        stdin="# Project state\n\n- Docs: migration guide drafted (lyra)\n",
+    )
+    n.nexus(
+        "state",
+        "set",
+        "--agent",
+        "lyra",
+        "--expect",
+        "1",
+        "--file",
+        "-",
+        stdin="# Project state\n\n- Parser port: in progress (ella)\n"
+        "- Docs: migration guide drafted (lyra)\n- Flaky watcher test: lyra\n",
+    )
 
     n.scene("scene 6: ella's session works the parser task… and is SIGKILLed mid-task")
     n.show(("agents/worker.py", "--agent", "ella", "&"), "python")
-    worker = subprocess.Popen([sys.executable, str(HERE / "worker.py"), "--agent", "ella", "--pause", "0.3"],
-                              env=n.env, text=True, stdout=subprocess.PIPE)
+    worker = subprocess.Popen(
+        [sys.executable, str(HERE / "worker.py"), "--agent", "ella", "--pause", "0.3"],
+        env=n.env,
+        text=True,
+        stdout=subprocess.PIPE,
+    )
     assert worker.stdout is not None
     for line in worker.stdout:  # the session's own output, as it prints it
         print("  " + line.rstrip("\n"), flush=True)
@@ -304,8 +339,11 @@ def play(vault: Path, keys: Path) -> str:
     n.append("lyra", "tests", "question", "May the watcher test wait up to 5 s on a slow CI runner?")
     n.append("lyra", "docs", "correction", "ella: the migration guide says Python 3.10; it must say 3.11")
     project = vault / "state" / "project.md"
-    print(f"{DIM}${RESET} echo '- Release: after the parser port lands (sam)' >> state/project.md"
-          f"   {DIM}# sam, typing in Obsidian{RESET}", flush=True)
+    print(
+        f"{DIM}${RESET} echo '- Release: after the parser port lands (sam)' >> state/project.md"
+        f"   {DIM}# sam, typing in Obsidian{RESET}",
+        flush=True,
+    )
     with open(project, "a", encoding="utf-8") as f:
         f.write("- Release: after the parser port lands (sam)\n")
     n.nexus("state", "show")
@@ -350,8 +388,11 @@ def main(argv: list[str]) -> int:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    where = (f"keys: {keys} (NEXUS_HOME)" if home else
-             "keys: a temporary folder, now deleted (set NEXUS_HOME to keep them and go on using the vault)")
+    where = (
+        f"keys: {keys} (NEXUS_HOME)"
+        if home
+        else "keys: a temporary folder, now deleted (set NEXUS_HOME to keep them and go on using the vault)"
+    )
     took = time.time() - started
     print(f"\n{DIM}demo vault: {target} (open it in Obsidian) · {where} · {took:.1f} s{RESET}")
     return 0

@@ -76,8 +76,14 @@ def append_loop(vault: Vault, keys: Path, agent: str, n: int) -> list[float]:
 
 def worker(argv: list[str]) -> None:
     """Subprocess body: wait for the start time, run one loop, print latencies as JSON."""
-    kind, folder, keys, name, n, start = argv[0], Path(argv[1]), Path(argv[2]), argv[3], int(argv[4]), \
-        float(argv[5])
+    kind, folder, keys, name, n, start = (
+        argv[0],
+        Path(argv[1]),
+        Path(argv[2]),
+        argv[3],
+        int(argv[4]),
+        float(argv[5]),
+    )
     if kind == "append":
         vault = Vault(folder)
         identity.load_signer(vault, keys, name)  # warm: imports and key load happen before the start
@@ -92,8 +98,14 @@ def worker(argv: list[str]) -> None:
 
 def parallel(kind: str, folder: Path, keys: Path, names: list[str], n: int) -> tuple[float, list[float]]:
     start = time.time() + 1.5
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", kind, str(folder), str(keys), name,
-                               str(n), str(start)], stdout=subprocess.PIPE, text=True) for name in names]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--worker", kind, str(folder), str(keys), name, str(n), str(start)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in names
+    ]
     results = []
     for p in procs:
         out, _ = p.communicate()
@@ -105,9 +117,13 @@ def parallel(kind: str, folder: Path, keys: Path, names: list[str], n: int) -> t
 
 
 def row(name: str, rate: float, lat: list[float], base: float | None) -> dict[str, object]:
-    return {"case": name, "per_s": round(rate), "p50_ms": round(pct(lat, 0.5) * 1000, 3),
-            "p99_ms": round(pct(lat, 0.99) * 1000, 3),
-            "ratio_to_raw": round(rate / base, 2) if base else None}
+    return {
+        "case": name,
+        "per_s": round(rate),
+        "p50_ms": round(pct(lat, 0.5) * 1000, 3),
+        "p99_ms": round(pct(lat, 0.99) * 1000, 3),
+        "ratio_to_raw": round(rate / base, 2) if base else None,
+    }
 
 
 def main() -> int:
@@ -132,10 +148,11 @@ def main() -> int:
             identity.add(vault, keys, name)
         # the record size of an average entry
         append_loop(vault, keys, "w0", 50)
-        (_, seg), = log.segment_files(vault)
+        ((_, seg),) = log.segment_files(vault)
         entry_size = max(1, seg.stat().st_size // 50)
         cases: dict[str, list[tuple[float, list[float]]]] = {
-            k: [] for k in ("raw1", "append1", "raw8", "append8")}
+            k: [] for k in ("raw1", "append1", "raw8", "append8")
+        }
         for _ in range(args.rounds):
             lat = raw_loop(tmp / "raw1.bin", entry_size, args.n)
             cases["raw1"].append((len(lat) / sum(lat), lat))
@@ -162,8 +179,14 @@ def main() -> int:
             ratio = "" if r["ratio_to_raw"] is None else f"{r['ratio_to_raw']:.2f}"
             print(f"{r['case']:<40} {r['per_s']:>8} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} {ratio:>7}")
         print("ratios: append 1 against raw 1 process; append 8 against raw 8 processes under flock")
-        out = {"record_bytes": entry_size, "n": args.n, "rounds": args.rounds, "rows": rows,
-               "verified_entries": report.entries, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        out = {
+            "record_bytes": entry_size,
+            "n": args.n,
+            "rounds": args.rounds,
+            "rows": rows,
+            "verified_entries": report.entries,
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         (RESULTS / "bench_append.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -80,11 +80,20 @@ def generate(vault: Vault, keys: Path, n: int) -> dict[str, int]:
         type_ = "decision" if i % 50 == 0 else "note"
         seen = None if i % 997 == 0 else prev_id
         head = heads.get(agent)
-        e = Entry(id=entries.encode_id(ms, int.from_bytes(os.urandom(10), "big")), ts=ts, agent=agent,
-                  channel="bench", type=type_, summary=f"synthetic entry {i} of {n}",
-                  body=f"Body of entry {i}.\nA second line." if i % 2 else None, ack=ack, seen=seen,
-                  seq=head[0] + 1 if head else 1, prev=head[1] if head else None,
-                  key=signers[agent].key_id)
+        e = Entry(
+            id=entries.encode_id(ms, int.from_bytes(os.urandom(10), "big")),
+            ts=ts,
+            agent=agent,
+            channel="bench",
+            type=type_,
+            summary=f"synthetic entry {i} of {n}",
+            body=f"Body of entry {i}.\nA second line." if i % 2 else None,
+            ack=ack,
+            seen=seen,
+            seq=head[0] + 1 if head else 1,
+            prev=head[1] if head else None,
+            key=signers[agent].key_id,
+        )
         canonical = entries.canonical(e)
         e = replace(e, sig=signers[agent].sign(entries.SIGN_CONTEXT + canonical))
         heads[agent] = (e.seq, entries.hash_canonical(canonical, e.sig))
@@ -103,8 +112,14 @@ def generate(vault: Vault, keys: Path, n: int) -> dict[str, int]:
         with open(vault.log_dir / f"{seg}.md", "wb") as f:
             f.writelines(chunks)
     newest = max(out)
-    state = {"segment": newest, "size": sizes[newest], "lines": lines[newest], "last_id": prev_id,
-             "seg_last": [last_start, prev_id], "heads": {a: list(h) for a, h in heads.items()}}
+    state = {
+        "segment": newest,
+        "size": sizes[newest],
+        "lines": lines[newest],
+        "last_id": prev_id,
+        "seg_last": [last_start, prev_id],
+        "heads": {a: list(h) for a, h in heads.items()},
+    }
     (vault.state / "tail.json").write_text(json.dumps(state), encoding="utf-8")
     cursor = {"seen": prev_id, "segments": marks}
     (vault.state / "cursors" / "lyra.json").write_text(json.dumps(cursor), encoding="utf-8")
@@ -121,8 +136,9 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--cold-runs", type=int, default=3)

@@ -35,8 +35,9 @@ HEAVY = ("yaml", "frontmatter", "whoosh", "watchdog", "markdown_it", "mcp", "por
 
 def imports(cmd: list[str], env: dict[str, str]) -> list[tuple[str, int, int]]:
     """(module, self µs, cumulative µs) from -X importtime, top-level packages only."""
-    proc = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run(
+        [cmd[0], "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True, check=True
+    )
     out = []
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
@@ -64,8 +65,23 @@ def main() -> int:
         py = sys.executable
         cmds = {
             "python -c pass": [py, "-c", "pass"],
-            "nexus log append": [py, "-m", "nexus", "log", "append", "--agent", "ella", "--channel", "bench",
-                                 "--type", "note", "--summary", "a benchmark entry", "--body", "a body"],
+            "nexus log append": [
+                py,
+                "-m",
+                "nexus",
+                "log",
+                "append",
+                "--agent",
+                "ella",
+                "--channel",
+                "bench",
+                "--type",
+                "note",
+                "--summary",
+                "a benchmark entry",
+                "--body",
+                "a body",
+            ],
             "nexus log read": [py, "-m", "nexus", "log", "read", "--agent", "lyra"],
         }
         for cmd in cmds.values():  # warm the page cache and .pyc files
@@ -80,8 +96,14 @@ def main() -> int:
         print(f"{'command':<22} {'p50 ms':>8} {'p90 ms':>8} {'x pass':>7}")
         for name, values in times.items():
             p50 = pct(values, 0.5)
-            rows.append({"command": name, "p50_ms": round(p50, 1), "p90_ms": round(pct(values, 0.9), 1),
-                         "ratio": round(p50 / base, 2)})
+            rows.append(
+                {
+                    "command": name,
+                    "p50_ms": round(p50, 1),
+                    "p90_ms": round(pct(values, 0.9), 1),
+                    "ratio": round(p50 / base, 2),
+                }
+            )
             print(f"{name:<22} {p50:>8.1f} {pct(values, 0.9):>8.1f} {p50 / base:>7.2f}")
         report: dict[str, object] = {"rows": rows}
         for name in ("nexus log append", "nexus log read"):
@@ -91,13 +113,21 @@ def main() -> int:
             total = sum(s for _, s, _ in mods) / 1000
             top = sorted((m for m in mods if not m[0].startswith(" ")), key=lambda m: -m[2])[:8]
             crypto = "cryptography" in names
-            print(f"\n{name}: {len(mods)} modules imported, {total:.1f} ms in imports; heavy modules: "
-                  f"{', '.join(heavy) or 'none'}; cryptography {'imported' if crypto else 'not imported'}")
-            print("  top-level imports by cumulative time: " + ", ".join(
-                f"{m.strip()} {c / 1000:.1f} ms" for m, _, c in top))
-            report[name] = {"modules": len(mods), "import_ms": round(total, 1), "heavy": heavy,
-                            "cryptography": crypto,
-                            "top": [[m.strip(), round(c / 1000, 1)] for m, _, c in top]}
+            print(
+                f"\n{name}: {len(mods)} modules imported, {total:.1f} ms in imports; heavy modules: "
+                f"{', '.join(heavy) or 'none'}; cryptography {'imported' if crypto else 'not imported'}"
+            )
+            print(
+                "  top-level imports by cumulative time: "
+                + ", ".join(f"{m.strip()} {c / 1000:.1f} ms" for m, _, c in top)
+            )
+            report[name] = {
+                "modules": len(mods),
+                "import_ms": round(total, 1),
+                "heavy": heavy,
+                "cryptography": crypto,
+                "top": [[m.strip(), round(c / 1000, 1)] for m, _, c in top],
+            }
         report["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         (RESULTS / "bench_cli.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     finally:

@@ -87,8 +87,13 @@ def append_many(vault: Vault, keys: Path, count: int, tag: str) -> None:
     for i in range(count):
         signer = signers[i % len(signers)]
         log.unread(vault, signer.name)  # agents read before they write: no burst of races
-        writer.append(signer, channel="bench", type="note",
-                      summary=f"new work {tag} {i}", body="done since the last verify")
+        writer.append(
+            signer,
+            channel="bench",
+            type="note",
+            summary=f"new work {tag} {i}",
+            body="done since the last verify",
+        )
     writer.flush()
 
 
@@ -108,15 +113,19 @@ def run_size(n: int, new: int, runs: int, index: bool, old: bool = True) -> dict
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         py = sys.executable
         nexus = [py, "-m", "nexus"]
-        row: dict[str, Any] = {"entries": n, "log_mb": round(sum(
-            p.stat().st_size for _, p in log.segment_files(vault)) / 1e6, 1)}
+        row: dict[str, Any] = {
+            "entries": n,
+            "log_mb": round(sum(p.stat().st_size for _, p in log.segment_files(vault)) / 1e6, 1),
+        }
         base = [measure([py, "-c", "pass"], env)[0] for _ in range(5)]
         b = statistics.median(base)
         row["python_pass_ms"] = round(b * 1000, 1)
 
-        old_code = ("import sys; from pathlib import Path; from nexus.vault import Vault; "
-                    "from nexus.verify import verify_exact; r = verify_exact(Vault(Path(sys.argv[1]))); "
-                    "print(r.entries, len(r.errors))")
+        old_code = (
+            "import sys; from pathlib import Path; from nexus.vault import Vault; "
+            "from nexus.verify import verify_exact; r = verify_exact(Vault(Path(sys.argv[1]))); "
+            "print(r.entries, len(r.errors))"
+        )
         if old:
             t, rss, text = measure([py, "-c", old_code, str(vault.root)], env)
             row["old_full_s"], row["old_full_mb"] = round(t, 2), round(rss)
@@ -182,8 +191,9 @@ def run_size(n: int, new: int, runs: int, index: bool, old: bool = True) -> dict
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--new", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)

@@ -51,28 +51,48 @@ def main() -> None:
     env = dict(os.environ, NEXUS_VAULT=str(vault.root), NEXUS_HOME=str(keys))
     py = [sys.executable]
     for i in range(20):  # a realistic, half-full memory
-        memory.add(vault, "memory", "ella", f"Fact number {i}: the CI box has {i} cores and runs tests",
-                   limit=2200)
+        memory.add(
+            vault, "memory", "ella", f"Fact number {i}: the CI box has {i} cores and runs tests", limit=2200
+        )
     out: dict[str, object] = {}
 
     base, add, brief = [], [], []
     for i in range(args.runs):
         base.append(timed([*py, "-c", "pass"], env))
-        add.append(timed([*py, "-m", "nexus", "memory", "add", "--target", "user", "--content",
-                          f"bench user fact {i}"], env))
+        add.append(
+            timed(
+                [
+                    *py,
+                    "-m",
+                    "nexus",
+                    "memory",
+                    "add",
+                    "--target",
+                    "user",
+                    "--content",
+                    f"bench user fact {i}",
+                ],
+                env,
+            )
+        )
         brief.append(timed([*py, "-m", "nexus", "brief", "--agent", "ella", "--peek"], env))
     runs = (("python -c pass", base), ("nexus memory add", add), ("nexus brief (memory slot)", brief))
     for name, vals in runs:
-        out[name] = {"p50_ms": round(statistics.median(vals), 1), "p90_ms": round(pct(vals, 0.9), 1),
-                     "ratio_p50": round(statistics.median(vals) / statistics.median(base), 2)}
+        out[name] = {
+            "p50_ms": round(statistics.median(vals), 1),
+            "p90_ms": round(pct(vals, 0.9), 1),
+            "ratio_p50": round(statistics.median(vals) / statistics.median(base), 2),
+        }
 
     lat = []
     for i in range(200):
         t = time.perf_counter()
         memory.add(vault, "user", None, f"in-process fact {i}", limit=1_000_000)
         lat.append((time.perf_counter() - t) * 1000)
-    out["memory.add in-process"] = {"p50_ms": round(statistics.median(lat), 2),
-                                    "p99_ms": round(pct(lat, 0.99), 2)}
+    out["memory.add in-process"] = {
+        "p50_ms": round(statistics.median(lat), 2),
+        "p99_ms": round(pct(lat, 0.99), 2),
+    }
 
     text = "An ordinary memory entry about builds, tests and deploys. " * 35
     scan.findings(text)
@@ -99,8 +119,11 @@ def main() -> None:
         p.wait()
     dt = time.perf_counter() - t
     got = memory.read(vault.root / "USER.md")
-    out["4 writers x 50 adds to USER.md"] = {"entries": len(got), "expected": 4 * per,
-                                             "adds_per_s": round(4 * per / dt, 1)}
+    out["4 writers x 50 adds to USER.md"] = {
+        "entries": len(got),
+        "expected": 4 * per,
+        "adds_per_s": round(4 * per / dt, 1),
+    }
     if args.json:
         print(json.dumps(out, indent=2))
     else:

@@ -71,11 +71,20 @@ def generate(vault: Vault, keys: Path, n: int) -> float:
             size, lines = len(pre), pre.count(b"\n")
         agent = names[i % 3]
         head = heads.get(agent)
-        e = Entry(id=entries.encode_id(ms, int.from_bytes(os.urandom(10), "big")), ts=ts, agent=agent,
-                  channel="bench", type="note", summary=f"synthetic entry {i} of {n}",
-                  body=f"Body of entry {i}.\nA second line." if i % 2 else None, ack=(), seen=None,
-                  seq=int(head[0]) + 1 if head else 1, prev=str(head[1]) if head else None,  # type: ignore[call-overload]
-                  key=signers[agent].key_id)
+        e = Entry(
+            id=entries.encode_id(ms, int.from_bytes(os.urandom(10), "big")),
+            ts=ts,
+            agent=agent,
+            channel="bench",
+            type="note",
+            summary=f"synthetic entry {i} of {n}",
+            body=f"Body of entry {i}.\nA second line." if i % 2 else None,
+            ack=(),
+            seen=None,
+            seq=int(head[0]) + 1 if head else 1,
+            prev=str(head[1]) if head else None,  # type: ignore[call-overload]
+            key=signers[agent].key_id,
+        )
         canonical = entries.canonical(e)
         e = replace(e, sig=signers[agent].sign(entries.SIGN_CONTEXT + canonical))
         heads[agent] = [e.seq, entries.hash_canonical(canonical, e.sig)]
@@ -91,8 +100,14 @@ def generate(vault: Vault, keys: Path, n: int) -> float:
     flush()
     assert cur_name is not None
     size, lines, start, lid = files[cur_name]
-    state = {"segment": cur_name, "size": size, "lines": lines, "last_id": last_id, "seg_last": [start, lid],
-             "heads": heads}
+    state = {
+        "segment": cur_name,
+        "size": size,
+        "lines": lines,
+        "last_id": last_id,
+        "seg_last": [start, lid],
+        "heads": heads,
+    }
     (vault.state / "tail.json").write_text(json.dumps(state), encoding="utf-8")
     marks = {seg: [end, line, eid] for seg, (end, line, eid) in last_end.items()}
     cursor = {"seen": last_id, "segments": marks}
@@ -140,32 +155,48 @@ def main() -> int:
             for _ in range(args.cli_runs):
                 log.append(vault, ella, channel="bench", type="note", summary="for the cli")
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "nexus", "log", "read", "--agent", "lyra"], env=env,
-                               check=True, stdout=subprocess.DEVNULL)
+                subprocess.run(
+                    [sys.executable, "-m", "nexus", "log", "read", "--agent", "lyra"],
+                    env=env,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
                 cli.append(time.perf_counter() - t0)
-            rows.append({"entries": n, "segments": len(log.segment_files(vault)), "mb": round(mb, 1),
-                         "generate_s": round(gen_s, 1),
-                         "peek_p50_ms": round(pct(peeks, 0.5) * 1000, 3),
-                         "peek_p99_ms": round(pct(peeks, 0.99) * 1000, 3),
-                         "read_p50_ms": round(pct(reads, 0.5) * 1000, 3),
-                         "read_p99_ms": round(pct(reads, 0.99) * 1000, 3),
-                         "tail_p50_ms": round(pct(tails, 0.5) * 1000, 3),
-                         "cli_read_p50_ms": round(pct(cli, 0.5) * 1000, 1)})
+            rows.append(
+                {
+                    "entries": n,
+                    "segments": len(log.segment_files(vault)),
+                    "mb": round(mb, 1),
+                    "generate_s": round(gen_s, 1),
+                    "peek_p50_ms": round(pct(peeks, 0.5) * 1000, 3),
+                    "peek_p99_ms": round(pct(peeks, 0.99) * 1000, 3),
+                    "read_p50_ms": round(pct(reads, 0.5) * 1000, 3),
+                    "read_p99_ms": round(pct(reads, 0.99) * 1000, 3),
+                    "tail_p50_ms": round(pct(tails, 0.5) * 1000, 3),
+                    "cli_read_p50_ms": round(pct(cli, 0.5) * 1000, 1),
+                }
+            )
             print(f"generated {n} entries in {gen_s:.1f} s", file=sys.stderr)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print("peek: unread without moving the cursor; read: unread that saves the cursor durably (fsync)")
-    print(f"{'entries':>9} {'segs':>5} {'MB':>7} {'peek p50':>9} {'peek p99':>9} {'read p50':>9} "
-          f"{'read p99':>9} {'tail p50':>9} {'cli read p50':>13}   (ms)")
+    print(
+        f"{'entries':>9} {'segs':>5} {'MB':>7} {'peek p50':>9} {'peek p99':>9} {'read p50':>9} "
+        f"{'read p99':>9} {'tail p50':>9} {'cli read p50':>13}   (ms)"
+    )
     for r in rows:
-        print(f"{r['entries']:>9} {r['segments']:>5} {r['mb']:>7} {r['peek_p50_ms']:>9.3f} "
-              f"{r['peek_p99_ms']:>9.3f} {r['read_p50_ms']:>9.3f} {r['read_p99_ms']:>9.3f} "
-              f"{r['tail_p50_ms']:>9.3f} {r['cli_read_p50_ms']:>13.1f}")
+        print(
+            f"{r['entries']:>9} {r['segments']:>5} {r['mb']:>7} {r['peek_p50_ms']:>9.3f} "
+            f"{r['peek_p99_ms']:>9.3f} {r['read_p50_ms']:>9.3f} {r['read_p99_ms']:>9.3f} "
+            f"{r['tail_p50_ms']:>9.3f} {r['cli_read_p50_ms']:>13.1f}"
+        )
     if len(rows) > 1:
         for key in ("peek_p50_ms", "read_p50_ms", "tail_p50_ms", "cli_read_p50_ms"):
             print(f"{key[:-3]} ratio, largest / smallest log: {rows[-1][key] / rows[0][key]:.2f}")
-    (RESULTS / "bench_read.json").write_text(json.dumps({"rows": rows, "when": time.strftime(
-        "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2), encoding="utf-8")
+    (RESULTS / "bench_read.json").write_text(
+        json.dumps({"rows": rows, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2),
+        encoding="utf-8",
+    )
     return 0
 
 

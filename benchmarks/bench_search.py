@@ -36,8 +36,28 @@ from nexus.vault import Vault, init
 AGENTS = ("ella", "lyra", "max")
 CHANNELS = ("build", "ops", "general", "review")
 TYPES = ("note", "note", "note", "decision", "question", "correction", "handoff")
-COMMON = ("the", "of", "and", "to", "a", "in", "is", "it", "that", "for", "on", "with", "as", "was",
-          "be", "this", "by", "not", "are", "at")
+COMMON = (
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "it",
+    "that",
+    "for",
+    "on",
+    "with",
+    "as",
+    "was",
+    "be",
+    "this",
+    "by",
+    "not",
+    "are",
+    "at",
+)
 
 
 def vocabulary(rng: random.Random, size: int = 8000) -> tuple[list[str], list[float]]:
@@ -70,12 +90,26 @@ def make_vault(root: Path, keys: Path, n: int, rng: random.Random) -> tuple[Vaul
         entry_id = entries.new_id(after=last, now_ms=ms)
         last = entry_id
         summary = " ".join(rng.choices(words, cum_weights=cum, k=rng.randint(5, 10)))
-        body = None if rng.random() < 0.3 else " ".join(rng.choices(words, cum_weights=cum,
-                                                                   k=rng.randint(15, 60)))
+        body = (
+            None
+            if rng.random() < 0.3
+            else " ".join(rng.choices(words, cum_weights=cum, k=rng.randint(15, 60)))
+        )
         seq, prev = heads.get(agent, (0, None))
-        e = Entry(id=entry_id, ts=entries.utc_ts(entries.decode_id_ms(entry_id)), agent=agent,
-                  channel=rng.choice(CHANNELS), type=rng.choice(TYPES), summary=summary, body=body,
-                  ack=(), seen=None, seq=seq + 1, prev=prev, key=signers[agent].key_id)
+        e = Entry(
+            id=entry_id,
+            ts=entries.utc_ts(entries.decode_id_ms(entry_id)),
+            agent=agent,
+            channel=rng.choice(CHANNELS),
+            type=rng.choice(TYPES),
+            summary=summary,
+            body=body,
+            ack=(),
+            seen=None,
+            seq=seq + 1,
+            prev=prev,
+            key=signers[agent].key_id,
+        )
         e = replace(e, sig=signers[agent].sign(entries.signing_bytes(e)))
         heads[agent] = (seq + 1, entries.entry_hash(e))
         files.setdefault(entries.segment_name(e.ts), []).append(entries.render(e))
@@ -88,9 +122,11 @@ def make_vault(root: Path, keys: Path, n: int, rng: random.Random) -> tuple[Vaul
             f"---\nid: D-{d:04d}\ntitle: {text(4)}\nstatus: {status}\nauthor: {rng.choice(AGENTS)}\n---\n"
             f"# {text(4)}\n\n## Decision\n{text(40)}\n\n## Rationale\n{text(60)}\n\n"
             f"## Alternatives\n{text(30)}\n",
-            encoding="utf-8")
+            encoding="utf-8",
+        )
         (vault.root / f"notes-{d}.md").write_text(
-            f"# {text(3)}\n\n{text(50)}\n\n## {text(2)}\n{text(80)}\n", encoding="utf-8")
+            f"# {text(3)}\n\n{text(50)}\n\n## {text(2)}\n{text(80)}\n", encoding="utf-8"
+        )
     return vault, words, cum
 
 
@@ -102,17 +138,30 @@ def pct(values: list[float], p: float) -> float:
 def build_fts(vault: Vault, db: Path) -> tuple[sqlite3.Connection, float]:
     started = time.perf_counter()
     conn = sqlite3.connect(db)
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(summary, body, agent UNINDEXED, type UNINDEXED, "
-                 "channel UNINDEXED, ts UNINDEXED, path UNINDEXED)")
-    rows = ((loc.entry.summary, loc.entry.body or "", loc.entry.agent, loc.entry.type, loc.entry.channel,
-             loc.entry.ts, loc.file) for loc in log.iter_entries(vault))
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(summary, body, agent UNINDEXED, type UNINDEXED, "
+        "channel UNINDEXED, ts UNINDEXED, path UNINDEXED)"
+    )
+    rows = (
+        (
+            loc.entry.summary,
+            loc.entry.body or "",
+            loc.entry.agent,
+            loc.entry.type,
+            loc.entry.channel,
+            loc.entry.ts,
+            loc.file,
+        )
+        for loc in log.iter_entries(vault)
+    )
     conn.executemany("INSERT INTO t VALUES (?,?,?,?,?,?,?)", rows)
     conn.commit()
     return conn, time.perf_counter() - started
 
 
-def queries(rng: random.Random, words: list[str], cum: list[float], vault: Vault,
-            k: int) -> dict[str, list[str]]:
+def queries(
+    rng: random.Random, words: list[str], cum: list[float], vault: Vault, k: int
+) -> dict[str, list[str]]:
     pool = [w for w in rng.choices(words, cum_weights=cum, k=k * 20) if w not in COMMON]
     bodies = [loc.entry.body for loc in itertools.islice(log.iter_entries(vault), 0, 5000) if loc.entry.body]
     phrases = []
@@ -121,9 +170,13 @@ def queries(rng: random.Random, words: list[str], cum: list[float], vault: Vault
         if len(ws) > 3:
             j = rng.randrange(len(ws) - 1)
             phrases.append(f"{ws[j]} {ws[j + 1]}")
-    pairs = zip(pool[k:2 * k], pool[2 * k:3 * k], strict=True)
-    return {"one term": pool[:k], "two terms": [f"{a} {b}" for a, b in pairs],
-            "phrase": phrases, "filtered": pool[3 * k:4 * k]}
+    pairs = zip(pool[k : 2 * k], pool[2 * k : 3 * k], strict=True)
+    return {
+        "one term": pool[:k],
+        "two terms": [f"{a} {b}" for a, b in pairs],
+        "phrase": phrases,
+        "filtered": pool[3 * k : 4 * k],
+    }
 
 
 def run_whoosh(vault: Vault, qs: dict[str, list[str]]) -> dict[str, tuple[float, float, float]]:
@@ -147,8 +200,10 @@ def run_whoosh(vault: Vault, qs: dict[str, list[str]]) -> dict[str, tuple[float,
 
 def run_fts(conn: sqlite3.Connection, qs: dict[str, list[str]]) -> dict[str, tuple[float, float, float]]:
     out = {}
-    sql = ("SELECT rowid, snippet(t, 1, '**', '**', '…', 20), bm25(t, 2.0, 1.0) AS r FROM t WHERE t MATCH ? "
-           "{} ORDER BY r LIMIT 10")
+    sql = (
+        "SELECT rowid, snippet(t, 1, '**', '**', '…', 20), bm25(t, 2.0, 1.0) AS r FROM t WHERE t MATCH ? "
+        "{} ORDER BY r LIMIT 10"
+    )
     for kind, items in qs.items():
         times, cpu = [], []
         for q in items:
@@ -178,15 +233,21 @@ def append_latency(vault: Vault, keys: Path, conn: sqlite3.Connection, rounds: i
         at_query.append(time.perf_counter() - t)
         assert hits and word in hits[0].title, "an appended entry was not found at query time"
         t = time.perf_counter()
-        conn.execute("INSERT INTO t VALUES (?,?,?,?,?,?,?)", (f"{word} arrived", "", "ella", "note",
-                                                               "build", "", "log"))
+        conn.execute(
+            "INSERT INTO t VALUES (?,?,?,?,?,?,?)",
+            (f"{word} arrived", "", "ella", "note", "build", "", "log"),
+        )
         conn.commit()
         assert conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (word,)).fetchall()
         fts.append(time.perf_counter() - t)
     watched = watcher_latency(vault, signer, rounds)
-    return {"at query time p50": pct(at_query, 0.5), "at query time p99": pct(at_query, 0.99),
-            "with watcher p50": pct(watched, 0.5), "with watcher max": max(watched) * 1000,
-            "fts5 p50": pct(fts, 0.5)}
+    return {
+        "at query time p50": pct(at_query, 0.5),
+        "at query time p99": pct(at_query, 0.99),
+        "with watcher p50": pct(watched, 0.5),
+        "with watcher max": max(watched) * 1000,
+        "fts5 p50": pct(fts, 0.5),
+    }
 
 
 def watcher_latency(vault: Vault, signer: identity.Signer, rounds: int) -> list[float]:
@@ -264,44 +325,73 @@ def main() -> int:
         app = append_latency(vault, tmp / "keys", conn, args.appends)
         n = args.entries
         result = {
-            "entries": n, "documents": stats.documents_added, "generate_s": round(gen, 1),
-            "build": {"whoosh_s": round(w_build, 2), "fts5_s": round(f_build, 2),
-                      "whoosh_entries_per_s": round(n / w_build), "fts5_entries_per_s": round(n / f_build),
-                      "ratio": round(w_build / f_build, 1), "target": ">= 3000 entries/s",
-                      "whoosh_cpu_s": round(w_cpu, 1), "fts5_cpu_s": round(f_cpu, 1),
-                      "load_average": os.getloadavg()[0]},
-            "size": {"whoosh_mb": round(w_size / 1e6, 1), "fts5_mb": round(f_size / 1e6, 1),
-                     "ratio": round(w_size / f_size, 2)},
-            "queries_ms": {kind: {"whoosh_p50": round(w_q[kind][0], 2), "whoosh_p99": round(w_q[kind][1], 2),
-                                  "fts5_p50": round(f_q[kind][0], 2), "fts5_p99": round(f_q[kind][1], 2),
-                                  "whoosh_cpu_p50": round(w_q[kind][2], 2),
-                                  "fts5_cpu_p50": round(f_q[kind][2], 2),
-                                  "ratio_p50": round(w_q[kind][0] / max(f_q[kind][0], 1e-3), 1)}
-                           for kind in qs},
+            "entries": n,
+            "documents": stats.documents_added,
+            "generate_s": round(gen, 1),
+            "build": {
+                "whoosh_s": round(w_build, 2),
+                "fts5_s": round(f_build, 2),
+                "whoosh_entries_per_s": round(n / w_build),
+                "fts5_entries_per_s": round(n / f_build),
+                "ratio": round(w_build / f_build, 1),
+                "target": ">= 3000 entries/s",
+                "whoosh_cpu_s": round(w_cpu, 1),
+                "fts5_cpu_s": round(f_cpu, 1),
+                "load_average": os.getloadavg()[0],
+            },
+            "size": {
+                "whoosh_mb": round(w_size / 1e6, 1),
+                "fts5_mb": round(f_size / 1e6, 1),
+                "ratio": round(w_size / f_size, 2),
+            },
+            "queries_ms": {
+                kind: {
+                    "whoosh_p50": round(w_q[kind][0], 2),
+                    "whoosh_p99": round(w_q[kind][1], 2),
+                    "fts5_p50": round(f_q[kind][0], 2),
+                    "fts5_p99": round(f_q[kind][1], 2),
+                    "whoosh_cpu_p50": round(w_q[kind][2], 2),
+                    "fts5_cpu_p50": round(f_q[kind][2], 2),
+                    "ratio_p50": round(w_q[kind][0] / max(f_q[kind][0], 1e-3), 1),
+                }
+                for kind in qs
+            },
             "append_to_searchable_ms": {k: round(v, 1) for k, v in app.items()},
         }
         if args.json:
             print(json.dumps(result, indent=2))
         else:
-            print(f"synthetic vault: {n} entries, {stats.documents_added} documents "
-                  f"(generated in {gen:.0f} s)")
+            print(
+                f"synthetic vault: {n} entries, {stats.documents_added} documents (generated in {gen:.0f} s)"
+            )
             b = result["build"]
-            print(f"build      whoosh {b['whoosh_s']} s ({b['whoosh_entries_per_s']}/s, "
-                  f"{b['whoosh_cpu_s']} CPU s)"
-                  f"   fts5 {b['fts5_s']} s ({b['fts5_entries_per_s']}/s, {b['fts5_cpu_s']} CPU s)   ratio "
-                  f"{b['ratio']}x   target >= 3000/s   (load average {b['load_average']:.1f})")
+            print(
+                f"build      whoosh {b['whoosh_s']} s ({b['whoosh_entries_per_s']}/s, "
+                f"{b['whoosh_cpu_s']} CPU s)"
+                f"   fts5 {b['fts5_s']} s ({b['fts5_entries_per_s']}/s, {b['fts5_cpu_s']} CPU s)   ratio "
+                f"{b['ratio']}x   target >= 3000/s   (load average {b['load_average']:.1f})"
+            )
             s = result["size"]
             print(f"size       whoosh {s['whoosh_mb']} MB   fts5 {s['fts5_mb']} MB   ratio {s['ratio']}x")
-            targets = {"one term": "p50<=5 p99<=50", "two terms": "p50<=5 p99<=50", "phrase": "p99<=200",
-                       "filtered": ""}
+            targets = {
+                "one term": "p50<=5 p99<=50",
+                "two terms": "p50<=5 p99<=50",
+                "phrase": "p99<=200",
+                "filtered": "",
+            }
             for kind, row in result["queries_ms"].items():
-                print(f"{kind:<10} whoosh p50 {row['whoosh_p50']:.2f} p99 {row['whoosh_p99']:.2f} ms   "
-                      f"fts5 p50 {row['fts5_p50']:.2f} p99 {row['fts5_p99']:.2f} ms   CPU p50 "
-                      f"{row['whoosh_cpu_p50']:.2f} vs {row['fts5_cpu_p50']:.2f} ms   ratio(p50) "
-                      f"{row['ratio_p50']}x   target {targets[kind]}")
+                print(
+                    f"{kind:<10} whoosh p50 {row['whoosh_p50']:.2f} p99 {row['whoosh_p99']:.2f} ms   "
+                    f"fts5 p50 {row['fts5_p50']:.2f} p99 {row['fts5_p99']:.2f} ms   CPU p50 "
+                    f"{row['whoosh_cpu_p50']:.2f} vs {row['fts5_cpu_p50']:.2f} ms   ratio(p50) "
+                    f"{row['ratio_p50']}x   target {targets[kind]}"
+                )
             a = result["append_to_searchable_ms"]
-            print("append->searchable  " + "   ".join(f"{k} {v} ms" for k, v in a.items())
-                  + "   target: watcher < 1000 ms, always at query time")
+            print(
+                "append->searchable  "
+                + "   ".join(f"{k} {v} ms" for k, v in a.items())
+                + "   target: watcher < 1000 ms, always at query time"
+            )
     finally:
         if args.keep:
             print(f"kept {tmp}", file=sys.stderr)

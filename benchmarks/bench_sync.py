@@ -39,8 +39,14 @@ def _git(cwd: Path, *args: str) -> None:
 def _entries(vault: Vault, keys: Path, agent: str, n: int) -> None:
     signer = identity.load_signer(vault, keys, agent)
     for i in range(n):
-        log.append(vault, signer, channel="bench", type="note", summary=f"{agent} {i}",
-                   body=f"entry {i} of {agent}\n" + "x" * (i % 200))
+        log.append(
+            vault,
+            signer,
+            channel="bench",
+            type="note",
+            summary=f"{agent} {i}",
+            body=f"entry {i} of {agent}\n" + "x" * (i % 200),
+        )
 
 
 def bench_driver(tmp: Path, count: int, runs: int) -> dict[str, float]:
@@ -49,7 +55,7 @@ def bench_driver(tmp: Path, count: int, runs: int) -> dict[str, float]:
     for name in ("ella", "lyra"):
         identity.add(vault, keys, name)
     _entries(vault, keys, "ella", 1000)
-    (_, path), = log.segment_files(vault)
+    ((_, path),) = log.segment_files(vault)
     base = path.read_bytes()
     _entries(vault, keys, "ella", count)
     ours = path.read_bytes()
@@ -80,17 +86,35 @@ def bench_driver(tmp: Path, count: int, runs: int) -> dict[str, float]:
         shutil.copy(files["ours"], work)
         baseline.append(timed([sys.executable, "-c", "pass"], env))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        driver.append(timed([sys.executable, "-m", "nexus", "git", "merge-driver", str(files["base"]),
-                             str(work), str(files["theirs"]), "7", "log/2026-12.md"], env))
+        driver.append(
+            timed(
+                [
+                    sys.executable,
+                    "-m",
+                    "nexus",
+                    "git",
+                    "merge-driver",
+                    str(files["base"]),
+                    str(work),
+                    str(files["theirs"]),
+                    "7",
+                    "log/2026-12.md",
+                ],
+                env,
+            )
+        )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
         assert work.read_bytes() == result.data
-    return {"entries_each_side": count, "segment_mb": round(len(result.data) / 1e6, 1),
-            "merge_in_process_ms_p50": round(pct(in_process, 0.5), 1),
-            "driver_process_ms_p50": round(pct(driver, 0.5), 1),
-            "driver_process_ms_max": round(max(driver), 1),
-            "driver_process_cpu_ms_p50": round(pct(cpu, 0.5), 1),
-            "python_pass_ms_p50": round(pct(baseline, 0.5), 1)}
+    return {
+        "entries_each_side": count,
+        "segment_mb": round(len(result.data) / 1e6, 1),
+        "merge_in_process_ms_p50": round(pct(in_process, 0.5), 1),
+        "driver_process_ms_p50": round(pct(driver, 0.5), 1),
+        "driver_process_ms_max": round(max(driver), 1),
+        "driver_process_cpu_ms_p50": round(pct(cpu, 0.5), 1),
+        "python_pass_ms_p50": round(pct(baseline, 0.5), 1),
+    }
 
 
 def bench_sync(tmp: Path, runs: int) -> dict[str, float]:
@@ -113,21 +137,27 @@ def bench_sync(tmp: Path, runs: int) -> dict[str, float]:
     for _ in range(runs):
         pull.append(timed(["git", "pull", "-q", "--no-rebase", "origin", "main"], env))
         sync.append(timed([sys.executable, "-m", "nexus", "sync"], env))
-    return {"git_pull_ms_p50": round(pct(pull, 0.5), 1), "nexus_sync_ms_p50": round(pct(sync, 0.5), 1),
-            "ratio_p50": round(pct(sync, 0.5) / pct(pull, 0.5), 2)}
+    return {
+        "git_pull_ms_p50": round(pct(pull, 0.5), 1),
+        "nexus_sync_ms_p50": round(pct(sync, 0.5), 1),
+        "ratio_p50": round(pct(sync, 0.5) / pct(pull, 0.5), 2),
+    }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="nexus-bench-sync-"))
     try:
-        out = {"driver": bench_driver(tmp, args.entries, args.runs),
-               "sync_nothing_to_do": bench_sync(tmp, max(args.runs, 10))}
+        out = {
+            "driver": bench_driver(tmp, args.entries, args.runs),
+            "sync_nothing_to_do": bench_sync(tmp, max(args.runs, 10)),
+        }
     finally:
         os.chdir("/")
         shutil.rmtree(tmp, ignore_errors=True)

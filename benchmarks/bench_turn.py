@@ -44,8 +44,9 @@ def script(name: str) -> list[str]:
 
 def timed(cmd: list[str], env: dict[str, str], stdin: str = "") -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, input=stdin.encode(), check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        cmd, env=env, input=stdin.encode(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return (time.perf_counter() - t0) * 1000
 
 
@@ -54,15 +55,23 @@ def mcp_first_answer(cmd: list[str], env: dict[str, str]) -> float:
     from mcp.types import LATEST_PROTOCOL_VERSION
 
     msgs = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                    "clientInfo": {"name": "bench", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "brief", "arguments": {}}},
     ]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(("\n".join(json.dumps(m) for m in msgs) + "\n").encode())
     proc.stdin.flush()
@@ -79,8 +88,15 @@ def mcp_first_answer(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def importtime(cmd: list[str], env: dict[str, str], stdin: str = "", top: int = 8) -> list[list[object]]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", *cmd], env=env, input=stdin,
-                          capture_output=True, text=True, check=False, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", *cmd],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     rows = []
     for line in proc.stderr.splitlines():
         if line.startswith("import time:") and "self [us]" not in line:
@@ -91,12 +107,17 @@ def importtime(cmd: list[str], env: dict[str, str], stdin: str = "", top: int = 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--mcp-runs", type=int, default=10)
-    parser.add_argument("--before", type=Path, help="a checkout of an earlier nexus to run beside this one "
-                        "(`python -m` with that folder first on PYTHONPATH)")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout of an earlier nexus to run beside this one "
+        "(`python -m` with that folder first on PYTHONPATH)",
+    )
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-turn-", dir=RESULTS))
@@ -107,36 +128,83 @@ def main() -> int:
             identity.add(vault, keys, name)
         lyra = identity.load_signer(vault, keys, "lyra")
         for i in range(200):  # a log with some history
-            log.append(vault, lyra, channel="bench", type="question" if i % 20 == 0 else "note",
-                       summary=f"history entry {i}", body="detail " * 20)
+            log.append(
+                vault,
+                lyra,
+                channel="bench",
+                type="question" if i % 20 == 0 else "note",
+                summary=f"history entry {i}",
+                body="detail " * 20,
+            )
         env = dict(os.environ, NEXUS_VAULT=str(vault.root), NEXUS_HOME=str(keys))
         hook, nexus = script("nexus-hook"), script("nexus")
-        event = json.dumps({"session_id": "bench", "cwd": str(tmp), "hook_event_name": "UserPromptSubmit",
-                            "prompt": "go on"})
+        event = json.dumps(
+            {"session_id": "bench", "cwd": str(tmp), "hook_event_name": "UserPromptSubmit", "prompt": "go on"}
+        )
         start_event = json.dumps({"session_id": "bench-start", "source": "startup"})
-        subprocess.run([*hook, "session-start", "--agent", "ella"], input=event.encode(), env=env,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [*hook, "session-start", "--agent", "ella"],
+            input=event.encode(),
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         cmds: dict[str, tuple[list[str], str]] = {
             "python -c pass": ([sys.executable, "-c", "pass"], ""),
             "nexus-hook session-start": ([*hook, "session-start", "--agent", "ella"], start_event),
             "nexus-hook prompt (nothing new)": ([*hook, "prompt", "--agent", "ella"], event),
             "nexus-hook prompt (1 new entry)": ([*hook, "prompt", "--agent", "ella"], event),
-            "nexus log append": ([*nexus, "log", "append", "--agent", "ella", "--channel", "bench", "--type",
-                                  "note", "--summary", "a benchmark entry", "--body", "a body"], ""),
+            "nexus log append": (
+                [
+                    *nexus,
+                    "log",
+                    "append",
+                    "--agent",
+                    "ella",
+                    "--channel",
+                    "bench",
+                    "--type",
+                    "note",
+                    "--summary",
+                    "a benchmark entry",
+                    "--body",
+                    "a body",
+                ],
+                "",
+            ),
             "nexus brief": ([*nexus, "brief", "--agent", "lyra"], ""),
         }
         if args.before:
             old = [sys.executable, "-m"]
-            cmds.update({
-                "before: nexus-hook session-start": ([*old, "nexus.hooks", "session-start", "--agent",
-                                                      "ella"],
-                                                     start_event),
-                "before: nexus-hook prompt": ([*old, "nexus.hooks", "prompt", "--agent", "ella"], event),
-                "before: nexus log append": ([*old, "nexus", "log", "append", "--agent", "ella", "--channel",
-                                              "bench", "--type", "note", "--summary", "a benchmark entry",
-                                              "--body", "a body"], ""),
-                "before: nexus brief": ([*old, "nexus", "brief", "--agent", "lyra"], ""),
-            })
+            cmds.update(
+                {
+                    "before: nexus-hook session-start": (
+                        [*old, "nexus.hooks", "session-start", "--agent", "ella"],
+                        start_event,
+                    ),
+                    "before: nexus-hook prompt": ([*old, "nexus.hooks", "prompt", "--agent", "ella"], event),
+                    "before: nexus log append": (
+                        [
+                            *old,
+                            "nexus",
+                            "log",
+                            "append",
+                            "--agent",
+                            "ella",
+                            "--channel",
+                            "bench",
+                            "--type",
+                            "note",
+                            "--summary",
+                            "a benchmark entry",
+                            "--body",
+                            "a body",
+                        ],
+                        "",
+                    ),
+                    "before: nexus brief": ([*old, "nexus", "brief", "--agent", "lyra"], ""),
+                }
+            )
         before_env = dict(env, PYTHONPATH=str(args.before.resolve())) if args.before else env
         times: dict[str, list[float]] = {k: [] for k in cmds}
         for _ in range(args.runs + 2):
@@ -153,8 +221,14 @@ def main() -> int:
         print(f"{'command':<34} {'p50 ms':>8} {'p90 ms':>8} {'x pass':>7}")
         for name, values in times.items():
             p50 = pct(values, 0.5)
-            rows.append({"command": name, "p50_ms": round(p50, 1), "p90_ms": round(pct(values, 0.9), 1),
-                         "ratio": round(p50 / base, 2)})
+            rows.append(
+                {
+                    "command": name,
+                    "p50_ms": round(p50, 1),
+                    "p90_ms": round(pct(values, 0.9), 1),
+                    "ratio": round(p50 / base, 2),
+                }
+            )
             print(f"{name:<34} {p50:>8.1f} {pct(values, 0.9):>8.1f} {p50 / base:>7.2f}")
         mcp_cmd = [*nexus, "mcp", "--agent", "ella"]
         first: list[float] = []
@@ -164,24 +238,36 @@ def main() -> int:
             first.append(mcp_first_answer(mcp_cmd, env))
             bare.append(timed([sys.executable, "-c", "import mcp.server"], env))
             if args.before:
-                old_first.append(mcp_first_answer([sys.executable, "-m", "nexus", "mcp", "--agent", "ella"],
-                                                  before_env))
-        print(f"\nnexus mcp: spawn to first `brief` answer p50 {pct(first, 0.5):.0f} ms, p90 "
-              f"{pct(first, 0.9):.0f} ms (python -c 'import mcp.server' alone: p50 {pct(bare, 0.5):.0f} ms)"
-              + (f"; before: p50 {pct(old_first, 0.5):.0f} ms" if old_first else ""))
-        subprocess.run([*hook, "prompt", "--agent", "ella"], input=event.encode(), env=env, check=True,
-                       capture_output=True)  # settle, so the import profile is the quiet path's
+                old_first.append(
+                    mcp_first_answer([sys.executable, "-m", "nexus", "mcp", "--agent", "ella"], before_env)
+                )
+        print(
+            f"\nnexus mcp: spawn to first `brief` answer p50 {pct(first, 0.5):.0f} ms, p90 "
+            f"{pct(first, 0.9):.0f} ms (python -c 'import mcp.server' alone: p50 {pct(bare, 0.5):.0f} ms)"
+            + (f"; before: p50 {pct(old_first, 0.5):.0f} ms" if old_first else "")
+        )
+        subprocess.run(
+            [*hook, "prompt", "--agent", "ella"],
+            input=event.encode(),
+            env=env,
+            check=True,
+            capture_output=True,
+        )  # settle, so the import profile is the quiet path's
         quiet_imports = importtime(["-m", "nexus.hooks", "prompt", "--agent", "ella"], env, event)
         mcp_imports = importtime(["-c", "import nexus.mcp_server"], env)
         print("quiet prompt hook, top-level imports (cumulative ms):", quiet_imports)
         print("nexus.mcp_server import, top-level imports (cumulative ms):", mcp_imports)
-        report = {"rows": rows, "mcp_first_answer_ms": {"p50": round(pct(first, 0.5)),
-                                                         "p90": round(pct(first, 0.9)),
-                                                         "before_p50": round(pct(old_first, 0.5))
-                                                         if old_first else None},
-                  "import_mcp_server_ms": round(pct(bare, 0.5)),
-                  "imports": {"prompt (nothing new)": quiet_imports, "nexus.mcp_server": mcp_imports},
-                  "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        report = {
+            "rows": rows,
+            "mcp_first_answer_ms": {
+                "p50": round(pct(first, 0.5)),
+                "p90": round(pct(first, 0.9)),
+                "before_p50": round(pct(old_first, 0.5)) if old_first else None,
+            },
+            "import_mcp_server_ms": round(pct(bare, 0.5)),
+            "imports": {"prompt (nothing new)": quiet_imports, "nexus.mcp_server": mcp_imports},
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         (RESULTS / "bench_turn.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

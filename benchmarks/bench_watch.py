@@ -55,9 +55,10 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def main() -> int:  # noqa: C901
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--saves", type=int, default=5)
@@ -86,8 +87,13 @@ def main() -> int:
         ready = threading.Event()
         err_path = tmp / "watch.err"
         err_file = open(err_path, "w")  # noqa: SIM115 - open for the watcher's lifetime
-        proc = subprocess.Popen([sys.executable, "-m", "nexus", "watch", "--json", "--rescan", "5"],
-                                env=env, stdout=subprocess.PIPE, stderr=err_file, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nexus", "watch", "--json", "--rescan", "5"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            text=True,
+        )
 
         def reader() -> None:
             assert proc is not None and proc.stdout is not None
@@ -166,8 +172,9 @@ def main() -> int:
 
             manifest_path = search.index_dir(vault) / search.MANIFEST
             for i in range(args.searchable):
-                res = log.append(vault, signers["ella"], channel="bench", type="note",
-                                 summary=f"searchable {i}")
+                res = log.append(
+                    vault, signers["ella"], channel="bench", type="note", summary=f"searchable {i}"
+                )
                 done = time.perf_counter()
                 loc = res.located
                 deadline = time.monotonic() + 30
@@ -204,8 +211,11 @@ def main() -> int:
         def ms(values: list[float]) -> dict[str, float]:
             if not values:
                 return {"n": 0}
-            return {"p50_ms": round(statistics.median(values) * 1000, 2),
-                    "p99_ms": round(pct(values, 0.99) * 1000, 2), "n": len(values)}
+            return {
+                "p50_ms": round(statistics.median(values) * 1000, 2),
+                "p99_ms": round(pct(values, 0.99) * 1000, 2),
+                "n": len(values),
+            }
 
         row = {
             "log_entries": args.entries,

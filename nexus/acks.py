@@ -20,7 +20,10 @@ DEFAULT_WINDOW = 60.0
 
 
 def owed(
-    vault: Vault, agent: str, ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES, *,
+    vault: Vault,
+    agent: str,
+    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    *,
     race_window: float = DEFAULT_WINDOW,
 ) -> list[Located]:
     """Entries of an ack-needing type by others that ``agent`` has not acked yet, oldest first.
@@ -42,7 +45,10 @@ def owed(
 
 
 def unacknowledged(
-    vault: Vault, ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES, *, race_window: float = DEFAULT_WINDOW,
+    vault: Vault,
+    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    *,
+    race_window: float = DEFAULT_WINDOW,
 ) -> dict[str, list[str]]:
     """Entry id -> the agents that still owe it an acknowledgement (only ids someone still owes)."""
     state = coordination.refresh(vault, ack_types, race_window).state

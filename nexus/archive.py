@@ -29,10 +29,14 @@ from .vault import Vault
 
 PLAN_RE = re.compile(
     r"\b(?:plans?\s+to|planning\s+to|planned|pending|offered\s+to|will|going\s+to|todo|to-do|"
-    r"follow[\s-]?up|next\s+step|intends?\s+to|promised\s+to)\b", re.IGNORECASE)
+    r"follow[\s-]?up|next\s+step|intends?\s+to|promised\s+to)\b",
+    re.IGNORECASE,
+)
 KEEP_RE = re.compile(
     r"\b(?:decided|decision|decisions|agreed|chose|chosen|settled\s+on|prefers?|preferred|preference|"
-    r"preferences|likes|dislikes|always|never|wants\s+all)\b", re.IGNORECASE)
+    r"preferences|likes|dislikes|always|never|wants\s+all)\b",
+    re.IGNORECASE,
+)
 ID_RE = re.compile(r"m-\d{8}t\d{6}z-[0-9a-f]{6}")
 
 
@@ -55,10 +59,17 @@ def _parse_ts(ts: str) -> float:
 def _note_text(e: ArchivedEntry) -> str:
     import yaml
 
-    props = {"kind": "memory-entry", "id": e.id, "target": e.target, "agent": e.agent,
-             "first_seen": e.first_seen, "archived": e.archived, "reason": e.reason,
-             "sha256": hashlib.sha256(e.text.encode("utf-8")).hexdigest(),
-             "tags": ["nexus/archived-memory"]}
+    props = {
+        "kind": "memory-entry",
+        "id": e.id,
+        "target": e.target,
+        "agent": e.agent,
+        "first_seen": e.first_seen,
+        "archived": e.archived,
+        "reason": e.reason,
+        "sha256": hashlib.sha256(e.text.encode("utf-8")).hexdigest(),
+        "tags": ["nexus/archived-memory"],
+    }
     fm = yaml.safe_dump(props, sort_keys=False, allow_unicode=True, width=1000)
     return f"---\n{fm}---\n{e.text}\n"
 
@@ -68,8 +79,9 @@ def _write_archived(vault: Vault, st: memory.Store, text: str, first: str, reaso
     stamp = now.replace("-", "").replace(":", "").lower()
     entry_id = f"m-{stamp}-{secrets.token_hex(3)}"
     path = archive_dir(vault) / f"{entry_id}.md"
-    e = ArchivedEntry(entry_id, st.target, st.agent, text, first, now, reason,
-                      path.relative_to(vault.root).as_posix())
+    e = ArchivedEntry(
+        entry_id, st.target, st.agent, text, first, now, reason, path.relative_to(vault.root).as_posix()
+    )
     durable.create_exclusive(path, _note_text(e).encode("utf-8"))
     return e
 
@@ -82,12 +94,19 @@ def load_archived(vault: Vault, path: Path) -> ArchivedEntry:
     start = raw.find("\n---\n", 3)
     if not raw.startswith("---\n") or start < 0:
         raise IntegrityError(f"{vault.rel(path)}: not an archived memory entry (no frontmatter)")
-    text = raw[start + 5:]
+    text = raw[start + 5 :]
     text = text[:-1] if text.endswith("\n") else text
     agent = props.get("agent")
-    return ArchivedEntry(str(props.get("id") or path.stem), str(props.get("target", "memory")),
-                         str(agent) if agent else None, text, str(props.get("first_seen", "")),
-                         str(props.get("archived", "")), str(props.get("reason", "")), vault.rel(path))
+    return ArchivedEntry(
+        str(props.get("id") or path.stem),
+        str(props.get("target", "memory")),
+        str(agent) if agent else None,
+        text,
+        str(props.get("first_seen", "")),
+        str(props.get("archived", "")),
+        str(props.get("reason", "")),
+        vault.rel(path),
+    )
 
 
 def archived(vault: Vault) -> list[ArchivedEntry]:
@@ -107,16 +126,23 @@ class SweepReport:
     older_than_days: float
 
     def to_json(self) -> dict[str, object]:
-        return {"archived": [a.to_json() for a in self.archived], "kept_plans": self.kept_plans,
-                "older_than_days": self.older_than_days}
+        return {
+            "archived": [a.to_json() for a in self.archived],
+            "kept_plans": self.kept_plans,
+            "older_than_days": self.older_than_days,
+        }
 
 
 def _stores(vault: Vault, agent: str | None) -> list[memory.Store]:
     """The stores a sweep may prune: agents' MEMORY.md only. The user profile (USER.md) is never
     pruned automatically: what a person is and wants is theirs to change."""
-    agents = [agent] if agent else sorted(
-        p.name for p in vault.agents_dir.iterdir() if (p / "MEMORY.md").is_file()
-    ) if vault.agents_dir.is_dir() else []
+    agents = (
+        [agent]
+        if agent
+        else sorted(p.name for p in vault.agents_dir.iterdir() if (p / "MEMORY.md").is_file())
+        if vault.agents_dir.is_dir()
+        else []
+    )
     return [memory.store(vault, "memory", a) for a in agents]
 
 
@@ -141,8 +167,14 @@ def _keep(vault: Vault, st: memory.Store, text: str) -> None:
     durable.replace(_kept_path(vault, st), json.dumps({"store": st.key, "kept": sorted(kept)}).encode())
 
 
-def sweep(vault: Vault, *, older_than_days: float, limits: dict[str, int], agent: str | None = None,
-          now: float | None = None) -> SweepReport:
+def sweep(
+    vault: Vault,
+    *,
+    older_than_days: float,
+    limits: dict[str, int],
+    agent: str | None = None,
+    now: float | None = None,
+) -> SweepReport:
     """Archive, then remove, plan-shaped entries first seen more than ``older_than_days`` ago."""
     now = time.time() if now is None else now
     cutoff = now - older_than_days * 86400
@@ -165,8 +197,11 @@ def sweep(vault: Vault, *, older_than_days: float, limits: dict[str, int], agent
                     kept += 1
                     stay.append(e)
                 else:
-                    done.append(_write_archived(vault, st, e, first,
-                                                f"sweep: plan-shaped, older than {older_than_days:g} days"))
+                    done.append(
+                        _write_archived(
+                            vault, st, e, first, f"sweep: plan-shaped, older than {older_than_days:g} days"
+                        )
+                    )
             if stay != entries:
                 memory.write_entries(vault, st, raw, stay, limits[st.target])
             elif any(memory.first_seen(dates, e) is None for e in entries):
@@ -181,9 +216,17 @@ def _fold(text: str) -> str:
     return " ".join(text.split())
 
 
-def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, limit: int,
-                archive: Sequence[str] = (), exact: Sequence[str] = (),
-                expect: Sequence[str] | None = None) -> tuple[MemoryResult, tuple[ArchivedEntry, ...]]:
+def consolidate(
+    vault: Vault,
+    target: str,
+    agent: str | None,
+    new_text: str,
+    *,
+    limit: int,
+    archive: Sequence[str] = (),
+    exact: Sequence[str] = (),
+    expect: Sequence[str] | None = None,
+) -> tuple[MemoryResult, tuple[ArchivedEntry, ...]]:
     """Replace every entry of a store by the entries of ``new_text`` (``§``-separated) only if no old
     entry would be lost: each is still present or matched by one of the ``archive`` substrings, or is
     one of the ``exact`` entries (archived as they are). ``expect``: the entries a plan numbered; the
@@ -195,14 +238,19 @@ def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, 
     for e in new:
         scan.check(e, f"consolidated entry {e[:40]!r}", vault.root)
     if memory.size(new) > limit:
-        raise MemoryFullError(f"the consolidated set is {memory.size(new):,}/{limit:,} chars; shorten it",
-                              tuple(new), f"{memory.size(new):,}/{limit:,}")
+        raise MemoryFullError(
+            f"the consolidated set is {memory.size(new):,}/{limit:,} chars; shorten it",
+            tuple(new),
+            f"{memory.size(new):,}/{limit:,}",
+        )
     with memory.locked(vault, st):
         raw = memory.read_raw(st)
         old = list(dict.fromkeys(memory.parse(raw)))
         if expect is not None and list(expect) != old:
-            raise InputError(f"{st.label} changed since the plan was written (its entries were renumbered);"
-                             " read the numbered list again (`nexus memory list`) and redo the plan")
+            raise InputError(
+                f"{st.label} changed since the plan was written (its entries were renumbered);"
+                " read the numbered list again (`nexus memory list`) and redo the plan"
+            )
         to_archive: list[str] = [o for o in old if o in exact]
         for needle in archive:
             hits = [o for o in old if needle and needle in o]
@@ -215,11 +263,16 @@ def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, 
             raise InputError(
                 f"refusing to consolidate {st.label}: {len(lost)} old entr{'y' if len(lost) == 1 else 'ies'}"
                 " would be lost; keep each in the new set or archive it (--archive TEXT): "
-                + " ".join(f"[{i}] {p!r}" for i, p in enumerate(memory.previews(lost), 1)))
+                + " ".join(f"[{i}] {p!r}" for i, p in enumerate(memory.previews(lost), 1))
+            )
         dates = memory.load_dates(vault, st)
         now = memory.utc_now()
-        moved = tuple(_write_archived(vault, st, o, memory.first_seen(dates, o) or now,
-                                      "consolidate: archived explicitly") for o in to_archive)
+        moved = tuple(
+            _write_archived(
+                vault, st, o, memory.first_seen(dates, o) or now, "consolidate: archived explicitly"
+            )
+            for o in to_archive
+        )
         # a new entry that contains an old one keeps the old one's first-seen time
         overrides = {}
         for n in new:
@@ -228,8 +281,15 @@ def consolidate(vault: Vault, target: str, agent: str | None, new_text: str, *, 
             if known:
                 overrides[n] = known[0]
         backup = memory.write_entries(vault, st, raw, new, limit, first_seen_overrides=overrides)
-    res = memory.result(vault, st, f"Consolidated {len(old)} entries into {len(new)}"
-                         f" ({len(moved)} archived).", new, limit, True, backup)
+    res = memory.result(
+        vault,
+        st,
+        f"Consolidated {len(old)} entries into {len(new)} ({len(moved)} archived).",
+        new,
+        limit,
+        True,
+        backup,
+    )
     return res, moved
 
 
@@ -248,7 +308,7 @@ A merged text may go on over lines that start with two spaces. JSON works too:
 {"keep": [1, 4], "merge": [{"from": [2, 3], "text": "…"}], "archive": [5]}"""
 
 
-def parse_plan(text: str, count: int) -> tuple[list[int], list[tuple[list[int], str]], list[int]]:
+def parse_plan(text: str, count: int) -> tuple[list[int], list[tuple[list[int], str]], list[int]]:  # noqa: C901
     """(keep, [(merged numbers, new text)], archive) from a plan over ``count`` entries, checked: every
     number in range, named once, every entry named."""
     import json
@@ -275,10 +335,12 @@ def parse_plan(text: str, count: int) -> tuple[list[int], list[tuple[list[int], 
                 merges[-1] = (merges[-1][0], merges[-1][1] + "\n" + raw.strip())
                 continue
             m = re.fullmatch(r"\s*(keep|archive)\s+([\d ,]+)\s*", line) or re.fullmatch(
-                r"\s*(merge)\s+([\d ,]+):\s*(.+)", line)
+                r"\s*(merge)\s+([\d ,]+):\s*(.+)", line
+            )
             if m is None:
-                raise InputError(f"plan line {i} {raw.strip()!r}: use 'keep N…', 'merge N…: TEXT' or "
-                                 "'archive N…'")
+                raise InputError(
+                    f"plan line {i} {raw.strip()!r}: use 'keep N…', 'merge N…: TEXT' or 'archive N…'"
+                )
             numbers = [int(n) for n in re.findall(r"\d+", m.group(2))]
             if m.group(1) == "keep":
                 keep += numbers
@@ -289,22 +351,27 @@ def parse_plan(text: str, count: int) -> tuple[list[int], list[tuple[list[int], 
     named = keep + drop + [n for nums, _ in merges for n in nums]
     bad = sorted({n for n in named if not 1 <= n <= count})
     if bad:
-        raise InputError(f"the plan names entr{'y' if len(bad) == 1 else 'ies'} {bad} but the store has "
-                         f"{count} (numbered 1-{count})")
+        raise InputError(
+            f"the plan names entr{'y' if len(bad) == 1 else 'ies'} {bad} but the store has "
+            f"{count} (numbered 1-{count})"
+        )
     twice = sorted({n for n in named if named.count(n) > 1})
     if twice:
         raise InputError(f"the plan names {twice} more than once: keep, merge or archive each entry once")
     left = [n for n in range(1, count + 1) if n not in named]
     if left:
-        raise InputError(f"the plan says nothing about entr{'y' if len(left) == 1 else 'ies'} {left}: "
-                         "keep, merge or archive every entry")
+        raise InputError(
+            f"the plan says nothing about entr{'y' if len(left) == 1 else 'ies'} {left}: "
+            "keep, merge or archive every entry"
+        )
     if any(not t.strip() for _, t in merges):
         raise InputError("a merge in the plan has no text")
     return keep, merges, drop
 
 
-def consolidate_plan(vault: Vault, target: str, agent: str | None, plan: str, *,
-                     limit: int) -> tuple[MemoryResult, tuple[ArchivedEntry, ...]]:
+def consolidate_plan(
+    vault: Vault, target: str, agent: str | None, plan: str, *, limit: int
+) -> tuple[MemoryResult, tuple[ArchivedEntry, ...]]:
     """Consolidate a store from a plan (``PLAN_HELP``): kept entries stay, each merge becomes one new
     entry and its originals are archived, archived ones are archived."""
     st = memory.store(vault, target, agent)
@@ -349,12 +416,12 @@ def restore(vault: Vault, entry_id: str, *, limits: dict[str, int]) -> MemoryRes
                     f"restoring {entry_id} ({len(e.text):,} chars) would put {st.label} at "
                     f"{memory.size(new):,}/{limit:,} chars; make room first (it stays archived)",
                     tuple(memory.display(entries, st.label, vault.root)),
-                    f"{memory.size(entries):,}/{limit:,}")
+                    f"{memory.size(entries):,}/{limit:,}",
+                )
             msg = f"Restored {entry_id}."
         now = memory.utc_now()
         _keep(vault, st, e.text)  # restoring says "keep this": the next sweep must not take it again
-        backup = memory.write_entries(vault, st, raw, new, limit,
-                                      first_seen_overrides={e.text: now})
+        backup = memory.write_entries(vault, st, raw, new, limit, first_seen_overrides={e.text: now})
         os.unlink(vault.root / e.path)
         durable.fsync_dir(archive_dir(vault))
     return memory.result(vault, st, msg, new, limit, new != entries, backup)

@@ -45,7 +45,8 @@ HEAD_RE = re.compile(r"^## (?P<id>[a-z0-9-]+-\d+) · (?P<type>[a-z]+)$")
 META_RE = re.compile(
     r"^status:: (?P<status>pending|approved|rejected) · retained:: (?P<retained>\S+)"
     r"(?: · source:: (?P<source>\S+))?(?: · reviewed_by:: (?P<by>\S+) · reviewed_at:: (?P<at>\S+))?"
-    r"(?: · fact:: (?P<fact>\S+))?(?: · why:: (?P<why>.*?))? \^(?P<bid>[a-z0-9-]+)$")
+    r"(?: · fact:: (?P<fact>\S+))?(?: · why:: (?P<why>.*?))? \^(?P<bid>[a-z0-9-]+)$"
+)
 _ESCAPE_RE = re.compile(r"^\\*(?:#|status:: |\[status:: )")
 _LINK_TEXT_RE = re.compile(r"\[\[[^\]|]*\|([^\]]*)\]\]")
 _FIELD_RE = re.compile(r"\[(\w+):: ([^\]]*)\]")
@@ -56,6 +57,8 @@ def _meta(line: str) -> re.Match[str] | None:
     if line.startswith("[status:: "):
         line = _FIELD_RE.sub(r"\1:: \2", _LINK_TEXT_RE.sub(r"\1", line))
     return META_RE.match(line)
+
+
 SOURCE_RE = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 CHECKED_RE = re.compile(r"^\s*[-*] \[[xX]\] .*\^(?P<id>[a-z0-9-]+-\d+)\s*$")
 
@@ -125,8 +128,10 @@ def render_fact(f: BankFact) -> str:
     if f.source:
         fields.append(f"[source:: {_entry_link(f.source)}]")
     if f.reviewed_by:
-        fields += [f"[reviewed_by:: [[agents/{f.reviewed_by}/identity|{f.reviewed_by}]]]",
-                   f"[reviewed_at:: {f.reviewed_at}]"]
+        fields += [
+            f"[reviewed_by:: [[agents/{f.reviewed_by}/identity|{f.reviewed_by}]]]",
+            f"[reviewed_at:: {f.reviewed_at}]",
+        ]
     if f.fact:
         fields.append(f"[fact:: [[memory/{f.fact}|{f.fact}]]]")
     if f.why:
@@ -151,11 +156,23 @@ def parse_bank(text: str, agent: str, path: str) -> list[BankFact]:
         if j >= len(lines) or not (meta := _meta(lines[j])) or meta["bid"] != m["id"]:
             i = j  # a section without its status line is not a fact; skip it
             continue
-        content = "\n".join(_unescape(x) for x in lines[i + 1:j]).strip()
-        out.append(BankFact(
-            id=m["id"], agent=agent, type=m["type"], content=content, retained=meta["retained"],
-            status=meta["status"], source=meta["source"], reviewed_by=meta["by"],
-            reviewed_at=meta["at"], why=meta["why"], fact=meta["fact"], path=path))
+        content = "\n".join(_unescape(x) for x in lines[i + 1 : j]).strip()
+        out.append(
+            BankFact(
+                id=m["id"],
+                agent=agent,
+                type=m["type"],
+                content=content,
+                retained=meta["retained"],
+                status=meta["status"],
+                source=meta["source"],
+                reviewed_by=meta["by"],
+                reviewed_at=meta["at"],
+                why=meta["why"],
+                fact=meta["fact"],
+                path=path,
+            )
+        )
         i = j + 1
     return out
 
@@ -217,9 +234,16 @@ def retain(vault: Vault, agent: str, *, type: str, content: str, source: str | N
     with _locked(vault, agent):
         existing = facts_of(vault, agent)
         n = 1 + max((int(f.id.rsplit("-", 1)[1]) for f in existing), default=0)
-        fact = BankFact(id=f"{agent}-{n}", agent=agent, type=type, content=text, retained=_now(),
-                        status="pending", source=source, path=vault.rel(path) if path.exists()
-                        else path.relative_to(vault.root).as_posix())
+        fact = BankFact(
+            id=f"{agent}-{n}",
+            agent=agent,
+            type=type,
+            content=text,
+            retained=_now(),
+            status="pending",
+            source=source,
+            path=vault.rel(path) if path.exists() else path.relative_to(vault.root).as_posix(),
+        )
         if not path.exists():
             durable.create_exclusive(path, _HEADER.format(agent=agent).encode("utf-8"))
         durable.append(path, render_fact(fact).encode("utf-8"))
@@ -244,9 +268,8 @@ def _rewrite(vault: Vault, agent: str, updated: BankFact) -> None:
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     start = next(i for i, line in enumerate(lines) if (m := HEAD_RE.match(line)) and m["id"] == updated.id)
-    end = next(i for i in range(start + 1, len(lines))
-               if (m := _meta(lines[i])) and m["bid"] == updated.id)
-    new_lines = lines[:start] + render_fact(updated).strip("\n").split("\n") + lines[end + 1:]
+    end = next(i for i in range(start + 1, len(lines)) if (m := _meta(lines[i])) and m["bid"] == updated.id)
+    new_lines = lines[:start] + render_fact(updated).strip("\n").split("\n") + lines[end + 1 :]
     durable.replace(path, "\n".join(new_lines).encode("utf-8"))
 
 
@@ -266,9 +289,16 @@ def approve(vault: Vault, fact_id: str, person: str, *, now: str | None = None) 
         if promoted is None:  # not promoted by an earlier, interrupted approval
             first = fact.content.split("\n", 1)[0]
             description = first if len(first) <= 200 else first[:197] + "…"
-            promoted = facts.add(vault, description=description, type=FACT_TYPE[fact.type],
-                                 body=fact.content, name=None, approved_by=person, approved_at=at,
-                                 source=link)
+            promoted = facts.add(
+                vault,
+                description=description,
+                type=FACT_TYPE[fact.type],
+                body=fact.content,
+                name=None,
+                approved_by=person,
+                approved_at=at,
+                source=link,
+            )
         done = replace(fact, status="approved", reviewed_by=person, reviewed_at=at, fact=promoted.name)
         _rewrite(vault, agent, done)
     rebuild_review(vault)
@@ -305,8 +335,10 @@ def render_review(items: list[BankFact], ticked: frozenset[str] = frozenset()) -
         first = f.content.split("\n", 1)[0]
         first = first if len(first) <= 120 else first[:117] + "…"
         box = "[x]" if f.id in ticked else "[ ]"
-        lines.append(f"- {box} **{f.type}** · {f.agent} — {first} "
-                     f"([[{f.path.removesuffix('.md')}#^{f.id}|{f.id}]]) ^{f.id}")
+        lines.append(
+            f"- {box} **{f.type}** · {f.agent} — {first} "
+            f"([[{f.path.removesuffix('.md')}#^{f.id}|{f.id}]]) ^{f.id}"
+        )
     return _REVIEW_HEAD + ("\n".join(lines) if lines else "_Nothing waits for review._") + "\n"
 
 
@@ -396,8 +428,13 @@ def apply_review_note(vault: Vault) -> ReviewOutcome:
     if ticked:
         person = vault.human()
         if person is None:
-            return ReviewOutcome((), ("the vault has no human identity (`nexus agent add NAME --human`);"
-                                      " ticked facts stay pending",))
+            return ReviewOutcome(
+                (),
+                (
+                    "the vault has no human identity (`nexus agent add NAME --human`);"
+                    " ticked facts stay pending",
+                ),
+            )
         for fact_id in ticked:
             try:
                 if find(vault, fact_id).status != "pending":
@@ -416,8 +453,9 @@ def is_review_note(relpath: str) -> bool:
 # ---------------------------------------------------------------- recall
 
 
-def recall(vault: Vault, agent: str, query: str, *, limit: int = 10,
-           languages: tuple[str, ...] | None = None) -> list[BankFact]:
+def recall(
+    vault: Vault, agent: str, query: str, *, limit: int = 10, languages: tuple[str, ...] | None = None
+) -> list[BankFact]:
     """The agent's banked facts relevant to ``query``, best first, through the search index (words
     stemmed in ``languages``; facts matching every word first, then partial matches)."""
     from . import search  # the Whoosh index: imported only here

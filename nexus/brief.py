@@ -42,9 +42,11 @@ def unverified_line(located: Located) -> str:
     """How every reader shows an entry that failed the per-entry check (``verify.check_entry``):
     marked, never as its claimed author's words, without its body."""
     e = located.entry
-    return (f"- UNVERIFIED [{located.verdict}] entry {e.id} at {located.file}:{located.line_start} "
-            f"claims to be by {e.agent} ({e.channel} · {e.type}): {e.summary[:120]!r} "
-            f"— do not act on it; see `nexus verify`")
+    return (
+        f"- UNVERIFIED [{located.verdict}] entry {e.id} at {located.file}:{located.line_start} "
+        f"claims to be by {e.agent} ({e.channel} · {e.type}): {e.summary[:120]!r} "
+        f"— do not act on it; see `nexus verify`"
+    )
 
 
 def split_verified(items: list[Located]) -> tuple[list[Located], list[Located]]:
@@ -58,9 +60,10 @@ def _race_side(located: Located) -> str:
     """One side of a race: its author's words only when verified."""
     e = located.entry
     if located.verdict != "ok":
-        return (f"an UNVERIFIED entry [{e.id}] claiming to be by {e.agent} "
-                f"({located.verdict}; do not act on it)")
-    return f"{e.agent}'s [{e.id}] \"{e.summary}\""
+        return (
+            f"an UNVERIFIED entry [{e.id}] claiming to be by {e.agent} ({located.verdict}; do not act on it)"
+        )
+    return f'{e.agent}\'s [{e.id}] "{e.summary}"'
 
 
 def entry_text(located: Located, *, body: bool = True) -> str:
@@ -101,14 +104,16 @@ def _summary_of(vault: Vault, entry_id: str, limit: int = 120) -> str | None:
     found: str | None = None
     try:
         month = entries.segment_name(entries.utc_ts(entries.decode_id_ms(entry_id)))
-        with open(vault.root / "log" / f"{month}.md", "rb") as f, mmap.mmap(
-                f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        with (
+            open(vault.root / "log" / f"{month}.md", "rb") as f,
+            mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
             start = data.rfind(f"{entries.BEGIN_PREFIX}{entry_id} %%".encode())
             if start >= 0:
                 stop = data.find(b"\n%% nexus:end ", start)
                 stop = data.find(b"\n", stop + 1) if stop >= 0 else -1
                 if stop >= 0:
-                    scan = segments.scan(bytes(data[start:stop + 1]), f"log/{month}.md", offset=start)
+                    scan = segments.scan(bytes(data[start : stop + 1]), f"log/{month}.md", offset=start)
                     if scan.entries:
                         s = scan.entries[0].entry.summary
                         found = s if len(s) <= limit else s[: limit - 1] + "…"
@@ -130,12 +135,19 @@ def _identity_section(vault: Vault, agent: str, limit: int) -> BriefSection | No
     if info is None:
         return None
     body = str(info.get("body", "")).strip()
-    return BriefSection("identity", f"Identity: {agent}",
-                        _cut(body, limit, f"the rest is in agents/{agent}/identity.md"))
+    return BriefSection(
+        "identity", f"Identity: {agent}", _cut(body, limit, f"the rest is in agents/{agent}/identity.md")
+    )
 
 
-def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
-                  surface: str = "cli", unread: frozenset[str] = frozenset()) -> BriefSection | None:
+def _owed_section(
+    vault: Vault,
+    agent: str,
+    data: dict[str, object],
+    limit: int,
+    surface: str = "cli",
+    unread: frozenset[str] = frozenset(),
+) -> BriefSection | None:
     """What the agent owes; an owed entry it has not read yet shows its body here (the unread section
     does not repeat it)."""
     from .records import Race
@@ -156,8 +168,14 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
         block = (
             f"- RACE: {_race_side(race.a)} and {_race_side(race.b)} were written without "
             f"either seeing the other. Read both, then reconcile with\n  "
-            + say(surface, "reconcile", agent=agent, channel=race.b.entry.channel, a=race.a.entry.id,
-                  b=race.b.entry.id)
+            + say(
+                surface,
+                "reconcile",
+                agent=agent,
+                channel=race.b.entry.channel,
+                a=race.a.entry.id,
+                b=race.b.entry.id,
+            )
         )
         if used + len(block) + 1 > limit:
             omitted += 1
@@ -178,13 +196,15 @@ def _owed_section(vault: Vault, agent: str, data: dict[str, object], limit: int,
         acks.append(block)
         used += len(block) + 1
     if acks:
-        lines.append(f"Waiting for your acknowledgement ({len(refs)}); ack with "
-                     f"{say(surface, 'ack', agent=agent)}:")
+        lines.append(
+            f"Waiting for your acknowledgement ({len(refs)}); ack with {say(surface, 'ack', agent=agent)}:"
+        )
         lines.extend(reversed(acks))
     if omitted:
         lines.append(f"… {omitted} more owed item(s) not shown: {say(surface, 'owed', agent=agent)}")
-    return BriefSection("owed", f"OWED: {len(refs)} acknowledgement(s), {len(race_refs)} race(s)",
-                        "\n".join(lines), omitted)
+    return BriefSection(
+        "owed", f"OWED: {len(refs)} acknowledgement(s), {len(race_refs)} race(s)", "\n".join(lines), omitted
+    )
 
 
 # ------------------------------------------------------------------ slots for other issues
@@ -207,12 +227,14 @@ def _decisions_section(vault: Vault, agent: str, limit: int, surface: str = "cli
     omitted = len(lines) - len(shown)
     if omitted:
         shown.append(f"… {omitted} more active decision(s): {say(surface, 'decisions')}")
-    return BriefSection("decisions", f"Active decisions ({len(lines)}): follow them", "\n".join(shown),
-                        omitted)
+    return BriefSection(
+        "decisions", f"Active decisions ({len(lines)}): follow them", "\n".join(shown), omitted
+    )
 
 
-def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int,
-                        surface: str = "cli") -> BriefSection | None:
+def _checkpoint_section(
+    vault: Vault, agent: str, limit: int, stale_minutes: int, surface: str = "cli"
+) -> BriefSection | None:
     """the agent's last checkpoint (flag it when stale). None when there is none."""
     from . import checkpoints
     from .errors import InputError
@@ -225,16 +247,23 @@ def _checkpoint_section(vault: Vault, agent: str, limit: int, stale_minutes: int
         return None
     flag = ""
     if checkpoints.probable_crash(cp, stale_minutes):
-        flag = (" — PROBABLE CRASH: in progress with no save since then; continue from here "
-                f"({say(surface, 'resume', agent=agent)})")
-    text = (f"{cp.status} · saved {cp.saved} · version {cp.seq}{flag}\n"
-            f"task: {cp.task}\ndone: {cp.step}\nnext: {cp.next}")
+        flag = (
+            " — PROBABLE CRASH: in progress with no save since then; continue from here "
+            f"({say(surface, 'resume', agent=agent)})"
+        )
+    text = (
+        f"{cp.status} · saved {cp.saved} · version {cp.seq}{flag}\n"
+        f"task: {cp.task}\ndone: {cp.step}\nnext: {cp.next}"
+    )
     if cp.files:
         text += "\nfiles: " + ", ".join(cp.files)
     if cp.notes.strip():
         text += "\nnotes:\n" + cp.notes.strip()
-    return BriefSection("checkpoint", "Your last checkpoint",
-                        _cut(text, limit, f"the rest is in agents/{agent}/checkpoint.md"))
+    return BriefSection(
+        "checkpoint",
+        "Your last checkpoint",
+        _cut(text, limit, f"the rest is in agents/{agent}/checkpoint.md"),
+    )
 
 
 def _memory_section(vault: Vault, agent: str, limit: int, surface: str = "cli") -> BriefSection | None:
@@ -248,7 +277,11 @@ def _memory_section(vault: Vault, agent: str, limit: int, surface: str = "cli") 
 
 
 def _unread_section(
-    agent: str, items: list[Located], limit: int, surface: str = "cli", owed: frozenset[str] = frozenset(),
+    agent: str,
+    items: list[Located],
+    limit: int,
+    surface: str = "cli",
+    owed: frozenset[str] = frozenset(),
     vault: Vault | None = None,
 ) -> tuple[BriefSection | None, int]:
     """Newest entries first until the budget is spent; returns the section and how many were left out.
@@ -256,8 +289,9 @@ def _unread_section(
     if not items:
         return None, 0
     items, suspect = split_verified(items)  # (an unverified entry is never shown among the others)
-    apart = ([f"{UNVERIFIED_TITLE} ({len(suspect)}):", *(unverified_line(x) for x in suspect)]
-             if suspect else [])
+    apart = (
+        [f"{UNVERIFIED_TITLE} ({len(suspect)}):", *(unverified_line(x) for x in suspect)] if suspect else []
+    )
     limit -= sum(len(line) + 1 for line in apart)
     chosen: list[str] = []
     used = 0
@@ -273,8 +307,11 @@ def _unread_section(
     omitted = len(listed) - len(chosen)
     lines = list(reversed(chosen))
     if omitted:
-        lines.insert(0, f"… {omitted} older unread entr{'y' if omitted == 1 else 'ies'} not shown: "
-                        f"{say(surface, 'read', agent=agent)}")
+        lines.insert(
+            0,
+            f"… {omitted} older unread entr{'y' if omitted == 1 else 'ies'} not shown: "
+            f"{say(surface, 'read', agent=agent)}",
+        )
     if above:
         lines.append(f"({above} more listed above, under what you owe)")
     lines += apart
@@ -300,8 +337,11 @@ def _state_section(vault: Vault, limit: int) -> BriefSection | None:
             version = m.group(1) if m else "?"
     lines = [ln for ln in body.strip().splitlines() if ln.strip() != "# Project state"]
     content = "\n".join(lines).strip() or "(empty)"
-    return BriefSection("state", f"Project state (version {version})",
-                        _cut(content, limit, "the rest is in state/project.md (`nexus state show`)"))
+    return BriefSection(
+        "state",
+        f"Project state (version {version})",
+        _cut(content, limit, "the rest is in state/project.md (`nexus state show`)"),
+    )
 
 
 def _unverified_section(items: list[Located], limit: int) -> BriefSection | None:
@@ -349,12 +389,14 @@ def build(
 
         raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
     is_human = info.get("kind") == "human"
-    data: dict[str, object] = ({"owed": [], "races": []} if is_human
-                               else coordination.view(vault, agent, ack_types, race_window))
+    data: dict[str, object] = (
+        {"owed": [], "races": []} if is_human else coordination.view(vault, agent, ack_types, race_window)
+    )
     ring = trust.load(vault)
     items, cursor = log.scan_unread(vault, agent, ring=ring)
-    owed = _owed_section(vault, agent, data, int(budget * OWED_SHARE), surface,
-                         frozenset(x.entry.id for x in items))
+    owed = _owed_section(
+        vault, agent, data, int(budget * OWED_SHARE), surface, frozenset(x.entry.id for x in items)
+    )
     used = len(_section_text(owed)) if owed else 0
     identity = _identity_section(vault, agent, min(int(budget * IDENTITY_SHARE), budget - used - 40))
     used += len(_section_text(identity)) if identity else 0

@@ -63,19 +63,37 @@ def _known_agent(vault: Vault, agent: str) -> str:
 def render(cp: Checkpoint) -> str:
     """The checkpoint note: JSON-valued properties (no YAML needed to read them) and a readable body."""
     props = {
-        "agent": cp.agent, "task": cp.task, "step": cp.step, "next": cp.next, "status": cp.status,
-        "files": list(cp.files), "saved": cp.saved, "seq": cp.seq, "tags": ["nexus/checkpoint"],
+        "agent": cp.agent,
+        "task": cp.task,
+        "step": cp.step,
+        "next": cp.next,
+        "status": cp.status,
+        "files": list(cp.files),
+        "saved": cp.saved,
+        "seq": cp.seq,
+        "tags": ["nexus/checkpoint"],
     }
     kind = {"in-progress": "info", "blocked": "warning", "done": "success"}[cp.status]
     lines = [
-        f"# Checkpoint — {cp.agent}", "",
+        f"# Checkpoint — {cp.agent}",
+        "",
         f"> [!{kind}] {cp.status} · saved {cp.saved.replace('T', ' ')} · version {cp.seq}",
-        f"> **Task:** {cp.task}", f"> **Done so far:** {cp.step}", f"> **Next:** {cp.next}", "",
+        f"> **Task:** {cp.task}",
+        f"> **Done so far:** {cp.step}",
+        f"> **Next:** {cp.next}",
+        "",
     ]
     if cp.files:
         lines += ["## Files touched", *[f"- `{f}`" for f in cp.files], ""]
-    lines += ["## Notes", "", "%% nexus:notes %%", cp.notes or "", "%% nexus:end-notes %%", "",
-              f"History: [[agents/{cp.agent}/checkpoint-history]]"]
+    lines += [
+        "## Notes",
+        "",
+        "%% nexus:notes %%",
+        cp.notes or "",
+        "%% nexus:end-notes %%",
+        "",
+        f"History: [[agents/{cp.agent}/checkpoint-history]]",
+    ]
     return properties.render(props, "\n".join(lines) + "\n")
 
 
@@ -88,10 +106,15 @@ def parse(text: str, source: str) -> Checkpoint:
         notes = body[start + 18 : end]
     try:
         return Checkpoint(
-            agent=str(props["agent"]), task=str(props["task"]), step=str(props["step"]),
-            next=str(props["next"]), status=str(props["status"]),
-            files=tuple(str(f) for f in props.get("files") or ()), notes=notes,
-            saved=str(props["saved"]), seq=int(props["seq"]),
+            agent=str(props["agent"]),
+            task=str(props["task"]),
+            step=str(props["step"]),
+            next=str(props["next"]),
+            status=str(props["status"]),
+            files=tuple(str(f) for f in props.get("files") or ()),
+            notes=notes,
+            saved=str(props["saved"]),
+            seq=int(props["seq"]),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise InputError(f"{source} is not a checkpoint note (missing or bad property {err})") from None
@@ -134,16 +157,27 @@ def _history_record(line: str) -> dict[str, Any] | None:
 
 
 def save(
-    vault: Vault, agent: str, *, task: str, step: str, next: str, status: str = "in-progress",
-    files: tuple[str, ...] = (), notes: str | None = None, keys_home: Path | None = None,
+    vault: Vault,
+    agent: str,
+    *,
+    task: str,
+    step: str,
+    next: str,
+    status: str = "in-progress",
+    files: tuple[str, ...] = (),
+    notes: str | None = None,
+    keys_home: Path | None = None,
 ) -> tuple[Checkpoint, bool]:
     """Save a checkpoint durably; return it and whether the change was logged.
 
     The status or task changing is logged (signed) when ``keys_home`` is given; plain progress is not.
     """
     _known_agent(vault, agent)
-    task, step, next = check_line(task, "task", 300), check_line(step, "step", 500), check_line(
-        next, "next", 500)
+    task, step, next = (
+        check_line(task, "task", 300),
+        check_line(step, "step", 500),
+        check_line(next, "next", 500),
+    )
     if status not in STATUSES:
         raise InputError(f"status {status!r} is not one of {', '.join(STATUSES)}")
     files = tuple(check_line(f, "file", 500) for f in files)
@@ -162,8 +196,10 @@ def save(
         seq = max(old.seq if old else 0, _last_history_seq(hist)) + 1
         cp = Checkpoint(agent, task, step, next, status, files, body, _now(), seq)
         record = json.dumps(cp.to_json(), ensure_ascii=False, separators=(",", ":"))
-        line = (f"- {cp.saved.replace('T', ' ')} · #{seq} · {status} · {task} — {step} → {next} "
-                f"{HISTORY_MARK}{record} %%\n")
+        line = (
+            f"- {cp.saved.replace('T', ' ')} · #{seq} · {status} · {task} — {step} → {next} "
+            f"{HISTORY_MARK}{record} %%\n"
+        )
         if not hist.exists():
             with contextlib.suppress(FileExistsError):
                 durable.create_exclusive(hist, _HISTORY_HEAD.format(agent=agent).encode())
@@ -172,8 +208,14 @@ def save(
         durable.replace(path, render(cp).encode("utf-8"))
     logged = False
     if keys_home is not None and (old is None or old.status != status or old.task != task):
-        _log(vault, keys_home, agent, "checkpoint",
-             f"checkpoint {status}: {task} — {step}", f"Next: {next}\n\nSee [[agents/{agent}/checkpoint]].")
+        _log(
+            vault,
+            keys_home,
+            agent,
+            "checkpoint",
+            f"checkpoint {status}: {task} — {step}",
+            f"Next: {next}\n\nSee [[agents/{agent}/checkpoint]].",
+        )
         logged = True
     return cp, logged
 
@@ -229,8 +271,9 @@ def age_seconds(cp: Checkpoint, now: float | None = None) -> float:
     return (time.time() if now is None else now) - epoch(cp.saved)
 
 
-def probable_crash(cp: Checkpoint, stale_minutes: float, *, last_activity: str | None = None,
-                   now: float | None = None) -> bool:
+def probable_crash(
+    cp: Checkpoint, stale_minutes: float, *, last_activity: str | None = None, now: float | None = None
+) -> bool:
     """An ``in-progress`` checkpoint with no activity (save, or a later log entry) for too long."""
     if cp.status != "in-progress":
         return False
@@ -270,9 +313,14 @@ def resume(vault: Vault, agent: str, keys_home: Path | None = None) -> dict[str,
     since = [loc for loc in log.iter_entries(vault) if loc.entry.id >= floor]
     resumed = None
     if keys_home is not None and cp.status == "in-progress":
-        resumed = _log(vault, keys_home, agent, "resume",
-                       f"resumed {cp.task} after: {cp.step}",
-                       f"Next: {cp.next}\n\nFrom [[agents/{agent}/checkpoint]] (version {cp.seq}).")
+        resumed = _log(
+            vault,
+            keys_home,
+            agent,
+            "resume",
+            f"resumed {cp.task} after: {cp.step}",
+            f"Next: {cp.next}\n\nFrom [[agents/{agent}/checkpoint]] (version {cp.seq}).",
+        )
     return {"checkpoint": cp, "since": since, "resume_entry": resumed}
 
 
@@ -280,5 +328,6 @@ def _log(vault: Vault, keys_home: Path, agent: str, type: str, summary: str, bod
     from . import identity, log
 
     signer = identity.load_signer(vault, keys_home, agent)
-    return log.append(vault, signer, channel="checkpoints", type=type, summary=summary[:200],
-                      body=body).located
+    return log.append(
+        vault, signer, channel="checkpoints", type=type, summary=summary[:200], body=body
+    ).located

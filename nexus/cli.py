@@ -39,8 +39,11 @@ def _keys_home() -> Path:
 def _settings(args: argparse.Namespace, vault: Any) -> Any:
     from .settings import resolve
 
-    cli_args = {k: getattr(args, k) for k in ("brief_max_chars", "sweep_days", "rescan_seconds")
-                if getattr(args, k, None) is not None}
+    cli_args = {
+        k: getattr(args, k)
+        for k in ("brief_max_chars", "sweep_days", "rescan_seconds")
+        if getattr(args, k, None) is not None
+    }
     return resolve(cli_args, os.environ, vault.config())
 
 
@@ -112,8 +115,9 @@ def _entries_text(items: list[Any], empty: str) -> str:
     good, suspect = split_verified(items)
     parts = [_entry_text(i) for i in good]
     if suspect:
-        parts.append(f"{UNVERIFIED_TITLE} ({len(suspect)}):\n"
-                     + "\n".join(unverified_line(i) for i in suspect))
+        parts.append(
+            f"{UNVERIFIED_TITLE} ({len(suspect)}):\n" + "\n".join(unverified_line(i) for i in suspect)
+        )
     return "\n\n".join(parts) or empty
 
 
@@ -138,8 +142,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     text = f"vault ready at {vault.root} ({len(created)} files created)"
     if INTRODUCTION in created:
         data["kept"] = [HOME]
-        text += (f"\nkept your {HOME} as it was; nexus's introduction is in {INTRODUCTION} "
-                 f"(link it from {HOME}: [[{INTRODUCTION[:-3]}]])")
+        text += (
+            f"\nkept your {HOME} as it was; nexus's introduction is in {INTRODUCTION} "
+            f"(link it from {HOME}: [[{INTRODUCTION[:-3]}]])"
+        )
     if created:
         text += "\nnext: nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
     _emit(args, data, text)
@@ -154,8 +160,9 @@ def cmd_agent_add(args: argparse.Namespace) -> int:
     from . import trust
 
     trust.load(vault)  # pin the new key on this machine now (trust on first use)
-    _emit(args, ident.to_json(),
-          f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}")
+    _emit(
+        args, ident.to_json(), f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}"
+    )
     return 0
 
 
@@ -166,17 +173,25 @@ def cmd_agent_trust(args: argparse.Namespace) -> int:
     home = _keys_home()
     ring = trust.load(vault, home)
     declared = roster.roster(vault).get(args.name, {}).get("public_key")
-    found = (rotation.announcement(vault, ring, args.name, declared)
-             if isinstance(declared, str) and args.name in ring.changed else None)
+    found = (
+        rotation.announcement(vault, ring, args.name, declared)
+        if isinstance(declared, str) and args.name in ring.changed
+        else None
+    )
     announced = found[0] if found else None
     new, old = trust.accept(vault, home, args.name, how="rotation-entry" if announced else "trust")
-    text = (f"{args.name}: key {new} already trusted" if new == old else
-            f"{args.name}: now trusting key {new}" + (f" (previous key {old} stays trusted for older entries)"
-                                                        if old else ""))
+    text = (
+        f"{args.name}: key {new} already trusted"
+        if new == old
+        else f"{args.name}: now trusting key {new}"
+        + (f" (previous key {old} stays trusted for older entries)" if old else "")
+    )
     if new != old:
-        text += (f"\nthe rotation was announced by entry {announced}, signed with a key you already trusted"
-                 if announced else "\nno rotation entry signed with a trusted key names this key: it is "
-                 "trusted on your word")
+        text += (
+            f"\nthe rotation was announced by entry {announced}, signed with a key you already trusted"
+            if announced
+            else "\nno rotation entry signed with a trusted key names this key: it is trusted on your word"
+        )
     _emit(args, {"name": args.name, "key_id": new, "previous": old, "announced_by": announced}, text)
     return 0
 
@@ -185,11 +200,19 @@ def cmd_agent_rotate(args: argparse.Namespace) -> int:
     from . import rotation
 
     done = rotation.rotate(_vault(args), _keys_home(), args.name)
-    _emit(args, {"name": done.name, "old_key_id": done.old_key_id, "new_key_id": done.new_key_id,
-                 "announced": done.announced, "confirmed": done.confirmed},
-          f"{done.name}: now signing with key {done.new_key_id} (was {done.old_key_id}); announced by "
-          f"entry {done.announced}, signed with the old key, confirmed by {done.confirmed}\n"
-          f"on every other machine: nexus agent trust {done.name}")
+    _emit(
+        args,
+        {
+            "name": done.name,
+            "old_key_id": done.old_key_id,
+            "new_key_id": done.new_key_id,
+            "announced": done.announced,
+            "confirmed": done.confirmed,
+        },
+        f"{done.name}: now signing with key {done.new_key_id} (was {done.old_key_id}); announced by "
+        f"entry {done.announced}, signed with the old key, confirmed by {done.confirmed}\n"
+        f"on every other machine: nexus agent trust {done.name}",
+    )
     return 0
 
 
@@ -197,10 +220,16 @@ def cmd_agent_trusted(args: argparse.Namespace) -> int:
     from . import trust
 
     rows = trust.listing(_vault(args), _keys_home())
-    lines = [f"{r['name']:<20} key {r['key_id']} {'current' if r['current'] else 'older  '} "
-             f"since {r['since']} ({r['how']})"
-             + (f"  ! identity note declares {r['note_key_id']}, NOT trusted"
-                if r["changed"] and r["current"] else "") for r in rows]
+    lines = [
+        f"{r['name']:<20} key {r['key_id']} {'current' if r['current'] else 'older  '} "
+        f"since {r['since']} ({r['how']})"
+        + (
+            f"  ! identity note declares {r['note_key_id']}, NOT trusted"
+            if r["changed"] and r["current"]
+            else ""
+        )
+        for r in rows
+    ]
     _emit(args, rows, "\n".join(lines) or "no keys pinned yet")
     return 0
 
@@ -225,8 +254,13 @@ def cmd_log_append(args: argparse.Namespace) -> int:
     vault = _vault(args)
     signer = identity.load_signer(vault, _keys_home(), args.agent)
     result = log.append(
-        vault, signer, channel=args.channel, type=args.type, summary=args.summary,
-        body=_read_body(args), ack=tuple(args.ack or ()),
+        vault,
+        signer,
+        channel=args.channel,
+        type=args.type,
+        summary=args.summary,
+        body=_read_body(args),
+        ack=tuple(args.ack or ()),
     )
     for q in result.quarantined:
         sys.stderr.write(f"nexus: moved a torn tail (a writer killed mid-write) to {q}\n")
@@ -267,8 +301,9 @@ def cmd_log_repair(args: argparse.Namespace) -> int:
     from . import log
 
     moved = log.repair_tail(_vault(args))
-    _emit(args, {"quarantined": moved},
-          "\n".join(f"moved a torn tail to {m}" for m in moved) or "no torn tail")
+    _emit(
+        args, {"quarantined": moved}, "\n".join(f"moved a torn tail to {m}" for m in moved) or "no torn tail"
+    )
     return 0
 
 
@@ -304,9 +339,16 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     signer = identity.load_signer(vault, _keys_home(), args.agent)
-    d = decisions.decide(vault, signer, title=args.title, decision=args.decision, rationale=args.rationale,
-                         alternatives=args.alternatives, supersedes=args.supersedes,
-                         refs=tuple(args.ref or ()))
+    d = decisions.decide(
+        vault,
+        signer,
+        title=args.title,
+        decision=args.decision,
+        rationale=args.rationale,
+        alternatives=args.alternatives,
+        supersedes=args.supersedes,
+        refs=tuple(args.ref or ()),
+    )
     extra = f" (supersedes {d.supersedes})" if d.supersedes else ""
     _emit(args, d.to_json(), f"{d.id} recorded: {d.path}{extra}")
     return 0
@@ -318,8 +360,10 @@ def cmd_decisions(args: argparse.Namespace) -> int:
     items = decisions.all_decisions(_vault(args))
     if not args.all:
         items = [d for d in items if d.status == "active"]
-    lines = [f"{d.id}  {d.status:<10} {d.title} — {decisions.one_line(d, 100)}  ({d.author}, {d.date[:10]})"
-             for d in items]
+    lines = [
+        f"{d.id}  {d.status:<10} {d.title} — {decisions.one_line(d, 100)}  ({d.author}, {d.date[:10]})"
+        for d in items
+    ]
     _emit(args, [d.to_json() for d in items], "\n".join(lines) or "no decisions yet")
     return 0
 
@@ -341,11 +385,20 @@ def cmd_state_show(args: argparse.Namespace) -> int:
         sys.stderr.write(f"nexus: recorded a hand edit of state/project.md as version {absorbed.version}\n")
     conflicts = sorted(f"conflicts/{p.name}" for p in (vault.root / "conflicts").glob("state-*.md"))
     for note in conflicts if not args.json else []:  # versions two machines recorded at once (sync)
-        sys.stderr.write(f"nexus: state conflict: another machine's version is in {note}; read it, set "
-                         "the state that should stand, then delete the note\n")
-    _emit(args, {"version": version, "content": content,
-                 "hand_edit": absorbed.to_json() if absorbed else None, "conflicts": conflicts},
-          f"version {version}\n\n{content}" if version else "version 0 (no project state yet)")
+        sys.stderr.write(
+            f"nexus: state conflict: another machine's version is in {note}; read it, set "
+            "the state that should stand, then delete the note\n"
+        )
+    _emit(
+        args,
+        {
+            "version": version,
+            "content": content,
+            "hand_edit": absorbed.to_json() if absorbed else None,
+            "conflicts": conflicts,
+        },
+        f"version {version}\n\n{content}" if version else "version 0 (no project state yet)",
+    )
     return 0
 
 
@@ -357,15 +410,19 @@ def cmd_state_set(args: argparse.Namespace) -> int:
     signer = identity.load_signer(vault, _keys_home(), args.agent)
     content = _read_file(args.file, "--file")
     try:
-        v = project_state.set_state(vault, signer, expect=args.expect, content=content,
-                                    summary=args.summary, keys_home=_keys_home())
+        v = project_state.set_state(
+            vault, signer, expect=args.expect, content=content, summary=args.summary, keys_home=_keys_home()
+        )
     except StaleEditError as err:
         sys.stderr.write(f"nexus: error: {err}\n{err.diff}")
         if args.json:
             _emit(args, {"error": str(err), "current": err.current, "diff": err.diff}, "")
         return err.exit_code
-    _emit(args, {k: val for k, val in v.to_json().items() if k != "content"},
-          f"project state is now version {v.version}")
+    _emit(
+        args,
+        {k: val for k, val in v.to_json().items() if k != "content"},
+        f"project state is now version {v.version}",
+    )
     return 0
 
 
@@ -374,8 +431,11 @@ def cmd_state_history(args: argparse.Namespace) -> int:
 
     items = project_state.versions(_vault(args))
     lines = [f"v{v.version:<4} {v.ts}  {v.author:<12} {v.kind:<6} {v.summary}" for v in items]
-    _emit(args, [{k: val for k, val in v.to_json().items() if k != "content"} for v in items],
-          "\n".join(lines) or "no versions yet")
+    _emit(
+        args,
+        [{k: val for k, val in v.to_json().items() if k != "content"} for v in items],
+        "\n".join(lines) or "no versions yet",
+    )
     return 0
 
 
@@ -397,15 +457,22 @@ def cmd_state_restore(args: argparse.Namespace) -> int:
     vault = _vault(args)
     signer = identity.load_signer(vault, _keys_home(), args.agent)
     v = project_state.restore(vault, signer, version=args.version, expect=args.expect, keys_home=_keys_home())
-    _emit(args, {k: val for k, val in v.to_json().items() if k != "content"},
-          f"restored version {args.version} as version {v.version}")
+    _emit(
+        args,
+        {k: val for k, val in v.to_json().items() if k != "content"},
+        f"restored version {args.version} as version {v.version}",
+    )
     return 0
 
 
 def _checkpoint_text(cp: Any, crashed: bool) -> str:
     flag = "  ⚠ probable crash: in-progress with no activity since it was saved" if crashed else ""
-    lines = [f"{cp.agent} · {cp.status} · version {cp.seq} · saved {cp.saved}{flag}",
-             f"task:  {cp.task}", f"done:  {cp.step}", f"next:  {cp.next}"]
+    lines = [
+        f"{cp.agent} · {cp.status} · version {cp.seq} · saved {cp.saved}{flag}",
+        f"task:  {cp.task}",
+        f"done:  {cp.step}",
+        f"next:  {cp.next}",
+    ]
     if cp.files:
         lines.append("files: " + ", ".join(cp.files))
     if cp.notes.strip():
@@ -420,9 +487,17 @@ def cmd_checkpoint_save(args: argparse.Namespace) -> int:
     notes = None
     if args.notes_file:
         notes = _read_file(args.notes_file, "--notes-file")
-    cp, logged = checkpoints.save(vault, args.agent, task=args.task, step=args.step, next=args.next,
-                                  status=args.status, files=tuple(args.files or ()), notes=notes,
-                                  keys_home=_keys_home())
+    cp, logged = checkpoints.save(
+        vault,
+        args.agent,
+        task=args.task,
+        step=args.step,
+        next=args.next,
+        status=args.status,
+        files=tuple(args.files or ()),
+        notes=notes,
+        keys_home=_keys_home(),
+    )
     _emit(args, {**cp.to_json(), "logged": logged}, f"checkpoint {cp.seq} saved ({cp.status})")
     return 0
 
@@ -441,8 +516,10 @@ def cmd_checkpoint_show(args: argparse.Namespace) -> int:
         data["history"] = [c.to_json() for c in checkpoints.history(vault, args.agent)]
     text = _checkpoint_text(cp, crashed)
     if args.history:
-        text += "\n\nhistory:\n" + "\n".join(f"  #{c.seq} {c.saved} {c.status:<11} {c.step} → {c.next}"
-                                             for c in checkpoints.history(vault, args.agent))
+        text += "\n\nhistory:\n" + "\n".join(
+            f"  #{c.seq} {c.saved} {c.status:<11} {c.step} → {c.next}"
+            for c in checkpoints.history(vault, args.agent)
+        )
     _emit(args, data, text)
     return 0
 
@@ -454,12 +531,16 @@ def cmd_checkpoint_resume(args: argparse.Namespace) -> int:
     got = checkpoints.resume(vault, args.agent, keys_home=None if args.no_log else _keys_home())
     cp = got["checkpoint"]
     since = got["since"]
-    data = {"checkpoint": cp.to_json(), "since": [loc.to_json() for loc in since],
-            "resume_entry": got["resume_entry"].entry.id if got["resume_entry"] else None}
+    data = {
+        "checkpoint": cp.to_json(),
+        "since": [loc.to_json() for loc in since],
+        "resume_entry": got["resume_entry"].entry.id if got["resume_entry"] else None,
+    }
     text = "Resume from this checkpoint:\n" + _checkpoint_text(cp, False)
     others = [loc for loc in since if loc.entry.id != data["resume_entry"]]
     text += f"\n\n{len(others)} log entries since it was saved:\n" + (
-        "\n\n".join(_entry_text(loc) for loc in others) or "  (none)")
+        "\n\n".join(_entry_text(loc) for loc in others) or "  (none)"
+    )
     _emit(args, data, text)
     return 0
 
@@ -468,8 +549,12 @@ def cmd_handoff(args: argparse.Namespace) -> int:
     from . import handoff
 
     vault = _vault(args)
-    report = handoff.build(vault, since=args.since, stale_minutes=_stale_minutes(args, vault),
-                           progress=_progress(args, "verifying the log"))
+    report = handoff.build(
+        vault,
+        since=args.since,
+        stale_minutes=_stale_minutes(args, vault),
+        progress=_progress(args, "verifying the log"),
+    )
     path = handoff.write(vault, report)
     if args.json:
         _emit(args, {**report.to_json(), "path": vault.rel(path)}, "")
@@ -482,9 +567,14 @@ def cmd_handoff(args: argparse.Namespace) -> int:
 
 def _add_continuity_commands(sub: Any) -> None:
     """Parsers for decide, decisions, state, checkpoint and handoff."""
-    p = _cmd(sub, "decide", cmd_decide, "record a decision (a signed note + a decision entry)",
-             'nexus decide --agent ella --title "Secrets live in the OS keychain" '
-             '--decision "Never in .env files" --rationale "Leaked twice" [--supersedes D-0001]')
+    p = _cmd(
+        sub,
+        "decide",
+        cmd_decide,
+        "record a decision (a signed note + a decision entry)",
+        'nexus decide --agent ella --title "Secrets live in the OS keychain" '
+        '--decision "Never in .env files" --rationale "Leaked twice" [--supersedes D-0001]',
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--title", required=True, help="one line")
     p.add_argument("--decision", required=True, help="what was decided")
@@ -492,42 +582,72 @@ def _add_continuity_commands(sub: Any) -> None:
     p.add_argument("--alternatives", help="what else was considered")
     p.add_argument("--supersedes", metavar="ID", help="the decision this one replaces (D-NNNN)")
     p.add_argument("--ref", action="append", metavar="ENTRY", help="a log entry the decision came from")
-    p = _cmd(sub, "decisions", cmd_decisions, "list the active decisions (--all: superseded too)",
-             "nexus decisions --all --json")
+    p = _cmd(
+        sub,
+        "decisions",
+        cmd_decisions,
+        "list the active decisions (--all: superseded too)",
+        "nexus decisions --all --json",
+    )
     p.add_argument("--all", action="store_true", help="include superseded decisions")
     dsub = p.add_subparsers(title="decisions commands", metavar="COMMAND")
-    p = _cmd(dsub, "show", cmd_decisions_show,
-             "one decision: rationale, alternatives, who decided, sources, what it superseded and what "
-             "superseded it", "nexus decisions show D-0001 --json")
+    p = _cmd(
+        dsub,
+        "show",
+        cmd_decisions_show,
+        "one decision: rationale, alternatives, who decided, sources, what it superseded and what "
+        "superseded it",
+        "nexus decisions show D-0001 --json",
+    )
     p.add_argument("id", metavar="ID", help="the decision, like D-0001")
 
     state = sub.add_parser("state", help="the project state note (versioned)").add_subparsers(
-        title="state commands", metavar="COMMAND")
+        title="state commands", metavar="COMMAND"
+    )
     _cmd(state, "show", cmd_state_show, "the project state and its version", "nexus state show --json")
-    p = _cmd(state, "set", cmd_state_set,
-             "replace the project state if it is still at --expect VERSION (else exit 3 with a diff)",
-             "nexus state set --agent ella --expect 3 --file state.md")
+    p = _cmd(
+        state,
+        "set",
+        cmd_state_set,
+        "replace the project state if it is still at --expect VERSION (else exit 3 with a diff)",
+        "nexus state set --agent ella --expect 3 --file state.md",
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--expect", type=int, required=True, metavar="VERSION", help="the version you read")
     p.add_argument("--file", required=True, help="the new content (Markdown), or - for standard input")
     p.add_argument("--summary", help="one line for the log (default: the first added line)")
-    _cmd(state, "history", cmd_state_history, "every version of the project state",
-         "nexus state history")
-    p = _cmd(state, "diff", cmd_state_diff, "the difference between two versions (default: to current)",
-             "nexus state diff 2 4")
+    _cmd(state, "history", cmd_state_history, "every version of the project state", "nexus state history")
+    p = _cmd(
+        state,
+        "diff",
+        cmd_state_diff,
+        "the difference between two versions (default: to current)",
+        "nexus state diff 2 4",
+    )
     p.add_argument("old", type=int)
     p.add_argument("new", type=int, nargs="?")
-    p = _cmd(state, "restore", cmd_state_restore, "make an earlier version current (a new version)",
-             "nexus state restore --agent ella --version 2 --expect 5")
+    p = _cmd(
+        state,
+        "restore",
+        cmd_state_restore,
+        "make an earlier version current (a new version)",
+        "nexus state restore --agent ella --version 2 --expect 5",
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--version", type=int, required=True)
     p.add_argument("--expect", type=int, required=True, metavar="VERSION")
 
     cp = sub.add_parser("checkpoint", help="per-agent checkpoints").add_subparsers(
-        title="checkpoint commands", metavar="COMMAND")
-    p = _cmd(cp, "save", cmd_checkpoint_save, "save the agent's working context (atomic replace)",
-             'nexus checkpoint save --agent ella --task "Port the parser" --step "lexer done" '
-             '--next "write the grammar" --files nexus/lexer.py')
+        title="checkpoint commands", metavar="COMMAND"
+    )
+    p = _cmd(
+        cp,
+        "save",
+        cmd_checkpoint_save,
+        "save the agent's working context (atomic replace)",
+        'nexus checkpoint save --agent ella --task "Port the parser" --step "lexer done" '
+        '--next "write the grammar" --files nexus/lexer.py',
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--task", required=True)
     p.add_argument("--step", required=True, help="what is done so far")
@@ -535,22 +655,38 @@ def _add_continuity_commands(sub: Any) -> None:
     p.add_argument("--status", default="in-progress", choices=("in-progress", "blocked", "done"))
     p.add_argument("--files", nargs="*", help="files touched")
     p.add_argument("--notes-file", help="open questions and notes (Markdown file, or - for stdin)")
-    p = _cmd(cp, "show", cmd_checkpoint_show, "the agent's checkpoint (flags a probable crash)",
-             "nexus checkpoint show --agent ella --history")
+    p = _cmd(
+        cp,
+        "show",
+        cmd_checkpoint_show,
+        "the agent's checkpoint (flags a probable crash)",
+        "nexus checkpoint show --agent ella --history",
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--history", action="store_true", help="list earlier versions too")
     p.add_argument("--stale-minutes", type=float, help="idle time that counts as a probable crash")
-    p = _cmd(cp, "resume", cmd_checkpoint_resume,
-             "what a new session needs: the checkpoint and the log entries since it was saved",
-             "nexus checkpoint resume --agent ella")
+    p = _cmd(
+        cp,
+        "resume",
+        cmd_checkpoint_resume,
+        "what a new session needs: the checkpoint and the log entries since it was saved",
+        "nexus checkpoint resume --agent ella",
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--no-log", action="store_true", help="do not log a resume entry")
 
-    p = _cmd(sub, "handoff", cmd_handoff,
-             "write handoff/YYYY-MM-DD.md: the night's work, decisions, corrections, races, crashes…",
-             "nexus handoff --since last")
-    p.add_argument("--since", default="last",
-                   help="'last' (the previous handoff; default), an ISO time, or hours like 12h")
+    p = _cmd(
+        sub,
+        "handoff",
+        cmd_handoff,
+        "write handoff/YYYY-MM-DD.md: the night's work, decisions, corrections, races, crashes…",
+        "nexus handoff --since last",
+    )
+    p.add_argument(
+        "--since",
+        default="last",
+        help="'last' (the previous handoff; default), an ISO time, or hours like 12h",
+    )
     p.add_argument("--stale-minutes", type=float, help="idle time that counts as a probable crash")
 
 
@@ -598,8 +734,10 @@ def cmd_memory_replace(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     limit = _memory_limits(args, vault)[args.target]
-    return _memory_emit(args, memory.replace(vault, args.target, args.agent, args.old_text,
-                                             _memory_content(args), limit=limit))
+    return _memory_emit(
+        args,
+        memory.replace(vault, args.target, args.agent, args.old_text, _memory_content(args), limit=limit),
+    )
 
 
 def cmd_memory_remove(args: argparse.Namespace) -> int:
@@ -627,8 +765,9 @@ def cmd_memory_import_hermes(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     limits = _memory_limits(args, vault)
-    results = memory.import_hermes(vault, Path(args.folder), args.agent,
-                                   memory_limit=limits["memory"], user_limit=limits["user"])
+    results = memory.import_hermes(
+        vault, Path(args.folder), args.agent, memory_limit=limits["memory"], user_limit=limits["user"]
+    )
     for r in results:
         for why in r.skipped:
             sys.stderr.write(f"nexus: not imported: {why}\n")
@@ -641,13 +780,18 @@ def cmd_memory_sweep(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     s = _settings(args, vault)
-    report = archive.sweep(vault, older_than_days=float(s.sweep_days), agent=args.agent,
-                           limits=_memory_limits(args, vault))
-    lines = [f"archived {a.id} from {a.agent + ' memory' if a.agent else 'USER.md'}: {a.text[:70]!r}"
-             for a in report.archived]
-    lines.append(f"{len(report.archived)} plan-shaped entr{'y' if len(report.archived) == 1 else 'ies'} "
-                 f"archived (older than {report.older_than_days:g} days); {report.kept_plans} younger kept"
-                 + ("; bring one back with `nexus memory restore ID`" if report.archived else ""))
+    report = archive.sweep(
+        vault, older_than_days=float(s.sweep_days), agent=args.agent, limits=_memory_limits(args, vault)
+    )
+    lines = [
+        f"archived {a.id} from {a.agent + ' memory' if a.agent else 'USER.md'}: {a.text[:70]!r}"
+        for a in report.archived
+    ]
+    lines.append(
+        f"{len(report.archived)} plan-shaped entr{'y' if len(report.archived) == 1 else 'ies'} "
+        f"archived (older than {report.older_than_days:g} days); {report.kept_plans} younger kept"
+        + ("; bring one back with `nexus memory restore ID`" if report.archived else "")
+    )
     _emit(args, report.to_json(), "\n".join(lines))
     return 0
 
@@ -659,8 +803,9 @@ def cmd_memory_restore(args: argparse.Namespace) -> int:
     if not args.ids:
         items = [a.to_json() | {"kind": "memory-entry"} for a in archive.archived(vault)]
         items += [f.to_json() | {"kind": "fact", "id": f.name} for f in facts.retired(vault)]
-        lines = [f"{i['id']}  {i['kind']}  {(i.get('text') or i.get('description') or '')[:70]!r}"
-                 for i in items]
+        lines = [
+            f"{i['id']}  {i['kind']}  {(i.get('text') or i.get('description') or '')[:70]!r}" for i in items
+        ]
         _emit(args, items, "\n".join(lines) or "nothing archived")
         return 0
     limits = _memory_limits(args, vault)
@@ -686,8 +831,9 @@ def cmd_memory_consolidate(args: argparse.Namespace) -> int:
             raise InputError("--archive goes with --file; a plan names what it archives itself")
         res, moved = archive.consolidate_plan(vault, args.target, args.agent, text, limit=limit)
     else:
-        res, moved = archive.consolidate(vault, args.target, args.agent, text, limit=limit,
-                                         archive=tuple(args.archive or ()))
+        res, moved = archive.consolidate(
+            vault, args.target, args.agent, text, limit=limit, archive=tuple(args.archive or ())
+        )
     data = res.to_json() | {"archived": [m.to_json() for m in moved]}
     _emit(args, data, _memory_text(res) + "".join(f"\narchived {m.id}" for m in moved))
     return 0
@@ -699,8 +845,13 @@ def cmd_memory_list(args: argparse.Namespace) -> int:
     vault = _vault(args)
     limit = _memory_limits(args, vault)[args.target]
     info = memory.listing(vault, args.target, args.agent, limit=limit)
-    _emit(args, info, f"{info['label']} [{info['usage']} chars]\n" + "\n".join(info["lines"])
-          if info["lines"] else f"{info['label']} is empty")
+    _emit(
+        args,
+        info,
+        f"{info['label']} [{info['usage']} chars]\n" + "\n".join(info["lines"])
+        if info["lines"]
+        else f"{info['label']} is empty",
+    )
     return 0
 
 
@@ -708,8 +859,9 @@ def cmd_facts_add(args: argparse.Namespace) -> int:
     from . import facts
 
     vault = _vault(args)
-    fact = facts.add(vault, name=args.name, description=args.description, type=args.type,
-                     body=args.body or "")
+    fact = facts.add(
+        vault, name=args.name, description=args.description, type=args.type, body=args.body or ""
+    )
     _emit(args, fact.to_json(), f"added {fact.path}")
     return 0
 
@@ -719,10 +871,17 @@ def cmd_facts_list(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     items = facts.retired(vault) if args.retired else facts.all_facts(vault)
-    _emit(args, [f.to_json() for f in items],
-          "\n".join(f"{f.name:<32} {f.type:<9} {f.description}" if f.invalid is None
-                    else f"{f.name:<32} ⚠ invalid note, not used: {f.invalid}" for f in items)
-          or "no facts yet")
+    _emit(
+        args,
+        [f.to_json() for f in items],
+        "\n".join(
+            f"{f.name:<32} {f.type:<9} {f.description}"
+            if f.invalid is None
+            else f"{f.name:<32} ⚠ invalid note, not used: {f.invalid}"
+            for f in items
+        )
+        or "no facts yet",
+    )
     return 0
 
 
@@ -739,8 +898,11 @@ def cmd_facts_retire(args: argparse.Namespace) -> int:
     from . import facts
 
     fact = facts.retire(_vault(args), args.name)
-    _emit(args, fact.to_json(), f"retired {fact.name} to {fact.path}; `nexus memory restore {fact.name}` "
-          "brings it back")
+    _emit(
+        args,
+        fact.to_json(),
+        f"retired {fact.name} to {fact.path}; `nexus memory restore {fact.name}` brings it back",
+    )
     return 0
 
 
@@ -757,11 +919,14 @@ def cmd_recall(args: argparse.Namespace) -> int:
     from . import bank
 
     vault = _vault(args)
-    hits = bank.recall(vault, args.agent, args.query, limit=args.n,
-                       languages=_settings(args, vault).search_languages)
-    _emit(args, [h.to_json() for h in hits],
-          "\n".join(f"{h.id}  {h.type:<10} {h.status:<8} {h.content[:90]}" for h in hits)
-          or "nothing recalled")
+    hits = bank.recall(
+        vault, args.agent, args.query, limit=args.n, languages=_settings(args, vault).search_languages
+    )
+    _emit(
+        args,
+        [h.to_json() for h in hits],
+        "\n".join(f"{h.id}  {h.type:<10} {h.status:<8} {h.content[:90]}" for h in hits) or "nothing recalled",
+    )
     return 0
 
 
@@ -778,13 +943,17 @@ def cmd_review(args: argparse.Namespace) -> int:
             fact = bank.approve(vault, args.approve, args.agent)
         else:
             fact = bank.reject(vault, args.reject, args.agent, why=args.why)
-        text = (f"{fact.id} {fact.status} by {fact.reviewed_by}"
-                + (f"; promoted to memory/{fact.fact}.md" if fact.fact else ""))
+        text = f"{fact.id} {fact.status} by {fact.reviewed_by}" + (
+            f"; promoted to memory/{fact.fact}.md" if fact.fact else ""
+        )
         _emit(args, fact.to_json(), text)
         return 0
     items = bank.pending(vault)
-    _emit(args, [f.to_json() for f in items],
-          "\n".join(f"{f.id}  {f.type:<10} {f.content[:90]}" for f in items) or "nothing pending")
+    _emit(
+        args,
+        [f.to_json() for f in items],
+        "\n".join(f"{f.id}  {f.type:<10} {f.content[:90]}" for f in items) or "nothing pending",
+    )
     return 0
 
 
@@ -795,8 +964,12 @@ def _add_memory_commands(sub: Any) -> None:
 
     def store_args(p: argparse.ArgumentParser, content: bool, old: bool) -> None:
         p.add_argument("--agent", help="the agent whose MEMORY.md (required for --target memory)")
-        p.add_argument("--target", choices=("memory", "user"), default="memory",
-                       help="memory: agents/AGENT/MEMORY.md; user: the shared USER.md")
+        p.add_argument(
+            "--target",
+            choices=("memory", "user"),
+            default="memory",
+            help="memory: agents/AGENT/MEMORY.md; user: the shared USER.md",
+        )
         if old:
             p.add_argument("--old-text", required=True, help="a short unique part of the entry")
         if content:
@@ -804,82 +977,159 @@ def _add_memory_commands(sub: Any) -> None:
             g.add_argument("--content", help="the entry's text")
             g.add_argument("--content-file", help="read the entry from a file, or - for standard input")
 
-    p = _cmd(msub, "add", cmd_memory_add, "add an entry to MEMORY.md or USER.md (Hermes rules)",
-             'nexus memory add --agent ella --target memory --content "CI runs on a 2-core box"')
+    p = _cmd(
+        msub,
+        "add",
+        cmd_memory_add,
+        "add an entry to MEMORY.md or USER.md (Hermes rules)",
+        'nexus memory add --agent ella --target memory --content "CI runs on a 2-core box"',
+    )
     store_args(p, True, False)
-    p = _cmd(msub, "replace", cmd_memory_replace, "replace the entry containing --old-text",
-             'nexus memory replace --agent ella --old-text "2-core" --content "CI runs on 4 cores"')
+    p = _cmd(
+        msub,
+        "replace",
+        cmd_memory_replace,
+        "replace the entry containing --old-text",
+        'nexus memory replace --agent ella --old-text "2-core" --content "CI runs on 4 cores"',
+    )
     store_args(p, True, True)
-    p = _cmd(msub, "remove", cmd_memory_remove, "remove the entry containing --old-text",
-             'nexus memory remove --target user --old-text "timezone"')
+    p = _cmd(
+        msub,
+        "remove",
+        cmd_memory_remove,
+        "remove the entry containing --old-text",
+        'nexus memory remove --target user --old-text "timezone"',
+    )
     store_args(p, False, True)
-    p = _cmd(msub, "snapshot", cmd_memory_snapshot,
-             "both stores as the frozen block a runtime puts in its system prompt",
-             "nexus memory snapshot --agent ella")
+    p = _cmd(
+        msub,
+        "snapshot",
+        cmd_memory_snapshot,
+        "both stores as the frozen block a runtime puts in its system prompt",
+        "nexus memory snapshot --agent ella",
+    )
     p.add_argument("--agent", required=True)
-    p = _cmd(msub, "import-hermes", cmd_memory_import_hermes,
-             "import a Hermes memories folder (MEMORY.md to the agent, USER.md to the vault)",
-             "nexus memory import-hermes ~/.hermes/memories --agent ella")
+    p = _cmd(
+        msub,
+        "import-hermes",
+        cmd_memory_import_hermes,
+        "import a Hermes memories folder (MEMORY.md to the agent, USER.md to the vault)",
+        "nexus memory import-hermes ~/.hermes/memories --agent ella",
+    )
     p.add_argument("folder", help="a Hermes home or its memories/ folder")
     p.add_argument("--agent", required=True)
-    p = _cmd(msub, "sweep", cmd_memory_sweep,
-             "archive plan-shaped entries older than the sweep age (never decisions or preferences)",
-             "nexus memory sweep --older-than 7")
+    p = _cmd(
+        msub,
+        "sweep",
+        cmd_memory_sweep,
+        "archive plan-shaped entries older than the sweep age (never decisions or preferences)",
+        "nexus memory sweep --older-than 7",
+    )
     p.add_argument("--agent", help="only this agent's MEMORY.md (and USER.md); default: every agent")
-    p.add_argument("--older-than", dest="sweep_days", type=float, metavar="DAYS",
-                   help="age in days (default: the vault's sweep_days, 7)")
-    p = _cmd(msub, "restore", cmd_memory_restore,
-             "bring back an archived entry or a retired fact (no ID: list what can be restored)",
-             "nexus memory restore m-20261130t044107z-3fa2b1")
+    p.add_argument(
+        "--older-than",
+        dest="sweep_days",
+        type=float,
+        metavar="DAYS",
+        help="age in days (default: the vault's sweep_days, 7)",
+    )
+    p = _cmd(
+        msub,
+        "restore",
+        cmd_memory_restore,
+        "bring back an archived entry or a retired fact (no ID: list what can be restored)",
+        "nexus memory restore m-20261130t044107z-3fa2b1",
+    )
     p.add_argument("ids", nargs="*", metavar="ID", help="archived entry id or retired fact name")
-    p = _cmd(msub, "consolidate", cmd_memory_consolidate,
-             "replace a store's entries by a rewritten set, refusing if an old fact would be lost",
-             "nexus memory consolidate --agent ella --target memory --file new.md --archive 'old plan'")
+    p = _cmd(
+        msub,
+        "consolidate",
+        cmd_memory_consolidate,
+        "replace a store's entries by a rewritten set, refusing if an old fact would be lost",
+        "nexus memory consolidate --agent ella --target memory --file new.md --archive 'old plan'",
+    )
     p.add_argument("--agent")
     p.add_argument("--target", choices=("memory", "user"), default="memory")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--file", help="the new entries, separated by lines holding only § (- : standard input)")
-    g.add_argument("--plan", metavar="FILE",
-                   help="a plan naming entries by number: 'keep 1 4', 'merge 2 3: TEXT', 'archive 5' "
-                        "(- : standard input; see `nexus memory list`)")
-    p.add_argument("--archive", action="append", metavar="TEXT",
-                   help="archive the old entry containing TEXT instead of keeping it (repeatable)")
-    p = _cmd(msub, "list", cmd_memory_list, "a store's entries, numbered as a consolidation plan names them",
-             "nexus memory list --agent ella --json")
+    g.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="a plan naming entries by number: 'keep 1 4', 'merge 2 3: TEXT', 'archive 5' "
+        "(- : standard input; see `nexus memory list`)",
+    )
+    p.add_argument(
+        "--archive",
+        action="append",
+        metavar="TEXT",
+        help="archive the old entry containing TEXT instead of keeping it (repeatable)",
+    )
+    p = _cmd(
+        msub,
+        "list",
+        cmd_memory_list,
+        "a store's entries, numbered as a consolidation plan names them",
+        "nexus memory list --agent ella --json",
+    )
     p.add_argument("--agent", help="the agent whose MEMORY.md (required for --target memory)")
     p.add_argument("--target", choices=("memory", "user"), default="memory")
 
     facts_p = msub.add_parser("facts", help="the memory index: one note per fact under memory/")
     fsub = facts_p.add_subparsers(title="facts commands", metavar="COMMAND")
-    p = _cmd(fsub, "add", cmd_facts_add, "add a fact note to the memory index",
-             'nexus memory facts add --type project --description "Search uses Whoosh" --name search-engine')
+    p = _cmd(
+        fsub,
+        "add",
+        cmd_facts_add,
+        "add a fact note to the memory index",
+        'nexus memory facts add --type project --description "Search uses Whoosh" --name search-engine',
+    )
     p.add_argument("--name", help="lowercase letters, digits, dashes (default: from the description)")
     p.add_argument("--description", required=True, help="one line: the index shows it")
     p.add_argument("--type", required=True, choices=("user", "feedback", "project", "reference"))
     p.add_argument("--body", help="a short body (Markdown)")
-    p = _cmd(fsub, "list", cmd_facts_list, "list the facts of the memory index",
-             "nexus memory facts list --json")
+    p = _cmd(
+        fsub, "list", cmd_facts_list, "list the facts of the memory index", "nexus memory facts list --json"
+    )
     p.add_argument("--retired", action="store_true", help="list retired facts (archive/facts/)")
     p = _cmd(fsub, "show", cmd_facts_show, "show one fact", "nexus memory facts show search-engine")
     p.add_argument("name")
-    p = _cmd(fsub, "retire", cmd_facts_retire, "move a fact to archive/facts/ (never deleted)",
-             "nexus memory facts retire search-engine")
+    p = _cmd(
+        fsub,
+        "retire",
+        cmd_facts_retire,
+        "move a fact to archive/facts/ (never deleted)",
+        "nexus memory facts retire search-engine",
+    )
     p.add_argument("name")
 
-    p = _cmd(sub, "retain", cmd_retain, "keep a curated fact in the agent's bank, pending human review",
-             'nexus retain --agent ella --type decision --content "Search uses Whoosh, not FTS5"')
+    p = _cmd(
+        sub,
+        "retain",
+        cmd_retain,
+        "keep a curated fact in the agent's bank, pending human review",
+        'nexus retain --agent ella --type decision --content "Search uses Whoosh, not FTS5"',
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--type", required=True, choices=("decision", "fact", "failure", "preference"))
     p.add_argument("--content", required=True)
     p.add_argument("--source", metavar="ENTRY", help="the log entry id it came from")
-    p = _cmd(sub, "recall", cmd_recall, "the agent's banked facts relevant to QUERY, ranked",
-             'nexus recall --agent ella "search engine" --json')
+    p = _cmd(
+        sub,
+        "recall",
+        cmd_recall,
+        "the agent's banked facts relevant to QUERY, ranked",
+        'nexus recall --agent ella "search engine" --json',
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("query")
     p.add_argument("-n", type=_positive, default=10, help="how many (default 10)")
-    p = _cmd(sub, "review", cmd_review,
-             "list banked facts pending review; approve (promote to the memory index) or reject",
-             "nexus review --approve ella-3 --agent sam")
+    p = _cmd(
+        sub,
+        "review",
+        cmd_review,
+        "list banked facts pending review; approve (promote to the memory index) or reject",
+        "nexus review --approve ella-3 --agent sam",
+    )
     g = p.add_mutually_exclusive_group()
     g.add_argument("--approve", metavar="ID")
     g.add_argument("--reject", metavar="ID")
@@ -895,9 +1145,15 @@ def cmd_brief(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     st = _settings(args, vault)
-    result = brief.build(vault, args.agent, max_chars=st.brief_max_chars, ack_types=st.ack_types,
-                         race_window=st.race_window_seconds, stale_minutes=int(_stale_minutes(args, vault)),
-                         peek=args.peek)
+    result = brief.build(
+        vault,
+        args.agent,
+        max_chars=st.brief_max_chars,
+        ack_types=st.ack_types,
+        race_window=st.race_window_seconds,
+        stale_minutes=int(_stale_minutes(args, vault)),
+        peek=args.peek,
+    )
     _emit(args, result.to_json(), brief.render(result))
     return 0
 
@@ -908,8 +1164,11 @@ def cmd_log_owed(args: argparse.Namespace) -> int:
     vault = _vault(args)
     st = _settings(args, vault)
     items = acks.owed(vault, args.agent, st.ack_types, race_window=st.race_window_seconds)
-    _emit(args, [i.to_json() for i in items],
-          "\n\n".join(_entry_text(i) for i in items) or f"{args.agent} owes no acknowledgements")
+    _emit(
+        args,
+        [i.to_json() for i in items],
+        "\n\n".join(_entry_text(i) for i in items) or f"{args.agent} owes no acknowledgements",
+    )
     return 0
 
 
@@ -918,8 +1177,9 @@ def cmd_races(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     st = _settings(args, vault)
-    found = races.find_races(vault, st.race_window_seconds, ack_types=st.ack_types,
-                             unresolved=args.unresolved)
+    found = races.find_races(
+        vault, st.race_window_seconds, ack_types=st.ack_types, unresolved=args.unresolved
+    )
     lines = []
     for race in found:
         a, b = race.a.entry, race.b.entry
@@ -934,9 +1194,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     st = _settings(args, vault)
-    watcher.run(vault, _keys_home(), rescan_seconds=st.rescan_seconds, settle_seconds=args.settle,
-                ack_types=st.ack_types, race_window=st.race_window_seconds, once=args.once,
-                as_json=args.json)
+    watcher.run(
+        vault,
+        _keys_home(),
+        rescan_seconds=st.rescan_seconds,
+        settle_seconds=args.settle,
+        ack_types=st.ack_types,
+        race_window=st.race_window_seconds,
+        once=args.once,
+        as_json=args.json,
+    )
     return 0
 
 
@@ -954,40 +1221,78 @@ def cmd_log_recover(args: argparse.Namespace) -> int:
 
 
 def _add_coordination_commands(sub: Any, logp: Any) -> None:
-    p = _cmd(sub, "brief", cmd_brief,
-             "what an agent loads before a turn: identity, what it owes, unread entries (bounded)",
-             "nexus brief --agent ella --max-chars 8000")
+    p = _cmd(
+        sub,
+        "brief",
+        cmd_brief,
+        "what an agent loads before a turn: identity, what it owes, unread entries (bounded)",
+        "nexus brief --agent ella --max-chars 8000",
+    )
     p.add_argument("--agent", required=True)
-    p.add_argument("--max-chars", dest="brief_max_chars", type=int,
-                   help="the size bound (default: the vault's brief_max_chars, 10000)")
+    p.add_argument(
+        "--max-chars",
+        dest="brief_max_chars",
+        type=int,
+        help="the size bound (default: the vault's brief_max_chars, 10000)",
+    )
     p.add_argument("--peek", action="store_true", help="leave the read cursor where it is")
-    p.add_argument("--stale-minutes", type=float,
-                   help="idle time that counts as a probable crash (default: the vault's setting, 30)")
-    p = _cmd(logp, "owed", cmd_log_owed, "entries waiting for this agent's acknowledgement",
-             "nexus log owed --agent lyra --json")
+    p.add_argument(
+        "--stale-minutes",
+        type=float,
+        help="idle time that counts as a probable crash (default: the vault's setting, 30)",
+    )
+    p = _cmd(
+        logp,
+        "owed",
+        cmd_log_owed,
+        "entries waiting for this agent's acknowledgement",
+        "nexus log owed --agent lyra --json",
+    )
     p.add_argument("--agent", required=True)
-    p = _cmd(logp, "recover", cmd_log_recover,
-             "print an entry's original text from the watcher's shadow (--restore puts it back)",
-             "nexus log recover 01KB7Q2V4J6M8P0R2T4W6Y8A0C --restore")
+    p = _cmd(
+        logp,
+        "recover",
+        cmd_log_recover,
+        "print an entry's original text from the watcher's shadow (--restore puts it back)",
+        "nexus log recover 01KB7Q2V4J6M8P0R2T4W6Y8A0C --restore",
+    )
     p.add_argument("id", help="the entry id")
-    p.add_argument("--restore", action="store_true",
-                   help="replace the edited (or re-insert the missing) entry with the original")
-    p = _cmd(sub, "races", cmd_races, "entries by different agents written without seeing each other",
-             "nexus races --unresolved --json")
+    p.add_argument(
+        "--restore",
+        action="store_true",
+        help="replace the edited (or re-insert the missing) entry with the original",
+    )
+    p = _cmd(
+        sub,
+        "races",
+        cmd_races,
+        "entries by different agents written without seeing each other",
+        "nexus races --unresolved --json",
+    )
     p.add_argument("--unresolved", action="store_true", help="only races no reconcile entry resolves")
-    p = _cmd(sub, "watch", cmd_watch,
-             "watch the vault: derived state, shadow and restore, a person's notes as entries",
-             "nexus watch --rescan 5")
+    p = _cmd(
+        sub,
+        "watch",
+        cmd_watch,
+        "watch the vault: derived state, shadow and restore, a person's notes as entries",
+        "nexus watch --rescan 5",
+    )
     p.add_argument("--once", action="store_true", help="one full pass, then exit")
-    p.add_argument("--rescan", dest="rescan_seconds", type=float,
-                   help="seconds between full rescans (default: the vault's rescan_seconds, 5)")
-    p.add_argument("--settle", type=float, default=3.0,
-                   help="seconds a person's text must stay unchanged before it is signed (default 3)")
+    p.add_argument(
+        "--rescan",
+        dest="rescan_seconds",
+        type=float,
+        help="seconds between full rescans (default: the vault's rescan_seconds, 5)",
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=3.0,
+        help="seconds a person's text must stay unchanged before it is signed (default 3)",
+    )
 
 
 # ------------------------------------------------------------------ handlers: search and MCP
-
-
 
 
 def _hit_text(n: int, hit: Any) -> str:
@@ -998,8 +1303,12 @@ def _hit_text(n: int, hit: Any) -> str:
         mark = "  ✓ signed" if hit.verified else "  ✗ SIGNATURE DOES NOT VERIFY"
     if hit.superseded:
         mark += f"  (superseded by {hit.superseded_by})" if hit.superseded_by else "  (superseded)"
-    lines = [f"{n}. {hit.title}{mark}", f"   {who}" if who else "",
-             f"   {hit.path}:{hit.line_start}-{hit.line_end}  {hit.link}", f"   {hit.snippet}"]
+    lines = [
+        f"{n}. {hit.title}{mark}",
+        f"   {who}" if who else "",
+        f"   {hit.path}:{hit.line_start}-{hit.line_end}  {hit.link}",
+        f"   {hit.snippet}",
+    ]
     return "\n".join(line for line in lines if line)
 
 
@@ -1007,12 +1316,24 @@ def cmd_search(args: argparse.Namespace) -> int:
     from . import search
 
     vault = _vault(args)
-    hits = search.search(vault, args.query, agent=args.agent, type=args.type, channel=args.channel,
-                         since=args.since, until=args.until, path=args.path, limit=args.n,
-                         progress=_progress(args, "indexing the vault"),
-                         languages=_settings(args, vault).search_languages)
-    _emit(args, [h.to_json() for h in hits],
-          "\n\n".join(_hit_text(i + 1, h) for i, h in enumerate(hits)) or "no matches")
+    hits = search.search(
+        vault,
+        args.query,
+        agent=args.agent,
+        type=args.type,
+        channel=args.channel,
+        since=args.since,
+        until=args.until,
+        path=args.path,
+        limit=args.n,
+        progress=_progress(args, "indexing the vault"),
+        languages=_settings(args, vault).search_languages,
+    )
+    _emit(
+        args,
+        [h.to_json() for h in hits],
+        "\n\n".join(_hit_text(i + 1, h) for i, h in enumerate(hits)) or "no matches",
+    )
     return 0
 
 
@@ -1020,11 +1341,17 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from . import search
 
     vault = _vault(args)
-    stats = search.rebuild(vault, progress=_progress(args, "indexing the vault"),
-                           languages=_settings(args, vault).search_languages)
-    _emit(args, stats.to_json(),
-          f"index rebuilt: {stats.documents_added} documents from {stats.files_indexed} files "
-          f"in {stats.seconds:.1f} s")
+    stats = search.rebuild(
+        vault,
+        progress=_progress(args, "indexing the vault"),
+        languages=_settings(args, vault).search_languages,
+    )
+    _emit(
+        args,
+        stats.to_json(),
+        f"index rebuilt: {stats.documents_added} documents from {stats.files_indexed} files "
+        f"in {stats.seconds:.1f} s",
+    )
     return 0
 
 
@@ -1035,17 +1362,22 @@ def cmd_index_status(args: argparse.Namespace) -> int:
     st = search.status(vault)
     dead = heartbeat.problem(vault)
     if st.damaged:
-        text = (f"{st.path}: damaged ({st.damaged}); the next search rebuilds it (or run "
-                "`nexus index rebuild`)")
+        text = (
+            f"{st.path}: damaged ({st.damaged}); the next search rebuilds it (or run `nexus index rebuild`)"
+        )
     elif not st.exists:
         text = f"no index at {st.path} yet: the next search builds it (or run `nexus index rebuild`)"
     else:
-        text = (f"{st.path}: {st.documents} documents ({st.entries} log entries, {st.sections} note "
-                f"sections) from {st.files} files, {st.size_bytes / 1e6:.1f} MB; built {st.built}, "
-                f"updated {st.updated}")
+        text = (
+            f"{st.path}: {st.documents} documents ({st.entries} log entries, {st.sections} note "
+            f"sections) from {st.files} files, {st.size_bytes / 1e6:.1f} MB; built {st.built}, "
+            f"updated {st.updated}"
+        )
         if st.stale_files:
-            text += (f"\n{len(st.stale_files)} file(s) changed since indexed (taken in at the next "
-                     f"search): " + ", ".join(st.stale_files[:10]))
+            text += (
+                f"\n{len(st.stale_files)} file(s) changed since indexed (taken in at the next "
+                f"search): " + ", ".join(st.stale_files[:10])
+            )
         else:
             text += "\nup to date"
     if dead:
@@ -1064,9 +1396,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def _add_search_commands(sub: Any) -> None:
-    p = _cmd(sub, "search", cmd_search,
-             "ranked full-text search over the log and every note, with provenance",
-             'nexus search "agent:lyra type:decision secrets" --since 7d -n 5')
+    p = _cmd(
+        sub,
+        "search",
+        cmd_search,
+        "ranked full-text search over the log and every note, with provenance",
+        'nexus search "agent:lyra type:decision secrets" --since 7d -n 5',
+    )
     p.add_argument("query", help='words, "phrases", prefix*, field:value, AND OR NOT, ( )')
     p.add_argument("--agent", help="only entries/notes by this agent")
     p.add_argument("--type", help="only this type (note, decision, checkpoint, state, memory…)")
@@ -1076,16 +1412,33 @@ def _add_search_commands(sub: Any) -> None:
     p.add_argument("--path", help="only files matching this glob (decisions/*, log/2026-11.md)")
     p.add_argument("-n", type=_positive, default=10, help="how many hits (default 10)")
     indexp = sub.add_parser("index", help="the search index under .nexus/index/").add_subparsers(
-        title="index commands", metavar="COMMAND")
-    _cmd(indexp, "rebuild", cmd_index_rebuild, "rebuild the search index from the vault",
-         "nexus index rebuild")
-    _cmd(indexp, "status", cmd_index_status, "what the search index holds and whether it is current",
-         "nexus index status --json")
-    p = _cmd(sub, "mcp", cmd_mcp, "serve nexus to an agent runtime over MCP (stdio)",
-             "nexus mcp --agent ella", json_flag=False)
+        title="index commands", metavar="COMMAND"
+    )
+    _cmd(
+        indexp, "rebuild", cmd_index_rebuild, "rebuild the search index from the vault", "nexus index rebuild"
+    )
+    _cmd(
+        indexp,
+        "status",
+        cmd_index_status,
+        "what the search index holds and whether it is current",
+        "nexus index status --json",
+    )
+    p = _cmd(
+        sub,
+        "mcp",
+        cmd_mcp,
+        "serve nexus to an agent runtime over MCP (stdio)",
+        "nexus mcp --agent ella",
+        json_flag=False,
+    )
     p.add_argument("--agent", required=True, help="the identity tools act as (appends are signed by it)")
-    p.add_argument("--tools", choices=("agent", "all"), default=None,
-                   help="agent (default): the few tools an agent's turns need; all: every tool")
+    p.add_argument(
+        "--tools",
+        choices=("agent", "all"),
+        default=None,
+        help="agent (default): the few tools an agent's turns need; all: every tool",
+    )
 
 
 # ------------------------------------------------------------------ setting up agent runtimes
@@ -1115,28 +1468,48 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
     if not vault.identity_path(check_name(args.agent)).is_file():
         raise IdentityError(f"unknown agent {args.agent!r}: run `nexus agent add {args.agent}` first")
-    w = wiring.Wiring(agent=args.agent, vault=vault.root.resolve(), keys_home=_keys_home().resolve(),
-                      scope=args.scope, project=Path(args.project).resolve(), home=Path.home(),
-                      nexus=_executable("nexus"), hook=_executable("nexus-hook"),
-                      env={k: v for k, v in os.environ.items() if k == "HERMES_HOME"})
+    w = wiring.Wiring(
+        agent=args.agent,
+        vault=vault.root.resolve(),
+        keys_home=_keys_home().resolve(),
+        scope=args.scope,
+        project=Path(args.project).resolve(),
+        home=Path.home(),
+        nexus=_executable("nexus"),
+        hook=_executable("nexus-hook"),
+        env={k: v for k, v in os.environ.items() if k == "HERMES_HOME"},
+    )
     planned = runtimes.changes(args.runtime, w)
     outcomes = wiring.compute(planned) if args.check or args.dry_run else wiring.apply(planned)
     data: list[dict[str, Any]] = [
-        {"path": str(o.path), "what": o.what,
-         "state": "wired" if not o.changed else "missing" if o.old is None else "outdated",
-         "backup": str(o.backup) if o.backup else None} for o in outcomes]
+        {
+            "path": str(o.path),
+            "what": o.what,
+            "state": "wired" if not o.changed else "missing" if o.old is None else "outdated",
+            "backup": str(o.backup) if o.backup else None,
+        }
+        for o in outcomes
+    ]
     if args.check:
-        lines = [f"{'ok' if d['state'] == 'wired' else d['state'] + ':':<9} {d['path']} — {d['what']}"
-                 for d in data]
+        lines = [
+            f"{'ok' if d['state'] == 'wired' else d['state'] + ':':<9} {d['path']} — {d['what']}"
+            for d in data
+        ]
         ok = all(d["state"] == "wired" for d in data)
-        lines.append(f"{args.runtime} is wired to {vault.root} as {args.agent}" if ok else
-                     f"run `nexus setup {args.runtime} --agent {args.agent}` to wire what is missing")
+        lines.append(
+            f"{args.runtime} is wired to {vault.root} as {args.agent}"
+            if ok
+            else f"run `nexus setup {args.runtime} --agent {args.agent}` to wire what is missing"
+        )
         _emit(args, {"wired": ok, "files": data}, "\n".join(lines))
         return 0 if ok else 1
     if args.dry_run:
         diffs = [o.diff() for o in outcomes if o.changed]
-        _emit(args, {"changes": [d for d in data if d["state"] != "wired"]},
-              "".join(diffs) or "nothing to change: already wired")
+        _emit(
+            args,
+            {"changes": [d for d in data if d["state"] != "wired"]},
+            "".join(diffs) or "nothing to change: already wired",
+        )
         return 0
     lines = []
     for o in outcomes:
@@ -1151,16 +1524,25 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def _add_setup_command(sub: Any) -> None:
-    p = _cmd(sub, "setup", cmd_setup,
-             "wire an agent runtime (claude-code, codex, hermes, openclaw, cursor) to this vault",
-             "nexus setup claude-code --agent ella   |   nexus setup --check codex --agent lyra")
+    p = _cmd(
+        sub,
+        "setup",
+        cmd_setup,
+        "wire an agent runtime (claude-code, codex, hermes, openclaw, cursor) to this vault",
+        "nexus setup claude-code --agent ella   |   nexus setup --check codex --agent lyra",
+    )
     p.add_argument("runtime", help="claude-code, codex, hermes, openclaw or cursor")
     p.add_argument("--agent", required=True, help="the identity the runtime acts as")
-    p.add_argument("--scope", default="project",
-                   help="project (default: files in --project) or user (files in your home folder)")
+    p.add_argument(
+        "--scope",
+        default="project",
+        help="project (default: files in --project) or user (files in your home folder)",
+    )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument("--check", action="store_true", help="say what is wired and what is missing")
+
+
 # ------------------------------------------------------------------ handlers: many machines (git, file sync)
 
 
@@ -1189,8 +1571,12 @@ def cmd_git_refresh(args: argparse.Namespace) -> int:
         return 0  # `nexus sync` refreshes once its merge is done (and holds the locks meanwhile)
     data = gitsync.refresh(_vault(args), args.before)
     if not args.quiet or args.json:
-        _emit(args, data, f"{data['arrived']} entries arrived, {len(data['renumbered'])} decisions "
-              f"renumbered, {len(data['imported'])} conflict copies imported")
+        _emit(
+            args,
+            data,
+            f"{data['arrived']} entries arrived, {len(data['renumbered'])} decisions "
+            f"renumbered, {len(data['imported'])} conflict copies imported",
+        )
     return 0
 
 
@@ -1201,9 +1587,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
     for line in data["conflicts"]:
         if not args.json:
             sys.stderr.write(f"nexus: listed: {line}\n")
-    text = (f"synced with {data['remote']}/{data['branch']}: {data['committed']} commit(s), "
-            f"{'merged' if data['merged'] else 'nothing to merge'}, "
-            f"{'pushed' if data['pushed'] else 'nothing to push'}")
+    text = (
+        f"synced with {data['remote']}/{data['branch']}: {data['committed']} commit(s), "
+        f"{'merged' if data['merged'] else 'nothing to merge'}, "
+        f"{'pushed' if data['pushed'] else 'nothing to push'}"
+    )
     _emit(args, data, text)
     return 0
 
@@ -1212,36 +1600,64 @@ def cmd_log_import_copies(args: argparse.Namespace) -> int:
     from . import copies
 
     done = copies.import_all(_vault(args))
-    lines = [f"{c.copy}: {len(c.imported)} entries imported into {c.segment}; archived as {c.archived}"
-             for c in done]
+    lines = [
+        f"{c.copy}: {len(c.imported)} entries imported into {c.segment}; archived as {c.archived}"
+        for c in done
+    ]
     _emit(args, [c.to_json() for c in done], "\n".join(lines) or "no conflict copies")
     return 0
 
 
 def _add_sync_commands(sub: Any, logp: Any) -> None:
     gitp = sub.add_parser("git", help="the vault as a git repository").add_subparsers(
-        title="git commands", metavar="COMMAND")
-    _cmd(gitp, "setup", cmd_git_setup,
-         "make the vault a git repository nexus merges: merge driver, .gitattributes, .gitignore, hooks",
-         "nexus git setup")
-    p = _cmd(gitp, "merge-driver", cmd_git_merge_driver,
-             "what git runs to merge a file nexus manages (registered by `nexus git setup`)",
-             "nexus git merge-driver %O %A %B %L %P", json_flag=False)
+        title="git commands", metavar="COMMAND"
+    )
+    _cmd(
+        gitp,
+        "setup",
+        cmd_git_setup,
+        "make the vault a git repository nexus merges: merge driver, .gitattributes, .gitignore, hooks",
+        "nexus git setup",
+    )
+    p = _cmd(
+        gitp,
+        "merge-driver",
+        cmd_git_merge_driver,
+        "what git runs to merge a file nexus manages (registered by `nexus git setup`)",
+        "nexus git merge-driver %O %A %B %L %P",
+        json_flag=False,
+    )
     for name in ("base", "ours", "theirs", "marker", "path"):
         p.add_argument(name)
-    p = _cmd(gitp, "refresh", cmd_git_refresh,
-             "bring derived state up to date after git changed the vault (run by the git hooks)",
-             "nexus git refresh --before ORIG_HEAD")
+    p = _cmd(
+        gitp,
+        "refresh",
+        cmd_git_refresh,
+        "bring derived state up to date after git changed the vault (run by the git hooks)",
+        "nexus git refresh --before ORIG_HEAD",
+    )
     p.add_argument("--quiet", action="store_true", help="print nothing")
-    p.add_argument("--before", metavar="COMMIT",
-                   help="what the work tree held before git changed it (the hooks pass ORIG_HEAD)")
-    p = _cmd(sub, "sync", cmd_sync,
-             "commit what nexus manages, fetch, merge through the driver, verify, push (never an "
-             "unverified vault)", "nexus sync --remote origin")
+    p.add_argument(
+        "--before",
+        metavar="COMMIT",
+        help="what the work tree held before git changed it (the hooks pass ORIG_HEAD)",
+    )
+    p = _cmd(
+        sub,
+        "sync",
+        cmd_sync,
+        "commit what nexus manages, fetch, merge through the driver, verify, push (never an "
+        "unverified vault)",
+        "nexus sync --remote origin",
+    )
     p.add_argument("--remote", help="the git remote (default: the branch's upstream, else origin)")
-    _cmd(logp, "import-copies", cmd_log_import_copies,
-         "import entries from file-sync conflict copies of segments (Syncthing, Dropbox…), archive them",
-         "nexus log import-copies --json")
+    _cmd(
+        logp,
+        "import-copies",
+        cmd_log_import_copies,
+        "import entries from file-sync conflict copies of segments (Syncthing, Dropbox…), archive them",
+        "nexus log import-copies --json",
+    )
 
 
 # ------------------------------------------------------------------ parser
@@ -1251,7 +1667,10 @@ def _cmd(
     sub: Any, name: str, handler: Handler, help: str, example: str, *, json_flag: bool = True
 ) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
-        name, help=help, description=help, epilog=f"example:\n  {example}",
+        name,
+        help=help,
+        description=help,
+        epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.set_defaults(handler=handler)
@@ -1285,27 +1704,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="use a folder that holds other files")
 
     agent = sub.add_parser("agent", help="identities: agents and people").add_subparsers(
-        title="agent commands", metavar="COMMAND")
-    p = _cmd(agent, "add", cmd_agent_add, "create an identity with its key pair",
-             "nexus agent add ella   |   nexus agent add sam --human")
+        title="agent commands", metavar="COMMAND"
+    )
+    p = _cmd(
+        agent,
+        "add",
+        cmd_agent_add,
+        "create an identity with its key pair",
+        "nexus agent add ella   |   nexus agent add sam --human",
+    )
     p.add_argument("name", help="lowercase letters, digits and dashes")
     p.add_argument("--human", action="store_true", help="a person, not an agent")
     _cmd(agent, "list", cmd_agent_list, "list identities", "nexus agent list --json")
-    p = _cmd(agent, "trust", cmd_agent_trust,
-             "trust the key NAME's identity note declares now (accept a key rotation)",
-             "nexus agent trust ella")
+    p = _cmd(
+        agent,
+        "trust",
+        cmd_agent_trust,
+        "trust the key NAME's identity note declares now (accept a key rotation)",
+        "nexus agent trust ella",
+    )
     p.add_argument("name")
-    p = _cmd(agent, "rotate", cmd_agent_rotate,
-             "give NAME a new signing key, announced by an entry signed with the old one",
-             "nexus agent rotate ella")
+    p = _cmd(
+        agent,
+        "rotate",
+        cmd_agent_rotate,
+        "give NAME a new signing key, announced by an entry signed with the old one",
+        "nexus agent rotate ella",
+    )
     p.add_argument("name")
-    _cmd(agent, "trusted", cmd_agent_trusted, "list the keys this machine trusts, by name",
-         "nexus agent trusted --json")
+    _cmd(
+        agent,
+        "trusted",
+        cmd_agent_trusted,
+        "list the keys this machine trusts, by name",
+        "nexus agent trusted --json",
+    )
 
     logp = sub.add_parser("log", help="the live-context log").add_subparsers(
-        title="log commands", metavar="COMMAND")
-    p = _cmd(logp, "append", cmd_log_append, "append one signed entry; prints its id",
-             'nexus log append --agent ella --channel build --type note --summary "CI is green"')
+        title="log commands", metavar="COMMAND"
+    )
+    p = _cmd(
+        logp,
+        "append",
+        cmd_log_append,
+        "append one signed entry; prints its id",
+        'nexus log append --agent ella --channel build --type note --summary "CI is green"',
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--channel", required=True)
     p.add_argument("--type", required=True)
@@ -1314,24 +1758,41 @@ def build_parser() -> argparse.ArgumentParser:
     body.add_argument("--body", help="the entry's body (Markdown)")
     body.add_argument("--body-file", help="read the body from a file, or - for standard input")
     p.add_argument("--ack", action="append", metavar="ID", help="an entry this one acknowledges")
-    p = _cmd(logp, "read", cmd_log_read, "entries by others this agent has not read; advances its cursor",
-             "nexus log read --agent lyra --json")
+    p = _cmd(
+        logp,
+        "read",
+        cmd_log_read,
+        "entries by others this agent has not read; advances its cursor",
+        "nexus log read --agent lyra --json",
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--peek", action="store_true", help="leave the cursor where it is")
     p = _cmd(logp, "tail", cmd_log_tail, "the last entries of the log", "nexus log tail -n 5")
     p.add_argument("-n", type=_positive, default=10, help="how many (default 10)")
-    p = _cmd(logp, "resolve-fork", cmd_log_resolve_fork,
-             "end a fork of an agent's chain: a signed reconcile that goes on from one branch",
-             "nexus log resolve-fork --agent ella --keep 01KB7Q2V4J6M8P0R2T4W6Y8A0C")
+    p = _cmd(
+        logp,
+        "resolve-fork",
+        cmd_log_resolve_fork,
+        "end a fork of an agent's chain: a signed reconcile that goes on from one branch",
+        "nexus log resolve-fork --agent ella --keep 01KB7Q2V4J6M8P0R2T4W6Y8A0C",
+    )
     p.add_argument("--agent", required=True)
     p.add_argument("--keep", required=True, metavar="ID", help="an entry on the branch to go on from")
     _cmd(logp, "repair", cmd_log_repair, "move a torn tail to .nexus/quarantine/", "nexus log repair")
 
-    p = _cmd(sub, "verify", cmd_verify, "check framing, signatures, chains and ids; exit 1 on problems. "
-             "Checks only what changed since the last verify, after proving the rest unchanged",
-             "nexus verify --json\n  nexus verify --full")
-    p.add_argument("--full", action="store_true",
-                   help="check every entry from scratch instead of only what changed since the last verify")
+    p = _cmd(
+        sub,
+        "verify",
+        cmd_verify,
+        "check framing, signatures, chains and ids; exit 1 on problems. "
+        "Checks only what changed since the last verify, after proving the rest unchanged",
+        "nexus verify --json\n  nexus verify --full",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="check every entry from scratch instead of only what changed since the last verify",
+    )
     _add_memory_commands(sub)
     _add_continuity_commands(sub)
     _add_coordination_commands(sub, logp)
@@ -1367,8 +1828,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"nexus: error: {err}\n")
         if getattr(args, "json", False) and isinstance(err, MemoryFullError):
             # a program reads the store's state from the answer instead of parsing the message
-            _emit(args, {"error": "memory-full", "message": str(err).split("\n", 1)[0],
-                         "usage": err.usage, "entries": list(err.entries)}, "")
+            _emit(
+                args,
+                {
+                    "error": "memory-full",
+                    "message": str(err).split("\n", 1)[0],
+                    "usage": err.usage,
+                    "entries": list(err.entries),
+                },
+                "",
+            )
         return err.exit_code
     except BrokenPipeError:
         return 0

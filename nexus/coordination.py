@@ -95,8 +95,11 @@ def _mark_status(path: Path, size: int, mark: Any) -> str:
             f.seek(max(0, offset - 8192))
             window = f.read(min(offset, 8192))
         tail_line = window.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-        if not (window.endswith(b"\n") and tail_line.startswith(entries.END_PREFIX.encode())
-                and f'"id":"{last}"'.encode() in tail_line):
+        if not (
+            window.endswith(b"\n")
+            and tail_line.startswith(entries.END_PREFIX.encode())
+            and f'"id":"{last}"'.encode() in tail_line
+        ):
             return "bad"
     return "same" if size == scanned else "grown"
 
@@ -151,8 +154,15 @@ def absorb(state: dict[str, Any], located: Located, update: Update) -> None:
         if item is not None and item[0] != e.agent and e.agent not in item[6]:
             item[6].append(e.agent)
     if e.type in ack_types:
-        pending[e.id] = [e.agent, e.type, located.file, located.offset, located.end_offset,
-                         located.line_start, []]
+        pending[e.id] = [
+            e.agent,
+            e.type,
+            located.file,
+            located.offset,
+            located.end_offset,
+            located.line_start,
+            [],
+        ]
     if e.type == RECONCILE and e.ack:
         acked_ids = set(e.ack)
         for race in state["races"]:
@@ -248,7 +258,11 @@ def refresh(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> 
 
 
 def relocate(
-    vault: Vault, ack_types: tuple[str, ...], window_seconds: float, file: str, found: list[Located],
+    vault: Vault,
+    ack_types: tuple[str, ...],
+    window_seconds: float,
+    file: str,
+    found: list[Located],
     size: int,
 ) -> bool:
     """After the watcher rewrote segment ``file`` without changing which entries come up to the last
@@ -301,10 +315,11 @@ def save(vault: Vault, state: dict[str, Any], ack_types: tuple[str, ...], window
     folder = vault.state / "coord"
     prefix = f"view-{_params_key(ack_types, window_seconds)}-"
     for name in agents(vault):
-        durable.replace(folder / f"{prefix}{name}.json", json.dumps(make_view(state, name)).encode(),
-                        durable=False)
+        durable.replace(
+            folder / f"{prefix}{name}.json", json.dumps(make_view(state, name)).encode(), durable=False
+        )
     for stale in folder.glob(f"{prefix}*.json"):  # views of identities that are gone
-        if stale.name[len(prefix):-5] not in set(agents(vault)):
+        if stale.name[len(prefix) : -5] not in set(agents(vault)):
             stale.unlink(missing_ok=True)
 
 

@@ -25,7 +25,9 @@ from .vault import Vault
 
 COPY_RE = re.compile(
     r"(?P<segment>\d{4}-\d\d)(?:\.sync-conflict-\d{8}-\d{6}-[A-Za-z0-9]+"
-    r"| \((?:[^()]*conflicted copy[^()]*|\d+)\))\.md", re.IGNORECASE)
+    r"| \((?:[^()]*conflicted copy[^()]*|\d+)\))\.md",
+    re.IGNORECASE,
+)
 ARCHIVE = "archive/conflicts/log"
 SETTLE_SECONDS = 1.0  # a copy this recently written may still be being written: wait
 
@@ -39,8 +41,13 @@ class Imported:
     archived: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"copy": self.copy, "segment": self.segment, "imported": list(self.imported),
-                "skipped": self.skipped, "archived": self.archived}
+        return {
+            "copy": self.copy,
+            "segment": self.segment,
+            "imported": list(self.imported),
+            "skipped": self.skipped,
+            "archived": self.archived,
+        }
 
 
 def is_copy(name: str) -> bool:
@@ -97,9 +104,10 @@ def import_copy(vault: Vault, path: Path) -> Imported:
         missing, skipped = missing_entries(vault, path, present)
         data = path.read_bytes()
         if missing:
-            current = (segment.read_bytes() if segment.exists()
-                       else segments.preamble(name["segment"]).encode())
-            extra = b"".join(data[loc.offset:loc.end_offset] + b"\n" for loc in missing)
+            current = (
+                segment.read_bytes() if segment.exists() else segments.preamble(name["segment"]).encode()
+            )
+            extra = b"".join(data[loc.offset : loc.end_offset] + b"\n" for loc in missing)
             merged = merge.merge_segment(b"", current, current + b"\n" + extra, vault.rel(segment)).data
             durable.replace(segment, merged)
             newest = max(present, default="")
@@ -111,8 +119,13 @@ def import_copy(vault: Vault, path: Path) -> Imported:
         os.replace(path, target)
         durable.fsync_dir(target.parent)
         durable.fsync_dir(path.parent)
-    return Imported(vault.rel(path), vault.rel(segment), tuple(loc.entry.id for loc in missing), skipped,
-                    vault.rel(target))
+    return Imported(
+        vault.rel(path),
+        vault.rel(segment),
+        tuple(loc.entry.id for loc in missing),
+        skipped,
+        vault.rel(target),
+    )
 
 
 def settled(path: Path) -> bool:

@@ -48,7 +48,7 @@ def folder(vault: Vault) -> Path:
 
 def slug(title: str) -> str:
     words = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
-    return (words[:40].rstrip("-") or "decision")
+    return words[:40].rstrip("-") or "decision"
 
 
 def _now() -> str:
@@ -88,18 +88,36 @@ def status_bytes(props: dict[str, Any]) -> bytes:
 # ------------------------------------------------------------------ rendering and reading
 
 
-def _body(did: str, title: str, decision: str, rationale: str, alternatives: str | None,
-          sources: list[str]) -> str:
-    lines = [f"# {did} · {title}", "", "## Decision", "", decision.strip(), "", "## Rationale", "",
-             rationale.strip(), "", "## Alternatives", "", (alternatives or "_None recorded._").strip(),
-             "", "## Sources", ""]
+def _body(
+    did: str, title: str, decision: str, rationale: str, alternatives: str | None, sources: list[str]
+) -> str:
+    lines = [
+        f"# {did} · {title}",
+        "",
+        "## Decision",
+        "",
+        decision.strip(),
+        "",
+        "## Rationale",
+        "",
+        rationale.strip(),
+        "",
+        "## Alternatives",
+        "",
+        (alternatives or "_None recorded._").strip(),
+        "",
+        "## Sources",
+        "",
+    ]
     lines += sources or ["_None._"]
     return "\n".join(lines) + "\n"
 
 
 def _superseded_tail(by_note: str, by_id: str, at: str, who: str) -> str:
-    return (f"\n\n{SUPERSEDED_MARK}\n> [!warning] Superseded\n> Replaced by [[{by_note}|{by_id}]] on "
-            f"{at.replace('T', ' ')} ({who}). Kept for the record; do not follow it.\n")
+    return (
+        f"\n\n{SUPERSEDED_MARK}\n> [!warning] Superseded\n> Replaced by [[{by_note}|{by_id}]] on "
+        f"{at.replace('T', ' ')} ({who}). Kept for the record; do not follow it.\n"
+    )
 
 
 def _section(body: str, name: str) -> str:
@@ -109,12 +127,18 @@ def _section(body: str, name: str) -> str:
 
 def _record(vault: Vault, path: Path, props: dict[str, Any], body: str) -> Decision:
     return Decision(
-        id=str(props["id"]), title=str(props["title"]), status=str(props.get("status", "active")),
-        author=str(props["author"]), date=str(props["date"]),
-        decision=_section(body, "Decision"), rationale=_section(body, "Rationale"),
+        id=str(props["id"]),
+        title=str(props["title"]),
+        status=str(props.get("status", "active")),
+        author=str(props["author"]),
+        date=str(props["date"]),
+        decision=_section(body, "Decision"),
+        rationale=_section(body, "Rationale"),
         alternatives=_section(body, "Alternatives"),
-        supersedes=_opt(props.get("supersedes")), superseded_by=_opt(props.get("superseded_by")),
-        refs=tuple(str(r) for r in props.get("refs") or ()), entry=_opt(props.get("entry")),
+        supersedes=_opt(props.get("supersedes")),
+        superseded_by=_opt(props.get("superseded_by")),
+        refs=tuple(str(r) for r in props.get("refs") or ()),
+        entry=_opt(props.get("entry")),
         path=vault.rel(path),
     )
 
@@ -213,8 +237,11 @@ def all_decisions(vault: Vault) -> list[Decision]:
             out.append(_record(vault, path, props, body))
         except (InputError, KeyError, TypeError, ValueError, OSError):
             continue  # verify names a damaged note; the register skips it
-    durable.replace(cache, json.dumps({"stamp": stamp, "decisions": [d.to_json() for d in out]},
-                                      ensure_ascii=False).encode(), durable=False)
+    durable.replace(
+        cache,
+        json.dumps({"stamp": stamp, "decisions": [d.to_json() for d in out]}, ensure_ascii=False).encode(),
+        durable=False,
+    )
     return out
 
 
@@ -254,19 +281,34 @@ def show(vault: Vault, did: str) -> dict[str, Any]:
     fields, rationale and alternatives, who decided and when, its sources, and the supersession chain
     both ways (``in_force``: the decision that holds now)."""
     d, back, forward = chain(vault, did)
-    return {**d.to_json(), "link": d.link,
-            "supersedes_chain": [x.id for x in back], "superseded_by_chain": [x.id for x in forward],
-            "in_force": (forward[-1].id if forward and forward[-1].status == "active"
-                         else d.id if d.status == "active" else None)}
+    return {
+        **d.to_json(),
+        "link": d.link,
+        "supersedes_chain": [x.id for x in back],
+        "superseded_by_chain": [x.id for x in forward],
+        "in_force": (
+            forward[-1].id
+            if forward and forward[-1].status == "active"
+            else d.id
+            if d.status == "active"
+            else None
+        ),
+    }
 
 
 def show_text(info: dict[str, Any]) -> str:
     """``show`` for a person."""
-    status = info["status"] if info["status"] == "active" else (
-        f"SUPERSEDED by {info['superseded_by']}; in force now: {info['in_force'] or 'none'}")
-    lines = [f"{info['id']} · {info['title']}  ({status})",
-             f"decided by {info['author']} at {info['date'].replace('T', ' ')} · {info['path']}"
-             + (f" · entry {info['entry']}" if info["entry"] else ""), ""]
+    status = (
+        info["status"]
+        if info["status"] == "active"
+        else (f"SUPERSEDED by {info['superseded_by']}; in force now: {info['in_force'] or 'none'}")
+    )
+    lines = [
+        f"{info['id']} · {info['title']}  ({status})",
+        f"decided by {info['author']} at {info['date'].replace('T', ' ')} · {info['path']}"
+        + (f" · entry {info['entry']}" if info["entry"] else ""),
+        "",
+    ]
     for name in ("decision", "rationale", "alternatives"):
         text = info[name] or "—"
         lines += [name.capitalize(), *("  " + ln for ln in text.splitlines()), ""]
@@ -295,9 +337,16 @@ def brief_lines(vault: Vault) -> list[str]:
 # ------------------------------------------------------------------ deciding
 
 
-def decide(
-    vault: Vault, signer: Any, *, title: str, decision: str, rationale: str,
-    alternatives: str | None = None, supersedes: str | None = None, refs: tuple[str, ...] = (),
+def decide(  # noqa: C901
+    vault: Vault,
+    signer: Any,
+    *,
+    title: str,
+    decision: str,
+    rationale: str,
+    alternatives: str | None = None,
+    supersedes: str | None = None,
+    refs: tuple[str, ...] = (),
 ) -> Decision:
     """Record a decision (note + signed log entry); flip the one it supersedes. Returns the new one."""
     from . import entries, log
@@ -327,8 +376,10 @@ def decide(
                 raise NotFoundError(f"no decision {supersedes} to supersede")
             old_props, old_body = _read(vault, old_path)
             if old_props.get("status") != "active":
-                raise InputError(f"{supersedes} is already {old_props.get('status')}; supersede "
-                                 f"{old_props.get('superseded_by') or 'its successor'} instead")
+                raise InputError(
+                    f"{supersedes} is already {old_props.get('status')}; supersede "
+                    f"{old_props.get('superseded_by') or 'its successor'} instead"
+                )
         numbers = [int(i[2:]) for i in note_ids(vault).values()]
         did = f"D-{(max(numbers) + 1 if numbers else 1):04d}"
         path = folder(vault) / f"{did}-{slug(title)}.md"
@@ -336,11 +387,19 @@ def decide(
         sources = [f"- {_entry_link(vault, r)}" for r in refs]
         if old_path is not None:
             sources.append(f"- Supersedes [[decisions/{old_path.stem}|{supersedes}]]")
-        body = _body(did, title, texts["decision"] or "", texts["rationale"] or "", texts["alternatives"],
-                     sources)
+        body = _body(
+            did, title, texts["decision"] or "", texts["rationale"] or "", texts["alternatives"], sources
+        )
         props: dict[str, Any] = {
-            "id": did, "title": title, "status": "active", "author": signer.name, "date": _now(),
-            "supersedes": supersedes, "superseded_by": None, "refs": list(refs), "entry": None,
+            "id": did,
+            "title": title,
+            "status": "active",
+            "author": signer.name,
+            "date": _now(),
+            "supersedes": supersedes,
+            "superseded_by": None,
+            "refs": list(refs),
+            "entry": None,
         }
         props["key"] = signer.key_id
         props["sig"] = signer.sign(decision_bytes(props, body))
@@ -351,8 +410,15 @@ def decide(
         entry_body = f"{one_line(_record(vault, path, props, body), 400)}\n\nDecision note: [[{note}|{did}]]"
         if supersedes:
             entry_body += f"\nSupersedes [[decisions/{old_path.stem}|{supersedes}]]" if old_path else ""
-        located = log.append(vault, signer, channel="decisions", type="decision", summary=summary[:200],
-                             body=entry_body, ack=tuple(refs)).located
+        located = log.append(
+            vault,
+            signer,
+            channel="decisions",
+            type="decision",
+            summary=summary[:200],
+            body=entry_body,
+            ack=tuple(refs),
+        ).located
         props["entry"] = located.entry.id
         durable.replace(path, properties.render(props, body).encode("utf-8"))
         if old_path is not None:
@@ -378,13 +444,20 @@ def write_register(vault: Vault) -> Path:
     decisions = all_decisions(vault)
     act = [d for d in decisions if d.status == "active"]
     old = [d for d in decisions if d.status != "active"]
-    lines = ["# Decisions", "",
-             "> [!info] How decisions work",
-             "> Agents follow every **active** decision. A decision is never edited, only superseded by a",
-             "> new one (`nexus decide --supersedes ID`); `nexus decisions show ID` gives its rationale.", "",
-             f"## Active ({len(act)})", ""]
-    lines += [f"- [[{d.path[:-3]}|{d.id}]] **{d.title}** — {one_line(d)} ({d.author}, {d.date[:10]})"
-              for d in reversed(act)] or ["_None yet._"]
+    lines = [
+        "# Decisions",
+        "",
+        "> [!info] How decisions work",
+        "> Agents follow every **active** decision. A decision is never edited, only superseded by a",
+        "> new one (`nexus decide --supersedes ID`); `nexus decisions show ID` gives its rationale.",
+        "",
+        f"## Active ({len(act)})",
+        "",
+    ]
+    lines += [
+        f"- [[{d.path[:-3]}|{d.id}]] **{d.title}** — {one_line(d)} ({d.author}, {d.date[:10]})"
+        for d in reversed(act)
+    ] or ["_None yet._"]
     lines += ["", f"## Superseded ({len(old)})", ""]
     by_id = {d.id: d for d in decisions}
     for d in reversed(old):
@@ -394,8 +467,9 @@ def write_register(vault: Vault) -> Path:
     if not old:
         lines.append("_None._")
     path = vault.root / REGISTER
-    text = properties.render({"tags": ["nexus/register"], "aliases": ["Decision register"]},
-                             "\n".join(lines) + "\n")
+    text = properties.render(
+        {"tags": ["nexus/register"], "aliases": ["Decision register"]}, "\n".join(lines) + "\n"
+    )
     durable.replace(path, text.encode("utf-8"))
     return path
 
@@ -403,8 +477,9 @@ def write_register(vault: Vault) -> Path:
 # ------------------------------------------------------------------ verify
 
 
-def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: Container[str] | None = None
-                ) -> list[Problem]:
+def check_notes(
+    vault: Vault, identities: dict[str, Any], entry_ids: Container[str] | None = None
+) -> list[Problem]:
     """Problems with decision notes: a hand edit (signature mismatch), a bad status change, no entry."""
     from . import renames as renames_mod
     from .identity import verify_signature
@@ -427,22 +502,45 @@ def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: Container[s
             out.append(Problem("duplicate", rel, 1, f"decision id {did} is also used by {seen[did]}"))
         seen[did] = rel
         if f"decisions/{path.stem}" in renames:
-            out.append(Problem("renamed", rel, 1, f"{did}'s note was renamed from "
-                               f"{renames[f'decisions/{path.stem}']}.md (nothing changed in it)"))
+            out.append(
+                Problem(
+                    "renamed",
+                    rel,
+                    1,
+                    f"{did}'s note was renamed from "
+                    f"{renames[f'decisions/{path.stem}']}.md (nothing changed in it)",
+                )
+            )
         author = identities.get(str(props.get("author")))
-        signed = author is not None and props.get("key") == author.key_id and verify_signature(
-            author.public_key, str(props.get("sig")), decision_bytes(props, body))
+        signed = (
+            author is not None
+            and props.get("key") == author.key_id
+            and verify_signature(author.public_key, str(props.get("sig")), decision_bytes(props, body))
+        )
         if not signed and author is not None and props.get("key") == author.key_id:
             for before in renames_mod.originals(body, renames):
                 if verify_signature(author.public_key, str(props.get("sig")), decision_bytes(props, before)):
-                    out.append(Problem("renamed", rel, 1, f"{did}: Obsidian updated links to renamed "
-                                       "notes in it; the signature holds for the text before the rename"))
+                    out.append(
+                        Problem(
+                            "renamed",
+                            rel,
+                            1,
+                            f"{did}: Obsidian updated links to renamed "
+                            "notes in it; the signature holds for the text before the rename",
+                        )
+                    )
                     body, signed = before, True
                     break
         if not signed:
-            out.append(Problem("decision-edited", rel, 1,
-                               f"{did}: signature by {props.get('author')} does not match the note: "
-                               "edited by hand (a decision is never edited; supersede it instead)"))
+            out.append(
+                Problem(
+                    "decision-edited",
+                    rel,
+                    1,
+                    f"{did}: signature by {props.get('author')} does not match the note: "
+                    "edited by hand (a decision is never edited; supersede it instead)",
+                )
+            )
         out.extend(_check_status(vault, rel, did, props, body, identities, renames))
         entry = props.get("entry")
         if entry is None or (entry_ids is not None and entry not in entry_ids):
@@ -450,8 +548,15 @@ def check_notes(vault: Vault, identities: dict[str, Any], entry_ids: Container[s
     return out
 
 
-def _check_status(vault: Vault, rel: str, did: str, props: dict[str, Any], body: str,
-                  identities: dict[str, Any], renames: dict[str, str] | None = None) -> list[Problem]:
+def _check_status(
+    vault: Vault,
+    rel: str,
+    did: str,
+    props: dict[str, Any],
+    body: str,
+    identities: dict[str, Any],
+    renames: dict[str, str] | None = None,
+) -> list[Problem]:
     from .identity import verify_signature
 
     status = props.get("status")
@@ -464,17 +569,26 @@ def _check_status(vault: Vault, rel: str, did: str, props: dict[str, Any], body:
     succ_id = str(props.get("superseded_by"))
     succ = note_of(vault, succ_id)
     signer = next((i for i in identities.values() if i.key_id == props.get("superseded_key")), None)
-    if succ is None or signer is None or not verify_signature(
-        signer.public_key, str(props.get("superseded_sig")), status_bytes(props)
+    if (
+        succ is None
+        or signer is None
+        or not verify_signature(signer.public_key, str(props.get("superseded_sig")), status_bytes(props))
     ):
-        return [Problem("decision-edited", rel, 1,
-                        f"{did}: the status change to superseded is not signed by its successor's author")]
+        return [
+            Problem(
+                "decision-edited",
+                rel,
+                1,
+                f"{did}: the status change to superseded is not signed by its successor's author",
+            )
+        ]
     tail = _superseded_tail(f"decisions/{succ.stem}", succ_id, str(props.get("superseded_at")), signer.name)
     from . import renames as renames_mod
 
     wanted = signed_body(body) + tail.rstrip()
-    if body.rstrip() != wanted and not (renames_mod.link_changes(wanted, body.rstrip()) is not None
-                                        and renames_mod.renamed_only(vault, wanted, body.rstrip())):
+    if body.rstrip() != wanted and not (
+        renames_mod.link_changes(wanted, body.rstrip()) is not None
+        and renames_mod.renamed_only(vault, wanted, body.rstrip())
+    ):
         return [Problem("decision-edited", rel, 1, f"{did}: the superseded notice was edited")]
     return []
-

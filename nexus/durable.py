@@ -106,7 +106,7 @@ def sweep_temp_files(path: Path, *, any_name: bool = False) -> list[str]:
     except OSError:
         return removed
     for name in names:
-        middle = name[len(prefix):-4].split(".")
+        middle = name[len(prefix) : -4].split(".")
         stale: bool
         if len(middle) == 2 and middle[0].isdigit():
             stale = not _alive(int(middle[0]))
@@ -163,7 +163,7 @@ def create_exclusive(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
         os.close(fd)
         fd = -1

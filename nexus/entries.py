@@ -106,22 +106,55 @@ _END_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 def canonical(entry: Entry) -> bytes:
     """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON."""
     return canonical_fields(
-        id=entry.id, ts=entry.ts, agent=entry.agent, channel=entry.channel, type=entry.type,
-        summary=entry.summary, body=entry.body, ack=entry.ack, seen=entry.seen, seq=entry.seq,
-        prev=entry.prev, key=entry.key, via=entry.via,
+        id=entry.id,
+        ts=entry.ts,
+        agent=entry.agent,
+        channel=entry.channel,
+        type=entry.type,
+        summary=entry.summary,
+        body=entry.body,
+        ack=entry.ack,
+        seen=entry.seen,
+        seq=entry.seq,
+        prev=entry.prev,
+        key=entry.key,
+        via=entry.via,
     )
 
 
 def canonical_fields(
-    *, id: str, ts: str, agent: str, channel: str, type: str, summary: str, body: str | None,
-    ack: tuple[str, ...], seen: str | None, seq: int, prev: str | None, key: str, via: str | None,
+    *,
+    id: str,
+    ts: str,
+    agent: str,
+    channel: str,
+    type: str,
+    summary: str,
+    body: str | None,
+    ack: tuple[str, ...],
+    seen: str | None,
+    seq: int,
+    prev: str | None,
+    key: str,
+    via: str | None,
 ) -> bytes:
     """``canonical`` from an entry's fields before it exists (the write path signs these bytes and
     builds the entry once, with its signature)."""
     data: dict[str, Any] = {
-        "v": FORMAT_VERSION, "id": id, "ts": ts, "agent": agent, "channel": channel, "type": type,
-        "summary": summary, "body": body, "ack": list(ack), "seen": seen, "seq": seq, "prev": prev,
-        "key": key, "via": via,
+        "v": FORMAT_VERSION,
+        "id": id,
+        "ts": ts,
+        "agent": agent,
+        "channel": channel,
+        "type": type,
+        "summary": summary,
+        "body": body,
+        "ack": list(ack),
+        "seen": seen,
+        "seq": seq,
+        "prev": prev,
+        "key": key,
+        "via": via,
     }
     # (surrogatepass: a field read from a damaged end line may hold a lone surrogate; hashing it must
     # not raise, and its signature simply fails)
@@ -158,8 +191,7 @@ def unescape_body_line(line: str) -> str:
 def header_line(entry: Entry) -> str:
     date, clock = entry.ts[:10], entry.ts[11:19]
     return (
-        f"**{date} {clock}Z** · {entry.agent} · {entry.channel} · {entry.type} — "
-        f"{entry.summary} ^{entry.id}"
+        f"**{date} {clock}Z** · {entry.agent} · {entry.channel} · {entry.type} — {entry.summary} ^{entry.id}"
     )
 
 
@@ -203,7 +235,7 @@ class FrameError(ValueError):
         self.line = line
 
 
-def parse_lines(lines: list[str]) -> Entry:
+def parse_lines(lines: list[str]) -> Entry:  # noqa: C901
     """Parse one entry from its lines (begin line to end line, without the separator)."""
     if len(lines) < 3:
         raise FrameError("entry is cut short", len(lines))

@@ -84,21 +84,42 @@ def _load(vault: Vault, path: Path, retired: bool = False) -> Fact:
     try:
         props, body = notes.read(vault.inside(path), vault.root)
     except (NexusError, OSError, UnicodeDecodeError) as err:
-        why = str(err) if isinstance(err, NexusError) else (
-            f"not valid UTF-8 at byte {err.start}" if isinstance(err, UnicodeDecodeError)
-            else err.strerror or type(err).__name__)
-        return Fact(name=path.stem, description="", type="reference", body="", created="",
-                    path=vault.rel(path), retired=retired, invalid=why)
+        why = (
+            str(err)
+            if isinstance(err, NexusError)
+            else (
+                f"not valid UTF-8 at byte {err.start}"
+                if isinstance(err, UnicodeDecodeError)
+                else err.strerror or type(err).__name__
+            )
+        )
+        return Fact(
+            name=path.stem,
+            description="",
+            type="reference",
+            body="",
+            created="",
+            path=vault.rel(path),
+            retired=retired,
+            invalid=why,
+        )
 
     def opt(key: str) -> str | None:
         v = props.get(key)
         return str(v) if v not in (None, "") else None
 
-    return Fact(name=str(props.get("name") or path.stem), description=str(props.get("description") or ""),
-                type=str(props.get("type") or "reference"), body=body.strip(),
-                created=str(props.get("created") or ""), path=vault.rel(path),
-                approved_by=opt("approved_by"), approved_at=opt("approved_at"), source=opt("source"),
-                retired=retired)
+    return Fact(
+        name=str(props.get("name") or path.stem),
+        description=str(props.get("description") or ""),
+        type=str(props.get("type") or "reference"),
+        body=body.strip(),
+        created=str(props.get("created") or ""),
+        path=vault.rel(path),
+        approved_by=opt("approved_by"),
+        approved_at=opt("approved_at"),
+        source=opt("source"),
+        retired=retired,
+    )
 
 
 def all_facts(vault: Vault) -> list[Fact]:
@@ -126,8 +147,11 @@ def get(vault: Vault, name: str) -> Fact:
 
 
 def render_index(facts: list[Fact]) -> str:
-    lines = [f"- [[{f.path.removesuffix('.md')}|{f.name}]] ({f.type}) — {f.description}" for f in facts
-             if f.invalid is None]
+    lines = [
+        f"- [[{f.path.removesuffix('.md')}|{f.name}]] ({f.type}) — {f.description}"
+        for f in facts
+        if f.invalid is None
+    ]
     return _INDEX_HEAD + ("\n".join(lines) if lines else "_No facts yet._") + "\n"
 
 
@@ -152,22 +176,30 @@ def index_text(vault: Vault) -> str | None:
         return None
     if raw.startswith("---\n"):
         end = raw.find("\n---\n", 3)
-        raw = raw[end + 5:] if end >= 0 else raw
+        raw = raw[end + 5 :] if end >= 0 else raw
     return raw.strip()
 
 
-def _props(fact_name: str, description: str, type: str, created: str,
-           extra: dict[str, Any]) -> dict[str, Any]:
-    props: dict[str, Any] = {"name": fact_name, "description": description, "type": type,
-                             "created": created}
+def _props(
+    fact_name: str, description: str, type: str, created: str, extra: dict[str, Any]
+) -> dict[str, Any]:
+    props: dict[str, Any] = {"name": fact_name, "description": description, "type": type, "created": created}
     props.update({k: v for k, v in extra.items() if v})
     props["tags"] = ["nexus/memory-fact"]
     return props
 
 
-def add(vault: Vault, *, description: str, type: str, body: str = "", name: str | None = None,
-        approved_by: str | None = None, approved_at: str | None = None,
-        source: str | None = None) -> Fact:
+def add(
+    vault: Vault,
+    *,
+    description: str,
+    type: str,
+    body: str = "",
+    name: str | None = None,
+    approved_by: str | None = None,
+    approved_at: str | None = None,
+    source: str | None = None,
+) -> Fact:
     """Write a new fact note and rebuild the index. Refuses unsafe text and taken names."""
     from . import notes
 
@@ -188,13 +220,19 @@ def add(vault: Vault, *, description: str, type: str, body: str = "", name: str 
         else:
             base, n = slug(description), 1
             fact_name = base
-            while (memory_dir(vault) / f"{fact_name}.md").exists() or \
-                    (retired_dir(vault) / f"{fact_name}.md").exists():
+            while (memory_dir(vault) / f"{fact_name}.md").exists() or (
+                retired_dir(vault) / f"{fact_name}.md"
+            ).exists():
                 n += 1
                 fact_name = f"{base[:36]}-{n}"
         path = memory_dir(vault) / f"{fact_name}.md"
-        props = _props(fact_name, description, type, _utc_now(),
-                       {"approved_by": approved_by, "approved_at": approved_at, "source": source})
+        props = _props(
+            fact_name,
+            description,
+            type,
+            _utc_now(),
+            {"approved_by": approved_by, "approved_at": approved_at, "source": source},
+        )
         durable.create_exclusive(path, notes.render(props, clean_body).encode("utf-8"))
         rebuild_index(vault)
     return _load(vault, path)

@@ -34,26 +34,49 @@ HOOK_MARK = "# nexus: refresh derived state after git changed the vault"
 ATTR_BEGIN = "# nexus:begin (written by `nexus git setup`)"
 ATTR_END = "# nexus:end"
 ATTRIBUTES = (
-    "log/*.md merge=nexus -text", "decisions/*.md merge=nexus", "Decisions.md merge=nexus",
-    "state/project.md merge=nexus", "state/history/*.md merge=nexus",
-    "agents/*/checkpoint.md merge=nexus", "agents/*/checkpoint-history.md merge=nexus",
-    "agents/*/identity.md merge=nexus", "agents/*/head.json merge=nexus", "agents/*/MEMORY.md merge=nexus",
+    "log/*.md merge=nexus -text",
+    "decisions/*.md merge=nexus",
+    "Decisions.md merge=nexus",
+    "state/project.md merge=nexus",
+    "state/history/*.md merge=nexus",
+    "agents/*/checkpoint.md merge=nexus",
+    "agents/*/checkpoint-history.md merge=nexus",
+    "agents/*/identity.md merge=nexus",
+    "agents/*/head.json merge=nexus",
+    "agents/*/MEMORY.md merge=nexus",
     "agents/*/bank.md merge=nexus",
-    "USER.md merge=nexus", "memory/*.md merge=nexus", "handoff/*.md merge=nexus", "nexus.md merge=nexus",
+    "USER.md merge=nexus",
+    "memory/*.md merge=nexus",
+    "handoff/*.md merge=nexus",
+    "nexus.md merge=nexus",
 )
-MANAGED = ("log", "decisions", "Decisions.md", "state", "agents", "USER.md", "memory", "handoff",
-           "archive", "conflicts", "nexus.md", "NEXUS-FORMAT.md", "Home.md", ".gitattributes",
-           ".gitignore")
+MANAGED = (
+    "log",
+    "decisions",
+    "Decisions.md",
+    "state",
+    "agents",
+    "USER.md",
+    "memory",
+    "handoff",
+    "archive",
+    "conflicts",
+    "nexus.md",
+    "NEXUS-FORMAT.md",
+    "Home.md",
+    ".gitattributes",
+    ".gitignore",
+)
 IGNORED = (".nexus/", ".*.tmp")
 DRIVER_SAYS = "nexus merge: "  # how the driver's lines start on stderr
 IN_SYNC_ENV = "NEXUS_IN_SYNC"  # set for git's children while `nexus sync` merges (hooks skip)
 
 
-def _git(cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
+def _git(
+    cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False,
-                              env=env)
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env)
     except FileNotFoundError:
         raise SyncError("git is not installed (or not on PATH)") from None
     if check and proc.returncode != 0:
@@ -101,11 +124,12 @@ def setup(vault: Vault) -> dict[str, Any]:
     if not hooks_dir.is_absolute():
         hooks_dir = top / hooks_dir
     hooks_dir.mkdir(parents=True, exist_ok=True)
-    command = (f"{shlex.quote(sys.executable)} -m nexus --vault {shlex.quote(str(vault.root))} "
-               "git refresh --quiet")
+    command = (
+        f"{shlex.quote(sys.executable)} -m nexus --vault {shlex.quote(str(vault.root))} git refresh --quiet"
+    )
     for name in HOOKS:
         # what the work tree held before git changed it: post-checkout is given it; else ORIG_HEAD
-        call = f'{command} --before {"$1" if name == "post-checkout" else "ORIG_HEAD"} || true'
+        call = f"{command} --before {'$1' if name == 'post-checkout' else 'ORIG_HEAD'} || true"
 
         path = hooks_dir / name
         old = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -120,8 +144,13 @@ def setup(vault: Vault) -> dict[str, Any]:
             path.write_text(text, encoding="utf-8")
             changed.append(f"hooks/{name}")
         path.chmod(0o755)
-    return {"repository": str(top), "created": created, "vault_prefix": _prefix(vault, top),
-            "driver": driver_command(), "changed": changed}
+    return {
+        "repository": str(top),
+        "created": created,
+        "vault_prefix": _prefix(vault, top),
+        "driver": driver_command(),
+        "changed": changed,
+    }
 
 
 def _write_block(path: Path, lines: tuple[str, ...]) -> bool:
@@ -149,7 +178,7 @@ def merge_driver(
     code (0 merged, 1 a conflict left for a person) and one line per conflict listed."""
     kind, prefix = merge.kind_of(path)
     b, o, t = (Path(p).read_bytes() for p in (base, ours, theirs))
-    rel = path[len(prefix):]
+    rel = path[len(prefix) :]
     root = (cwd or Path.cwd()) / prefix
     if kind == "memory" and b not in (o, t) and o != t:
         result = merge.merge_memory(b, o, t, rel, _memory_limit(root, rel))
@@ -162,8 +191,10 @@ def merge_driver(
         if conflict.other and not note.exists():
             note.parent.mkdir(parents=True, exist_ok=True)
             note.write_bytes(conflict.note())
-        lines.append(f"{conflict.kind}: {rel}: {conflict.message}"
-                     + (f" (other side kept in {conflict.note_name()})" if conflict.other else ""))
+        lines.append(
+            f"{conflict.kind}: {rel}: {conflict.message}"
+            + (f" (other side kept in {conflict.note_name()})" if conflict.other else "")
+        )
     for rel_path, extra in result.beside:
         target = _beside_name(root / rel_path, extra)
         if not target.exists():
@@ -209,8 +240,7 @@ def refresh(vault: Vault, before: str | None = None) -> dict[str, Any]:
     _dedupe_handoffs(vault)
     _rewrite_derived(vault)
     imported = copies.import_all(vault)
-    return {"arrived": arrived, "renumbered": renumbered,
-            "imported": [c.to_json() for c in imported]}
+    return {"arrived": arrived, "renumbered": renumbered, "imported": [c.to_json() for c in imported]}
 
 
 def _record_arrivals(vault: Vault, before: str) -> int:
@@ -227,7 +257,7 @@ def _record_arrivals(vault: Vault, before: str) -> int:
     changed = _git(top, "diff", "--name-only", before, "HEAD", "--", log_dir, check=False).stdout.split()
     arrived: set[str] = set()
     for path in changed:
-        name = path[len(log_dir):]
+        name = path[len(log_dir) :]
         if "/" in name or not name.endswith(".md") or not log.is_segment_name(name[:-3]):
             continue
         after = _ids_at(top, "HEAD", path)
@@ -317,19 +347,28 @@ def _locks(vault: Vault) -> list[Path]:
     return [vault.lock(n) for n in names]
 
 
-def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[str, Any]:
+def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[str, Any]:  # noqa: C901
     """Commit, fetch, merge, refresh, verify, push. SyncError (nothing pushed) when any step fails or
     the merged vault does not verify."""
     # (few git processes: `nexus sync` with nothing to do should cost little more than `git pull`)
-    where = _git(vault.root, "rev-parse", "--show-toplevel", "--absolute-git-dir",
-                 check=False).stdout.split("\n")
+    where = _git(vault.root, "rev-parse", "--show-toplevel", "--absolute-git-dir", check=False).stdout.split(
+        "\n"
+    )
     if len(where) < 2 or not where[0]:
         raise SyncError("this vault is not in a git repository: run `nexus git setup` first")
     top, git_dir = Path(where[0]), Path(where[1])
     branch = _git(top, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip() or "HEAD"
-    config = dict(line.split(" ", 1) for line in _git(
-        top, "config", "--get-regexp", r"^(merge\.nexus\.driver|branch\..*\.remote|remote\..*\.url)$",
-        check=False).stdout.splitlines() if " " in line)
+    config = dict(
+        line.split(" ", 1)
+        for line in _git(
+            top,
+            "config",
+            "--get-regexp",
+            r"^(merge\.nexus\.driver|branch\..*\.remote|remote\..*\.url)$",
+            check=False,
+        ).stdout.splitlines()
+        if " " in line
+    )
     if "merge.nexus.driver" not in config:
         raise SyncError("this vault is not set up for git: run `nexus git setup` first")
     if branch == "HEAD":
@@ -342,8 +381,14 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
     env = dict(os.environ, **{IN_SYNC_ENV: "1"})
     prefix = _prefix(vault, top)
     before: str | None = None  # HEAD before the merge (what arrived is what it lacked)
-    result: dict[str, Any] = {"remote": remote, "branch": branch, "committed": 0, "merged": False,
-                              "pushed": False, "conflicts": []}
+    result: dict[str, Any] = {
+        "remote": remote,
+        "branch": branch,
+        "committed": 0,
+        "merged": False,
+        "pushed": False,
+        "conflicts": [],
+    }
     for attempt in range(attempts):
         _git(top, "fetch", "-q", remote, env=env)
         upstream = f"{remote}/{branch}"
@@ -358,22 +403,29 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
             result["committed"] += _commit(top, prefix, "nexus sync: changes on this machine", env)
             if result["committed"]:
                 in_step = False
-            if has_remote and not in_step and _git(top, "merge-base", "--is-ancestor", upstream, "HEAD",
-                                                   check=False).returncode != 0:
+            if (
+                has_remote
+                and not in_step
+                and _git(top, "merge-base", "--is-ancestor", upstream, "HEAD", check=False).returncode != 0
+            ):
                 before = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip() or None
                 proc = _git(top, "merge", "--no-edit", "-q", upstream, check=False, env=env)
                 result["merged"] = True
-                result["conflicts"] += [ln[len(DRIVER_SAYS):] for ln in proc.stderr.splitlines()
-                                        if ln.startswith(DRIVER_SAYS)]
+                result["conflicts"] += [
+                    ln[len(DRIVER_SAYS) :] for ln in proc.stderr.splitlines() if ln.startswith(DRIVER_SAYS)
+                ]
                 if proc.returncode != 0:
                     left = _git(top, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
                     if not left and "would be overwritten" in proc.stderr and attempt < attempts - 1:
                         continue  # a file written meanwhile by a writer without a lock: commit it too
                     _git(top, "merge", "--abort", check=False)
                     why = [ln for ln in proc.stderr.splitlines() if ln.startswith(("error", "fatal"))]
-                    raise SyncError("git could not merge " + (", ".join(left) or "the remote branch")
-                                    + (f" ({why[0]})" if why and not left else "")
-                                    + ": resolve by hand (`git pull`), then run `nexus sync` again")
+                    raise SyncError(
+                        "git could not merge "
+                        + (", ".join(left) or "the remote branch")
+                        + (f" ({why[0]})" if why and not left else "")
+                        + ": resolve by hand (`git pull`), then run `nexus sync` again"
+                    )
         if in_step:
             return result  # nothing to do: nothing committed, nothing fetched
         if result["merged"]:
@@ -389,11 +441,15 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
             report = verify(vault)
         if not report.ok:
             first = report.errors[0]
-            raise SyncError(f"not pushed: the vault does not verify ({len(report.errors)} problem(s); "
-                            f"first: {first.file}:{first.line}: {first.kind}: {first.message}); "
-                            "run `nexus verify`")
-        if has_remote and _git(top, "merge-base", "--is-ancestor", "HEAD", upstream,
-                               check=False).returncode == 0:
+            raise SyncError(
+                f"not pushed: the vault does not verify ({len(report.errors)} problem(s); "
+                f"first: {first.file}:{first.line}: {first.kind}: {first.message}); "
+                "run `nexus verify`"
+            )
+        if (
+            has_remote
+            and _git(top, "merge-base", "--is-ancestor", "HEAD", upstream, check=False).returncode == 0
+        ):
             return result  # nothing to push
         proc = _git(top, "push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False, env=env)
         if proc.returncode == 0:

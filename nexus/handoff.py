@@ -46,9 +46,14 @@ class Handoff:
     scan: dict[str, Any] | None = None  # where this handoff's scan stopped (saved by ``write``)
 
     def to_json(self) -> dict[str, Any]:
-        return {"since": self.since, "until": self.until, "last_entry": self.last_entry,
-                "last_state_version": self.last_state_version, "items": self.items,
-                "markdown": self.markdown}
+        return {
+            "since": self.since,
+            "until": self.until,
+            "last_entry": self.last_entry,
+            "last_state_version": self.last_state_version,
+            "items": self.items,
+            "markdown": self.markdown,
+        }
 
 
 def _utc(ts: float) -> str:
@@ -90,16 +95,23 @@ def resolve_since(vault: Vault, since: str | None, now: float) -> str | None:
         return _utc(now - int(m.group(1)) * (3600 if m.group(2) == "h" else 86400))
     m = re.fullmatch(r"(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d)(?::(\d\d))?Z?)?", since)
     if not m:
-        raise InputError(f"--since {since!r}: use 'last', hours like 12h, days like 2d, or a UTC time "
-                         "like 2026-11-30T04:00Z")
+        raise InputError(
+            f"--since {since!r}: use 'last', hours like 12h, days like 2d, or a UTC time "
+            "like 2026-11-30T04:00Z"
+        )
     return f"{m.group(1)}T{m.group(2) or '00:00'}:{m.group(3) or '00'}Z"
 
 
 # ------------------------------------------------------------------ gathering
 
 
-def _acks_owed(vault: Vault, window: list[Located], everything: list[Located], ack_types: tuple[str, ...],
-               agents: list[str]) -> dict[str, list[str]]:
+def _acks_owed(
+    vault: Vault,
+    window: list[Located],
+    everything: list[Located],
+    ack_types: tuple[str, ...],
+    agents: list[str],
+) -> dict[str, list[str]]:
     """entry id -> agents that still owe an acknowledgement (from the acks module)."""
     try:
         from . import acks
@@ -142,16 +154,25 @@ def _pending(vault: Vault) -> list[Any] | None:
 
 
 def _pending_line(item: Any) -> str:
-    text = next((v for a in ("content", "summary", "text") if isinstance(v := getattr(item, a, None), str)
-                 and v), str(item))
+    text = next(
+        (v for a in ("content", "summary", "text") if isinstance(v := getattr(item, a, None), str) and v),
+        str(item),
+    )
     who = " · ".join(str(v) for a in ("agent", "type") if (v := getattr(item, a, None)))
     link = getattr(item, "link", None)
-    return (f"- {who + ': ' if who else ''}{' '.join(text.split())[:200]}"
-            + (f" — {link}" if isinstance(link, str) else ""))
+    return f"- {who + ': ' if who else ''}{' '.join(text.split())[:200]}" + (
+        f" — {link}" if isinstance(link, str) else ""
+    )
 
 
-def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30.0,
-          now: float | None = None, progress: Callable[[int, int], None] | None = None) -> Handoff:
+def build(  # noqa: C901
+    vault: Vault,
+    *,
+    since: str | None = "last",
+    stale_minutes: float = 30.0,
+    now: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Handoff:
     """Gather and render the handoff for the window since ``since`` (see :func:`resolve_since`).
     ``progress`` follows the verification (long only when it must check the log from scratch)."""
     from . import checkpoints, decisions, entries, log, project_state, verify
@@ -189,8 +210,9 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
         return fresh(e.id, e.ts)
 
     # (resuming, older ids are skipped before ``keep``: their activity is in the saved scan)
-    window, marks, _newest = log.scan_after(vault, saved["segments"] if resume and saved else {},
-                                            after_entry if resume else None, keep)
+    window, marks, _newest = log.scan_after(
+        vault, saved["segments"] if resume and saved else {}, after_entry if resume else None, keep
+    )
     report = verify.verify(vault, progress=progress)
     # Only entries that verify are anyone's words here; the others are listed under integrity.
     suspect = {p.entry_id for p in report.problems if p.entry_id and p.kind in verify.ENTRY_KINDS}
@@ -198,9 +220,12 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     by_id = {loc.entry.id: loc for loc in window}  # (links go to the window's entries only)
     newest = log.tail(vault, 1)
     shown: set[str] = set()
-    out = Handoff(since=start, until=until,
-                  last_entry=newest[-1].entry.id if newest else after_entry,
-                  last_state_version=max([v.version for v in project_state.versions(vault)], default=0))
+    out = Handoff(
+        since=start,
+        until=until,
+        last_entry=newest[-1].entry.id if newest else after_entry,
+        last_state_version=max([v.version for v in project_state.versions(vault)], default=0),
+    )
     out.scan = {"last_entry": out.last_entry, "segments": marks, "activity": last_activity}
     md: list[str] = []
     items = out.items
@@ -215,23 +240,32 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
         what = f"{p.kind} {p.entry_id}" if p.entry_id else p.kind
         waiting.append(f"- ⚠ **integrity** {what}: {p.message} — {link}")
     cps = checkpoints.all_checkpoints(vault)
-    crashed = {a for a, cp in cps.items()
-               if checkpoints.probable_crash(cp, stale_minutes, last_activity=last_activity.get(a), now=now)}
+    crashed = {
+        a
+        for a, cp in cps.items()
+        if checkpoints.probable_crash(cp, stale_minutes, last_activity=last_activity.get(a), now=now)
+    }
     items["checkpoints"] = [{**cp.to_json(), "probable_crash": a in crashed} for a, cp in cps.items()]
     for a in sorted(crashed):
         cp = cps[a]
-        waiting.append(f"- ⚠ **{a} probably crashed** during “{cp.task}”: in progress, idle since "
-                       f"{cp.saved.replace('T', ' ')}; last step “{cp.step}”, next “{cp.next}” — "
-                       f"[[agents/{a}/checkpoint]] (`nexus checkpoint resume --agent {a}`)")
+        waiting.append(
+            f"- ⚠ **{a} probably crashed** during “{cp.task}”: in progress, idle since "
+            f"{cp.saved.replace('T', ' ')}; last step “{cp.step}”, next “{cp.next}” — "
+            f"[[agents/{a}/checkpoint]] (`nexus checkpoint resume --agent {a}`)"
+        )
     for a, cp in sorted(cps.items()):
         if cp.status == "blocked":
-            waiting.append(f"- ⛔ **{a} is blocked** on “{cp.task}”: {cp.step}; needs: {cp.next} — "
-                           f"[[agents/{a}/checkpoint]]")
+            waiting.append(
+                f"- ⛔ **{a} is blocked** on “{cp.task}”: {cp.step}; needs: {cp.next} — "
+                f"[[agents/{a}/checkpoint]]"
+            )
     pending = _pending(vault)
     items["pending_facts"] = None if pending is None else [str(getattr(x, "id", x)) for x in pending]
     if pending:
-        waiting.append(f"- 📥 **{len(pending)} fact(s) wait for your approval** in the retention bank "
-                       "(tick them in memory/REVIEW.md, or `nexus review`):")
+        waiting.append(
+            f"- 📥 **{len(pending)} fact(s) wait for your approval** in the retention bank "
+            "(tick them in memory/REVIEW.md, or `nexus review`):"
+        )
         waiting += ["  " + _pending_line(x) for x in pending]
     owed = _acks_owed(vault, window, window, settings.ack_types, agents)
     questions = [loc for loc in window if loc.entry.type == "question" and loc.entry.id in owed]
@@ -243,13 +277,20 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
 
     # ---- corrections
     corrections = [loc for loc in window if loc.entry.type == "correction"]
-    items["corrections"] = [{"id": c.entry.id, "by": c.entry.agent, "summary": c.entry.summary,
-                             "not_acked_by": owed.get(c.entry.id, [])} for c in corrections]
+    items["corrections"] = [
+        {
+            "id": c.entry.id,
+            "by": c.entry.agent,
+            "summary": c.entry.summary,
+            "not_acked_by": owed.get(c.entry.id, []),
+        }
+        for c in corrections
+    ]
     corr_lines = []
     for loc in corrections:
         e = loc.entry
         missing = owed.get(e.id, [])
-        status = (f"**not acknowledged by {', '.join(missing)}**" if missing else "acknowledged by all")
+        status = f"**not acknowledged by {', '.join(missing)}**" if missing else "acknowledged by all"
         corr_lines.append(f"- {e.agent}: {e.summary} — {status} — {loc.link}")
         shown.add(e.id)
 
@@ -257,9 +298,12 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     found, race_note = _races(vault, settings.race_window_seconds)
     open_races = [r for r in (found or []) if r.resolved_by is None]  # until reconciled, every time
     items["races"] = [list(r.key) for r in open_races]
-    race_lines = [f"- {r.a.entry.agent} “{r.a.entry.summary}” {r.a.link} and {r.b.entry.agent} "
-                  f"“{r.b.entry.summary}” {r.b.link} were written without seeing each other — reconcile "
-                  "with an entry of type `reconcile` acking both" for r in open_races[:SHOWN_RACES]]
+    race_lines = [
+        f"- {r.a.entry.agent} “{r.a.entry.summary}” {r.a.link} and {r.b.entry.agent} "
+        f"“{r.b.entry.summary}” {r.b.link} were written without seeing each other — reconcile "
+        "with an entry of type `reconcile` acking both"
+        for r in open_races[:SHOWN_RACES]
+    ]
     if len(open_races) > SHOWN_RACES:
         race_lines.append(f"- … {len(open_races) - SHOWN_RACES} more: `nexus races --unresolved`")
     for r in open_races:
@@ -278,8 +322,10 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     for d in made:
         status = "" if d.status == "active" else f" (since superseded by {d.superseded_by})"
         entry = by_id.get(d.entry or "")
-        dec_lines.append(f"- {d.link} **{d.title}** by {d.author}{status}: {decisions.one_line(d)}"
-                         + (f" — {entry.link}" if entry else ""))
+        dec_lines.append(
+            f"- {d.link} **{d.title}** by {d.author}{status}: {decisions.one_line(d)}"
+            + (f" — {entry.link}" if entry else "")
+        )
         if d.entry:
             shown.add(d.entry)
     for d in superseded:
@@ -299,14 +345,21 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     items["resumed"] = [loc.entry.id for loc in resumes]
 
     # ---- project state
-    changes = [v for v in project_state.versions(vault)
-               if v.version > after_version and (after_version or start is None or v.ts >= start)]
+    changes = [
+        v
+        for v in project_state.versions(vault)
+        if v.version > after_version and (after_version or start is None or v.ts >= start)
+    ]
     items["state_changes"] = [v.version for v in changes]
-    state_lines = [f"- v{v.version} by {v.author}{' (a person, in Obsidian)' if v.kind == 'human' else ''}: "
-                   f"{v.summary} — [[{v.path.removesuffix('.md')}|v{v.version}]]" for v in changes]
+    state_lines = [
+        f"- v{v.version} by {v.author}{' (a person, in Obsidian)' if v.kind == 'human' else ''}: "
+        f"{v.summary} — [[{v.path.removesuffix('.md')}|v{v.version}]]"
+        for v in changes
+    ]
     conflicts = [loc for loc in window if loc.entry.type == "state-conflict"]
-    state_lines += [f"- refused a stale edit by {loc.entry.agent}: {loc.entry.summary} — {loc.link}"
-                    for loc in conflicts]
+    state_lines += [
+        f"- refused a stale edit by {loc.entry.agent}: {loc.entry.summary} — {loc.link}" for loc in conflicts
+    ]
     for loc in window:
         if loc.entry.type in ("state", "state-conflict", "checkpoint", "reconcile"):
             shown.add(loc.entry.id)
@@ -316,28 +369,40 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
     for loc in window:
         if loc.entry.id not in shown:
             work.setdefault(loc.entry.agent, {}).setdefault(loc.entry.channel, []).append(loc)
-    items["work"] = {a: {c: [x.entry.id for x in locs] for c, locs in chans.items()}
-                     for a, chans in work.items()}
+    items["work"] = {
+        a: {c: [x.entry.id for x in locs] for c, locs in chans.items()} for a, chans in work.items()
+    }
 
     # ---- render
     day = until[:10]
-    counts = [f"{len(window)} entries by {len({x.entry.agent for x in window})} author(s)",
-              f"{len(made)} decision(s)", f"{len(corrections)} correction(s)",
-              f"{len(open_races)} unreconciled race(s)", f"{len(crashed)} probable crash(es)",
-              f"{len(changes)} state change(s)",
-              "integrity clean" if report.ok else f"**{len(report.errors)} integrity problem(s)**"]
+    counts = [
+        f"{len(window)} entries by {len({x.entry.agent for x in window})} author(s)",
+        f"{len(made)} decision(s)",
+        f"{len(corrections)} correction(s)",
+        f"{len(open_races)} unreconciled race(s)",
+        f"{len(crashed)} probable crash(es)",
+        f"{len(changes)} state change(s)",
+        "integrity clean" if report.ok else f"**{len(report.errors)} integrity problem(s)**",
+    ]
     if open_races:  # agents must reconcile these; a person reading "nothing needs you" would skip them
         waiting.append(f"- ⚔ **{len(open_races)} unreconciled race(s)** between agents: see Races below")
     if start:
         window_text = f"From {start.replace('T', ' ')} to {until.replace('T', ' ')}"
     elif window:
-        window_text = (f"From the first entry of the log ({window[0].entry.ts.replace('T', ' ')}) "
-                       f"to {until.replace('T', ' ')}")
+        window_text = (
+            f"From the first entry of the log ({window[0].entry.ts.replace('T', ' ')}) "
+            f"to {until.replace('T', ' ')}"
+        )
     else:
         window_text = f"Everything up to {until.replace('T', ' ')}"
     kind = "success" if not waiting else "warning"
-    md += [f"# Morning handoff — {day}", "", f"> [!{kind}] {window_text} (UTC)",
-           "> " + " · ".join(counts), ""]
+    md += [
+        f"# Morning handoff — {day}",
+        "",
+        f"> [!{kind}] {window_text} (UTC)",
+        "> " + " · ".join(counts),
+        "",
+    ]
     md += ["## Waiting for you", ""] + (waiting or ["Nothing needs you. ✓"]) + [""]
     if corr_lines:
         md += ["## Corrections", "", *corr_lines, ""]
@@ -369,8 +434,12 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
                 more = len(locs) - SHOWN_PER_CHANNEL
                 md.append(f"  - … {more} more in [[{locs[-1].file.removesuffix('.md')}]]")
         md.append("")
-    md += ["---", "See the [[Decisions]] register and [[state/project|the project state]]." if
-           (vault.root / "state" / "project.md").exists() else "See the [[Decisions]] register."]
+    md += [
+        "---",
+        "See the [[Decisions]] register and [[state/project|the project state]]."
+        if (vault.root / "state" / "project.md").exists()
+        else "See the [[Decisions]] register.",
+    ]
     if not (vault.root / "Decisions.md").exists():
         md[-1] = "Decisions are listed with `nexus decisions`."
     out.markdown = "\n".join(md) + "\n"
@@ -380,8 +449,13 @@ def build(vault: Vault, *, since: str | None = "last", stale_minutes: float = 30
 def write(vault: Vault, handoff: Handoff) -> Path:
     """Save as ``handoff/YYYY-MM-DD.md`` (next free ``-N`` suffix when that day already has one)."""
     day = handoff.until[:10]
-    props = {"since": handoff.since, "until": handoff.until, "last_entry": handoff.last_entry,
-             "last_state_version": handoff.last_state_version, "tags": ["nexus/handoff"]}
+    props = {
+        "since": handoff.since,
+        "until": handoff.until,
+        "last_entry": handoff.last_entry,
+        "last_state_version": handoff.last_state_version,
+        "tags": ["nexus/handoff"],
+    }
     text = properties.render(props, handoff.markdown).encode("utf-8")
     folder(vault).mkdir(exist_ok=True)
     n = 1
@@ -412,14 +486,24 @@ def _load_scan(vault: Vault) -> dict[str, Any] | None:
         data = json.loads(_scan_path(vault).read_bytes())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("segments"), dict) or not isinstance(
-            data.get("activity"), dict) or not isinstance(data.get("last_entry"), str):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("segments"), dict)
+        or not isinstance(data.get("activity"), dict)
+        or not isinstance(data.get("last_entry"), str)
+    ):
         return None
     return data
 
 
 _BOLD, _DIM, _CYAN, _YELLOW, _GREEN, _RESET = (
-    "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[32m", "\033[0m")
+    "\033[1m",
+    "\033[2m",
+    "\033[36m",
+    "\033[33m",
+    "\033[32m",
+    "\033[0m",
+)
 
 
 def for_terminal(markdown: str, *, colour: bool) -> str:

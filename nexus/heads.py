@@ -43,8 +43,14 @@ def _signed_part(head: dict[str, Any]) -> bytes:
 def write(vault: Vault, signer: Signer, agent: str, seq: int, entry_id: str, digest: str) -> None:
     """Record ``agent``'s new head (called after the entry is durable; raises OSError on failure,
     which the caller ignores: a head only ever lags)."""
-    head: dict[str, Any] = {"v": 1, "agent": agent, "seq": seq, "id": entry_id, "hash": digest,
-                            "key": signer.key_id}
+    head: dict[str, Any] = {
+        "v": 1,
+        "agent": agent,
+        "seq": seq,
+        "id": entry_id,
+        "hash": digest,
+        "key": signer.key_id,
+    }
     head["sig"] = signer.sign(_signed_part(head))
     # Overwritten in place under the log lock, like tail.json: no temp file and no rename (a rename
     # over an existing file makes ext4 flush the data, ~1 ms an append). A head cut short by a crash
@@ -54,7 +60,7 @@ def write(vault: Vault, signer: Signer, agent: str, seq: int, entry_id: str, dig
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
@@ -97,21 +103,43 @@ def check(vault: Vault, ring: Keyring, tops: dict[str, tuple[int, str, str, int,
             continue
         where = f"agents/{agent}/{FILE}"
         if head["agent"] != agent or not signed_by(head, ring):
-            out.append(Problem("head-forged", where, 1, f"the head of {agent} is not signed by "
-                               f"{agent}'s trusted key: it was edited or forged", head["id"], agent))
+            out.append(
+                Problem(
+                    "head-forged",
+                    where,
+                    1,
+                    f"the head of {agent} is not signed by {agent}'s trusted key: it was edited or forged",
+                    head["id"],
+                    agent,
+                )
+            )
             continue
         top = tops.get(agent)
         have = top[0] if top else 0
         at = (top[2], top[3]) if top else ("log", 0)
         if have < head["seq"]:
             gap = f"{have + 1}" if have + 1 == head["seq"] else f"{have + 1}–{head['seq']}"
-            out.append(Problem("truncated", *at, f"{agent} signed a head at seq {head['seq']} "
-                               f"(entry {head['id']}, {where}) but the log holds {agent}'s entries only "
-                               f"to seq {have}: seq {gap} are gone (truncated or rolled back)",
-                               head["id"], agent))
+            out.append(
+                Problem(
+                    "truncated",
+                    *at,
+                    f"{agent} signed a head at seq {head['seq']} "
+                    f"(entry {head['id']}, {where}) but the log holds {agent}'s entries only "
+                    f"to seq {have}: seq {gap} are gone (truncated or rolled back)",
+                    head["id"],
+                    agent,
+                )
+            )
         elif top is not None and have == head["seq"] and top[4] != head["id"]:
-            out.append(Problem("truncated", *at, f"{agent}'s signed head names entry {head['id']} "
-                               f"(seq {head['seq']}), which is not in the log: entry {top[4]} took its "
-                               "place (an older copy of the log was restored and appended to)",
-                               head["id"], agent))
+            out.append(
+                Problem(
+                    "truncated",
+                    *at,
+                    f"{agent}'s signed head names entry {head['id']} "
+                    f"(seq {head['seq']}), which is not in the log: entry {top[4]} took its "
+                    "place (an older copy of the log was restored and appended to)",
+                    head["id"],
+                    agent,
+                )
+            )
     return out

@@ -33,8 +33,14 @@ def _host() -> str:
 
 def beat(vault: Vault, *, started: float, every: float) -> None:
     """Record that this process's watcher is alive now (not fsynced: losing a beat is harmless)."""
-    record = {"pid": os.getpid(), "host": _host(), "started": started, "beat": time.time(),
-              "every": every, "stopped": None}
+    record = {
+        "pid": os.getpid(),
+        "host": _host(),
+        "started": started,
+        "beat": time.time(),
+        "every": every,
+        "stopped": None,
+    }
     durable.replace(_path(vault), json.dumps(record).encode(), durable=False)
 
 
@@ -76,10 +82,14 @@ def problem(vault: Vault, now: float | None = None) -> str | None:
     now = time.time() if now is None else now
     restart = "start it again with `nexus watch`"
     if record.get("host") == _host() and not _alive(pid):
-        return (f"the watcher (pid {pid}) is no longer running: it died without stopping after its "
-                f"last check at {_when(beat_at)}; {restart}")
+        return (
+            f"the watcher (pid {pid}) is no longer running: it died without stopping after its "
+            f"last check at {_when(beat_at)}; {restart}"
+        )
     silence = now - beat_at
     if silence > max(MIN_SILENCE, 4 * every):
-        return (f"the watcher (pid {pid}) has not checked in for {silence / 60:.0f} minute(s) "
-                f"(last at {_when(beat_at)}): it is stuck or gone; {restart}")
+        return (
+            f"the watcher (pid {pid}) has not checked in for {silence / 60:.0f} minute(s) "
+            f"(last at {_when(beat_at)}): it is stuck or gone; {restart}"
+        )
     return None

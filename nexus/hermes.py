@@ -101,10 +101,20 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         cfg = _config(hermes_home)
         vault = find(os.environ.get("NEXUS_VAULT") or cfg.get("vault"), None, Path.cwd())
         agents: dict[str, Any] = cfg["agents"] if isinstance(cfg.get("agents"), dict) else {}
-        agent = (os.environ.get("NEXUS_AGENT") or (agents.get(profile) if profile else None)
-                 or cfg.get("agent") or profile or "")
-        keys = (Path(os.environ["NEXUS_HOME"]) if os.environ.get("NEXUS_HOME")
-                else Path(cfg["keys_home"]) if cfg.get("keys_home") else settings.keys_home())
+        agent = (
+            os.environ.get("NEXUS_AGENT")
+            or (agents.get(profile) if profile else None)
+            or cfg.get("agent")
+            or profile
+            or ""
+        )
+        keys = (
+            Path(os.environ["NEXUS_HOME"])
+            if os.environ.get("NEXUS_HOME")
+            else Path(cfg["keys_home"])
+            if cfg.get("keys_home")
+            else settings.keys_home()
+        )
         return vault, str(agent), keys.expanduser()
 
     def is_available(self) -> bool:
@@ -122,16 +132,23 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         hermes_home = kwargs.get("hermes_home")
         profile = kwargs.get("agent_identity")
         self._vault, self._agent, self._keys_home = self._resolve(
-            str(hermes_home) if hermes_home else None, str(profile) if profile else None)
+            str(hermes_home) if hermes_home else None, str(profile) if profile else None
+        )
         self._session_id = session_id or "default"
         # cron, subagent and flush contexts read but never write (Hermes' own advice)
         self._writes = kwargs.get("agent_context", "primary") == "primary"
         self._settings = resolve({}, os.environ, self._vault.config())
         st = self._settings
-        self._frozen = session.start(self._vault, self._agent, self._session_id, source="startup",
-                                     max_chars=st.brief_max_chars, ack_types=st.ack_types,
-                                     race_window=st.race_window_seconds,
-                                     stale_minutes=st.stale_checkpoint_minutes)
+        self._frozen = session.start(
+            self._vault,
+            self._agent,
+            self._session_id,
+            source="startup",
+            max_chars=st.brief_max_chars,
+            ack_types=st.ack_types,
+            race_window=st.race_window_seconds,
+            stale_minutes=st.stale_checkpoint_minutes,
+        )
 
     def system_prompt_block(self) -> str:
         return self._frozen
@@ -142,9 +159,17 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         if self._vault is None:
             return ""
         st = self._settings
-        parts = [session.turn(self._vault, self._agent, self._session_id, prompt=query,
-                              max_chars=PREFETCH_CHARS, ack_types=st.ack_types,
-                              race_window=st.race_window_seconds).strip()]
+        parts = [
+            session.turn(
+                self._vault,
+                self._agent,
+                self._session_id,
+                prompt=query,
+                max_chars=PREFETCH_CHARS,
+                ack_types=st.ack_types,
+                race_window=st.race_window_seconds,
+            ).strip()
+        ]
         words = _words(query)
         if words:
             with self._lock:
@@ -163,8 +188,9 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         lines: list[str] = []
         try:
             hits = search.search(self._vault, words, path="memory/", limit=3)
-            hits += [h for h in search.search(self._vault, words, limit=5) if h.path not in
-                     {x.path for x in hits}][:3]
+            hits += [
+                h for h in search.search(self._vault, words, limit=5) if h.path not in {x.path for x in hits}
+            ][:3]
         except Exception as err:  # a search problem never costs the turn
             logger.warning("nexus search failed: %s", err)
             return ""
@@ -175,8 +201,14 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
             lines.append(line)
         return "## Related in the vault\n" + "\n".join(lines) if lines else ""
 
-    def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
-                  messages: list[dict[str, Any]] | None = None) -> None:
+    def sync_turn(
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        messages: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Append the turn as a signed entry, on a background thread."""
         if self._vault is None or not self._writes or not (user_content or "").strip():
             return
@@ -211,8 +243,9 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
             self._search.shutdown(wait=False, cancel_futures=True)
             self._search = None
 
-    def on_memory_write(self, action: str, target: str, content: str,
-                        metadata: dict[str, Any] | None = None) -> None:
+    def on_memory_write(
+        self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None
+    ) -> None:
         """Mirror a built-in memory write; the safety scan may refuse it (logged, left out)."""
         from . import memory
         from .errors import NexusError
@@ -238,8 +271,9 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
 
         if self._vault is None or not self._writes:
             return ""
-        cp = session.pre_compact(self._vault, self._agent, self._session_id, trigger="hermes",
-                                 keys_home=self._keys_home)
+        cp = session.pre_compact(
+            self._vault, self._agent, self._session_id, trigger="hermes", keys_home=self._keys_home
+        )
         return f"(nexus checkpoint saved, version {cp.seq}: {cp.task} — next: {cp.next})"
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
@@ -253,33 +287,71 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
     # ------------------------------------------------------------------ tools
     def get_tool_schemas(self) -> list[dict[str, Any]]:
         def tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-            return {"name": name, "description": description,
-                    "parameters": {"type": "object", "properties": props, "required": required}}
+            return {
+                "name": name,
+                "description": description,
+                "parameters": {"type": "object", "properties": props, "required": required},
+            }
 
         text = {"type": "string"}
         return [
-            tool("nexus_brief", "Your nexus brief: what the other agents wrote, what you owe, decisions "
-                 "in force, your checkpoint and memory.", {}, []),
-            tool("nexus_log_append", "Append one signed entry to the shared live log after a meaningful "
-                 "turn.", {"channel": {**text, "description": "Topic: lowercase letters, digits, dashes."},
-                           "type": {"type": "string", "enum": ["note", "question", "correction", "handoff"],
-                                    "description": "What kind of entry."},
-                           "summary": {**text, "description": "One line: what happened."},
-                           "body": {**text, "description": "Optional details, Markdown."}},
-                 ["channel", "type", "summary"]),
-            tool("nexus_acknowledge", "Acknowledge entries by the other agents so you no longer owe them.",
-                 {"ids": {"type": "array", "items": text, "description": "Entry ids."},
-                  "summary": {**text, "description": "One line: what you take from them."}}, ["ids"]),
-            tool("nexus_search", "Search the shared vault (log, decisions, notes, facts) with provenance.",
-                 {"query": {**text, "description": "Words to look for."}}, ["query"]),
-            tool("nexus_decide", "Record a team decision (a signed note).",
-                 {"title": {**text, "description": "A short title."},
-                  "decision": {**text, "description": "What was decided."},
-                  "rationale": {**text, "description": "Why."}}, ["title", "decision", "rationale"]),
-            tool("nexus_checkpoint", "Save your working context so a new session can resume.",
-                 {"task": {**text, "description": "The task, one line."},
-                  "step": {**text, "description": "The step just done."},
-                  "next": {**text, "description": "The next step."}}, ["task", "step", "next"]),
+            tool(
+                "nexus_brief",
+                "Your nexus brief: what the other agents wrote, what you owe, decisions "
+                "in force, your checkpoint and memory.",
+                {},
+                [],
+            ),
+            tool(
+                "nexus_log_append",
+                "Append one signed entry to the shared live log after a meaningful turn.",
+                {
+                    "channel": {**text, "description": "Topic: lowercase letters, digits, dashes."},
+                    "type": {
+                        "type": "string",
+                        "enum": ["note", "question", "correction", "handoff"],
+                        "description": "What kind of entry.",
+                    },
+                    "summary": {**text, "description": "One line: what happened."},
+                    "body": {**text, "description": "Optional details, Markdown."},
+                },
+                ["channel", "type", "summary"],
+            ),
+            tool(
+                "nexus_acknowledge",
+                "Acknowledge entries by the other agents so you no longer owe them.",
+                {
+                    "ids": {"type": "array", "items": text, "description": "Entry ids."},
+                    "summary": {**text, "description": "One line: what you take from them."},
+                },
+                ["ids"],
+            ),
+            tool(
+                "nexus_search",
+                "Search the shared vault (log, decisions, notes, facts) with provenance.",
+                {"query": {**text, "description": "Words to look for."}},
+                ["query"],
+            ),
+            tool(
+                "nexus_decide",
+                "Record a team decision (a signed note).",
+                {
+                    "title": {**text, "description": "A short title."},
+                    "decision": {**text, "description": "What was decided."},
+                    "rationale": {**text, "description": "Why."},
+                },
+                ["title", "decision", "rationale"],
+            ),
+            tool(
+                "nexus_checkpoint",
+                "Save your working context so a new session can resume.",
+                {
+                    "task": {**text, "description": "The task, one line."},
+                    "step": {**text, "description": "The step just done."},
+                    "next": {**text, "description": "The next step."},
+                },
+                ["task", "step", "next"],
+            ),
         ]
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
@@ -297,28 +369,64 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
 
         st = self._settings
         if name == "nexus_brief":
-            return {"text": brief.render(brief.build(
-                self._vault, self._agent, max_chars=st.brief_max_chars, ack_types=st.ack_types,
-                race_window=st.race_window_seconds, stale_minutes=st.stale_checkpoint_minutes))}
+            return {
+                "text": brief.render(
+                    brief.build(
+                        self._vault,
+                        self._agent,
+                        max_chars=st.brief_max_chars,
+                        ack_types=st.ack_types,
+                        race_window=st.race_window_seconds,
+                        stale_minutes=st.stale_checkpoint_minutes,
+                    )
+                )
+            }
         if name == "nexus_search":
-            return {"items": [{"title": h.title, "snippet": h.snippet, "link": h.link, "agent": h.agent,
-                               "time": h.time} for h in search.search(self._vault, args["query"], limit=8)]}
+            return {
+                "items": [
+                    {"title": h.title, "snippet": h.snippet, "link": h.link, "agent": h.agent, "time": h.time}
+                    for h in search.search(self._vault, args["query"], limit=8)
+                ]
+            }
         if name == "nexus_checkpoint":
-            cp, _ = checkpoints.save(self._vault, self._agent, task=args["task"], step=args["step"],
-                                     next=args["next"], keys_home=self._keys_home)
+            cp, _ = checkpoints.save(
+                self._vault,
+                self._agent,
+                task=args["task"],
+                step=args["step"],
+                next=args["next"],
+                keys_home=self._keys_home,
+            )
             return {"saved": cp.saved, "version": cp.seq}
         signer = identity.load_signer(self._vault, self._keys_home, self._agent)
         if name == "nexus_log_append":
-            done = log.append(self._vault, signer, channel=args["channel"], type=args["type"],
-                              summary=args["summary"], body=args.get("body"))
+            done = log.append(
+                self._vault,
+                signer,
+                channel=args["channel"],
+                type=args["type"],
+                summary=args["summary"],
+                body=args.get("body"),
+            )
             return {"id": done.located.entry.id, "link": done.located.link}
         if name == "nexus_acknowledge":
-            done = log.append(self._vault, signer, channel="general", type="ack",
-                              summary=args.get("summary") or "acknowledged", ack=tuple(args["ids"]))
+            done = log.append(
+                self._vault,
+                signer,
+                channel="general",
+                type="ack",
+                summary=args.get("summary") or "acknowledged",
+                ack=tuple(args["ids"]),
+            )
             return {"id": done.located.entry.id, "link": done.located.link}
         if name == "nexus_decide":
-            d = decisions.decide(self._vault, signer, title=args["title"], decision=args["decision"],
-                                 rationale=args["rationale"])
+            d = decisions.decide(
+                self._vault,
+                signer,
+                title=args["title"],
+                decision=args["decision"],
+                rationale=args["rationale"],
+            )
             return {"id": d.id, "link": d.link}
         raise KeyError(name)
 
@@ -327,8 +435,11 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         return [
             {"key": "vault", "description": "Path of the nexus vault", "required": True},
             {"key": "agent", "description": "The nexus agent this Hermes profile acts as", "required": True},
-            {"key": "keys_home", "description": "Folder of nexus private keys (NEXUS_HOME)",
-             "required": False},
+            {
+                "key": "keys_home",
+                "description": "Folder of nexus private keys (NEXUS_HOME)",
+                "required": False,
+            },
         ]
 
     def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
@@ -339,7 +450,8 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
 
         def edit(data: dict[str, Any]) -> None:
             table(table(data, "plugins"), "nexus").update(
-                {k: str(v) for k, v in values.items() if v is not None})
+                {k: str(v) for k, v in values.items() if v is not None}
+            )
 
         old = read_text(path)
         new = yaml_merge(path, edit)(old)

@@ -21,8 +21,10 @@ _CLI = {
     "read": "run `nexus log read --agent {agent}`",
     "fact": "`nexus memory facts show NAME`",
     "snapshot": "`nexus memory snapshot --agent {agent}`",
-    "reconcile": ('`nexus log append --agent {agent} --channel {channel} --type reconcile '
-                  '--ack {a} --ack {b} --summary "..."`'),
+    "reconcile": (
+        "`nexus log append --agent {agent} --channel {channel} --type reconcile "
+        '--ack {a} --ack {b} --summary "..."`'
+    ),
 }
 _MCP = {
     "ack": "the `acknowledge` tool (ids: [ID])",

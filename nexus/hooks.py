@@ -33,16 +33,25 @@ from pathlib import Path
 from typing import Any
 
 # event argument -> the runtime's event name
-EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "pre-compact": "PreCompact",
-          "stop": "Stop", "session-end": "SessionEnd"}
+EVENTS = {
+    "session-start": "SessionStart",
+    "prompt": "UserPromptSubmit",
+    "pre-compact": "PreCompact",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
 CONTEXT_EVENTS = ("session-start", "prompt")
 VALUED = ("--agent", "--vault", "--home", "--max-chars")
 FLAGS = ("--block-without-entry", "--retain")
-USAGE = ("usage: nexus-hook session-start|prompt|pre-compact|stop|session-end --agent NAME "
-         "[--vault PATH] [--home PATH] [--max-chars N] [--block-without-entry] [--retain]")
-BLOCK_REASON = ("nexus: you wrote no log entry this turn. Append one (the `log_append` tool, or "
-                "`nexus log append --agent {agent} --channel TOPIC --type note --summary \"...\"`) "
-                "saying what you did, then stop.")
+USAGE = (
+    "usage: nexus-hook session-start|prompt|pre-compact|stop|session-end --agent NAME "
+    "[--vault PATH] [--home PATH] [--max-chars N] [--block-without-entry] [--retain]"
+)
+BLOCK_REASON = (
+    "nexus: you wrote no log entry this turn. Append one (the `log_append` tool, or "
+    '`nexus log append --agent {agent} --channel TOPIC --type note --summary "..."`) '
+    "saying what you did, then stop."
+)
 
 
 def _parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -95,23 +104,45 @@ def run(event: str, opts: dict[str, str], data: dict[str, Any]) -> dict[str, Any
 
     trust.configure(home)  # the keys this machine pinned decide what the context shows as verified
     if event == "session-start":
-        text = session.start(vault, agent, sid, source=str(data.get("source") or "startup"),
-                             max_chars=st.brief_max_chars, ack_types=st.ack_types,
-                             race_window=st.race_window_seconds, stale_minutes=st.stale_checkpoint_minutes)
+        text = session.start(
+            vault,
+            agent,
+            sid,
+            source=str(data.get("source") or "startup"),
+            max_chars=st.brief_max_chars,
+            ack_types=st.ack_types,
+            race_window=st.race_window_seconds,
+            stale_minutes=st.stale_checkpoint_minutes,
+        )
     elif event == "prompt":
-        text = session.turn(vault, agent, sid, prompt=prompt,
-                            max_chars=st.brief_max_chars, ack_types=st.ack_types,
-                            race_window=st.race_window_seconds)
+        text = session.turn(
+            vault,
+            agent,
+            sid,
+            prompt=prompt,
+            max_chars=st.brief_max_chars,
+            ack_types=st.ack_types,
+            race_window=st.race_window_seconds,
+        )
     elif event == "pre-compact":
         transcript = data.get("transcript_path")
-        session.pre_compact(vault, agent, sid, trigger=str(data.get("trigger") or "auto"),
-                            transcript=transcript if isinstance(transcript, str) else None, keys_home=home)
+        session.pre_compact(
+            vault,
+            agent,
+            sid,
+            trigger=str(data.get("trigger") or "auto"),
+            transcript=transcript if isinstance(transcript, str) else None,
+            keys_home=home,
+        )
         return None
     elif event == "stop":
         if "retain" in opts:  # runtimes without a session-end event (Codex): retain at every stop, once each
             session.end(vault, agent, sid)
-        if "block-without-entry" in opts and data.get("stop_hook_active") is not True \
-                and not session.wrote_this_turn(vault, agent, sid):
+        if (
+            "block-without-entry" in opts
+            and data.get("stop_hook_active") is not True
+            and not session.wrote_this_turn(vault, agent, sid)
+        ):
             return {"decision": "block", "reason": BLOCK_REASON.format(agent=agent)}
         return None
     else:  # session-end
@@ -137,11 +168,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if out is not None:
             sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     except Exception as err:  # a hook must never block the agent: one line, exit 0
-        what = ("the live context could not be loaded" if event in CONTEXT_EVENTS
-                else f"{event or 'hook'} failed")
+        what = (
+            "the live context could not be loaded" if event in CONTEXT_EVENTS else f"{event or 'hook'} failed"
+        )
         message = f"nexus: {what}: {' '.join(str(err).split())}"
-        out = ({"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": message}}
-               if event in CONTEXT_EVENTS else {"systemMessage": message})
+        out = (
+            {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": message}}
+            if event in CONTEXT_EVENTS
+            else {"systemMessage": message}
+        )
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         sys.stderr.write(message + "\n")
     return 0

@@ -74,8 +74,14 @@ def iter_entries(vault: Vault) -> Iterator[Located]:
 
 
 def _empty_state(heads: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"segment": None, "size": 0, "lines": 0, "last_id": None, "seg_last": None,
-            "heads": dict(heads or {})}
+    return {
+        "segment": None,
+        "size": 0,
+        "lines": 0,
+        "last_id": None,
+        "seg_last": None,
+        "heads": dict(heads or {}),
+    }
 
 
 def _load_state(vault: Vault) -> dict[str, Any] | None:
@@ -147,7 +153,10 @@ RECENT = 16  # per agent, the last entries the tail state remembers (to tell a f
 
 
 def _absorb(
-    state: dict[str, Any], located: Located, digest: str | None = None, key_of: KeyOf | None = None,
+    state: dict[str, Any],
+    located: Located,
+    digest: str | None = None,
+    key_of: KeyOf | None = None,
     signed: _SignatureCheck | None = None,
 ) -> None:
     """Take one entry into the tail state. With ``signed`` (a signature check, on catch-up and
@@ -169,8 +178,9 @@ def _absorb(
         if fork is not None and e.type == "reconcile" and set(fork["ids"]) <= set(e.ack):
             del forks[e.agent]  # the agent chose a branch: its chain goes on from this entry
             heads[e.agent] = [e.seq, d, e.id]
-        elif not ok_head or (e.seq > head[0] and not (
-                signed is not None and e.seq == head[0] + 1 and e.prev != head[1])):
+        elif not ok_head or (
+            e.seq > head[0] and not (signed is not None and e.seq == head[0] + 1 and e.prev != head[1])
+        ):
             if signed is None or not signed.strict or signed(located):
                 heads[e.agent] = [e.seq, d, e.id]  # (on catch-up, only a validly signed entry)
         elif signed is not None and e.seq <= head[0] + 1:
@@ -181,8 +191,9 @@ def _absorb(
                 elif not signed.head_ok(e.agent, head):
                     heads[e.agent] = [e.seq, d, e.id]  # the head was damaged or forged: not a fork
                 else:
-                    ids = sorted({*(fork["ids"] if fork else []), e.id,
-                                  *([other[1]] if other is not None else [])})
+                    ids = sorted(
+                        {*(fork["ids"] if fork else []), e.id, *([other[1]] if other is not None else [])}
+                    )
                     forks[e.agent] = {"seq": min(e.seq, fork["seq"]) if fork else e.seq, "ids": ids}
             elif e.seq > head[0]:
                 heads[e.agent] = [e.seq, d, e.id]
@@ -279,12 +290,18 @@ def _checked_state(
     """
     files = segment_files(vault)
     stored = _load_state(vault)
-    if known is not None and known["segment"] and (known["segment"], vault.log_dir / (
-        known["segment"] + ".md")) not in files:
+    if (
+        known is not None
+        and known["segment"]
+        and (known["segment"], vault.log_dir / (known["segment"] + ".md")) not in files
+    ):
         known = None  # its segment is gone (the vault was replaced): nothing of it can be trusted
     base = known if known is not None else stored
-    if known is not None and stored is not None and stored["segment"] == known["segment"] and (
-        stored["size"] > known["size"]
+    if (
+        known is not None
+        and stored is not None
+        and stored["segment"] == known["segment"]
+        and (stored["size"] > known["size"])
     ):
         base = stored  # another process got further than this one
     if not files:
@@ -292,8 +309,11 @@ def _checked_state(
     name, path = files[-1]
     size = path.stat().st_size
     if base is None or base["segment"] != name or base["size"] > size or not _boundary_ok(path, base):
-        if base is not stored and stored is not None and stored["segment"] == name and (
-            stored["size"] <= size and _boundary_ok(path, stored)
+        if (
+            base is not stored
+            and stored is not None
+            and stored["segment"] == name
+            and (stored["size"] <= size and _boundary_ok(path, stored))
         ):  # this process's state is stale but tail.json is exact (the watcher moved it after a rewrite)
             state: dict[str, Any] = json.loads(json.dumps(stored))
             for agent, head in (base or {}).get("heads", {}).items():  # heads are high-water marks
@@ -338,11 +358,15 @@ def carry_tail_state(vault: Vault, rel: str, old: bytes, new: bytes, added: list
     chunk = old[start:size]
     begin = f"{entries.BEGIN_PREFIX}{last} %%".encode()
     end_line = chunk.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
-    if not (chunk.startswith(begin) and chunk.endswith(b"\n") and end_line.startswith(
-            entries.END_PREFIX.encode()) and f'"id":"{last}"'.encode() in end_line):
+    if not (
+        chunk.startswith(begin)
+        and chunk.endswith(b"\n")
+        and end_line.startswith(entries.END_PREFIX.encode())
+        and f'"id":"{last}"'.encode() in end_line
+    ):
         return
     at = new.find(begin)
-    if at < 0 or new.find(begin, at + 1) >= 0 or new[at:at + len(chunk)] != chunk:
+    if at < 0 or new.find(begin, at + 1) >= 0 or new[at : at + len(chunk)] != chunk:
         return
     key_of = _key_reader(vault)
     for located in added:  # high-water heads: an entry put back may be one this state never saw
@@ -351,6 +375,7 @@ def carry_tail_state(vault: Vault, rel: str, old: bytes, new: bytes, added: list
     state["size"] = at + len(chunk)
     state["lines"] = new.count(b"\n", 0, at + len(chunk))
     _save_state(vault, state)
+
 
 def _boundary_ok(path: Path, state: dict[str, Any]) -> bool:
     """The recorded size still ends the recorded last entry (nobody rewrote the file under us)."""
@@ -407,7 +432,7 @@ class LogWriter:
             found = self._paths[name] = (path, f"{self.vault.rel(self._log_dir)}/{name}.md")
         return found
 
-    def append(
+    def append(  # noqa: C901
         self,
         signer: Signer,
         *,
@@ -429,9 +454,7 @@ class LogWriter:
         body, body_changed = prepare_body(body)
         for ack_id in ack:
             if not entries.ID_RE.fullmatch(ack_id):
-                raise InputError(
-                    f"--ack {ack_id!r} is not an entry id (26 characters, as printed by append)"
-                )
+                raise InputError(f"--ack {ack_id!r} is not an entry id (26 characters, as printed by append)")
         for what, part in (("the summary", summary), ("the body", body)):
             if part and SECRET_HINT_RE.search(part):  # every agent's brief shows an entry: no secrets
                 from .scan import check_secrets
@@ -496,13 +519,23 @@ class LogWriter:
                         f"{agent}'s chain forked at seq {fork['seq']}: entries {', '.join(fork['ids'])} "
                         f"continue the same entry ({agent} ran from two copies of the vault); nothing "
                         f"was appended. Choose the branch to go on from: `nexus log resolve-fork "
-                        f"--agent {agent} --keep ID` (both branches stay in the log)")
+                        f"--agent {agent} --keep ID` (both branches stay in the log)"
+                    )
                 head: Any = state["heads"].get(agent) if chain is None else [chain[0] - 1, chain[1]]
                 fields: dict[str, Any] = dict(
-                    id=entry_id, ts=ts, agent=agent, channel=channel, type=type, summary=summary,
-                    body=body, ack=tuple(dict.fromkeys(ack)), seen=seen,
-                    seq=(head[0] + 1) if head else 1, prev=head[1] if head else None,
-                    key=signer.key_id, via=via,
+                    id=entry_id,
+                    ts=ts,
+                    agent=agent,
+                    channel=channel,
+                    type=type,
+                    summary=summary,
+                    body=body,
+                    ack=tuple(dict.fromkeys(ack)),
+                    seen=seen,
+                    seq=(head[0] + 1) if head else 1,
+                    prev=head[1] if head else None,
+                    key=signer.key_id,
+                    via=via,
                 )
                 canonical = entries.canonical_fields(**fields)
                 entry = Entry(**fields, sig=signer.sign(entries.SIGN_CONTEXT + canonical))
@@ -531,8 +564,9 @@ class LogWriter:
             start = state["size"] + len(lead)
             first_line = state["lines"] + lead.count(b"\n") + 1
             n_lines = text_bytes.count(b"\n")
-            located = Located(entry, rel, first_line, first_line + n_lines - 2,
-                              start, start + len(text_bytes), "ok")
+            located = Located(
+                entry, rel, first_line, first_line + n_lines - 2, start, start + len(text_bytes), "ok"
+            )
             state["size"] = start + len(text_bytes)
             state["lines"] = first_line - 1 + n_lines
             _absorb(state, located, digest)
@@ -557,9 +591,13 @@ class LogWriter:
         now (the usual case with several writer processes: each saves it under the lock after its
         append). Spares listing the segments and copying the state; None: take the full check."""
         stored = _load_state(self.vault)
-        if stored is None or self._state is None or stored["segment"] != self._state["segment"] or (
-            stored["size"] != size
-        ) or not _boundary_ok(path, stored):
+        if (
+            stored is None
+            or self._state is None
+            or stored["segment"] != self._state["segment"]
+            or (stored["size"] != size)
+            or not _boundary_ok(path, stored)
+        ):
             return None
         return stored
 
@@ -573,8 +611,10 @@ class LogWriter:
         if self._state is not None and self._unsaved:
             with self._lock:
                 stored = _load_state(self.vault)
-                if stored is None or stored.get("segment") != self._state["segment"] or (
-                    stored["size"] <= self._state["size"]
+                if (
+                    stored is None
+                    or stored.get("segment") != self._state["segment"]
+                    or (stored["size"] <= self._state["size"])
                 ):
                     self._save()
 
@@ -644,8 +684,9 @@ def append(
     ``agent`` defaults to the signer; it differs only when the watcher signs a person's text
     (``via="watcher"``) with that person's key.
     """
-    return writer(vault).append(signer, channel=channel, type=type, summary=summary, body=body,
-                                ack=ack, via=via, agent=agent)
+    return writer(vault).append(
+        signer, channel=channel, type=type, summary=summary, body=body, ack=ack, via=via, agent=agent
+    )
 
 
 def _separator_needed(path: Path, size: int) -> bytes:
@@ -669,8 +710,9 @@ def resolve_fork(vault: Vault, signer: Signer, keep: str) -> AppendResult:
 
     agent = signer.name
     ring = trust.load(vault)
-    mine = [loc for loc in iter_entries(vault)
-            if loc.entry.agent == agent and check_entry(loc, ring)[0] == "ok"]
+    mine = [
+        loc for loc in iter_entries(vault) if loc.entry.agent == agent and check_entry(loc, ring)[0] == "ok"
+    ]
     by_id = {loc.entry.id: loc for loc in mine}
     if keep not in by_id:
         raise InputError(f"{keep!r} is not an entry of {agent} that verifies")
@@ -690,11 +732,15 @@ def resolve_fork(vault: Vault, signer: Signer, keep: str) -> AppendResult:
         raise InputError(f"{agent}'s chain has no fork to resolve")
     ack = tuple(loc.entry.id for loc in mine if loc.entry.seq >= forked and loc.entry.id != tip.entry.id)
     return writer(vault).append(
-        signer, channel="log", type="reconcile",
+        signer,
+        channel="log",
+        type="reconcile",
         summary=f"resolve the fork of {agent}'s chain at seq {forked}: go on from {tip.entry.id}",
         body=f"Kept the branch of {keep} (newest {tip.entry.id}); the other entries from seq {forked} "
-             "on stay in the log, acknowledged here.",
-        ack=(*ack, tip.entry.id), chain=(tip.entry.seq + 1, digests[tip.entry.id]))
+        "on stay in the log, acknowledged here.",
+        ack=(*ack, tip.entry.id),
+        chain=(tip.entry.seq + 1, digests[tip.entry.id]),
+    )
 
 
 def _undo_append(fd: int, before: int, err: BaseException) -> None:
@@ -705,7 +751,8 @@ def _undo_append(fd: int, before: int, err: BaseException) -> None:
     except OSError as cut:
         raise IntegrityError(
             f"appending failed ({err}) and the partial entry could not be removed ({cut}): it may be "
-            "in the log; check with `nexus log tail` before retrying") from err
+            "in the log; check with `nexus log tail` before retrying"
+        ) from err
     with contextlib.suppress(OSError):  # the cut is visible to every reader even if this fails
         os.fsync(fd)
 
@@ -750,8 +797,10 @@ def _cursor_start(path: Path, size: int, mark: Any) -> tuple[int, int, str | Non
         f.seek(max(0, offset - 8192))
         window = f.read(min(offset, 8192))
     tail_line = window.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
-    if window.endswith(b"\n") and tail_line.startswith(entries.END_PREFIX.encode()) and (
-        f'"id":"{last}"'.encode() in tail_line
+    if (
+        window.endswith(b"\n")
+        and tail_line.startswith(entries.END_PREFIX.encode())
+        and (f'"id":"{last}"'.encode() in tail_line)
     ):
         return offset, line, last
     return 0, 1, None
@@ -786,9 +835,13 @@ def scan_unread(
     seen = cursor.get("seen") if isinstance(cursor.get("seen"), str) else None
     arrived_at = cursor.get("arrived", 0) if isinstance(cursor.get("arrived"), int) else 0
     arrived, arrived_end = _arrivals_since(vault, arrived_at)
-    out, marks, newest_seen = scan_after(vault, cursor["segments"], seen,
-                                         keep=lambda e: e.agent != agent,
-                                         arrived=arrived if seen is not None else frozenset())
+    out, marks, newest_seen = scan_after(
+        vault,
+        cursor["segments"],
+        seen,
+        keep=lambda e: e.agent != agent,
+        arrived=arrived if seen is not None else frozenset(),
+    )
     out = _marked(vault, out, ring)
     if newest_seen != seen or marks != cursor["segments"] or arrived_end != arrived_at:
         saved: dict[str, Any] = {"seen": newest_seen, "segments": marks}
@@ -825,9 +878,12 @@ def _arrivals_since(vault: Vault, offset: int) -> tuple[set[str], int]:
     return set(data[:end].decode("ascii", "replace").split()), offset + end
 
 
-def scan_after(
-    vault: Vault, segment_marks: dict[str, Any], seen: str | None,
-    keep: Callable[[Entry], bool] | None = None, arrived: set[str] | frozenset[str] = frozenset(),
+def scan_after(  # noqa: C901
+    vault: Vault,
+    segment_marks: dict[str, Any],
+    seen: str | None,
+    keep: Callable[[Entry], bool] | None = None,
+    arrived: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[Located], dict[str, Any], str | None]:
     """Entries newer than ``seen`` (or in ``arrived``: merged in older than it) after the per-segment
     ``segment_marks`` (a cursor's ``segments``), oldest first and only those ``keep`` accepts; the

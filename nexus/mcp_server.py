@@ -52,13 +52,24 @@ CLI_WITHOUT_TOOL = {
 # CLI command -> its MCP tool, when the names differ. `review` lists pending facts only: approving or
 # rejecting is the human gate, a person's act (`nexus review --approve ID --agent PERSON`), never a tool.
 TOOL_FOR_CLI = {"review": "review_pending"}
-TOOLS_WITHOUT_CLI = {"acknowledge": "log append --ack",
-                     "reconcile": "log append --type reconcile --ack A --ack B"}
+TOOLS_WITHOUT_CLI = {
+    "acknowledge": "log append --ack",
+    "reconcile": "log append --type reconcile --ack A --ack B",
+}
 
 # The tools an agent needs on its turns (served by default: every tool definition is paid for in every
 # session's context). `--tools all` serves every tool, for maintenance and for people.
-AGENT_TOOLS = ("brief", "log_append", "acknowledge", "reconcile", "decide", "search", "checkpoint_save",
-               "retain", "memory_add")
+AGENT_TOOLS = (
+    "brief",
+    "log_append",
+    "acknowledge",
+    "reconcile",
+    "decide",
+    "search",
+    "checkpoint_save",
+    "retain",
+    "memory_add",
+)
 TOOL_SETS = ("agent", "all")
 # Fields an agent never needs in a result (signatures, chain hashes, key material): left out unless a
 # tool is called with full=true.
@@ -66,10 +77,14 @@ PROOF_FIELDS = frozenset({"sig", "prev", "key", "public_key", "key_id", "seq", "
 
 # ------------------------------------------------------------ parameter types (described once, reused)
 Channel = Annotated[str, Field(description="The topic: lowercase letters, digits and dashes, e.g. `build`.")]
-EntryType = Annotated[Literal["note", "question", "correction", "handoff"], Field(
-    description="note: what you did or found; question: you need an answer; correction: a previous "
-                "entry was wrong; handoff: you pass work on. (Decisions: `decide`; acks: `acknowledge`; "
-                "races: `reconcile`.)")]
+EntryType = Annotated[
+    Literal["note", "question", "correction", "handoff"],
+    Field(
+        description="note: what you did or found; question: you need an answer; correction: a previous "
+        "entry was wrong; handoff: you pass work on. (Decisions: `decide`; acks: `acknowledge`; "
+        "races: `reconcile`.)"
+    ),
+]
 Summary = Annotated[str, Field(description="One line, at most ~120 characters, saying what happened.")]
 Body = Annotated[str | None, Field(description="Optional details in Markdown.")]
 EntryId = Annotated[str, Field(description="A log entry id, as shown in brackets in the brief.")]
@@ -77,23 +92,34 @@ EntryIds = Annotated[list[str], Field(description="Log entry ids written by othe
 Peek = Annotated[bool, Field(description="true: look without moving your read cursor.")]
 Full = Annotated[bool, Field(description="true: include signatures, chain hashes and key ids.")]
 Count = Annotated[int, Field(description="How many results at most.", ge=1, le=500)]
-Target = Annotated[Literal["memory", "user"], Field(
-    description="memory: your own MEMORY.md; user: the USER.md profile of the person you work for.")]
+Target = Annotated[
+    Literal["memory", "user"],
+    Field(description="memory: your own MEMORY.md; user: the USER.md profile of the person you work for."),
+]
 MemoryText = Annotated[str, Field(description="The memory entry's text: a durable fact, not a plan.")]
 OldText = Annotated[str, Field(description="A unique part of the existing memory entry's text.")]
 Version = Annotated[int, Field(description="A version number of the project state.", ge=1)]
 Expect = Annotated[int, Field(description="The version you read (from `state_show`); refused if it moved.")]
-FactType = Annotated[Literal["user", "feedback", "project", "reference"], Field(
-    description="user: about the person; feedback: how to work; project: about the work; reference: "
-                "where to find something.")]
-BankType = Annotated[Literal["decision", "fact", "failure", "preference"], Field(
-    description="What kind of fact you keep.")]
+FactType = Annotated[
+    Literal["user", "feedback", "project", "reference"],
+    Field(
+        description="user: about the person; feedback: how to work; project: about the work; reference: "
+        "where to find something."
+    ),
+]
+BankType = Annotated[
+    Literal["decision", "fact", "failure", "preference"], Field(description="What kind of fact you keep.")
+]
 Status = Annotated[Literal["in-progress", "blocked", "done"], Field(description="Where the task stands.")]
 
 
 def _hints(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations:
-    return ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive,
-                           idempotent_hint=idempotent, open_world_hint=False)
+    return ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
 
 
 READ = _hints(True, False, True)
@@ -169,7 +195,9 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _says_nothing(schema: dict[str, Any] | None) -> bool:
     return schema is None or {k: v for k, v in schema.items() if k != "title"} == {
-        "type": "object", "additionalProperties": True}
+        "type": "object",
+        "additionalProperties": True,
+    }
 
 
 def tool_for_cli(command: str) -> str:
@@ -185,9 +213,15 @@ class NexusMCPServer(MCPServer):
     async def list_tools(self) -> list[Any]:
         listed = await super().list_tools()
         # an output schema that only says "an object" tells a model nothing: left out
-        return [t.model_copy(update={
-            "input_schema": compact_schema(t.input_schema),
-            "output_schema": None if _says_nothing(t.output_schema) else t.output_schema}) for t in listed]
+        return [
+            t.model_copy(
+                update={
+                    "input_schema": compact_schema(t.input_schema),
+                    "output_schema": None if _says_nothing(t.output_schema) else t.output_schema,
+                }
+            )
+            for t in listed
+        ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         from .hints import tools_for_commands
@@ -211,8 +245,12 @@ def _items(values: list[Any]) -> dict[str, Any]:
 def _entry_ref(result: Any) -> dict[str, Any]:
     """What an append acknowledges to the agent: the id and where the entry is (it wrote the rest)."""
     located = result.located
-    data = {"id": located.entry.id, "file": located.file, "lines": [located.line_start, located.line_end],
-            "link": located.link}
+    data = {
+        "id": located.entry.id,
+        "file": located.file,
+        "lines": [located.line_start, located.line_end],
+        "link": located.link,
+    }
     if result.quarantined:
         data["quarantined"] = list(result.quarantined)
     if result.body_changed:
@@ -222,8 +260,9 @@ def _entry_ref(result: Any) -> dict[str, Any]:
     return data
 
 
-def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] | None = None,
-                 *, tools: str = "agent") -> MCPServer:
+def build_server(  # noqa: C901
+    vault: Vault, keys_home: Path, agent: str, env: dict[str, str] | None = None, *, tools: str = "agent"
+) -> MCPServer:
     """The server, with the ``tools`` set (``agent``: the few an agent's turns need; ``all``: every
     tool) bound to ``vault`` and acting as ``agent``."""
     from . import identity, log
@@ -244,12 +283,15 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
     st = resolve({}, os.environ if env is None else env, vault.config())
     limits = {"memory": int(st.memory_chars), "user": int(st.user_chars)}
     server = NexusMCPServer(
-        "nexus", version=_version(),
-        instructions=(f"nexus: shared, durable memory for agents working together. You are {agent!r}. "
-                      "Call the `brief` tool before each response; after a meaningful turn record what you "
-                      "did with `log_append`; acknowledge what others wrote with `acknowledge`; record "
-                      "decisions with `decide`; find anything with `search`; save your working context "
-                      "with `checkpoint_save`."),
+        "nexus",
+        version=_version(),
+        instructions=(
+            f"nexus: shared, durable memory for agents working together. You are {agent!r}. "
+            "Call the `brief` tool before each response; after a meaningful turn record what you "
+            "did with `log_append`; acknowledge what others wrote with `acknowledge`; record "
+            "decisions with `decide`; find anything with `search`; save your working context "
+            "with `checkpoint_save`."
+        ),
     )
 
     def signer() -> Any:
@@ -259,44 +301,71 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         def register(fn: F) -> F:
             tool_name = name or fn.__name__
             if tools == "all" or tool_name in AGENT_TOOLS:
-                server.tool(name=tool_name, title=title, annotations=annotations,
-                            structured_output=False if tool_name == "brief" else None)(_adapter(fn))
+                server.tool(
+                    name=tool_name,
+                    title=title,
+                    annotations=annotations,
+                    structured_output=False if tool_name == "brief" else None,
+                )(_adapter(fn))
             return fn
 
         return register
 
     # ------------------------------------------------------------ brief and the log
     @tool(CURSOR, "Read your brief")
-    def brief(peek: Peek = False,
-              max_chars: Annotated[int | None, Field(description="Budget in characters (default 10000).",
-                                                     ge=200)] = None) -> str:
+    def brief(
+        peek: Peek = False,
+        max_chars: Annotated[
+            int | None, Field(description="Budget in characters (default 10000).", ge=200)
+        ] = None,
+    ) -> str:
         """Your brief, as Markdown: identity, what you owe (acks, races), decisions in force, your
         checkpoint and memory, and what the others wrote since you last read. Call it before each
         response. Advances your read cursor unless peek."""
         from . import brief as brief_mod
 
-        b = brief_mod.build(vault, agent, max_chars=max_chars or st.brief_max_chars, ack_types=st.ack_types,
-                            race_window=st.race_window_seconds, stale_minutes=st.stale_checkpoint_minutes,
-                            peek=peek, surface="mcp")
+        b = brief_mod.build(
+            vault,
+            agent,
+            max_chars=max_chars or st.brief_max_chars,
+            ack_types=st.ack_types,
+            race_window=st.race_window_seconds,
+            stale_minutes=st.stale_checkpoint_minutes,
+            peek=peek,
+            surface="mcp",
+        )
         return brief_mod.render(b)
 
     @tool(ADD, "Append to the live log")
-    def log_append(channel: Channel, type: EntryType, summary: Summary, body: Body = None,
-                   ack: Annotated[list[str] | None, Field(
-                       description="Ids of entries by others that this entry answers.")] = None,
-                   ) -> dict[str, Any]:
+    def log_append(
+        channel: Channel,
+        type: EntryType,
+        summary: Summary,
+        body: Body = None,
+        ack: Annotated[
+            list[str] | None, Field(description="Ids of entries by others that this entry answers.")
+        ] = None,
+    ) -> dict[str, Any]:
         """Append one signed entry to the live log after a meaningful turn. Returns its id and link."""
-        return _entry_ref(log.append(vault, signer(), channel=channel, type=type, summary=summary, body=body,
-                                     ack=tuple(ack or ())))
+        return _entry_ref(
+            log.append(
+                vault, signer(), channel=channel, type=type, summary=summary, body=body, ack=tuple(ack or ())
+            )
+        )
 
     @tool(ADD, "Acknowledge entries")
-    def acknowledge(ids: EntryIds,
-                    summary: Annotated[str, Field(description="One line: what you take from them.")]
-                    = "acknowledged",
-                    channel: Channel = "general", body: Body = None) -> dict[str, Any]:
+    def acknowledge(
+        ids: EntryIds,
+        summary: Annotated[str, Field(description="One line: what you take from them.")] = "acknowledged",
+        channel: Channel = "general",
+        body: Body = None,
+    ) -> dict[str, Any]:
         """Acknowledge entries by the others (an `ack` entry naming them), so you no longer owe them."""
-        return _entry_ref(log.append(vault, signer(), channel=channel, type="ack", summary=summary, body=body,
-                                     ack=tuple(ids)))
+        return _entry_ref(
+            log.append(
+                vault, signer(), channel=channel, type="ack", summary=summary, body=body, ack=tuple(ids)
+            )
+        )
 
     @tool(CURSOR, "Read new entries")
     def log_read(peek: Peek = False, full: Full = False) -> dict[str, Any]:
@@ -328,22 +397,31 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return shadow.original(vault, id).to_json()
 
     @tool(READ, "Races to reconcile")
-    def races(unresolved: Annotated[bool, Field(description="true: only races not reconciled yet.")] = False,
-              full: Full = False) -> dict[str, Any]:
+    def races(
+        unresolved: Annotated[bool, Field(description="true: only races not reconciled yet.")] = False,
+        full: Full = False,
+    ) -> dict[str, Any]:
         """Pairs of entries by different agents written without seeing each other."""
         from . import races as races_mod
 
-        return _items(races_mod.find_races(vault, st.race_window_seconds, ack_types=st.ack_types,
-                                           unresolved=unresolved))
+        return _items(
+            races_mod.find_races(vault, st.race_window_seconds, ack_types=st.ack_types, unresolved=unresolved)
+        )
 
     @tool(ADD, "Reconcile a race")
-    def reconcile(a: Annotated[str, Field(description="The id of the first entry of the race.")],
-                  b: Annotated[str, Field(description="The id of the second entry of the race.")],
-                  summary: Annotated[str, Field(description="One line: what now holds.")],
-                  body: Body = None, channel: Channel = "general") -> dict[str, Any]:
+    def reconcile(
+        a: Annotated[str, Field(description="The id of the first entry of the race.")],
+        b: Annotated[str, Field(description="The id of the second entry of the race.")],
+        summary: Annotated[str, Field(description="One line: what now holds.")],
+        body: Body = None,
+        channel: Channel = "general",
+    ) -> dict[str, Any]:
         """Resolve a race: a `reconcile` entry that acknowledges both entries (both stay in the log)."""
-        return _entry_ref(log.append(vault, signer(), channel=channel, type="reconcile", summary=summary,
-                                     body=body, ack=(a, b)))
+        return _entry_ref(
+            log.append(
+                vault, signer(), channel=channel, type="reconcile", summary=summary, body=body, ack=(a, b)
+            )
+        )
 
     @tool(READ, "Verify the vault")
     def verify() -> dict[str, Any]:
@@ -367,23 +445,34 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
 
     # ------------------------------------------------------------ decisions, state, checkpoints, handoff
     @tool(ADD, "Record a decision")
-    def decide(title: Annotated[str, Field(description="A short title for the decision.")],
-               decision: Annotated[str, Field(description="What was decided.")],
-               rationale: Annotated[str, Field(description="Why.")],
-               alternatives: Annotated[str | None, Field(description="Options considered, dropped.")] = None,
-               supersedes: Annotated[str | None, Field(description="The id (D-NNNN) of a decision this "
-                                                                   "one replaces.")] = None,
-               refs: Annotated[list[str] | None, Field(description="Related entry or decision ids.")] = None,
-               ) -> dict[str, Any]:
+    def decide(
+        title: Annotated[str, Field(description="A short title for the decision.")],
+        decision: Annotated[str, Field(description="What was decided.")],
+        rationale: Annotated[str, Field(description="Why.")],
+        alternatives: Annotated[str | None, Field(description="Options considered, dropped.")] = None,
+        supersedes: Annotated[
+            str | None, Field(description="The id (D-NNNN) of a decision this one replaces.")
+        ] = None,
+        refs: Annotated[list[str] | None, Field(description="Related entry or decision ids.")] = None,
+    ) -> dict[str, Any]:
         """Record a decision (a signed note and a decision entry); `supersedes` marks an older one."""
         from . import decisions as dec
 
-        return dec.decide(vault, signer(), title=title, decision=decision, rationale=rationale,
-                          alternatives=alternatives, supersedes=supersedes, refs=tuple(refs or ())).to_json()
+        return dec.decide(
+            vault,
+            signer(),
+            title=title,
+            decision=decision,
+            rationale=rationale,
+            alternatives=alternatives,
+            supersedes=supersedes,
+            refs=tuple(refs or ()),
+        ).to_json()
 
     @tool(READ, "Decisions in force")
-    def decisions(all: Annotated[bool, Field(description="true: superseded decisions too.")] = False,
-                  ) -> dict[str, Any]:
+    def decisions(
+        all: Annotated[bool, Field(description="true: superseded decisions too.")] = False,
+    ) -> dict[str, Any]:
         """The active decisions (all=true: superseded ones too)."""
         from . import decisions as dec
 
@@ -391,8 +480,9 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return _items(items if all else [d for d in items if d.status == "active"])
 
     @tool(READ, "Show one decision")
-    def decisions_show(id: Annotated[str, Field(description="The decision id, like D-0001.")],
-                       ) -> dict[str, Any]:
+    def decisions_show(
+        id: Annotated[str, Field(description="The decision id, like D-0001.")],
+    ) -> dict[str, Any]:
         """One decision in full: decision, rationale, alternatives, who decided and when, its sources,
         and the supersession chain both ways (`supersedes_chain`, `superseded_by_chain`, `in_force`)."""
         from . import decisions as dec
@@ -408,15 +498,18 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return {"version": version, "content": content}
 
     @tool(CHANGE, "Replace the project state")
-    def state_set(content: Annotated[str, Field(description="The whole new state note, Markdown.")],
-                  expect: Expect, summary: Annotated[str | None, Field(
-                      description="One line: what changed.")] = None) -> dict[str, Any]:
+    def state_set(
+        content: Annotated[str, Field(description="The whole new state note, Markdown.")],
+        expect: Expect,
+        summary: Annotated[str | None, Field(description="One line: what changed.")] = None,
+    ) -> dict[str, Any]:
         """Replace the project state, only if it is still at version `expect` (else: the current
         version and a diff). The previous version is kept and restorable."""
         from . import project_state
 
-        v = project_state.set_state(vault, signer(), expect=expect, content=content, summary=summary,
-                                    keys_home=keys_home)
+        v = project_state.set_state(
+            vault, signer(), expect=expect, content=content, summary=summary, keys_home=keys_home
+        )
         return {k: val for k, val in v.to_json().items() if k != "content"}
 
     @tool(READ, "Project state history")
@@ -424,19 +517,30 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         """Every accepted version of the project state (who, when, one line)."""
         from . import project_state
 
-        return _items([{k: val for k, val in v.to_json().items() if k != "content"}
-                       for v in project_state.versions(vault)])
+        return _items(
+            [
+                {k: val for k, val in v.to_json().items() if k != "content"}
+                for v in project_state.versions(vault)
+            ]
+        )
 
     @tool(READ, "Diff two state versions")
-    def state_diff(old: Version, new: Annotated[int | None, Field(
-            description="The newer version (default: the current one).", ge=1)] = None) -> dict[str, Any]:
+    def state_diff(
+        old: Version,
+        new: Annotated[
+            int | None, Field(description="The newer version (default: the current one).", ge=1)
+        ] = None,
+    ) -> dict[str, Any]:
         """The difference between two versions of the project state (new: the current one)."""
         from . import project_state
 
         a = project_state.load_version(vault, old)
         b = project_state.load_version(vault, new if new is not None else project_state.show(vault)[0])
-        return {"old": a.version, "new": b.version,
-                "diff": project_state.diff(a.content, b.content, f"v{a.version}", f"v{b.version}")}
+        return {
+            "old": a.version,
+            "new": b.version,
+            "diff": project_state.diff(a.content, b.content, f"v{a.version}", f"v{b.version}"),
+        }
 
     @tool(CHANGE, "Restore a state version")
     def state_restore(version: Version, expect: Expect) -> dict[str, Any]:
@@ -447,29 +551,44 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return {k: val for k, val in v.to_json().items() if k != "content"}
 
     @tool(SET, "Save your checkpoint")
-    def checkpoint_save(task: Annotated[str, Field(description="The task you are on, one line.")],
-                        step: Annotated[str, Field(description="The step you just finished.")],
-                        next: Annotated[str, Field(description="The next step.")],
-                        status: Status = "in-progress",
-                        files: Annotated[list[str] | None, Field(description="Files you are working on.")]
-                        = None,
-                        notes: Annotated[str | None, Field(description="Anything else a new session "
-                                                                       "needs, Markdown.")] = None,
-                        ) -> dict[str, Any]:
+    def checkpoint_save(
+        task: Annotated[str, Field(description="The task you are on, one line.")],
+        step: Annotated[str, Field(description="The step you just finished.")],
+        next: Annotated[str, Field(description="The next step.")],
+        status: Status = "in-progress",
+        files: Annotated[list[str] | None, Field(description="Files you are working on.")] = None,
+        notes: Annotated[
+            str | None, Field(description="Anything else a new session needs, Markdown.")
+        ] = None,
+    ) -> dict[str, Any]:
         """Save your working context (task, step done, next step, status, files, notes), atomically.
         Do it every few tool calls: a new session resumes from it."""
         from . import checkpoints
 
-        cp, logged = checkpoints.save(vault, agent, task=task, step=step, next=next, status=status,
-                                      files=tuple(files or ()), notes=notes, keys_home=keys_home)
-        return {"agent": cp.agent, "saved": cp.saved, "version": cp.seq, "status": cp.status,
-                "logged": logged}
+        cp, logged = checkpoints.save(
+            vault,
+            agent,
+            task=task,
+            step=step,
+            next=next,
+            status=status,
+            files=tuple(files or ()),
+            notes=notes,
+            keys_home=keys_home,
+        )
+        return {
+            "agent": cp.agent,
+            "saved": cp.saved,
+            "version": cp.seq,
+            "status": cp.status,
+            "logged": logged,
+        }
 
     @tool(READ, "Show a checkpoint")
-    def checkpoint_show(of: Annotated[str | None, Field(description="Another agent's name (default: "
-                                                                     "yours).")] = None,
-                        history: Annotated[bool, Field(description="true: earlier versions too.")] = False,
-                        ) -> dict[str, Any]:
+    def checkpoint_show(
+        of: Annotated[str | None, Field(description="Another agent's name (default: yours).")] = None,
+        history: Annotated[bool, Field(description="true: earlier versions too.")] = False,
+    ) -> dict[str, Any]:
         """A checkpoint (yours unless `of` names another agent), flagged when it looks like a crash."""
         from . import checkpoints
         from .errors import NotFoundError
@@ -489,13 +608,18 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         from . import checkpoints
 
         got = checkpoints.resume(vault, agent, keys_home=keys_home)
-        return {"checkpoint": got["checkpoint"].to_json(), "since": [x.to_json() for x in got["since"]],
-                "resume_entry": got["resume_entry"].entry.id if got["resume_entry"] else None}
+        return {
+            "checkpoint": got["checkpoint"].to_json(),
+            "since": [x.to_json() for x in got["since"]],
+            "resume_entry": got["resume_entry"].entry.id if got["resume_entry"] else None,
+        }
 
     @tool(ADD, "Write the morning handoff")
-    def handoff(since: Annotated[str | None, Field(description="`last` (since the previous handoff), an "
-                                                               "ISO time, or 12h / 7d.")] = "last",
-                ) -> dict[str, Any]:
+    def handoff(
+        since: Annotated[
+            str | None, Field(description="`last` (since the previous handoff), an ISO time, or 12h / 7d.")
+        ] = "last",
+    ) -> dict[str, Any]:
         """Write the morning handoff note (handoff/YYYY-MM-DD.md) and return it."""
         from . import handoff as handoff_mod
 
@@ -505,23 +629,40 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
 
     # ------------------------------------------------------------ search
     @tool(READ, "Search the vault")
-    def search(query: Annotated[str, Field(description='Words, "phrases", prefix*, field:value (agent, type, '
-                                                       'channel, status, path, kind), AND OR NOT, ( ).')],
-               agent: Annotated[str | None, Field(description="Only entries by this agent.")] = None,
-               type: Annotated[str | None, Field(description="Only entries of this type.")] = None,
-               channel: Annotated[str | None, Field(description="Only entries on this channel.")] = None,
-               since: Annotated[str | None, Field(description="From this time: ISO, or 12h / 7d ago.")]
-               = None,
-               until: Annotated[str | None, Field(description="Up to this time: ISO, or 12h / 7d ago.")]
-               = None,
-               path: Annotated[str | None, Field(description="Only notes under this vault path.")] = None,
-               n: Count = 10) -> dict[str, Any]:
+    def search(
+        query: Annotated[
+            str,
+            Field(
+                description='Words, "phrases", prefix*, field:value (agent, type, '
+                "channel, status, path, kind), AND OR NOT, ( )."
+            ),
+        ],
+        agent: Annotated[str | None, Field(description="Only entries by this agent.")] = None,
+        type: Annotated[str | None, Field(description="Only entries of this type.")] = None,
+        channel: Annotated[str | None, Field(description="Only entries on this channel.")] = None,
+        since: Annotated[str | None, Field(description="From this time: ISO, or 12h / 7d ago.")] = None,
+        until: Annotated[str | None, Field(description="Up to this time: ISO, or 12h / 7d ago.")] = None,
+        path: Annotated[str | None, Field(description="Only notes under this vault path.")] = None,
+        n: Count = 10,
+    ) -> dict[str, Any]:
         """Ranked search over the log and every note. Each hit says where it came from (file, lines,
         Obsidian link, author, time, signature verified)."""
         from . import search as search_mod
 
-        return _items(search_mod.search(vault, query, agent=agent, type=type, channel=channel, since=since,
-                                        until=until, path=path, limit=n, languages=st.search_languages))
+        return _items(
+            search_mod.search(
+                vault,
+                query,
+                agent=agent,
+                type=type,
+                channel=channel,
+                since=since,
+                until=until,
+                path=path,
+                limit=n,
+                languages=st.search_languages,
+            )
+        )
 
     @tool(READ, "Search index status")
     def index_status() -> dict[str, Any]:
@@ -569,8 +710,11 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return snap.to_json()
 
     @tool(CHANGE, "Sweep old memory entries")
-    def memory_sweep(older_than_days: Annotated[float | None, Field(
-            description="Age in days (default: the vault's sweep_days).", gt=0)] = None) -> dict[str, Any]:
+    def memory_sweep(
+        older_than_days: Annotated[
+            float | None, Field(description="Age in days (default: the vault's sweep_days).", gt=0)
+        ] = None,
+    ) -> dict[str, Any]:
         """Archive plan-shaped memory entries older than the sweep age (restorable)."""
         from . import archive
 
@@ -578,9 +722,12 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return archive.sweep(vault, older_than_days=days, agent=agent, limits=limits).to_json()
 
     @tool(ADD, "Restore archived memory")
-    def memory_restore(ids: Annotated[list[str] | None, Field(
-            description="Archived entry ids or retired fact names (none: list what is archived).")] = None,
-            ) -> dict[str, Any]:
+    def memory_restore(
+        ids: Annotated[
+            list[str] | None,
+            Field(description="Archived entry ids or retired fact names (none: list what is archived)."),
+        ] = None,
+    ) -> dict[str, Any]:
         """Bring archived memory entries or retired facts back (no ids: list what is archived)."""
         from . import archive, facts
 
@@ -588,8 +735,12 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
             items = [a.to_json() | {"kind": "memory-entry"} for a in archive.archived(vault)]
             items += [f.to_json() | {"kind": "fact", "id": f.name} for f in facts.retired(vault)]
             return {"items": items}
-        out = [archive.restore(vault, i, limits=limits).to_json() if archive.ID_RE.fullmatch(i)
-               else facts.restore(vault, i).to_json() for i in ids]
+        out = [
+            archive.restore(vault, i, limits=limits).to_json()
+            if archive.ID_RE.fullmatch(i)
+            else facts.restore(vault, i).to_json()
+            for i in ids
+        ]
         return {"items": out}
 
     @tool(READ, "List memory entries")
@@ -600,17 +751,25 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return memory.listing(vault, target, agent, limit=limits.get(target, 0))
 
     @tool(CHANGE, "Consolidate memory")
-    def memory_consolidate(text: Annotated[str | None, Field(description="All the new entries, separated "
-                                                                         "by lines holding only §.")] = None,
-                           target: Target = "memory",
-                           archive: Annotated[list[str] | None, Field(
-                               description="Old entries (a unique part of each) to archive instead of "
-                                           "keeping.")] = None,
-                           plan: Annotated[str | None, Field(
-                               description="Instead of text: a plan over the numbered entries "
-                                           "(memory_list), one action a line: 'keep 1 4', "
-                                           "'merge 2 3: NEW TEXT', 'archive 5'. Merged originals are "
-                                           "archived.")] = None) -> dict[str, Any]:
+    def memory_consolidate(
+        text: Annotated[
+            str | None, Field(description="All the new entries, separated by lines holding only §.")
+        ] = None,
+        target: Target = "memory",
+        archive: Annotated[
+            list[str] | None,
+            Field(description="Old entries (a unique part of each) to archive instead of keeping."),
+        ] = None,
+        plan: Annotated[
+            str | None,
+            Field(
+                description="Instead of text: a plan over the numbered entries "
+                "(memory_list), one action a line: 'keep 1 4', "
+                "'merge 2 3: NEW TEXT', 'archive 5'. Merged originals are "
+                "archived."
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
         """Replace all entries with a rewritten set (§-separated) or by a plan, only if no old fact is
         lost."""
         from . import archive as archive_mod
@@ -621,35 +780,40 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
                 raise InputError("give either a plan or text (with archive), not both")
             res, moved = archive_mod.consolidate_plan(vault, target, agent, plan, limit=limits.get(target, 0))
         elif text is not None:
-            res, moved = archive_mod.consolidate(vault, target, agent, text, limit=limits.get(target, 0),
-                                                 archive=tuple(archive or ()))
+            res, moved = archive_mod.consolidate(
+                vault, target, agent, text, limit=limits.get(target, 0), archive=tuple(archive or ())
+            )
         else:
             raise InputError("give the new entries (text) or a plan")
         return res.to_json() | {"archived": [m.to_json() for m in moved]}
 
     @tool(ADD, "Add a fact to the memory index")
-    def memory_facts_add(description: Annotated[str, Field(description="The fact, one line.")],
-                         type: FactType,
-                         body: Annotated[str, Field(description="Details, Markdown.")] = "",
-                         name: Annotated[str | None, Field(description="The note's name (default: from "
-                                                                       "the description).")] = None,
-                         ) -> dict[str, Any]:
+    def memory_facts_add(
+        description: Annotated[str, Field(description="The fact, one line.")],
+        type: FactType,
+        body: Annotated[str, Field(description="Details, Markdown.")] = "",
+        name: Annotated[
+            str | None, Field(description="The note's name (default: from the description).")
+        ] = None,
+    ) -> dict[str, Any]:
         """Add a fact note to the memory index."""
         from . import facts
 
         return facts.add(vault, name=name, description=description, type=type, body=body).to_json()
 
     @tool(READ, "List memory facts")
-    def memory_facts_list(retired: Annotated[bool, Field(description="true: the retired (archived) facts.")]
-                          = False) -> dict[str, Any]:
+    def memory_facts_list(
+        retired: Annotated[bool, Field(description="true: the retired (archived) facts.")] = False,
+    ) -> dict[str, Any]:
         """The facts of the memory index (retired=true: the archived ones)."""
         from . import facts
 
         return _items(facts.retired(vault) if retired else facts.all_facts(vault))
 
     @tool(READ, "Show a memory fact")
-    def memory_facts_show(name: Annotated[str, Field(description="The fact's name, as in the memory "
-                                                                 "index.")]) -> dict[str, Any]:
+    def memory_facts_show(
+        name: Annotated[str, Field(description="The fact's name, as in the memory index.")],
+    ) -> dict[str, Any]:
         """One fact of the memory index, with its body."""
         from . import facts
 
@@ -663,17 +827,20 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
         return facts.retire(vault, name).to_json()
 
     @tool(ADD, "Keep a fact in your bank")
-    def retain(type: BankType, content: Annotated[str, Field(description="The fact, in a sentence or two.")],
-               source: Annotated[str | None, Field(description="Where it comes from (an entry id, a "
-                                                               "file).")] = None) -> dict[str, Any]:
+    def retain(
+        type: BankType,
+        content: Annotated[str, Field(description="The fact, in a sentence or two.")],
+        source: Annotated[str | None, Field(description="Where it comes from (an entry id, a file).")] = None,
+    ) -> dict[str, Any]:
         """Keep a curated fact in your bank; it reaches memory only after a person approves it."""
         from . import bank
 
         return bank.retain(vault, agent, type=type, content=content, source=source).to_json()
 
     @tool(READ, "Recall banked facts")
-    def recall(query: Annotated[str, Field(description="What you are looking for, in words.")],
-               n: Count = 10) -> dict[str, Any]:
+    def recall(
+        query: Annotated[str, Field(description="What you are looking for, in words.")], n: Count = 10
+    ) -> dict[str, Any]:
         """Your banked facts relevant to the query, ranked."""
         from . import bank
 
@@ -693,25 +860,39 @@ def build_server(vault: Vault, keys_home: Path, agent: str, env: dict[str, str] 
 def _resources(server: MCPServer, vault: Vault) -> None:
     from mcp.server.mcpserver.exceptions import ResourceError
 
-    @server.resource("nexus://log/tail", name="live-log", mime_type="text/markdown",
-                     description="The last 50 entries of the live-context log")
+    @server.resource(
+        "nexus://log/tail",
+        name="live-log",
+        mime_type="text/markdown",
+        description="The last 50 entries of the live-context log",
+    )
     def live_log() -> str:
         from . import log
         from .brief import entry_text
 
         return "\n".join(entry_text(x) for x in log.tail(vault, 50)) or "(the log is empty)\n"
 
-    @server.resource("nexus://decisions", name="decisions", mime_type="text/markdown",
-                     description="The active decisions, one line each")
+    @server.resource(
+        "nexus://decisions",
+        name="decisions",
+        mime_type="text/markdown",
+        description="The active decisions, one line each",
+    )
     def active_decisions() -> str:
         from . import decisions
 
-        lines = [f"- **{d.id}** {d.title}: {decisions.one_line(d, 160)} ({d.author}, {d.date[:10]})"
-                 for d in decisions.active(vault)]
+        lines = [
+            f"- **{d.id}** {d.title}: {decisions.one_line(d, 160)} ({d.author}, {d.date[:10]})"
+            for d in decisions.active(vault)
+        ]
         return "\n".join(lines) + "\n" if lines else "(no active decisions)\n"
 
-    @server.resource("nexus://checkpoint/{agent}", name="checkpoint", mime_type="text/markdown",
-                     description="An agent's checkpoint note")
+    @server.resource(
+        "nexus://checkpoint/{agent}",
+        name="checkpoint",
+        mime_type="text/markdown",
+        description="An agent's checkpoint note",
+    )
     def checkpoint(agent: str) -> str:
         from . import checkpoints
         from .text import check_name
@@ -720,8 +901,9 @@ def _resources(server: MCPServer, vault: Vault) -> None:
             path = checkpoints.checkpoint_path(vault, check_name(agent))
             return path.read_text(encoding="utf-8")
         except (NexusError, FileNotFoundError) as err:
-            raise ResourceError(f"{agent} has no checkpoint yet" if isinstance(err, FileNotFoundError)
-                                else str(err)) from None
+            raise ResourceError(
+                f"{agent} has no checkpoint yet" if isinstance(err, FileNotFoundError) else str(err)
+            ) from None
 
 
 def _version() -> str:

@@ -172,15 +172,22 @@ def listing(vault: Vault, target: str, agent: str | None, *, limit: int) -> dict
     """A store's entries numbered as a consolidation plan names them (``nexus memory list``)."""
     st = store(vault, target, agent)
     entries = list(dict.fromkeys(parse(read_raw(st))))
-    return {"label": st.label, "usage": f"{size(entries):,}/{limit:,}", "limit": limit,
-            "entries": display(entries, st.label, vault.root),
-            "lines": numbered(entries, st.label, vault.root)}
+    return {
+        "label": st.label,
+        "usage": f"{size(entries):,}/{limit:,}",
+        "limit": limit,
+        "entries": display(entries, st.label, vault.root),
+        "lines": numbered(entries, st.label, vault.root),
+    }
 
 
 def _listing(entries: Sequence[str], source: str, vault_root: Path) -> str:
     lines = numbered(entries, source, vault_root)
-    return ("\nCurrent entries (numbered for `nexus memory consolidate --plan`):\n" + "\n".join(lines)
-            if lines else " There are no entries.")
+    return (
+        "\nCurrent entries (numbered for `nexus memory consolidate --plan`):\n" + "\n".join(lines)
+        if lines
+        else " There are no entries."
+    )
 
 
 # ---------------------------------------------------------------- dates sidecar
@@ -206,9 +213,17 @@ def first_seen(dates: dict[str, str], entry: str) -> str | None:
     return dates.get(_digest(entry))
 
 
-def save_dates(vault: Vault, st: Store, entries: Sequence[str], dates: dict[str, str],
-                now: str, overrides: dict[str, str] | None = None, *, written: str | None = None,
-                added: Sequence[str] = ()) -> None:
+def save_dates(
+    vault: Vault,
+    st: Store,
+    entries: Sequence[str],
+    dates: dict[str, str],
+    now: str,
+    overrides: dict[str, str] | None = None,
+    *,
+    written: str | None = None,
+    added: Sequence[str] = (),
+) -> None:
     keep = {}
     for e in entries:
         d = _digest(e)
@@ -241,9 +256,16 @@ def _backup(vault: Vault, st: Store, raw: str) -> str:
     return vault.rel(path)
 
 
-def write_entries(vault: Vault, st: Store, raw: str, entries: Sequence[str], limit: int,
-                  *, first_seen_overrides: dict[str, str] | None = None,
-                  added: Sequence[str] | None = None) -> str | None:
+def write_entries(
+    vault: Vault,
+    st: Store,
+    raw: str,
+    entries: Sequence[str],
+    limit: int,
+    *,
+    first_seen_overrides: dict[str, str] | None = None,
+    added: Sequence[str] | None = None,
+) -> str | None:
     """Replace the store's file (caller holds the lock and read ``raw`` under it); return a backup
     path when the old file would not have round-tripped. ``added`` (default: the entries ``raw`` did
     not hold) is what a stale editor save may not drop."""
@@ -254,9 +276,16 @@ def write_entries(vault: Vault, st: Store, raw: str, entries: Sequence[str], lim
     data = encode(render(entries))
     durable.replace(st.path, data)
     before = set(parse(raw))
-    save_dates(vault, st, entries, dates, utc_now(), first_seen_overrides,
-               written=_digest_bytes(data),
-               added=[e for e in entries if e not in before] if added is None else added)
+    save_dates(
+        vault,
+        st,
+        entries,
+        dates,
+        utc_now(),
+        first_seen_overrides,
+        written=_digest_bytes(data),
+        added=[e for e in entries if e not in before] if added is None else added,
+    )
     return backup
 
 
@@ -289,7 +318,8 @@ def _restore_dropped(vault: Vault, st: Store, raw: str, entries: list[str]) -> t
         return entries, ""
     return [*entries, *[e for e in lost if e not in entries]], (
         f" Put back {len(lost)} entr{'y' if len(lost) == 1 else 'ies'} an editor's save had dropped "
-        f"(written by nexus just before it); remove with `nexus memory remove` if that was meant.")
+        f"(written by nexus just before it); remove with `nexus memory remove` if that was meant."
+    )
 
 
 def repair(vault: Vault, st: Store, limit: int) -> str:
@@ -304,29 +334,51 @@ def repair(vault: Vault, st: Store, limit: int) -> str:
     return said.strip()
 
 
-def result(vault: Vault, st: Store, message: str, entries: Sequence[str], limit: int,
-            changed: bool, backup: str | None) -> MemoryResult:
+def result(
+    vault: Vault,
+    st: Store,
+    message: str,
+    entries: Sequence[str],
+    limit: int,
+    changed: bool,
+    backup: str | None,
+) -> MemoryResult:
     if backup:
-        message += (f" The file had been edited by hand in a way nexus would not write back exactly; "
-                    f"its previous text is kept in {backup}.")
-    return MemoryResult(st.target, st.agent, vault.rel(st.path) if st.path.exists() else
-                        st.path.relative_to(vault.root).as_posix(), message, tuple(entries),
-                        size(entries), limit, changed, backup)
+        message += (
+            f" The file had been edited by hand in a way nexus would not write back exactly; "
+            f"its previous text is kept in {backup}."
+        )
+    return MemoryResult(
+        st.target,
+        st.agent,
+        vault.rel(st.path) if st.path.exists() else st.path.relative_to(vault.root).as_posix(),
+        message,
+        tuple(entries),
+        size(entries),
+        limit,
+        changed,
+        backup,
+    )
 
 
 def _clean(content: str | None, what: str, vault: Vault) -> str:
     text = (content or "").replace("\r\n", "\n").strip()
     if not text:
-        raise InputError(f"{what} is empty; give the text of the entry"
-                         + (" (use `nexus memory remove` to delete one)" if what == "new content" else ""))
+        raise InputError(
+            f"{what} is empty; give the text of the entry"
+            + (" (use `nexus memory remove` to delete one)" if what == "new content" else "")
+        )
     if DELIM in f"\n{text}\n":
-        raise InputError(f"{what} contains a line holding only `§`, which separates entries; "
-                         "add each entry separately")
+        raise InputError(
+            f"{what} contains a line holding only `§`, which separates entries; add each entry separately"
+        )
     scan.check(text, f"{what} for memory", vault.root)  # invisible characters are a scan category
     bad = first_invisible(text)
     if bad:
-        raise InputError(f"{what} contains the control character {describe_char(bad)}; "
-                         "only visible text, newlines and tabs go into memory")
+        raise InputError(
+            f"{what} contains the control character {describe_char(bad)}; "
+            "only visible text, newlines and tabs go into memory"
+        )
     return text
 
 
@@ -344,8 +396,15 @@ def add(vault: Vault, target: str, agent: str | None, content: str | None, *, li
         entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
         if text in entries:
             backup = write_entries(vault, st, raw, entries, limit, added=()) if restored else None
-            return result(vault, st, "Entry already exists (no duplicate added)." + restored, entries,
-                          limit, bool(restored), backup)
+            return result(
+                vault,
+                st,
+                "Entry already exists (no duplicate added)." + restored,
+                entries,
+                limit,
+                bool(restored),
+                backup,
+            )
         new = [*entries, text]
         if size(new) > limit:
             current = size(entries)
@@ -353,7 +412,9 @@ def add(vault: Vault, target: str, agent: str | None, content: str | None, *, li
                 f"{st.label} at {current:,}/{limit:,} chars. Adding this entry ({len(text):,} chars) "
                 f"would exceed the limit. Consolidate now: replace overlapping entries with shorter "
                 f"ones or remove stale ones, then retry.{_listing(entries, st.label, vault.root)}",
-                tuple(display(entries, st.label, vault.root)), f"{current:,}/{limit:,}")
+                tuple(display(entries, st.label, vault.root)),
+                f"{current:,}/{limit:,}",
+            )
         backup = write_entries(vault, st, raw, new, limit, added=[text])
     return result(vault, st, "Entry added." + restored, new, limit, True, backup)
 
@@ -369,13 +430,16 @@ def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> 
         raise NotFoundError(f"No entry matched {needle!r}.{_listing(entries, st.label, vault.root)}")
     if len({entries[i] for i in matches}) > 1:
         shown = previews(display([entries[i] for i in matches], st.label, vault.root))
-        raise InputError(f"Multiple entries matched {needle!r}; be more specific. Matches: "
-                         + " ".join(f"[{n}] {p!r}" for n, p in enumerate(shown, 1)))
+        raise InputError(
+            f"Multiple entries matched {needle!r}; be more specific. Matches: "
+            + " ".join(f"[{n}] {p!r}" for n, p in enumerate(shown, 1))
+        )
     return matches[0]
 
 
-def replace(vault: Vault, target: str, agent: str | None, old_text: str | None, content: str | None,
-            *, limit: int) -> MemoryResult:
+def replace(
+    vault: Vault, target: str, agent: str | None, old_text: str | None, content: str | None, *, limit: int
+) -> MemoryResult:
     st = store(vault, target, agent)
     text = _clean(content, "new content", vault)
     with locked(vault, st):
@@ -390,7 +454,9 @@ def replace(vault: Vault, target: str, agent: str | None, old_text: str | None, 
             raise MemoryFullError(
                 f"Replacement would put {st.label} at {size(new):,}/{limit:,} chars. Shorten the new "
                 f"content or remove other entries first.{_listing(entries, st.label, vault.root)}",
-                tuple(display(entries, st.label, vault.root)), f"{current:,}/{limit:,}")
+                tuple(display(entries, st.label, vault.root)),
+                f"{current:,}/{limit:,}",
+            )
         backup = write_entries(vault, st, raw, new, limit, added=[text])
     return result(vault, st, "Entry replaced." + restored, new, limit, True, backup)
 
@@ -401,7 +467,7 @@ def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *
         raw = read_raw(st)
         entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
         idx = _find(vault, st, entries, old_text)
-        new = entries[:idx] + entries[idx + 1:]
+        new = entries[:idx] + entries[idx + 1 :]
         backup = write_entries(vault, st, raw, new, limit, added=())
     return result(vault, st, "Entry removed." + restored, new, limit, True, backup)
 
@@ -434,8 +500,14 @@ class Snapshot:
         return [w for w in (self.memory.warning, self.user.warning) if w]
 
     def to_json(self) -> dict[str, object]:
-        return {"agent": self.agent, "text": self.text, "memory": self.memory.to_json(),
-                "user": self.user.to_json(), "blocked": list(self.blocked), "warnings": self.warnings}
+        return {
+            "agent": self.agent,
+            "text": self.text,
+            "memory": self.memory.to_json(),
+            "user": self.user.to_json(),
+            "blocked": list(self.blocked),
+            "warnings": self.warnings,
+        }
 
 
 def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) -> Snapshot:
@@ -452,8 +524,18 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
             entries = list(dict.fromkeys(read(st.path)))
         except (InputError, VaultError) as err:
             blocked.append(f"{rel}: not shown: {err}")
-            results.append(MemoryResult(target, agent if target == "memory" else None, rel,
-                                        f"not shown: {err}", (), 0, limit, False))
+            results.append(
+                MemoryResult(
+                    target,
+                    agent if target == "memory" else None,
+                    rel,
+                    f"not shown: {err}",
+                    (),
+                    0,
+                    limit,
+                    False,
+                )
+            )
             continue
         shown = []
         for e in entries:
@@ -482,8 +564,12 @@ def cached_snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: 
     """``snapshot(...).to_json()``, cached under ``.nexus/cache/`` by the stamps of both stores and the
     rule files, so the brief (a hot path) scans only when something changed."""
     check_name(agent)
-    deps = [store(vault, "memory", agent).path, vault.root / "USER.md", vault.root / scan.VAULT_RULES_FILE,
-            Path(scan.__file__).parent / scan.RULES_FILE]
+    deps = [
+        store(vault, "memory", agent).path,
+        vault.root / "USER.md",
+        vault.root / scan.VAULT_RULES_FILE,
+        Path(scan.__file__).parent / scan.RULES_FILE,
+    ]
     key = [[_stamp(p) for p in deps], memory_limit, user_limit]
     cache = vault.state / "cache" / f"memory-snapshot-{agent}.json"
     try:
@@ -518,8 +604,10 @@ def brief_section(vault: Vault, agent: str, limit: int, *, surface: str = "cli")
     index = facts.index_text(vault)
     lines = [line for line in (index or "").split("\n") if line.startswith("- [[")]
     if lines:
-        parts.append(f"Memory index ({len(lines)} fact{'s' if len(lines) != 1 else ''}; open a note with "
-                     f"{say(surface, 'fact')}):\n" + "\n".join(lines))
+        parts.append(
+            f"Memory index ({len(lines)} fact{'s' if len(lines) != 1 else ''}; open a note with "
+            f"{say(surface, 'fact')}):\n" + "\n".join(lines)
+        )
     if not parts:
         return None
     text = "\n\n".join(parts)
@@ -532,17 +620,18 @@ def brief_section(vault: Vault, agent: str, limit: int, *, surface: str = "cli")
 # ---------------------------------------------------------------- import from Hermes
 
 
-
-def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
-                  user_limit: int) -> list[MemoryResult]:
+def import_hermes(
+    vault: Vault, folder: Path, agent: str, *, memory_limit: int, user_limit: int
+) -> list[MemoryResult]:
     """Add the entries of a Hermes ``memories/`` folder (MEMORY.md, USER.md) to ``agent``'s memory and
     the vault's USER.md: what is clean and fits is imported, in order; every entry left out is listed
     with why (``skipped``). Each entry passes the same checks as ``memory add``."""
     folder = folder.expanduser()
     if (folder / "memories").is_dir():
         folder = folder / "memories"
-    found = [(t, folder / f) for t, f in (("memory", "MEMORY.md"), ("user", "USER.md"))
-             if (folder / f).is_file()]
+    found = [
+        (t, folder / f) for t, f in (("memory", "MEMORY.md"), ("user", "USER.md")) if (folder / f).is_file()
+    ]
     if not found:
         raise NotFoundError(f"{folder} holds no MEMORY.md or USER.md")
     results = []
@@ -564,15 +653,19 @@ def import_hermes(vault: Vault, folder: Path, agent: str, *, memory_limit: int,
                 if e in new:
                     continue
                 if size([*new, e]) > limit:
-                    skipped.append(f"{src.name} entry {previews([e], 40)[0]!r} ({len(e):,} chars) would "
-                                   f"put {st.label} over its limit ({size(new):,}/{limit:,} chars)")
+                    skipped.append(
+                        f"{src.name} entry {previews([e], 40)[0]!r} ({len(e):,} chars) would "
+                        f"put {st.label} over its limit ({size(new):,}/{limit:,} chars)"
+                    )
                     continue
                 new.append(e)
             added = [e for e in new if e not in entries]
             backup = write_entries(vault, st, raw, new, limit, added=added) if new != entries else None
         there = len(clean) - len(added) - sum(1 for x in skipped if "over its limit" in x)
-        message = (f"Imported {len(added)} entr{'y' if len(added) == 1 else 'ies'} ({there} already "
-                   f"there" + (f", {len(skipped)} left out" if skipped else "") + ")." + restored)
+        message = (
+            f"Imported {len(added)} entr{'y' if len(added) == 1 else 'ies'} ({there} already "
+            f"there" + (f", {len(skipped)} left out" if skipped else "") + ")." + restored
+        )
         res = result(vault, st, message, new, limit, bool(added), backup)
         results.append(dataclasses.replace(res, skipped=tuple(skipped)))
     return results

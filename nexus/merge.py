@@ -35,22 +35,25 @@ from .entries import END_PREFIX
 _END = END_PREFIX.encode()
 
 # (kind, pattern on the path inside the vault)
-_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
-    ("segment", r"log/\d{4}-\d\d\.md"),
-    ("checkpoint", r"agents/[a-z0-9-]+/checkpoint\.md"),
-    ("cp-history", r"agents/[a-z0-9-]+/checkpoint-history\.md"),
-    ("memory", r"agents/[a-z0-9-]+/MEMORY\.md"),
-    ("memory", r"USER\.md"),
-    ("bank", r"agents/[a-z0-9-]+/bank\.md"),
-    ("review", r"memory/REVIEW\.md"),
-    ("derived", r"Decisions\.md"),
-    ("derived", r"memory/MEMORY-INDEX\.md"),
-    ("decision", r"decisions/D-\d{4,}-[a-z0-9-]*\.md"),
-    ("state", r"state/project\.md"),
-    ("state-version", r"state/history/v\d{4,}\.md"),
-    ("handoff", r"handoff/\d{4}-\d\d-\d\d(?:-\d+)?\.md"),
-    ("head", r"agents/[a-z0-9-]+/head\.json"),
-))
+_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (k, re.compile(p))
+    for k, p in (
+        ("segment", r"log/\d{4}-\d\d\.md"),
+        ("checkpoint", r"agents/[a-z0-9-]+/checkpoint\.md"),
+        ("cp-history", r"agents/[a-z0-9-]+/checkpoint-history\.md"),
+        ("memory", r"agents/[a-z0-9-]+/MEMORY\.md"),
+        ("memory", r"USER\.md"),
+        ("bank", r"agents/[a-z0-9-]+/bank\.md"),
+        ("review", r"memory/REVIEW\.md"),
+        ("derived", r"Decisions\.md"),
+        ("derived", r"memory/MEMORY-INDEX\.md"),
+        ("decision", r"decisions/D-\d{4,}-[a-z0-9-]*\.md"),
+        ("state", r"state/project\.md"),
+        ("state-version", r"state/history/v\d{4,}\.md"),
+        ("handoff", r"handoff/\d{4}-\d\d-\d\d(?:-\d+)?\.md"),
+        ("head", r"agents/[a-z0-9-]+/head\.json"),
+    )
+)
 
 
 def kind_of(path: str) -> tuple[str, str]:
@@ -86,12 +89,18 @@ class Conflict:
 
     def note(self) -> bytes:
         fence = "~" * max(4, 1 + max((len(m) for m in re.findall(r"~+", self.other)), default=0))
-        props = {"kind": "sync-conflict", "conflict": self.kind, "file": self.file,
-                 "tags": ["nexus/conflict"]}
+        props = {
+            "kind": "sync-conflict",
+            "conflict": self.kind,
+            "file": self.file,
+            "tags": ["nexus/conflict"],
+        }
         head = "".join(f"{k}: {json.dumps(v)}\n" for k, v in props.items())
-        text = (f"---\n{head}---\n# Sync conflict · {self.kind} · {self.file}\n\n"
-                f"> [!danger] {self.message}\n> Resolve it (keep what should stay), then delete this note "
-                "(`nexus verify` lists it until then).\n")
+        text = (
+            f"---\n{head}---\n# Sync conflict · {self.kind} · {self.file}\n\n"
+            f"> [!danger] {self.message}\n> Resolve it (keep what should stay), then delete this note "
+            "(`nexus verify` lists it until then).\n"
+        )
         if self.other:
             text += f"\n## The other side, whole\n\n{fence}\n{self.other.rstrip()}\n{fence}\n"
         return text.encode("utf-8")
@@ -121,7 +130,7 @@ def split_segment(data: bytes) -> tuple[bytes, list[tuple[str | None, bytes]]]:
     begins = [(m.start(), m.group(1).decode("ascii")) for m in _BEGIN_LINE.finditer(data)]
     if not begins:
         return data, []
-    preamble = data[:begins[0][0]]
+    preamble = data[: begins[0][0]]
     blocks: list[tuple[str | None, bytes]] = []
     n = len(data)
     end_mark = b"\n" + _END
@@ -132,8 +141,8 @@ def split_segment(data: bytes) -> tuple[bytes, list[tuple[str | None, bytes]]]:
         if stop < 0:  # no complete end line before the next entry: broken or torn, kept as text
             blocks.append((None, data[start:limit].strip(b"\n") + (b"\n" if limit < n else b"")))
             continue
-        blocks.append((bid, data[start:stop + 1]))
-        gap = data[stop + 1:limit]
+        blocks.append((bid, data[start : stop + 1]))
+        gap = data[stop + 1 : limit]
         if gap.strip():
             text = gap.strip(b"\n")
             blocks.append((None, text + b"\n" if gap.rstrip(b"\n") != gap or limit < n else text))
@@ -160,9 +169,14 @@ def merge_segment(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
             texts = entries.setdefault(bid, [])
             if text not in texts:
                 if texts:
-                    conflicts.append(Conflict("same-id", path,
-                        f"entry {bid} has different text on the two sides: both kept (verify reports "
-                        "the duplicate id; the one whose signature fails was edited)"))
+                    conflicts.append(
+                        Conflict(
+                            "same-id",
+                            path,
+                            f"entry {bid} has different text on the two sides: both kept (verify reports "
+                            "the duplicate id; the one whose signature fails was edited)",
+                        )
+                    )
                 texts.append(text)
     out = [pre_o or pre_t]
     if not out[0].endswith(b"\n\n") and (entries or after):
@@ -210,9 +224,15 @@ def merge_checkpoint(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merg
     keep, other = (ours, theirs) if o >= t else (theirs, ours)
     conflicts = []
     if o[0] == t[0]:  # one agent saved the same version on two machines: a fork
-        conflicts.append(Conflict("checkpoint", path, f"two different saves of checkpoint version {o[0]} "
-                                  "(the same agent on two machines); the later is kept",
-                                  other.decode("utf-8", "replace")))
+        conflicts.append(
+            Conflict(
+                "checkpoint",
+                path,
+                f"two different saves of checkpoint version {o[0]} "
+                "(the same agent on two machines); the later is kept",
+                other.decode("utf-8", "replace"),
+            )
+        )
     return Merged(keep, conflicts=conflicts)
 
 
@@ -238,7 +258,7 @@ def merge_lines_by_record(base: bytes, ours: bytes, theirs: bytes, path: str) ->
             if line in records:
                 continue
             try:
-                rec = json.loads(line[line.index(_HISTORY_MARK) + len(_HISTORY_MARK):-3])
+                rec = json.loads(line[line.index(_HISTORY_MARK) + len(_HISTORY_MARK) : -3])
                 key = (str(rec.get("saved", "")), int(rec.get("seq", 0)))
             except (ValueError, TypeError, AttributeError):
                 key = ("~", 0)
@@ -263,9 +283,15 @@ def merge_memory(base: bytes, ours: bytes, theirs: bytes, path: str, limit: int 
     if limit is None:
         limit = 1375 if path.endswith("USER.md") else 2200
     if size(merged) > limit:
-        conflicts.append(Conflict("memory", path, f"the union of both sides' entries holds "
-                                  f"{size(merged):,} characters, over the limit of {limit:,}: all kept; "
-                                  "consolidate or remove entries (`nexus memory consolidate`)"))
+        conflicts.append(
+            Conflict(
+                "memory",
+                path,
+                f"the union of both sides' entries holds "
+                f"{size(merged):,} characters, over the limit of {limit:,}: all kept; "
+                "consolidate or remove entries (`nexus memory consolidate`)",
+            )
+        )
     return Merged(render(merged).encode("utf-8"), conflicts=conflicts)
 
 
@@ -282,7 +308,7 @@ def _bank_sections(text: str) -> tuple[str, dict[str, str]]:
     head = text[: starts[0]]
     out: dict[str, str] = {}
     for i, start in enumerate(starts):
-        chunk = text[start: starts[i + 1] if i + 1 < len(starts) else len(text)]
+        chunk = text[start : starts[i + 1] if i + 1 < len(starts) else len(text)]
         m = _BANK_HEAD.match(chunk)
         assert m is not None
         out.setdefault(m["id"], chunk.rstrip("\n") + "\n")
@@ -313,8 +339,14 @@ def merge_bank(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
             merged[fid] = mine
         else:
             merged[fid] = mine
-            conflicts.append(Conflict("bank", path, f"fact {fid} differs on the two sides ({s_m} here, "
-                                      f"{s_o} there); this side's is kept", other))
+            conflicts.append(
+                Conflict(
+                    "bank",
+                    path,
+                    f"fact {fid} differs on the two sides ({s_m} here, {s_o} there); this side's is kept",
+                    other,
+                )
+            )
     text = (head or head_t).rstrip("\n") + "\n" + "".join("\n" + s for s in merged.values())
     return Merged(text.encode("utf-8"), conflicts=conflicts)
 
@@ -340,8 +372,11 @@ def merge_review(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
     ticked = {ln.replace("[x]", "[ ]") for ln in theirs.decode("utf-8", "replace").split("\n") if "[x]" in ln}
     out = [ln.replace("[ ]", "[x]", 1) if ln in ticked else ln for ln in o]
     have = {ln.replace("[x]", "[ ]") for ln in out}
-    extra = [ln for ln in theirs.decode("utf-8", "replace").split("\n")
-             if ln.startswith("- [") and ln.replace("[x]", "[ ]") not in have]
+    extra = [
+        ln
+        for ln in theirs.decode("utf-8", "replace").split("\n")
+        if ln.startswith("- [") and ln.replace("[x]", "[ ]") not in have
+    ]
     if extra:
         while out and out[-1] == "":
             out.pop()
@@ -354,9 +389,17 @@ def merge_decision(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged
     the earlier supersession; the other is listed (its successor note stays, naming this one)."""
     o, t = (_prop(x.decode("utf-8", "replace"), "superseded_at") or "~" for x in (ours, theirs))
     keep, other = (ours, theirs) if o <= t else (theirs, ours)
-    return Merged(keep, conflicts=[Conflict("decision", path, "this decision was superseded on two "
-                                            "machines by different decisions; the earlier is kept",
-                                            other.decode("utf-8", "replace"))])
+    return Merged(
+        keep,
+        conflicts=[
+            Conflict(
+                "decision",
+                path,
+                "this decision was superseded on two machines by different decisions; the earlier is kept",
+                other.decode("utf-8", "replace"),
+            )
+        ],
+    )
 
 
 def merge_state(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
@@ -367,11 +410,20 @@ def merge_state(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
 def merge_state_version(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
     version = path.rsplit("/v", 1)[-1][:-3].lstrip("0")
     who = _prop(theirs.decode("utf-8", "replace"), "author")
-    return Merged(ours, conflicts=[Conflict("state", path, f"the project state diverged: two machines "
-                                            f"each recorded a version {version} (the other by {who}); "
-                                            "this side's is current — read both, then set the state that "
-                                            "should stand (`nexus state set --expect N`)",
-                                            theirs.decode("utf-8", "replace"))])
+    return Merged(
+        ours,
+        conflicts=[
+            Conflict(
+                "state",
+                path,
+                f"the project state diverged: two machines "
+                f"each recorded a version {version} (the other by {who}); "
+                "this side's is current — read both, then set the state that "
+                "should stand (`nexus state set --expect N`)",
+                theirs.decode("utf-8", "replace"),
+            )
+        ],
+    )
 
 
 def merge_handoff(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
@@ -383,6 +435,7 @@ def merge_handoff(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
 
 def merge_head(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
     """The signed head with the higher (seq, id); an unreadable side loses."""
+
     def rank(data: bytes) -> tuple[int, str]:
         try:
             head = json.loads(data)
@@ -415,8 +468,17 @@ def merge_text(base: bytes, ours: bytes, theirs: bytes, path: str) -> Merged:
 
 
 _RULES = {
-    "segment": merge_segment, "checkpoint": merge_checkpoint, "cp-history": merge_lines_by_record,
-    "memory": merge_memory, "bank": merge_bank, "review": merge_review, "derived": merge_derived,
-    "decision": merge_decision, "state": merge_state, "state-version": merge_state_version,
-    "handoff": merge_handoff, "head": merge_head, "text": merge_text,
+    "segment": merge_segment,
+    "checkpoint": merge_checkpoint,
+    "cp-history": merge_lines_by_record,
+    "memory": merge_memory,
+    "bank": merge_bank,
+    "review": merge_review,
+    "derived": merge_derived,
+    "decision": merge_decision,
+    "state": merge_state,
+    "state-version": merge_state_version,
+    "handoff": merge_handoff,
+    "head": merge_head,
+    "text": merge_text,
 }

@@ -36,8 +36,18 @@ def bar(label: str, *, enabled: bool = True, stream: Any = None) -> Progress | N
                 return  # finished before anyone would have looked
             from tqdm import tqdm  # (imported only for a bar that is shown)
 
-            shown.append(tqdm(total=total, desc=f"nexus: {label}", unit="B", unit_scale=True,
-                              unit_divisor=1024, file=out, leave=False, dynamic_ncols=True))
+            shown.append(
+                tqdm(
+                    total=total,
+                    desc=f"nexus: {label}",
+                    unit="B",
+                    unit_scale=True,
+                    unit_divisor=1024,
+                    file=out,
+                    leave=False,
+                    dynamic_ncols=True,
+                )
+            )
         b = shown[0]
         if b.total != total:
             b.total = total

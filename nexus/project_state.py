@@ -87,11 +87,17 @@ def load_version(vault: Vault, version: int) -> StateVersion:
         props, body = properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
     except FileNotFoundError:
         raise NotFoundError(
-            f"no version {version} of the project state (see `nexus state history`)") from None
+            f"no version {version} of the project state (see `nexus state history`)"
+        ) from None
     return StateVersion(
-        version=version, author=str(props.get("author")), kind=str(props.get("kind", "agent")),
-        ts=str(props.get("ts")), summary=str(props.get("summary", "")),
-        sha256=str(props.get("sha256")), restored_from=props.get("restored_from"), content=_norm(body),
+        version=version,
+        author=str(props.get("author")),
+        kind=str(props.get("kind", "agent")),
+        ts=str(props.get("ts")),
+        summary=str(props.get("summary", "")),
+        sha256=str(props.get("sha256")),
+        restored_from=props.get("restored_from"),
+        content=_norm(body),
         path=vault.rel(path),
     )
 
@@ -105,12 +111,25 @@ def _note_content(vault: Vault) -> str | None:
     return _norm(body)
 
 
-def _write(vault: Vault, version: int, author: str, kind: str, summary: str, content: str,
-           restored_from: int | None = None) -> StateVersion:
+def _write(
+    vault: Vault,
+    version: int,
+    author: str,
+    kind: str,
+    summary: str,
+    content: str,
+    restored_from: int | None = None,
+) -> StateVersion:
     """Record ``content`` as ``version`` (history first, then the current note). Caller holds the lock."""
     ts = _now()
-    props: dict[str, Any] = {"version": version, "author": author, "kind": kind, "ts": ts,
-                             "summary": summary, "sha256": content_hash(content)}
+    props: dict[str, Any] = {
+        "version": version,
+        "author": author,
+        "kind": kind,
+        "ts": ts,
+        "summary": summary,
+        "sha256": content_hash(content),
+    }
     if restored_from is not None:
         props["restored_from"] = restored_from
     props["tags"] = ["nexus/state-version"]
@@ -118,8 +137,9 @@ def _write(vault: Vault, version: int, author: str, kind: str, summary: str, con
     durable.create_exclusive(path, properties.render(props, _norm(content)).encode("utf-8"))
     current = {"version": version, "updated": ts, "updated_by": author, "tags": ["nexus/state"]}
     durable.replace(note_path(vault), properties.render(current, _norm(content)).encode("utf-8"))
-    return StateVersion(version, author, kind, ts, summary, props["sha256"], restored_from,
-                        _norm(content), vault.rel(path))
+    return StateVersion(
+        version, author, kind, ts, summary, props["sha256"], restored_from, _norm(content), vault.rel(path)
+    )
 
 
 def absorb_hand_edit(vault: Vault, keys_home: Path | None) -> StateVersion | None:
@@ -156,10 +176,15 @@ def _log_human(vault: Vault, keys_home: Path | None, human: str, version: StateV
         signer = identity.load_signer(vault, keys_home, human)
     except (IdentityError, InputError):
         return  # no key for the person here: the version is recorded, the log entry waits
-    log.append(vault, signer, channel="state", type="state",
-               summary=f"project state v{version.version}: {human} edited it by hand",
-               body=f"Version: [[{version.path[:-3]}|v{version.version}]] (recorded from Obsidian)",
-               via="state")
+    log.append(
+        vault,
+        signer,
+        channel="state",
+        type="state",
+        summary=f"project state v{version.version}: {human} edited it by hand",
+        body=f"Version: [[{version.path[:-3]}|v{version.version}]] (recorded from Obsidian)",
+        via="state",
+    )
 
 
 def show(vault: Vault, keys_home: Path | None = None) -> tuple[int, str, StateVersion | None]:
@@ -171,13 +196,22 @@ def show(vault: Vault, keys_home: Path | None = None) -> tuple[int, str, StateVe
 
 
 def diff(old: str, new: str, old_label: str, new_label: str) -> str:
-    lines = difflib.unified_diff(_norm(old).splitlines(keepends=True), _norm(new).splitlines(keepends=True),
-                                 old_label, new_label)
+    lines = difflib.unified_diff(
+        _norm(old).splitlines(keepends=True), _norm(new).splitlines(keepends=True), old_label, new_label
+    )
     return "".join(lines)
 
 
-def set_state(vault: Vault, signer: Any, *, expect: int, content: str, summary: str | None = None,
-              keys_home: Path | None = None, restored_from: int | None = None) -> StateVersion:
+def set_state(
+    vault: Vault,
+    signer: Any,
+    *,
+    expect: int,
+    content: str,
+    summary: str | None = None,
+    keys_home: Path | None = None,
+    restored_from: int | None = None,
+) -> StateVersion:
     """Replace the state if ``expect`` is the current version; else log the refusal and raise."""
     from . import log
 
@@ -190,17 +224,31 @@ def set_state(vault: Vault, signer: Any, *, expect: int, content: str, summary: 
             now = load_version(vault, current).content if current else ""
             before = load_version(vault, expect).content if 0 < expect < current else ""
             changes = diff(before, now, f"v{expect} (yours)", f"v{current} (current)")
-            log.append(vault, signer, channel="state", type="state-conflict",
-                       summary=f"stale state edit refused: planned on v{expect}, current is v{current}",
-                       body=f"Nothing changed. Current: [[state/history/v{current:04d}|v{current}]]"
-                       if current else "Nothing changed.")
+            log.append(
+                vault,
+                signer,
+                channel="state",
+                type="state-conflict",
+                summary=f"stale state edit refused: planned on v{expect}, current is v{current}",
+                body=f"Nothing changed. Current: [[state/history/v{current:04d}|v{current}]]"
+                if current
+                else "Nothing changed.",
+            )
             raise StaleEditError(
                 f"the project state is at version {current}, not {expect}: nothing changed; "
-                f"read it again (`nexus state show`) and re-plan your edit", current, changes)
+                f"read it again (`nexus state show`) and re-plan your edit",
+                current,
+                changes,
+            )
         version = _write(vault, current + 1, signer.name, "agent", line, clean, restored_from)
-        log.append(vault, signer, channel="state", type="state",
-                   summary=f"project state v{version.version}: {line}"[:200],
-                   body=f"Version: [[{version.path[:-3]}|v{version.version}]] (was v{current})")
+        log.append(
+            vault,
+            signer,
+            channel="state",
+            type="state",
+            summary=f"project state v{version.version}: {line}"[:200],
+            body=f"Version: [[{version.path[:-3]}|v{version.version}]] (was v{current})",
+        )
     return version
 
 
@@ -216,12 +264,20 @@ def _first_added(old: str, new: str) -> str | None:
     return None
 
 
-def restore(vault: Vault, signer: Any, *, version: int, expect: int, keys_home: Path | None = None
-            ) -> StateVersion:
+def restore(
+    vault: Vault, signer: Any, *, version: int, expect: int, keys_home: Path | None = None
+) -> StateVersion:
     """Make an earlier version current again (a new version, logged)."""
     old = load_version(vault, version)
-    return set_state(vault, signer, expect=expect, content=old.content, summary=f"restored v{version}",
-                     keys_home=keys_home, restored_from=version)
+    return set_state(
+        vault,
+        signer,
+        expect=expect,
+        content=old.content,
+        summary=f"restored v{version}",
+        keys_home=keys_home,
+        restored_from=version,
+    )
 
 
 def changes_since(vault: Vault, since: str) -> list[StateVersion]:

@@ -28,20 +28,73 @@ _KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # fields. A hand edit may leave one unquoted (``vault_id: 1234567890123456``, ``id: 0012``,
 # ``created: 2026-11-30T04:41:07Z``); YAML would read a number or a date and change the text (an octal
 # ``0012`` is 10), so these are read as the text written. nexus writes them quoted (JSON or YAML dump).
-TEXT_KEYS = frozenset({
-    "vault_id", "id", "name", "key_id", "key", "sig", "public_key", "prev", "seen", "ack", "entry",
-    "refs", "ref", "source", "fact", "supersedes", "superseded_by", "superseded_key", "superseded_sig",
-    "sha256", "agent", "author", "human", "updated_by", "approved_by", "reviewed_by", "kind", "type",
-    "target", "status", "title", "description", "task", "step", "next", "summary", "reason", "files",
-    "tags", "aliases", "created", "saved", "ts", "date", "archived", "first_seen", "approved_at",
-    "reviewed_at", "superseded_at", "updated", "retired", "until", "since", "last_entry",
-})
+TEXT_KEYS = frozenset(
+    {
+        "vault_id",
+        "id",
+        "name",
+        "key_id",
+        "key",
+        "sig",
+        "public_key",
+        "prev",
+        "seen",
+        "ack",
+        "entry",
+        "refs",
+        "ref",
+        "source",
+        "fact",
+        "supersedes",
+        "superseded_by",
+        "superseded_key",
+        "superseded_sig",
+        "sha256",
+        "agent",
+        "author",
+        "human",
+        "updated_by",
+        "approved_by",
+        "reviewed_by",
+        "kind",
+        "type",
+        "target",
+        "status",
+        "title",
+        "description",
+        "task",
+        "step",
+        "next",
+        "summary",
+        "reason",
+        "files",
+        "tags",
+        "aliases",
+        "created",
+        "saved",
+        "ts",
+        "date",
+        "archived",
+        "first_seen",
+        "approved_at",
+        "reviewed_at",
+        "superseded_at",
+        "updated",
+        "retired",
+        "until",
+        "since",
+        "last_entry",
+    }
+)
 
 
 def _is_text(value: Any) -> bool:
     """A value a text property may hold: text, nothing, or a list of text."""
-    return value is None or isinstance(value, str) or (
-        isinstance(value, list) and all(isinstance(v, str) for v in value))
+    return (
+        value is None
+        or isinstance(value, str)
+        or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    )
 
 
 def render(props: dict[str, Any], body: str) -> str:

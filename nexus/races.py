@@ -20,7 +20,10 @@ from .vault import Vault
 
 
 def find_races(
-    vault: Vault, window_seconds: float = 60.0, *, ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    vault: Vault,
+    window_seconds: float = 60.0,
+    *,
+    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
     unresolved: bool = False,
 ) -> list[Race]:
     """Every race in the log, ordered by (a id, b id); only unresolved ones when ``unresolved``."""
@@ -29,16 +32,21 @@ def find_races(
     for a_ref, b_ref, resolved_by in sorted(state["races"], key=lambda r: (r[0][0], r[1][0])):
         if unresolved and resolved_by is not None:
             continue
-        out.append(Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref),
-                        resolved_by))
+        out.append(
+            Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref), resolved_by)
+        )
     return out
 
 
 def agent_races(
-    vault: Vault, agent: str, window_seconds: float = 60.0, *,
+    vault: Vault,
+    agent: str,
+    window_seconds: float = 60.0,
+    *,
     ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
 ) -> list[Race]:
     """The unresolved races ``agent`` is part of (what its brief lists)."""
     data = coordination.view(vault, agent, ack_types, window_seconds)
-    return [Race(coordination.materialize(vault, a), coordination.materialize(vault, b)) for a, b in
-            data["races"]]
+    return [
+        Race(coordination.materialize(vault, a), coordination.materialize(vault, b)) for a, b in data["races"]
+    ]

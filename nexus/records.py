@@ -60,9 +60,7 @@ class Located:
 
     def to_json(self) -> dict[str, Any]:
         data = self.entry.to_json()
-        data.update(
-            file=self.file, line_start=self.line_start, line_end=self.line_end, link=self.link
-        )
+        data.update(file=self.file, line_start=self.line_start, line_end=self.line_end, link=self.link)
         if self.verdict is not None:
             data["verified"] = self.verdict == "ok"
             if self.verdict != "ok":
@@ -148,10 +146,15 @@ class Checkpoint:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Checkpoint:
         return cls(
-            agent=str(data["agent"]), task=str(data["task"]), step=str(data["step"]),
-            next=str(data["next"]), status=str(data["status"]),
-            files=tuple(str(f) for f in data.get("files") or ()), notes=str(data.get("notes") or ""),
-            saved=str(data["saved"]), seq=int(data["seq"]),
+            agent=str(data["agent"]),
+            task=str(data["task"]),
+            step=str(data["step"]),
+            next=str(data["next"]),
+            status=str(data["status"]),
+            files=tuple(str(f) for f in data.get("files") or ()),
+            notes=str(data.get("notes") or ""),
+            saved=str(data["saved"]),
+            seq=int(data["seq"]),
         )
 
 
@@ -217,15 +220,23 @@ class MemoryResult:
     @property
     def warning(self) -> str | None:
         if self.percent > 80:
-            return (f"{self.path} is {self.usage}: above 80%; consolidate (`nexus memory consolidate`) "
-                    f"or remove entries before it fills")
+            return (
+                f"{self.path} is {self.usage}: above 80%; consolidate (`nexus memory consolidate`) "
+                f"or remove entries before it fills"
+            )
         return None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(entries=list(self.entries), skipped=list(self.skipped), usage=self.usage,
-                    percent=self.percent,
-                    entry_count=len(self.entries), warning=self.warning, success=True)
+        data.update(
+            entries=list(self.entries),
+            skipped=list(self.skipped),
+            usage=self.usage,
+            percent=self.percent,
+            entry_count=len(self.entries),
+            warning=self.warning,
+            success=True,
+        )
         return data
 
 

@@ -35,15 +35,28 @@ def record(vault: Vault, old: str, new: str) -> None:
     """Remember that note ``old`` was renamed ``new`` (vault paths; ``.md`` is dropped)."""
     from . import durable
 
-    line = json.dumps({"old": old.removesuffix(".md"), "new": new.removesuffix(".md"),
-                       "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n"
+    line = (
+        json.dumps(
+            {
+                "old": old.removesuffix(".md"),
+                "new": new.removesuffix(".md"),
+                "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        )
+        + "\n"
+    )
     durable.append(vault.state / LOG, line.encode())
 
 
 def is_note_rename(old: str, new: str) -> bool:
     """A move between two Markdown notes, not an editor's temp file saved over a note."""
-    return (old != new and old.endswith(".md") and new.endswith(".md")
-            and not Path(old).name.startswith(".") and not old.startswith(".nexus/"))
+    return (
+        old != new
+        and old.endswith(".md")
+        and new.endswith(".md")
+        and not Path(old).name.startswith(".")
+        and not old.startswith(".nexus/")
+    )
 
 
 def known(vault: Vault) -> dict[str, str]:
@@ -88,8 +101,11 @@ def originals(text: str, renames: dict[str, str], exists: set[str] | None = None
             for o in _forms(old):
                 if o not in by_target[form.lower()]:
                     by_target[form.lower()].append(o)
-    spots = [(m.start(1), m.end(1), by_target[m.group(1).strip().lower()])
-             for m in LINK_RE.finditer(text) if m.group(1).strip().lower() in by_target]
+    spots = [
+        (m.start(1), m.end(1), by_target[m.group(1).strip().lower()])
+        for m in LINK_RE.finditer(text)
+        if m.group(1).strip().lower() in by_target
+    ]
     if not spots:
         return
     choices = [[None, *alts] for _, _, alts in spots]  # None: this link was not rewritten

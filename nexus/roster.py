@@ -84,5 +84,9 @@ def _parse(vault: Vault, name: str, stamp: list[int]) -> dict[str, Any] | None:
         return None
     kind = props.get("kind", "agent")
     key = props.get("public_key")
-    return {"stamp": stamp, "kind": kind if kind in ("agent", "human") else "agent", "body": body,
-            "public_key": key if isinstance(key, str) else None}
+    return {
+        "stamp": stamp,
+        "kind": kind if kind in ("agent", "human") else "agent",
+        "body": body,
+        "public_key": key if isinstance(key, str) else None,
+    }

@@ -55,8 +55,9 @@ def _next_key(path: Path) -> tuple[bytes, str]:
             raise IdentityError(f"{path} is not an Ed25519 private key; remove it and rotate again")
     except FileNotFoundError:
         key = Ed25519PrivateKey.generate()
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         durable.create_exclusive(path, pem, mode=0o600)
     public = "ed25519:" + base64.b64encode(key.public_key().public_bytes_raw()).decode("ascii")
     return pem, public
@@ -93,9 +94,14 @@ def rotate(vault: Vault, keys_home: Path, name: str) -> Rotation:
     _, public = _next_key(waiting)
     new_kid = trust.key_id_of(public)
     assert new_kid is not None
-    entry = log.append(vault, old, channel=CHANNEL, type=TYPE,
-                       summary=f"{name} rotates its signing key {old.key_id} → {new_kid}",
-                       body=_BODY_PREFIX + public).located.entry
+    entry = log.append(
+        vault,
+        old,
+        channel=CHANNEL,
+        type=TYPE,
+        summary=f"{name} rotates its signing key {old.key_id} → {new_kid}",
+        body=_BODY_PREFIX + public,
+    ).located.entry
     _set_note_key(vault, name, public, new_kid)
     _take_over(waiting, key_path)
     return _finish(vault, keys_home, name, (entry.id, entry.key), new_kid)
@@ -112,7 +118,8 @@ def _announced_or_refuse(vault: Vault, ring: trust.Keyring, name: str, public: s
     if found is None:
         raise IdentityError(
             f"agents/{name}/identity.md declares a key that no rotation entry signed with a key this "
-            f"machine trusts announces; if the change is genuine, `nexus agent trust {name}`")
+            f"machine trusts announces; if the change is genuine, `nexus agent trust {name}`"
+        )
     return found
 
 
@@ -120,9 +127,14 @@ def _finish(vault: Vault, keys_home: Path, name: str, announced: tuple[str, str]
     """Pin the new key on this machine and confirm the rotation with an entry signed by it."""
     trust.accept(vault, keys_home, name, how="rotation")  # pins live beside the keys (NEXUS_HOME)
     new = identity.load_signer(vault, keys_home, name)
-    confirmed = log.append(vault, new, channel=CHANNEL, type=TYPE, ack=(announced[0],),
-                           summary=f"{name} signs with its new key {new_kid} from now on"
-                           ).located.entry.id
+    confirmed = log.append(
+        vault,
+        new,
+        channel=CHANNEL,
+        type=TYPE,
+        ack=(announced[0],),
+        summary=f"{name} signs with its new key {new_kid} from now on",
+    ).located.entry.id
     return Rotation(name, announced[1], new_kid, announced[0], confirmed)
 
 

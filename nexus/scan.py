@@ -69,8 +69,9 @@ def _parse(data: bytes, source: str) -> tuple[Rule, ...]:
         except (KeyError, TypeError):
             raise InputError(f"{source}: rule {i + 1} needs id, category and pattern") from None
         if cat not in CATEGORIES:
-            raise InputError(f"{source}: rule {rid!r} has unknown category {cat!r}; use one of "
-                             + ", ".join(CATEGORIES))
+            raise InputError(
+                f"{source}: rule {rid!r} has unknown category {cat!r}; use one of " + ", ".join(CATEGORIES)
+            )
         try:
             regex = re.compile(pattern, re.IGNORECASE)
         except re.error as err:
@@ -130,8 +131,9 @@ def looks_generated(token: str) -> bool:
     """A token with the mix of a generated secret: upper, lower and digits, high entropy, few words
     (``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`` yes; a path, an identifier or a hex digest no)."""
     core = token.strip("=")
-    if len(core) < 32 or not (any(c.isupper() for c in core) and any(c.islower() for c in core)
-                              and any(c.isdigit() for c in core)):
+    if len(core) < 32 or not (
+        any(c.isupper() for c in core) and any(c.islower() for c in core) and any(c.isdigit() for c in core)
+    ):
         return False
     wordy = sum(len(m) for m in _WORDY_RE.findall(core))
     return wordy * 4 < len(core) and _entropy(core) >= 4.0
@@ -158,21 +160,33 @@ def _redacted(f: Finding) -> Finding:
     return Finding(f.rule, f.category, f.why, f"[redacted, {len(f.excerpt)} characters around it]")
 
 
-def findings(text: str, vault_root: Path | None = None, *, categories: tuple[str, ...] = CATEGORIES,
-             depth: int = 0) -> list[Finding]:
+def findings(  # noqa: C901
+    text: str, vault_root: Path | None = None, *, categories: tuple[str, ...] = CATEGORIES, depth: int = 0
+) -> list[Finding]:
     """Every rule ``text`` breaks (empty when it is safe); secrets' excerpts are redacted."""
     found: list[Finding] = []
     if len(text) > MAX_SCAN_CHARS:
-        found.append(Finding("too-large-to-scan", "prompt-injection",
-                             f"more than {MAX_SCAN_CHARS:,} characters cannot be scanned", text[:40]))
+        found.append(
+            Finding(
+                "too-large-to-scan",
+                "prompt-injection",
+                f"more than {MAX_SCAN_CHARS:,} characters cannot be scanned",
+                text[:40],
+            )
+        )
         text = text[:MAX_SCAN_CHARS]
     if "invisible-unicode" in categories:
         inv = first_invisible(text, controls=False)
         if inv is not None:
             at = text.index(inv)
-            found.append(Finding(f"invisible-{describe_char(inv)}", "invisible-unicode",
-                                 "an invisible or bidirectional-control character",
-                                 _excerpt(text, at, at + 1)))
+            found.append(
+                Finding(
+                    f"invisible-{describe_char(inv)}",
+                    "invisible-unicode",
+                    "an invisible or bidirectional-control character",
+                    _excerpt(text, at, at + 1),
+                )
+            )
     import unicodedata
 
     folded = unicodedata.normalize("NFKC", text)
@@ -185,12 +199,17 @@ def findings(text: str, vault_root: Path | None = None, *, categories: tuple[str
             found.append(Finding(rule.id, rule.category, rule.why, _excerpt(m.string, m.start(), m.end())))
     if "secrets" in categories and not any(f.category == "secrets" for f in found):
         for m in _TOKEN_RE.finditer(text):
-            if text[max(0, m.start() - len(_PUBLIC_KEY_PREFIX)):m.start()] == _PUBLIC_KEY_PREFIX:
+            if text[max(0, m.start() - len(_PUBLIC_KEY_PREFIX)) : m.start()] == _PUBLIC_KEY_PREFIX:
                 continue  # a public key as nexus writes it (a key rotation names one): public by design
             if looks_generated(m.group()) and _decoded(m.group()) is None:
-                found.append(Finding("high-entropy-token", "secrets",
-                                     "a long random-looking token (a generated key or password)",
-                                     m.group()))
+                found.append(
+                    Finding(
+                        "high-entropy-token",
+                        "secrets",
+                        "a long random-looking token (a generated key or password)",
+                        m.group(),
+                    )
+                )
                 break
     if depth == 0:
         for m in _BASE64_RE.finditer(text):
@@ -198,8 +217,14 @@ def findings(text: str, vault_root: Path | None = None, *, categories: tuple[str
             if inner is None:
                 continue
             for f in findings(inner, vault_root, categories=categories, depth=1):
-                found.append(Finding(f"encoded-{f.rule}", f.category, f"base64 that decodes to text "
-                                     f"that {f.why}", m.group()[:40]))
+                found.append(
+                    Finding(
+                        f"encoded-{f.rule}",
+                        f.category,
+                        f"base64 that decodes to text that {f.why}",
+                        m.group()[:40],
+                    )
+                )
             if any(f.rule.startswith("encoded-") for f in found):
                 break
     return [_redacted(f) for f in found]
@@ -233,5 +258,7 @@ def check(text: str, what: str = "content", vault_root: Path | None = None) -> s
 def blocked_placeholder(source: str, found: list[Finding]) -> str:
     """What a snapshot shows instead of a poisoned entry."""
     names = ", ".join(f"{f.category}/{f.rule}" for f in found)
-    return (f"[BLOCKED: {source} entry broke safety rule(s) {names}; removed from this snapshot. "
-            f"Remove it with `nexus memory remove`.]")
+    return (
+        f"[BLOCKED: {source} entry broke safety rule(s) {names}; removed from this snapshot. "
+        f"Remove it with `nexus memory remove`.]"
+    )

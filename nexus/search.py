@@ -230,23 +230,36 @@ def _entry_doc(located: Located) -> dict[str, Any]:
     e = located.entry
     text = e.summary if e.body is None else f"{e.summary}\n{e.summary}\n{e.body}"
     return {
-        "key": f"e:{e.id}", "kind": "entry", "path": located.file,
-        "agent": e.agent, "channel": e.channel, "type": e.type, "status": "", "ts": e.ts,
-        "heading": "", "text": text,
+        "key": f"e:{e.id}",
+        "kind": "entry",
+        "path": located.file,
+        "agent": e.agent,
+        "channel": e.channel,
+        "type": e.type,
+        "status": "",
+        "ts": e.ts,
+        "heading": "",
+        "text": text,
         "loc": [located.offset, located.end_offset, located.line_start, located.line_end],
     }
 
 
 def _note_type(rel: str, props: dict[str, Any]) -> str:
     parts = rel.split("/")
-    by_folder = {"decisions": "decision", "state": "state", "handoff": "handoff", "memory": "memory",
-                 "archive": "archive"}
+    by_folder = {
+        "decisions": "decision",
+        "state": "state",
+        "handoff": "handoff",
+        "memory": "memory",
+        "archive": "archive",
+    }
     if parts[0] in by_folder:
         return by_folder[parts[0]]
     if parts[0] == "agents" and len(parts) == 3:
         stem = parts[2][:-3].lower()
         return {"identity": "identity", "checkpoint": "checkpoint", "memory": "memory"}.get(
-            stem, "bank" if "bank" in stem else "note")
+            stem, "bank" if "bank" in stem else "note"
+        )
     if rel == "USER.md":
         return "memory"
     value = props.get("type")
@@ -265,25 +278,48 @@ def _note_docs(rel: str, data: bytes, mtime: float) -> list[dict[str, Any]]:
     text = data.decode("utf-8", errors="replace")
     props, parts = sections.split(text)
     parts_dir = rel.split("/")
-    agent = _prop(props, "agent", "author") or _prop(props, "name") if parts_dir[0] == "agents" else \
-        _prop(props, "agent", "author")
+    agent = (
+        _prop(props, "agent", "author") or _prop(props, "name")
+        if parts_dir[0] == "agents"
+        else _prop(props, "agent", "author")
+    )
     if not agent and parts_dir[0] == "agents" and len(parts_dir) >= 3:
         agent = parts_dir[1]
     ts = _prop(props, "ts", "updated", "date", "created") or time.strftime(
-        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime))
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime)
+    )
     status = _prop(props, "status").lower()
     note_title = " ".join(x for x in (_prop(props, "id"), _prop(props, "title") or Path(rel).stem) if x)
-    base = {"kind": "section", "path": rel,
-            "agent": agent.lower(), "channel": "", "type": _note_type(rel, props), "status": status,
-            "ts": ts}
+    base = {
+        "kind": "section",
+        "path": rel,
+        "agent": agent.lower(),
+        "channel": "",
+        "type": _note_type(rel, props),
+        "status": status,
+        "ts": ts,
+    }
     docs = []
     if not parts:  # only properties: still findable by its title and fields
-        docs.append({**base, "key": f"n:{rel}#0", "heading": "", "text": note_title,
-                     "loc": [0, len(data), 1, max(1, text.count("\n"))]})
+        docs.append(
+            {
+                **base,
+                "key": f"n:{rel}#0",
+                "heading": "",
+                "text": note_title,
+                "loc": [0, len(data), 1, max(1, text.count("\n"))],
+            }
+        )
     for i, sec in enumerate(parts):
-        docs.append({**base, "key": f"n:{rel}#{i}", "heading": sec.heading,
-                     "text": f"{note_title}\n{sec.heading}\n{sec.heading}\n{sec.text}",
-                     "loc": [sec.start, sec.end, sec.line_start, sec.line_end]})
+        docs.append(
+            {
+                **base,
+                "key": f"n:{rel}#{i}",
+                "heading": sec.heading,
+                "text": f"{note_title}\n{sec.heading}\n{sec.heading}\n{sec.text}",
+                "loc": [sec.start, sec.end, sec.line_start, sec.line_end],
+            }
+        )
     return docs
 
 
@@ -323,7 +359,7 @@ def _listing(folder: str, root: str) -> tuple[list[str], list[tuple[str, str]]] 
             if item.is_dir(follow_symlinks=False):
                 subfolders.append(item.path)
             elif item.name.endswith(".md") and item.is_file(follow_symlinks=False):
-                notes.append((item.path, item.path[len(root) + 1:].replace(os.sep, "/")))
+                notes.append((item.path, item.path[len(root) + 1 :].replace(os.sep, "/")))
         except FileNotFoundError:
             continue
     if time.time_ns() - mtime > SETTLED_NS:
@@ -375,8 +411,12 @@ def _load_manifest(vault: Vault) -> dict[str, Any] | None:
         data = json.loads(path.read_bytes())
     except (FileNotFoundError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("version") != SCHEMA_VERSION or not isinstance(
-            data.get("files"), dict) or not isinstance(data.get("dir"), str):
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != SCHEMA_VERSION
+        or not isinstance(data.get("files"), dict)
+        or not isinstance(data.get("dir"), str)
+    ):
         return None
     _MANIFESTS[str(path)] = (stamp, data)
     return {**data, "files": dict(data["files"])}
@@ -411,19 +451,21 @@ def _serialised(fn: T) -> T:
 
 
 def _tail_mark(data: bytes, end: int) -> str:
-    return data[max(0, end - 256):end].hex()
+    return data[max(0, end - 256) : end].hex()
 
 
 def _add(writer: Any) -> Callable[..., None]:
     """``writer.add_document`` leaving out empty fields (no posting for an empty status or channel)."""
+
     def add(**doc: Any) -> None:
         writer.add_document(**{k: v for k, v in doc.items() if v != ""})
 
     return add
 
 
-def _index_segment(rel: str, data: bytes, offset: int, line: int, add: Callable[..., None]
-                   ) -> tuple[int, int, int]:
+def _index_segment(
+    rel: str, data: bytes, offset: int, line: int, add: Callable[..., None]
+) -> tuple[int, int, int]:
     """Add the entries of ``data`` (bytes of segment ``rel`` from ``offset``); return (entries added,
     end offset, end line) where the end excludes a torn tail still being written."""
     from . import segments
@@ -434,12 +476,16 @@ def _index_segment(rel: str, data: bytes, offset: int, line: int, add: Callable[
     return len(result.entries), result.end_offset, result.end_line
 
 
-def _plan(vault: Vault, manifest: dict[str, Any], files: dict[str, tuple[int, int]]
-          ) -> tuple[list[str], list[str]]:
+def _plan(
+    vault: Vault, manifest: dict[str, Any], files: dict[str, tuple[int, int]]
+) -> tuple[list[str], list[str]]:
     """(changed or new files, removed files) according to size and mtime."""
     known: dict[str, Any] = manifest["files"]
-    changed = [rel for rel, (size, mtime) in files.items()
-               if rel not in known or known[rel]["size"] != size or known[rel]["mtime"] != mtime]
+    changed = [
+        rel
+        for rel, (size, mtime) in files.items()
+        if rel not in known or known[rel]["size"] != size or known[rel]["mtime"] != mtime
+    ]
     removed = [rel for rel in known if rel not in files]
     return sorted(changed), sorted(removed)
 
@@ -519,16 +565,23 @@ def _appended(rel: str, path: Path, old: dict[str, Any], writer: Any) -> tuple[d
     n, end, line = _index_segment(rel, rest, offset, old["line"], _add(writer))
     buf = head + rest
     base = offset - len(head)
-    record = {"size": offset + len(rest), "mtime": st.st_mtime_ns, "sha": None, "offset": end,
-              "line": line, "tail": buf[max(0, end - 256 - base):end - base].hex()}
+    record = {
+        "size": offset + len(rest),
+        "mtime": st.st_mtime_ns,
+        "sha": None,
+        "offset": end,
+        "line": line,
+        "tail": buf[max(0, end - 256 - base) : end - base].hex(),
+    }
     return record, n
 
 
 Job = tuple[str, int, int, int]  # (relpath, start byte, end byte, line at start)
 
 
-def _plan_jobs(root: Path, files: dict[str, tuple[int, int]], parts: int
-               ) -> tuple[list[list[Job]], dict[str, dict[str, Any]]]:
+def _plan_jobs(
+    root: Path, files: dict[str, tuple[int, int]], parts: int
+) -> tuple[list[list[Job]], dict[str, dict[str, Any]]]:
     """Read every file once, a block at a time (its sha256 for the manifest; flat memory however large
     the vault), and deal the work into ``parts`` lists of similar size; a large segment is cut at entry
     boundaries into jobs of at most MAX_JOB_BYTES, which each process reads back from the file."""
@@ -560,7 +613,7 @@ def _plan_jobs(root: Path, files: dict[str, tuple[int, int]], parts: int
                     jobs.append((rel, begin, begin + cut + 1, line))
                     line += pending.count(b"\n", 0, cut + 1)
                     begin += cut + 1
-                    pending = pending[cut + 1:]
+                    pending = pending[cut + 1 :]
             jobs.append((rel, begin, pos, line))
         records[rel] = {"size": pos, "mtime": st.st_mtime_ns, "sha": sha.hexdigest()}
     buckets: list[list[Job]] = [[] for _ in range(parts)]
@@ -586,8 +639,9 @@ def entries_begin() -> bytes:
     return BEGIN_PREFIX.encode()
 
 
-def _build_part(folder: str, jobs: list[Job], root: Path, mtimes: dict[str, int],
-                progress: Progress | None = None) -> tuple[Any, dict[tuple[str, int], tuple[int, int]]]:
+def _build_part(
+    folder: str, jobs: list[Job], root: Path, mtimes: dict[str, int], progress: Progress | None = None
+) -> tuple[Any, dict[tuple[str, int], tuple[int, int]]]:
     """Index ``jobs`` into one new Whoosh segment (no lock: the parent holds the index's lock and
     commits the segments together). Returns the segment and each job's (end offset, end line).
     ``progress`` sees this part's share (the parts are dealt to be of similar size)."""
@@ -602,7 +656,7 @@ def _build_part(folder: str, jobs: list[Job], root: Path, mtimes: dict[str, int]
     try:
         for rel, begin, stop, line in jobs:
             data = _read_range(root, rel, begin, stop)  # (the bytes the parent hashed: files only grow
-            if _is_segment(rel):                        # or are replaced; a refresh catches either)
+            if _is_segment(rel):  # or are replaced; a refresh catches either)
                 _n, end, end_line = _index_segment(rel, data, begin, line, add)
                 ends[(rel, begin)] = (end, end_line)
             else:
@@ -629,8 +683,9 @@ def _child(folder: str, jobs: list[Job], root: Path, mtimes: dict[str, int], out
         out.close()
 
 
-def _build(vault: Vault, progress: Progress | None,
-           langs: tuple[str, ...] = DEFAULT_LANGUAGES) -> dict[str, Any]:
+def _build(
+    vault: Vault, progress: Progress | None, langs: tuple[str, ...] = DEFAULT_LANGUAGES
+) -> dict[str, Any]:
     """A fresh index of the whole vault in a new folder; returns its manifest (not yet saved).
 
     On a large vault the work is shared between this process and one child per further core, each
@@ -685,12 +740,19 @@ def _build(vault: Vault, progress: Progress | None,
         if _is_segment(rel):
             last = max(begin for (r, begin) in ends if r == rel)
             end, line = ends[(rel, last)]
-            record.update(offset=end, line=line,
-                          tail=_read_range(vault.root, rel, max(0, end - 256), end).hex())
+            record.update(
+                offset=end, line=line, tail=_read_range(vault.root, rel, max(0, end - 256), end).hex()
+            )
     if progress is not None:
         progress(total_bytes, total_bytes)
-    return {"version": SCHEMA_VERSION, "dir": name, "files": records, "built": _now(),
-            "updated": _now(), "languages": list(langs)}
+    return {
+        "version": SCHEMA_VERSION,
+        "dir": name,
+        "files": records,
+        "built": _now(),
+        "updated": _now(),
+        "languages": list(langs),
+    }
 
 
 def _swap_in(vault: Vault, manifest: dict[str, Any]) -> None:
@@ -706,8 +768,9 @@ def _languages(manifest: dict[str, Any] | None) -> tuple[str, ...]:
 
 
 @_serialised
-def rebuild(vault: Vault, *, progress: Progress | None = None,
-            languages: tuple[str, ...] | None = None) -> RefreshStats:
+def rebuild(
+    vault: Vault, *, progress: Progress | None = None, languages: tuple[str, ...] | None = None
+) -> RefreshStats:
     """Build the index from scratch (``nexus index rebuild``), in ``languages`` (default: those the
     index had, else English)."""
     started = time.perf_counter()
@@ -721,8 +784,9 @@ def rebuild(vault: Vault, *, progress: Progress | None = None,
 
 
 @_serialised
-def refresh(vault: Vault, *, progress: Progress | None = None,
-            languages: tuple[str, ...] | None = None) -> RefreshStats:
+def refresh(
+    vault: Vault, *, progress: Progress | None = None, languages: tuple[str, ...] | None = None
+) -> RefreshStats:
     """Bring the index up to date with the vault: index what changed since the last refresh; rebuild
     a missing, corrupt or outdated index, or one in other ``languages`` than asked (None: keep the
     index's own, English for a new one). Cheap when nothing changed (a stat per file)."""
@@ -744,8 +808,11 @@ def refresh(vault: Vault, *, progress: Progress | None = None,
     if manifest is not None:
         changed, removed = _plan(vault, manifest, files)
         current = _CACHE.get(str(vault.root))
-        if not changed and not removed and (
-                (current is not None and current[0] == manifest["dir"]) or _usable(vault, manifest)):
+        if (
+            not changed
+            and not removed
+            and ((current is not None and current[0] == manifest["dir"]) or _usable(vault, manifest))
+        ):
             return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
     with exclusive(vault.lock("index")):
         manifest = _load_manifest(vault)  # another process may have done the work meanwhile
@@ -847,7 +914,7 @@ def _doc_count(vault: Vault) -> int:
 
 # ------------------------------------------------------------------ queries
 
-_FIELD_RE = re.compile(r'(?:(?<=^)|(?<=[\s(]))([A-Za-z_]\w*):(?=\S)')
+_FIELD_RE = re.compile(r"(?:(?<=^)|(?<=[\s(]))([A-Za-z_]\w*):(?=\S)")
 _PHRASE_RE = re.compile(r'"([^"]*)"')
 _TIME_RE = re.compile(r"(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d)(?::(\d\d))?Z?)?")
 
@@ -856,7 +923,7 @@ def _check_syntax(text: str) -> None:
     if not text.strip():
         raise QueryError("the query is empty")
     if text.count('"') % 2:
-        raise QueryError(f"unbalanced quote in query {text!r}: close the phrase with \"")
+        raise QueryError(f'unbalanced quote in query {text!r}: close the phrase with "')
     depth = 0
     for ch in _PHRASE_RE.sub("", text):
         depth += {"(": 1, ")": -1}.get(ch, 0)
@@ -870,8 +937,9 @@ def _check_syntax(text: str) -> None:
     words = _PHRASE_RE.sub("x", text).split()
     ops = {"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"}
     if words and (words[-1] in ops or words[0] in ops - {"NOT"}):
-        raise QueryError(f"query {text!r} starts or ends with the operator "
-                         f"{words[0] if words[0] in ops else words[-1]}")
+        raise QueryError(
+            f"query {text!r} starts or ends with the operator {words[0] if words[0] in ops else words[-1]}"
+        )
 
 
 def _word(field: str, word: str, analysis: _Analysis, boost: float = 1.0) -> Any:
@@ -915,8 +983,7 @@ def is_plain(text: str) -> bool:
     return bool(_PLAIN_RE.fullmatch(plain)) and not _OPERATORS.intersection(plain.split())
 
 
-def parse_query(text: str, langs: tuple[str, ...] = DEFAULT_LANGUAGES
-                ) -> tuple[Any, list[re.Pattern[str]]]:
+def parse_query(text: str, langs: tuple[str, ...] = DEFAULT_LANGUAGES) -> tuple[Any, list[re.Pattern[str]]]:
     """A Whoosh query and the phrases every hit must contain (checked against the text)."""
     if is_plain(text):
         analysis = _analysis(langs)
@@ -935,8 +1002,7 @@ def parse_query(text: str, langs: tuple[str, ...] = DEFAULT_LANGUAGES
         for raw in _PHRASE_RE.findall(text):
             words = WORD_RE.findall(raw.lower())
             if len(words) > 1:
-                phrases.append(re.compile(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b",
-                                          re.IGNORECASE))
+                phrases.append(re.compile(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b", re.IGNORECASE))
     return _rewrite(parsed, langs), phrases
 
 
@@ -955,8 +1021,10 @@ def _when(value: str | None, flag: str) -> str | None:
     if not m:
         from .errors import InputError
 
-        raise InputError(f"{flag} {value!r}: use a UTC time like 2026-11-30 or 2026-11-30T04:00, "
-                         "or an age like 30m, 12h, 2d")
+        raise InputError(
+            f"{flag} {value!r}: use a UTC time like 2026-11-30 or 2026-11-30T04:00, "
+            "or an age like 30m, 12h, 2d"
+        )
     return f"{m.group(1)}T{m.group(2) or '00:00'}:{m.group(3) or '00'}Z"
 
 
@@ -964,10 +1032,21 @@ def _when(value: str | None, flag: str) -> str | None:
 
 
 @_serialised
-def search(vault: Vault, text: str, *, agent: str | None = None, type: str | None = None,
-           channel: str | None = None, since: str | None = None, until: str | None = None,
-           path: str | None = None, limit: int = 10, progress: Progress | None = None,
-           fresh: bool = True, languages: tuple[str, ...] | None = None) -> list[Hit]:
+def search(
+    vault: Vault,
+    text: str,
+    *,
+    agent: str | None = None,
+    type: str | None = None,
+    channel: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    path: str | None = None,
+    limit: int = 10,
+    progress: Progress | None = None,
+    fresh: bool = True,
+    languages: tuple[str, ...] | None = None,
+) -> list[Hit]:
     """The best ``limit`` hits for ``text`` (Whoosh query syntax: fields, "phrases", prefix*, AND OR
     NOT, parentheses) over the vault as it is now, with provenance. Plain words rank the hits that
     match all of them first, then partial matches. ``languages``: the stemming languages the index
@@ -977,8 +1056,11 @@ def search(vault: Vault, text: str, *, agent: str | None = None, type: str | Non
     if not is_plain(text):
         _check_syntax(text)  # before any indexing: a typo costs nothing
     start, end = _when(since, "--since"), _when(until, "--until")
-    filters = tuple((name, value.lower()) for name, value in
-                    (("agent", agent), ("type", type), ("channel", channel)) if value)
+    filters = tuple(
+        (name, value.lower())
+        for name, value in (("agent", agent), ("type", type), ("channel", channel))
+        if value
+    )
     if path and not any(ch in path for ch in "*?["):
         filters += (("path", path),)
         path = None
@@ -988,8 +1070,9 @@ def search(vault: Vault, text: str, *, agent: str | None = None, type: str | Non
         refresh(vault, progress=progress, languages=langs)
     searcher = _searcher(vault)
     q, phrases = parse_query(text, getattr(searcher.schema["text"], "langs", DEFAULT_LANGUAGES))
-    terms = _highlight_terms(q, searcher, _analysis(getattr(searcher.schema["text"], "langs",
-                                                          DEFAULT_LANGUAGES)))
+    terms = _highlight_terms(
+        q, searcher, _analysis(getattr(searcher.schema["text"], "langs", DEFAULT_LANGUAGES))
+    )
     groups = _groups(q.normalize()) if FAST else None
     partial = is_plain(text)
     dead = _superseded(vault)
@@ -1080,8 +1163,11 @@ def _replacements_first(hits: list[Hit], dead: _Dead) -> list[Hit]:
             chain.add(nxt)
             nxt = dead.replaced_by.get(nxt)
         mine = out.index(hit)
-        later = [i for i, h in enumerate(out) if i > mine and dead.about(
-            f"e:{h.entry_id}" if h.entry_id else "n:", h.path) in chain]
+        later = [
+            i
+            for i, h in enumerate(out)
+            if i > mine and dead.about(f"e:{h.entry_id}" if h.entry_id else "n:", h.path) in chain
+        ]
         if later:
             out.insert(later[0], out.pop(mine))
     return out
@@ -1090,8 +1176,9 @@ def _replacements_first(hits: list[Hit], dead: _Dead) -> list[Hit]:
 Row = tuple[int, float, int]  # (words matched, score, docnum)
 
 
-def _ranked(searcher: Any, rows: list[Row], path: str | None, start: str | None,
-            end: str | None, dead: _Dead) -> Iterator[tuple[float, dict[str, Any]]]:
+def _ranked(
+    searcher: Any, rows: list[Row], path: str | None, start: str | None, end: str | None, dead: _Dead
+) -> Iterator[tuple[float, dict[str, Any]]]:
     """(score, stored fields) of ``rows`` (words matched, score, docnum; best first) in final order:
     the first document of each key, within the path and time filters, a hit about a superseded
     decision with its score scaled down (among hits matching as many words). Stored fields are read
@@ -1113,8 +1200,10 @@ def _ranked(searcher: Any, rows: list[Row], path: str | None, start: str | None,
             continue
         if (start and stored.get("ts", "") < start) or (end and stored.get("ts", "") > end):
             continue
-        old = stored.get("status", "") == "superseded" or dead.superseded_by(
-            stored["key"], stored["path"]) is not None
+        old = (
+            stored.get("status", "") == "superseded"
+            or dead.superseded_by(stored["key"], stored["path"]) is not None
+        )
         score = raw * SUPERSEDED_FACTOR if old else raw
         heapq.heappush(pending, (-matched, -score, i, stored))
     while pending:
@@ -1197,8 +1286,9 @@ def _group_postings(leaf: Any, group: Group, idfs: dict[tuple[str, str], float])
     return out, 1.0
 
 
-def _top_words(searcher: Any, groups: list[Group], allow: set[int] | None, k: int,
-               partial: bool) -> list[Row]:
+def _top_words(
+    searcher: Any, groups: list[Group], allow: set[int] | None, k: int, partial: bool
+) -> list[Row]:
     """BM25 top ``k`` for words (``groups``), scoring whole posting blocks at once (the same scores
     as the ``_BM25`` weighting, several times faster than Whoosh's per-posting collector). Documents
     matching every word come first; with ``partial``, documents matching fewer follow, most words
@@ -1226,8 +1316,11 @@ def _top_words(searcher: Any, groups: list[Group], allow: set[int] | None, k: in
         sources = [groups[gi] for gi in order]
         deleted = leaf.deleted_docs_set if leaf.has_deletions() else ()
         got, f = posts[0]
-        acc = {d: w * f for d, w in got.items() if d not in deleted} if deleted else {
-            d: w * f for d, w in got.items()}
+        acc = (
+            {d: w * f for d, w in got.items() if d not in deleted}
+            if deleted
+            else {d: w * f for d, w in got.items()}
+        )
         for got, f in posts[1:]:
             if not acc:
                 break
@@ -1265,14 +1358,19 @@ def _by_weight(leaf: Any, group: Group, got: dict[int, float]) -> list[tuple[int
     return ranked
 
 
-def _partial_rows(leaves: list[tuple[Any, int, list[Posts], list[Group], Any, dict[int, float]]],
-                  total: int, allow: set[int] | None, k: int) -> list[tuple[int, float, int]]:
+def _partial_rows(
+    leaves: list[tuple[Any, int, list[Posts], list[Group], Any, dict[int, float]]],
+    total: int,
+    allow: set[int] | None,
+    k: int,
+) -> list[tuple[int, float, int]]:
     """Documents matching some but not all words: (words matched, score, -docnum), at most the best
     ``k`` of each segment."""
     import heapq
 
     out: list[tuple[int, float, int]] = []
     for leaf, base, posts, sources, deleted, full in leaves:
+
         def keep(d: int, deleted: Any = deleted, base: int = base, full: dict[int, float] = full) -> bool:
             return d not in full and d not in deleted and (allow is None or d + base in allow)
 
@@ -1359,8 +1457,15 @@ class _Reader:
             f.close()
 
 
-def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, terms: set[str],
-         phrases: list[re.Pattern[str]], dead: _Dead) -> Hit | None:
+def _hit(
+    vault: Vault,
+    reader: _Reader,
+    stored: dict[str, Any],
+    score: float,
+    terms: set[str],
+    phrases: list[re.Pattern[str]],
+    dead: _Dead,
+) -> Hit | None:
     start, end, line_start, line_end = stored["loc"]
     rel = stored["path"]
     data = reader.read(rel, start, end)
@@ -1383,11 +1488,24 @@ def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, te
         body = f"{e.summary}\n{e.body or ''}"
         if any(not p.search(body) for p in phrases):
             return None
-        return Hit(kind="entry", path=rel, line_start=line_start, line_end=line_end,
-                   link=located.link, title=e.summary, snippet=_entry_snippet(e.summary, e.body, terms),
-                   score=round(score, 4), entry_id=e.id, agent=e.agent, time=e.ts, type=e.type,
-                   channel=e.channel, verified=_verified(vault, located, reader.public_keys()),
-                   superseded=by is not None, superseded_by=by or None)
+        return Hit(
+            kind="entry",
+            path=rel,
+            line_start=line_start,
+            line_end=line_end,
+            link=located.link,
+            title=e.summary,
+            snippet=_entry_snippet(e.summary, e.body, terms),
+            score=round(score, 4),
+            entry_id=e.id,
+            agent=e.agent,
+            time=e.ts,
+            type=e.type,
+            channel=e.channel,
+            verified=_verified(vault, located, reader.public_keys()),
+            superseded=by is not None,
+            superseded_by=by or None,
+        )
     text = data.decode("utf-8", errors="replace")
     if any(not p.search(text) for p in phrases):
         return None
@@ -1395,13 +1513,23 @@ def _hit(vault: Vault, reader: _Reader, stored: dict[str, Any], score: float, te
     anchor = re.sub(r"[#|^\[\]]", " ", heading).strip() if heading else ""
     status = stored.get("status", "") or None
     superseded = status == "superseded" or by is not None
-    return Hit(kind="section", path=rel, line_start=line_start, line_end=line_end,
-               link=f"[[{note}#{anchor}]]" if anchor else f"[[{note}]]",
-               title=heading or Path(rel).stem, snippet=_snippet(_section_text(text), terms),
-               score=round(score, 4), heading=heading,
-               agent=stored.get("agent", "") or None, time=stored.get("ts", "") or None,
-               type=stored.get("type", "") or None,
-               status=status, superseded=superseded, superseded_by=by or None)
+    return Hit(
+        kind="section",
+        path=rel,
+        line_start=line_start,
+        line_end=line_end,
+        link=f"[[{note}#{anchor}]]" if anchor else f"[[{note}]]",
+        title=heading or Path(rel).stem,
+        snippet=_snippet(_section_text(text), terms),
+        score=round(score, 4),
+        heading=heading,
+        agent=stored.get("agent", "") or None,
+        time=stored.get("ts", "") or None,
+        type=stored.get("type", "") or None,
+        status=status,
+        superseded=superseded,
+        superseded_by=by or None,
+    )
 
 
 def _entry_snippet(summary: str, body: str | None, terms: set[str]) -> str:
@@ -1424,7 +1552,8 @@ def _snippet(text: str, terms: set[str], width: int = 200) -> str:
     # Never bold inside a wikilink (it would break the link) or inside text already bold.
     fenced = [(m.start(), m.end()) for m in _LINK_OR_STRONG_RE.finditer(flat)]
     matches = [
-        m for m in WORD_RE.finditer(flat)
+        m
+        for m in WORD_RE.finditer(flat)
         if m.group(0).lower() in terms and not any(a <= m.start() < b for a, b in fenced)
     ]
     if not matches:
@@ -1438,7 +1567,7 @@ def _snippet(text: str, terms: set[str], width: int = 200) -> str:
     for m in matches:
         if m.start() < begin or m.end() > stop:
             continue
-        out.append(flat[pos:m.start()])
+        out.append(flat[pos : m.start()])
         out.append(f"**{m.group(0)}**")
         pos = m.end()
     out.append(flat[pos:stop])
@@ -1449,8 +1578,7 @@ _KEYS: dict[str, tuple[tuple[tuple[str, int], ...], dict[str, tuple[str, str]]]]
 _CHECKED: dict[tuple[str, str, str], bool] = {}  # (public key, sig, sha256 of signed bytes) -> valid
 
 
-def _verified(vault: Vault, located: Located,
-              keys: dict[str, tuple[str, str]] | None = None) -> bool:
+def _verified(vault: Vault, located: Located, keys: dict[str, tuple[str, str]] | None = None) -> bool:
     """The entry's signature checks against its author's public key in the vault (``keys``: from
     ``_public_keys``, when the caller checks several entries at once)."""
     from . import entries, identity
@@ -1518,8 +1646,28 @@ def status(vault: Vault) -> IndexStatus:
             n_entries = s.doc_frequency("kind", "entry")
     except FileNotFoundError as err:  # (a file of the index deleted: the next search rebuilds it)
         missing = Path(err.filename).name if err.filename else "a file"
-        return IndexStatus(rel_folder, True, 0, 0, 0, len(manifest["files"]), tuple(changed + removed),
-                           size, manifest.get("built"), manifest.get("updated"),
-                           damaged=f"{missing} is missing")
-    return IndexStatus(rel_folder, True, docs, n_entries, docs - n_entries, len(manifest["files"]),
-                       tuple(changed + removed), size, manifest.get("built"), manifest.get("updated"))
+        return IndexStatus(
+            rel_folder,
+            True,
+            0,
+            0,
+            0,
+            len(manifest["files"]),
+            tuple(changed + removed),
+            size,
+            manifest.get("built"),
+            manifest.get("updated"),
+            damaged=f"{missing} is missing",
+        )
+    return IndexStatus(
+        rel_folder,
+        True,
+        docs,
+        n_entries,
+        docs - n_entries,
+        len(manifest["files"]),
+        tuple(changed + removed),
+        size,
+        manifest.get("built"),
+        manifest.get("updated"),
+    )

@@ -19,7 +19,7 @@ def preamble(segment: str) -> str:
     """The text a new segment file starts with."""
     return (
         "---\n"
-        f"segment: \"{segment}\"\n"
+        f'segment: "{segment}"\n'
         "tags:\n  - nexus/log\n"
         "---\n"
         f"# Live context — {segment}\n\n"
@@ -73,7 +73,7 @@ class Scan:
     end_line: int = 1  # the 1-based number of the line that starts at end_offset
 
 
-def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
+def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:  # noqa: C901
     """Scan ``data``, the bytes of segment ``file`` from byte ``offset`` (which starts line ``line``).
 
     When ``offset`` is 0 everything before the segment marker line (or the first entry) is preamble.
@@ -166,8 +166,9 @@ def _unprintable(raw: bytes) -> bool:
 def _garbage_tail(result: Scan, data: bytes, offset: int, line: int) -> None:
     """Zero-filled or garbage bytes after the last entry (what a crash leaves on some filesystems)
     are a torn tail, from the first line that holds them to the end: never a person's text."""
-    last_end = max([loc.end_offset for loc in result.entries] + [b.end_offset for b in result.broken]
-                   + [offset])
+    last_end = max(
+        [loc.end_offset for loc in result.entries] + [b.end_offset for b in result.broken] + [offset]
+    )
     trailing = [s for s in result.stray if s.offset >= last_end]
     if not trailing:
         return
@@ -185,8 +186,13 @@ def _garbage_tail(result: Scan, data: bytes, offset: int, line: int) -> None:
                     continue
                 if s.end_offset > start:  # a run whose later lines are the garbage: keep its start
                     n = data.count(b"\n", s.offset - offset, start - offset)
-                    s = Stray(s.line_start, s.line_start + max(0, n - 1), s.offset, start,
-                              "\n".join(s.text.split("\n")[:n]))
+                    s = Stray(
+                        s.line_start,
+                        s.line_start + max(0, n - 1),
+                        s.offset,
+                        start,
+                        "\n".join(s.text.split("\n")[:n]),
+                    )
                 kept.append(s)
             result.stray = kept
             result.torn = Torn(start, at_line, offset + len(data) - start)
@@ -204,8 +210,17 @@ def _finish(
         _broken(result, lines, start, end, str(err))
         return
     flaw = entries.canonical_flaw(lines, entry)
-    result.entries.append(Located(entry, file, start[1], last_line, start[0], end,
-                                  None if flaw is None else f"non-canonical: {flaw}"))
+    result.entries.append(
+        Located(
+            entry,
+            file,
+            start[1],
+            last_line,
+            start[0],
+            end,
+            None if flaw is None else f"non-canonical: {flaw}",
+        )
+    )
 
 
 def _broken(result: Scan, lines: list[str], start: tuple[int, int], end: int, message: str) -> None:

@@ -105,8 +105,15 @@ def _decision_ids(vault: Vault) -> list[str]:
 
 
 def start(
-    vault: Vault, agent: str, session_id: str, *, source: str = "startup", max_chars: int = 10_000,
-    ack_types: tuple[str, ...] = DEFAULT_ACK, race_window: float = 60.0, stale_minutes: int = 30,
+    vault: Vault,
+    agent: str,
+    session_id: str,
+    *,
+    source: str = "startup",
+    max_chars: int = 10_000,
+    ack_types: tuple[str, ...] = DEFAULT_ACK,
+    race_window: float = 60.0,
+    stale_minutes: int = 30,
     surface: str = "cli",
 ) -> str:
     """The session-start context (the whole brief; after ``resume`` or ``compact`` the checkpoint is
@@ -114,23 +121,47 @@ def start(
     from . import brief
 
     moment = stamp(vault)
-    built = brief.build(vault, agent, max_chars=max_chars, ack_types=ack_types, race_window=race_window,
-                        stale_minutes=stale_minutes, surface=surface)
+    built = brief.build(
+        vault,
+        agent,
+        max_chars=max_chars,
+        ack_types=ack_types,
+        race_window=race_window,
+        stale_minutes=stale_minutes,
+        surface=surface,
+    )
     text = brief.render(built)
     if source in ("resume", "compact"):
         text = text.replace("\n", f" (session {source}d: continue from your checkpoint below)\n", 1)
     earlier = _load(vault, agent, session_id) or {}  # resume, clear, compact: the same session goes on
-    _save(vault, agent, session_id, {
-        "owed": list(built.owed), "races": [list(r) for r in built.races],
-        "decisions": _decision_ids(vault), "started_at": earlier.get("started_at", _newest_id(vault)),
-        "turn_at": _now(), "source": source, "prompt": earlier.get("prompt"), "stamp": moment,
-    })
+    _save(
+        vault,
+        agent,
+        session_id,
+        {
+            "owed": list(built.owed),
+            "races": [list(r) for r in built.races],
+            "decisions": _decision_ids(vault),
+            "started_at": earlier.get("started_at", _newest_id(vault)),
+            "turn_at": _now(),
+            "source": source,
+            "prompt": earlier.get("prompt"),
+            "stamp": moment,
+        },
+    )
     return text
 
 
 def turn(
-    vault: Vault, agent: str, session_id: str, *, prompt: str | None = None, max_chars: int = 10_000,
-    ack_types: tuple[str, ...] = DEFAULT_ACK, race_window: float = 60.0, surface: str = "cli",
+    vault: Vault,
+    agent: str,
+    session_id: str,
+    *,
+    prompt: str | None = None,
+    max_chars: int = 10_000,
+    ack_types: tuple[str, ...] = DEFAULT_ACK,
+    race_window: float = 60.0,
+    surface: str = "cli",
 ) -> str:
     """What is new for ``agent`` since this session's last injection, as Markdown; "" when nothing is."""
     from . import brief, coordination, log
@@ -139,8 +170,7 @@ def turn(
 
     check_name(agent)
     moment = stamp(vault)
-    record = _load(vault, agent, session_id) or {"owed": [], "races": [], "decisions": [],
-                                                 "started_at": None}
+    record = _load(vault, agent, session_id) or {"owed": [], "races": [], "decisions": [], "started_at": None}
     items, cursor = log.scan_unread(vault, agent)
     data = coordination.view(vault, agent, ack_types, race_window)
     told_owed, told_races = set(record.get("owed", [])), {tuple(r) for r in record.get("races", [])}
@@ -158,27 +188,34 @@ def turn(
         lines = []
         for a_ref, b_ref in new_races:
             a, b = coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref)
-            lines.append(f"- RACE: {a.entry.agent}'s [{a.entry.id}] \"{a.entry.summary}\" and "
-                         f"{b.entry.agent}'s [{b.entry.id}] \"{b.entry.summary}\": reconcile with "
-                         + say(surface, "reconcile", agent=agent, channel=b.entry.channel, a=a.entry.id,
-                               b=b.entry.id))
+            lines.append(
+                f'- RACE: {a.entry.agent}\'s [{a.entry.id}] "{a.entry.summary}" and '
+                f'{b.entry.agent}\'s [{b.entry.id}] "{b.entry.summary}": reconcile with '
+                + say(surface, "reconcile", agent=agent, channel=b.entry.channel, a=a.entry.id, b=b.entry.id)
+            )
         parts.append(f"## New races: {len(new_races)}\n" + "\n".join(lines))
     if new_owed:
         shown = [coordination.materialize(vault, ref) for ref in new_owed]
         lines = [brief.entry_line(x, body=True, vault=vault) for x in shown]
-        parts.append(f"## Newly waiting for your acknowledgement: {len(new_owed)} (ack with "
-                     f"{say(surface, 'ack', agent=agent)})\n" + "\n".join(lines))
+        parts.append(
+            f"## Newly waiting for your acknowledgement: {len(new_owed)} (ack with "
+            f"{say(surface, 'ack', agent=agent)})\n" + "\n".join(lines)
+        )
     if new_decisions:
         from . import decisions
 
-        lines = [f"- {d.id} {d.title} — {decisions.one_line(d)} ({d.link})"
-                 for d in decisions.active(vault) if d.id in set(new_decisions)]
+        lines = [
+            f"- {d.id} {d.title} — {decisions.one_line(d)} ({d.link})"
+            for d in decisions.active(vault)
+            if d.id in set(new_decisions)
+        ]
         parts.append(f"## New decisions in force: {len(lines)}\n" + "\n".join(lines))
     header = f"# nexus: new since your last turn ({_now()})\n"
     used = len(header) + sum(len(p) + 2 for p in parts)
     owed_ids = frozenset(ref[0] for ref in new_owed)
-    section, omitted = brief.unread_section(agent, items, max(200, max_chars - used - 60), surface, owed_ids,
-                                            vault)
+    section, omitted = brief.unread_section(
+        agent, items, max(200, max_chars - used - 60), surface, owed_ids, vault
+    )
     if section is not None:
         parts.append(f"## {section.title}\n{section.text}")
     if cursor is not None and not omitted:
@@ -192,7 +229,12 @@ def turn(
 
 
 def pre_compact(
-    vault: Vault, agent: str, session_id: str, *, trigger: str = "auto", transcript: str | None = None,
+    vault: Vault,
+    agent: str,
+    session_id: str,
+    *,
+    trigger: str = "auto",
+    transcript: str | None = None,
     keys_home: Path | None = None,
 ) -> Checkpoint:
     """Save the agent's checkpoint before the runtime compacts its context: the task and next step it
@@ -208,18 +250,27 @@ def pre_compact(
         note += f"; transcript: {transcript}"
     notes = "\n".join(x for x in ((old.notes.strip() if old else ""), note) if x)
     cp, _logged = checkpoints.save(
-        vault, agent, task=task, step=(old.step if old else f"working on: {prompt[:200] or task}"),
+        vault,
+        agent,
+        task=task,
+        step=(old.step if old else f"working on: {prompt[:200] or task}"),
         next=(old.next if old else "re-read the brief and continue the task"),
-        status=old.status if old else "in-progress", files=old.files if old else (), notes=notes[-4000:],
-        keys_home=keys_home)
+        status=old.status if old else "in-progress",
+        files=old.files if old else (),
+        notes=notes[-4000:],
+        keys_home=keys_home,
+    )
     return cp
 
 
 def _own_recent(vault: Vault, agent: str, after: str | None) -> list[Located]:
     from . import log
 
-    return [x for x in log.tail(vault, RECENT_ENTRIES)
-            if x.entry.agent == agent and (after is None or x.entry.id > after)]
+    return [
+        x
+        for x in log.tail(vault, RECENT_ENTRIES)
+        if x.entry.agent == agent and (after is None or x.entry.id > after)
+    ]
 
 
 def wrote_this_turn(vault: Vault, agent: str, session_id: str) -> bool:

@@ -145,7 +145,7 @@ def insertions(data: bytes, scan: segments.Scan, missing: list[ShadowCopy], noti
         if pos is None:
             pos = anchors[-1][2] if anchors else _after_preamble(data, scan)
             blob = b"\n" + copy.text.encode("utf-8")
-            if data[pos:pos + 1] != b"\n":
+            if data[pos : pos + 1] != b"\n":
                 blob += b"\n"
         inserts.setdefault(pos, []).append(blob)
         last_pos = pos
@@ -180,17 +180,33 @@ def shifted_scan(data: bytes, scan: segments.Scan, inserts: Insertions, file: st
     out = segments.Scan(torn=scan.torn)
     for loc in scan.entries:
         (b0, l0), (b1, l1) = start(loc.offset), end(loc.end_offset)
-        out.entries.append(dataclasses.replace(loc, offset=loc.offset + b0, line_start=loc.line_start + l0,
-                                               end_offset=loc.end_offset + b1, line_end=loc.line_end + l1))
+        out.entries.append(
+            dataclasses.replace(
+                loc,
+                offset=loc.offset + b0,
+                line_start=loc.line_start + l0,
+                end_offset=loc.end_offset + b1,
+                line_end=loc.line_end + l1,
+            )
+        )
     for stray in scan.stray:
         (b0, l0), (b1, l1) = start(stray.offset), end(stray.end_offset)
-        out.stray.append(dataclasses.replace(
-            stray, offset=stray.offset + b0, line_start=stray.line_start + l0,
-            end_offset=stray.end_offset + b1, line_end=stray.line_end + l1))
+        out.stray.append(
+            dataclasses.replace(
+                stray,
+                offset=stray.offset + b0,
+                line_start=stray.line_start + l0,
+                end_offset=stray.end_offset + b1,
+                line_end=stray.line_end + l1,
+            )
+        )
     for broken in scan.broken:
         (b0, l0), (b1, _l1) = start(broken.offset), end(broken.end_offset)
-        out.broken.append(dataclasses.replace(broken, offset=broken.offset + b0, line=broken.line + l0,
-                                              end_offset=broken.end_offset + b1))
+        out.broken.append(
+            dataclasses.replace(
+                broken, offset=broken.offset + b0, line=broken.line + l0, end_offset=broken.end_offset + b1
+            )
+        )
     line, counted = 1, 0
     for i, (pos, blob) in enumerate(inserts):
         line += data.count(b"\n", counted, pos)
@@ -223,8 +239,9 @@ def render_notice(notice_id: str, title: str, lines: list[str]) -> str:
 
 
 def record_notice(vault: Vault, notice: Notice) -> None:
-    _append_whole_lines(vault.state / NOTICES_FILE,
-                        json.dumps(notice.to_json(), ensure_ascii=False).encode() + b"\n")
+    _append_whole_lines(
+        vault.state / NOTICES_FILE, json.dumps(notice.to_json(), ensure_ascii=False).encode() + b"\n"
+    )
 
 
 def notices(vault: Vault) -> list[Notice]:
@@ -234,8 +251,9 @@ def notices(vault: Vault) -> list[Notice]:
             for raw in f:
                 try:
                     r = json.loads(raw)
-                    out.append(Notice(r["id"], r["kind"], r["file"], tuple(r["entries"]), r["ts"],
-                                      r["message"]))
+                    out.append(
+                        Notice(r["id"], r["kind"], r["file"], tuple(r["entries"]), r["ts"], r["message"])
+                    )
                 except (ValueError, KeyError, TypeError):
                     continue
     except FileNotFoundError:
@@ -258,8 +276,9 @@ def original(vault: Vault, entry_id: str) -> ShadowCopy:
         raise InputError(f"{entry_id!r} is not an entry id (26 characters)")
     copy = Shadow.load(vault).copies.get(entry_id)
     if copy is None:
-        raise NotFoundError(f"no shadow copy of {entry_id}: `nexus watch` never saw it with a valid "
-                            "signature")
+        raise NotFoundError(
+            f"no shadow copy of {entry_id}: `nexus watch` never saw it with a valid signature"
+        )
     return copy
 
 
@@ -276,8 +295,11 @@ def restore_entry(vault: Vault, entry_id: str) -> Notice:
     ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     note = copy.file[:-3] if copy.file.endswith(".md") else copy.file
     message = f"entry {entry_id} put back from the shadow by `nexus log recover --restore`"
-    notice_text = render_notice(notice_id, f"nexus restored the original of {entry_id}",
-                                [f"{message}: [[{note}#^{entry_id}]] ({ts})."])
+    notice_text = render_notice(
+        notice_id,
+        f"nexus restored the original of {entry_id}",
+        [f"{message}: [[{note}#^{entry_id}]] ({ts})."],
+    )
     with exclusive(vault.lock("log")):
         data = path.read_bytes() if path.exists() else segments.preamble(Path(copy.file).stem).encode()
         scan = segments.scan(data, copy.file)
@@ -285,8 +307,7 @@ def restore_entry(vault: Vault, entry_id: str) -> Notice:
         spans += [(b.offset, b.end_offset) for b in scan.broken if b.entry_id == entry_id]
         if spans:
             start, end = spans[0]
-            new = (data[:start] + copy.text.encode("utf-8") + b"\n" + notice_text.encode()
-                   + data[end:])
+            new = data[:start] + copy.text.encode("utf-8") + b"\n" + notice_text.encode() + data[end:]
         else:
             new = insert_entries(data, scan, [copy], notice_text)
         durable.replace(path, new)

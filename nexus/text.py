@@ -93,6 +93,8 @@ def _compiled(kind: str) -> re.Pattern[str]:
 def _scan(kind: str, value: str) -> re.Pattern[str]:
     """The pattern for ``value``: group 1 is a kept emoji sequence, anything else a character to show."""
     return _ASCII_PATTERNS[kind] if value.isascii() else _compiled(kind)
+
+
 # Markup Obsidian hides from a reader.
 _HIDDEN_MARKUP_RE = re.compile(r"(?<=%)%|<!--")
 _FENCE_OPEN_RE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
@@ -104,7 +106,9 @@ _FENCE_CLOSE_RE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 SECRET_HINT_RE = re.compile(
     r"-----BEGIN|eyJ|AKIA|ASIA|AIza|ya29\.|xox[abprs]-|sk_live_|sk-|gh[pousr]_|github_pat_|glpat-|"
     r"npm_|pypi-|api[_-]?key|secret|token|passw|pwd|passphrase|credential|auth|://[^\s/@]+:[^\s/@]+@|"
-    r"[A-Za-z0-9+/=_-]{32,}", re.IGNORECASE)
+    r"[A-Za-z0-9+/=_-]{32,}",
+    re.IGNORECASE,
+)
 
 
 def describe_char(ch: str) -> str:
@@ -132,9 +136,7 @@ def check_name(name: str, what: str = "agent name") -> str:
             if bad
             else "it must start and end with a letter or digit and be at most 32 characters"
         )
-        raise InputError(
-            f"invalid {what} {name!r}: use lowercase letters, digits and dashes only ({why})"
-        )
+        raise InputError(f"invalid {what} {name!r}: use lowercase letters, digits and dashes only ({why})")
     if name in RESERVED_NAMES:
         raise InputError(f"invalid {what} {name!r}: the name is reserved")
     return name
@@ -160,10 +162,22 @@ def check_token(value: str, what: str) -> str:
 
 
 # Entry types nexus (or its default settings) gives a meaning to; a near miss of one is a typo.
-KNOWN_TYPES = frozenset({
-    "note", "correction", "decision", "question", "answer", "handoff", "reconcile", "ack", "state",
-    "state-conflict", "checkpoint", "resume",
-})
+KNOWN_TYPES = frozenset(
+    {
+        "note",
+        "correction",
+        "decision",
+        "question",
+        "answer",
+        "handoff",
+        "reconcile",
+        "ack",
+        "state",
+        "state-conflict",
+        "checkpoint",
+        "resume",
+    }
+)
 
 
 def _near(a: str, b: str) -> bool:
@@ -192,8 +206,10 @@ def check_type(value: str, known: frozenset[str] = KNOWN_TYPES) -> str:
         return value
     near = sorted(k for k in known if len(k) >= 4 and _near(value, k))
     if near:
-        raise InputError(f"unknown type {value!r}: did you mean {near[0]!r}? (a new type must not be "
-                         "a letter or two away from a known one)")
+        raise InputError(
+            f"unknown type {value!r}: did you mean {near[0]!r}? (a new type must not be "
+            "a letter or two away from a known one)"
+        )
     return value
 
 
@@ -207,8 +223,9 @@ def check_line(value: str, what: str, max_len: int = SUMMARY_MAX) -> str:
     hidden = _HIDDEN_MARKUP_RE.search(value)
     if hidden:
         shown = "%%" if hidden.group() == "%" else hidden.group()
-        raise InputError(f"{what} contains {shown!r}, which Obsidian hides from a reader; write it "
-                         "another way")
+        raise InputError(
+            f"{what} contains {shown!r}, which Obsidian hides from a reader; write it another way"
+        )
     value = value.strip()
     if not value:
         raise InputError(f"{what} is empty")
@@ -234,7 +251,7 @@ def _unhide(line: str) -> str:
     return _HIDDEN_MARKUP_RE.sub(lambda m: "\\%" if m.group() == "%" else "<\\!--", line)
 
 
-def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str | None, list[str]]:
+def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str | None, list[str]]:  # noqa: C901
     """A body as nexus stores it, and one line for each kind of change made (empty: stored as given).
 
     CRLF becomes LF; invisible and control characters are made visible; outside fenced code ``%%`` and
@@ -270,8 +287,10 @@ def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str
             if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= fence[1]:
                 fence = None
     if hidden:
-        changes.append(r"'%%' and '<!--' (hidden by Obsidian) were written as '%\%' and '<\!--' on "
-                       f"{hidden} line(s)")
+        changes.append(
+            r"'%%' and '<!--' (hidden by Obsidian) were written as '%\%' and '<\!--' on "
+            f"{hidden} line(s)"
+        )
     if fence is not None:
         lines.append(fence[0] * fence[1])
         changes.append("an unclosed code fence was closed")

@@ -102,15 +102,17 @@ def _read_pins(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, pin in agents.items():
         if isinstance(pin, dict) and isinstance(pin.get("keys"), dict):
-            keys = {k: v for k, v in pin["keys"].items()
-                    if isinstance(v, dict) and isinstance(v.get("public_key"), str)}
+            keys = {
+                k: v
+                for k, v in pin["keys"].items()
+                if isinstance(v, dict) and isinstance(v.get("public_key"), str)
+            }
             out[name] = {**pin, "keys": keys}
     return out
 
 
 def _write_pins(path: Path, pins: dict[str, Any]) -> None:
-    durable.replace(path, json.dumps({"v": 1, "agents": pins}, indent=1, sort_keys=True).encode(),
-                    mode=0o600)
+    durable.replace(path, json.dumps({"v": 1, "agents": pins}, indent=1, sort_keys=True).encode(), mode=0o600)
 
 
 def _declared(vault: Vault) -> dict[str, tuple[str, str]]:
@@ -143,8 +145,10 @@ def load(vault: Vault, home: Path | None = None) -> Keyring:
             pins = _read_pins(path)
             fresh = {n: d for n, d in declared.items() if n not in pins}
             for name, (kid, public) in fresh.items():
-                pins[name] = {"current": kid,
-                              "keys": {kid: {"public_key": public, "since": _now(), "how": "first-use"}}}
+                pins[name] = {
+                    "current": kid,
+                    "keys": {kid: {"public_key": public, "since": _now(), "how": "first-use"}},
+                }
             if fresh:
                 with contextlib.suppress(OSError):  # pinned in memory for this run; the next pins again
                     _write_pins(path, pins)
@@ -191,10 +195,15 @@ def listing(vault: Vault, home: Path) -> list[dict[str, Any]]:
     for name in sorted(pins):
         pin = pins[name]
         for kid, info in sorted(pin["keys"].items(), key=lambda kv: str(kv[1].get("since", ""))):
-            out.append({"name": name, "key_id": kid, "current": kid == pin.get("current"),
-                        "since": info.get("since"), "how": info.get("how"),
-                        "note_key_id": declared.get(name, (None,))[0],
-                        "changed": name in ring.changed})
+            out.append(
+                {
+                    "name": name,
+                    "key_id": kid,
+                    "current": kid == pin.get("current"),
+                    "since": info.get("since"),
+                    "how": info.get("how"),
+                    "note_key_id": declared.get(name, (None,))[0],
+                    "changed": name in ring.changed,
+                }
+            )
     return out
-
-

@@ -76,11 +76,14 @@ class Vault:
         try:
             real = path.resolve()
         except (OSError, RuntimeError):  # a link loop
-            raise VaultError(f"{_shown(self.root, path)} is a link that loops; nexus does not follow "
-                             "it") from None
+            raise VaultError(
+                f"{_shown(self.root, path)} is a link that loops; nexus does not follow it"
+            ) from None
         if real != self.root and self.root not in real.parents:
-            raise VaultError(f"{_shown(self.root, path)} leads outside the vault (a link to {real}); "
-                             "nexus never reads or writes through it") from None
+            raise VaultError(
+                f"{_shown(self.root, path)} leads outside the vault (a link to {real}); "
+                "nexus never reads or writes through it"
+            ) from None
         return path
 
     def rel(self, path: Path) -> str:
@@ -220,8 +223,11 @@ def init(path: Path, *, force: bool = False) -> tuple[Vault, list[str]]:
             if rel == HOME and target.read_bytes() != data and not (path / INTRODUCTION).exists():
                 rel, target = INTRODUCTION, path / INTRODUCTION  # their own Home.md: ours goes beside it
                 data = data.replace(b"  - nexus/home\n", b"  - nexus/introduction\n").replace(
-                    b"# Home\n", b"# nexus: start here\n\n> [!note] This vault already had a Home note, "
-                    b"kept as it was; this is nexus's introduction.\n", 1)
+                    b"# Home\n",
+                    b"# nexus: start here\n\n> [!note] This vault already had a Home note, "
+                    b"kept as it was; this is nexus's introduction.\n",
+                    1,
+                )
             else:
                 continue
         if rel == MARKER:

@@ -76,8 +76,9 @@ class Report:
         }
 
 
-def verify(vault: Vault, *, full: bool = False, progress: Progress | None = None,
-           parallel: bool = True) -> Report:
+def verify(
+    vault: Vault, *, full: bool = False, progress: Progress | None = None, parallel: bool = True
+) -> Report:
     """Verify the log: only what changed since the last verification, after proving that the bytes
     verified before are unchanged (``full``: everything from scratch). See ``verify_state.py``."""
     from . import verify_state
@@ -85,9 +86,9 @@ def verify(vault: Vault, *, full: bool = False, progress: Progress | None = None
     return verify_state.run(vault, full=full, progress=progress, parallel=parallel)
 
 
-def scan_problems(rel: str, result: segments.Scan) -> tuple[list[tuple[int, Problem]],
-                                                           list[tuple[int, Problem]],
-                                                           tuple[int, Problem] | None]:
+def scan_problems(
+    rel: str, result: segments.Scan
+) -> tuple[list[tuple[int, Problem]], list[tuple[int, Problem]], tuple[int, Problem] | None]:
     """The problems a segment's scan shows by itself: (offset, problem) of broken framing, of text
     outside entries (stray text and watcher notices), and of a torn tail."""
     broken = [(b.offset, Problem("framing", rel, b.line, b.message, b.entry_id)) for b in result.broken]
@@ -99,17 +100,33 @@ def scan_problems(rel: str, result: segments.Scan) -> tuple[list[tuple[int, Prob
             stray.append((s.offset, Problem("notice", rel, s.line_start, title.split("] ", 1)[-1])))
             continue
         if looks_like_framing(s.text) or not printable(s.text):
-            stray.append((s.offset, Problem("damaged", rel, s.line_start,
-                "text outside any entry that is a damaged copy of an entry or not printable text: "
-                f"{first!r}")))
+            stray.append(
+                (
+                    s.offset,
+                    Problem(
+                        "damaged",
+                        rel,
+                        s.line_start,
+                        "text outside any entry that is a damaged copy of an entry or not printable text: "
+                        f"{first!r}",
+                    ),
+                )
+            )
             continue
-        stray.append((s.offset, Problem("stray-text", rel, s.line_start,
-                                        f"text outside any entry: {first!r}")))
+        stray.append(
+            (s.offset, Problem("stray-text", rel, s.line_start, f"text outside any entry: {first!r}"))
+        )
     torn = None
     if result.torn is not None:
-        torn = (result.torn.offset, Problem(
-            "torn-tail", rel, result.torn.line,
-            f"{result.torn.size} incomplete bytes at the end (run `nexus log repair`)"))
+        torn = (
+            result.torn.offset,
+            Problem(
+                "torn-tail",
+                rel,
+                result.torn.line,
+                f"{result.torn.size} incomplete bytes at the end (run `nexus log repair`)",
+            ),
+        )
     return broken, stray, torn
 
 
@@ -153,8 +170,9 @@ class _Renamed:
         before = scan.entries[0].entry
         if before.sig != e.sig or not verify_signature(public_key, e.sig, entries.signing_bytes(before)):
             return None
-        changes = renames.renamed_only(self.vault, f"{before.summary}\n{before.body}",
-                                       f"{e.summary}\n{e.body}")
+        changes = renames.renamed_only(
+            self.vault, f"{before.summary}\n{before.body}", f"{e.summary}\n{e.body}"
+        )
         if changes is None:
             return None
         from dataclasses import replace
@@ -191,14 +209,28 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
             where = (located.file, located.line_start)
             if e.id in seen_ids:
                 other = seen_ids[e.id]
-                report.problems.append(Problem("duplicate", *where,
-                    f"id already used at {other.file}:{other.line_start}", e.id, e.agent))
+                report.problems.append(
+                    Problem(
+                        "duplicate",
+                        *where,
+                        f"id already used at {other.file}:{other.line_start}",
+                        e.id,
+                        e.agent,
+                    )
+                )
                 continue
             seen_ids[e.id] = located
             last_id = last_ids.get(e.agent)
             if last_id is not None and e.id < last_id:
-                report.problems.append(Problem("reordered", *where,
-                    f"id is older than {e.agent}'s entry before it ({last_id})", e.id, e.agent))
+                report.problems.append(
+                    Problem(
+                        "reordered",
+                        *where,
+                        f"id is older than {e.agent}'s entry before it ({last_id})",
+                        e.id,
+                        e.agent,
+                    )
+                )
             else:
                 last_ids[e.agent] = e.id
             verdict, problem = check_entry(located, ring, renamed)
@@ -207,10 +239,12 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
             if verdict != "foreign":  # an entry forged in another's name is not part of its chain
                 signed = renamed.signed.get(e.id, e)  # the text as signed, when only links moved
                 chains.setdefault(e.agent, []).append(
-                    _Link(located, entries.entry_hash(signed), verdict == "ok"))
+                    _Link(located, entries.entry_hash(signed), verdict == "ok")
+                )
     heads = {agent: _check_chain(report, links) for agent, links in chains.items()}
-    tops = {a: (seq, digest, loc.file, loc.line_start, loc.entry.id)
-            for a, (seq, digest, loc) in heads.items()}
+    tops = {
+        a: (seq, digest, loc.file, loc.line_start, loc.entry.id) for a, (seq, digest, loc) in heads.items()
+    }
     check_heads(report, vault, {a: t[:4] for a, t in tops.items()})
     report.problems.extend(vault_problems(vault, ring, tops))
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes
@@ -231,17 +265,36 @@ def check_copies(report: Report, vault: Vault, ids: set[str] | None) -> None:
         missing, _ = copies.missing_entries(vault, path, ids)
         rel = vault.rel(path)
         if missing:
-            report.problems.append(Problem("conflict-copy", rel, missing[0].line_start,
-                f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'} only in this conflict copy "
-                "(run `nexus log import-copies`)", missing[0].entry.id))
+            report.problems.append(
+                Problem(
+                    "conflict-copy",
+                    rel,
+                    missing[0].line_start,
+                    f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'} only in this conflict copy "
+                    "(run `nexus log import-copies`)",
+                    missing[0].entry.id,
+                )
+            )
         else:
-            report.problems.append(Problem("copy-left", rel, 1, "conflict copy already imported: "
-                                           "`nexus log import-copies` archives it"))
+            report.problems.append(
+                Problem(
+                    "copy-left",
+                    rel,
+                    1,
+                    "conflict copy already imported: `nexus log import-copies` archives it",
+                )
+            )
     folder = vault.root / "conflicts"
     for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
         if name.endswith(".md"):
-            report.problems.append(Problem("sync-conflict", f"conflicts/{name}", 1,
-                                           "a merge listed a conflict: resolve it, then delete the note"))
+            report.problems.append(
+                Problem(
+                    "sync-conflict",
+                    f"conflicts/{name}",
+                    1,
+                    "a merge listed a conflict: resolve it, then delete the note",
+                )
+            )
 
 
 def note_identities(vault: Vault) -> dict[str, Any]:
@@ -261,16 +314,25 @@ def vault_problems(
 
     out: list[Problem] = []
     for name, kid in sorted(ring.changed.items()):
-        out.append(Problem("key-changed", f"agents/{name}/identity.md", 1,
-            f"the identity note declares key {kid}, but this machine trusts only "
-            f"{', '.join(sorted(ring.keys.get(name, {})))} for {name}: its entries signed with the new "
-            f"key are not trusted (if the rotation is genuine: `nexus agent trust {name}`)", None, name))
+        out.append(
+            Problem(
+                "key-changed",
+                f"agents/{name}/identity.md",
+                1,
+                f"the identity note declares key {kid}, but this machine trusts only "
+                f"{', '.join(sorted(ring.keys.get(name, {})))} for {name}: its entries signed with the new "
+                f"key are not trusted (if the rotation is genuine: `nexus agent trust {name}`)",
+                None,
+                name,
+            )
+        )
     found = heads.check(vault, ring, tops)
     if any(p.kind == "truncated" for p in found):
         from . import copies  # entries only in a file-sync conflict copy are not gone: conflict-copy says so
 
-        elsewhere = {loc.entry.id for path in copies.find(vault)
-                     for loc in copies.missing_entries(vault, path)[0]}
+        elsewhere = {
+            loc.entry.id for path in copies.find(vault) for loc in copies.missing_entries(vault, path)[0]
+        }
         found = [p for p in found if not (p.kind == "truncated" and p.entry_id in elsewhere)]
     out.extend(found)
     return out
@@ -281,8 +343,9 @@ def looks_like_framing(text: str) -> bool:
     of an entry), so it can be neither a person's note nor harmless stray text."""
     for line in text.split("\n"):
         stripped = line.lstrip("\\ \t>")
-        if (entries.HEADER_RE.match(stripped) or (stripped.startswith("%%") and "nexus:" in stripped)) \
-                and not stripped.startswith("%% nexus:notice"):
+        if (
+            entries.HEADER_RE.match(stripped) or (stripped.startswith("%%") and "nexus:" in stripped)
+        ) and not stripped.startswith("%% nexus:notice"):
             return True
         if any(hint in line for hint in _FRAMING_HINTS):
             return True
@@ -307,7 +370,10 @@ class _Link:
 
 
 def check_entry(
-    located: Located, ring: Keyring, renamed: _Renamed | None = None, canonical: bytes | None = None,
+    located: Located,
+    ring: Keyring,
+    renamed: _Renamed | None = None,
+    canonical: bytes | None = None,
 ) -> tuple[str, Problem | None]:
     """The per-entry check, independent of every other entry (so it runs in any process): canonical
     form, a known author, a key this machine trusts for that author (``ring``, trust.py), a valid
@@ -325,31 +391,51 @@ def check_entry(
     except (UnicodeError, ValueError):  # (defensive: canonical() is total on parsed entries)
         return "foreign", Problem("framing", *where, "fields cannot be encoded", e.id, e.agent)
     if keys is None:
-        return "foreign", Problem("unknown-agent", *where, f"no identity note for {e.agent!r}",
-                                  e.id, e.agent)
+        return "foreign", Problem("unknown-agent", *where, f"no identity note for {e.agent!r}", e.id, e.agent)
     if not e.sig:
-        return "foreign", Problem("forged", *where, f"entry claims {e.agent} but carries no signature",
-                                  e.id, e.agent)
+        return "foreign", Problem(
+            "forged", *where, f"entry claims {e.agent} but carries no signature", e.id, e.agent
+        )
     public = keys.get(e.key)
     if public is not None:
         if not verify_signature(public, e.sig, data):
             changes = renamed.original(e, public) if renamed is not None else None
             if changes is not None:
                 moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
-                return "ok", Problem("renamed", *where,
+                return "ok", Problem(
+                    "renamed",
+                    *where,
                     f"Obsidian updated links to a renamed note ({moved}); the signature by {e.agent} "
-                    "holds for the text before the rename", e.id, e.agent)
-            return "edited", Problem("edited", *where,
-                f"signature by {e.agent} does not match the text: changed after signing", e.id, e.agent)
+                    "holds for the text before the rename",
+                    e.id,
+                    e.agent,
+                )
+            return "edited", Problem(
+                "edited",
+                *where,
+                f"signature by {e.agent} does not match the text: changed after signing",
+                e.id,
+                e.agent,
+            )
         flaw = located.verdict
         if flaw is not None and flaw.startswith("non-canonical"):
-            return "ok", Problem("non-canonical", *where, f"{flaw.split(': ', 1)[-1]}: the signed fields "
-                                 "are intact but their encoding was changed", e.id, e.agent)
+            return "ok", Problem(
+                "non-canonical",
+                *where,
+                f"{flaw.split(': ', 1)[-1]}: the signed fields are intact but their encoding was changed",
+                e.id,
+                e.agent,
+            )
         return "ok", None
     if ring.changed.get(e.agent) == e.key:
-        return "foreign", Problem("key-changed", *where, f"signed with {e.agent}'s new key {e.key}, which "
-                                  f"this machine does not trust yet (`nexus agent trust {e.agent}`)",
-                                  e.id, e.agent)
+        return "foreign", Problem(
+            "key-changed",
+            *where,
+            f"signed with {e.agent}'s new key {e.key}, which "
+            f"this machine does not trust yet (`nexus agent trust {e.agent}`)",
+            e.id,
+            e.agent,
+        )
     owner = ring.owner(e.key)
     signer_key = ring.public_key(owner, e.key) if owner else None
     if owner is not None and signer_key is not None and verify_signature(signer_key, e.sig, data):
@@ -379,7 +465,7 @@ def mark(items: list[Located], ring: Keyring | None, vault: Vault) -> list[Locat
     return [replace(loc, verdict=verdict(loc, ring, renamed)) for loc in items]
 
 
-def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:
+def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:  # noqa: C901
     """Check one agent's chain (its entries in file order); return its head (seq, hash, entry).
 
     A fork (two entries that both follow the same entry, or two first entries) is named once, on the
@@ -421,15 +507,33 @@ def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]
         names = ", ".join(f"{k.located.entry.id} ({k.located.file}:{k.located.line_start})" for k in kids)
         at = kids[1].located
         seq = kids[0].seq
-        message = (f"{agent}'s chain forks at seq {seq}: {len(kids)} entries follow the same "
-                   f"{'start' if parent == '' else 'entry ' + by_digest[parent].located.entry.id}: {names}")
+        message = (
+            f"{agent}'s chain forks at seq {seq}: {len(kids)} entries follow the same "
+            f"{'start' if parent == '' else 'entry ' + by_digest[parent].located.entry.id}: {names}"
+        )
         if resolved is not None:
-            report.problems.append(Problem("fork-resolved", at.file, at.line_start,
-                f"{message}; resolved by {resolved.located.entry.id}", at.entry.id, agent))
+            report.problems.append(
+                Problem(
+                    "fork-resolved",
+                    at.file,
+                    at.line_start,
+                    f"{message}; resolved by {resolved.located.entry.id}",
+                    at.entry.id,
+                    agent,
+                )
+            )
         else:
-            report.problems.append(Problem("fork", at.file, at.line_start,
-                f"{message}; {agent} cannot append until it chooses a branch: "
-                f"`nexus log resolve-fork --agent {agent} --keep ID`", at.entry.id, agent))
+            report.problems.append(
+                Problem(
+                    "fork",
+                    at.file,
+                    at.line_start,
+                    f"{message}; {agent} cannot append until it chooses a branch: "
+                    f"`nexus log resolve-fork --agent {agent} --keep ID`",
+                    at.entry.id,
+                    agent,
+                )
+            )
         flagged |= branch_ids
 
     def add(kind: str, link: _Link, message: str) -> None:
@@ -452,8 +556,12 @@ def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]
                     top = link
             continue
         if first is not None:
-            add("duplicate", link, f"{agent} already has an entry with seq {link.seq} "
-                f"({first.located.entry.id} at {first.located.file}:{first.located.line_start}): a fork")
+            add(
+                "duplicate",
+                link,
+                f"{agent} already has an entry with seq {link.seq} "
+                f"({first.located.entry.id} at {first.located.file}:{first.located.line_start}): a fork",
+            )
             continue
         by_seq[link.seq] = link
         if top is not None and link.seq < top.seq and id(top) not in in_branch:
@@ -467,18 +575,29 @@ def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]
         if seq > expected:
             gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
             if id(link) not in flagged:
-                add("missing", link, f"{agent}'s entries with seq {gap} are missing before this one "
-                    f"(seq {seq}): deleted")
+                add(
+                    "missing",
+                    link,
+                    f"{agent}'s entries with seq {gap} are missing before this one (seq {seq}): deleted",
+                )
         elif seq >= 1:
             before = by_seq.get(seq - 1)
             prev = link.located.entry.prev
             if before is None and prev is not None and seq == 1:
                 add("missing", link, f"{agent}'s first entry names a previous entry")
-            elif before is not None and before.signed_ok and prev != before.digest and (
-                id(link) not in flagged
-            ) and not (prev in by_digest and id(by_digest[prev]) in in_branch):
-                add("missing", link, f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} "
-                    f"({before.located.entry.id}): that entry was replaced")
+            elif (
+                before is not None
+                and before.signed_ok
+                and prev != before.digest
+                and (id(link) not in flagged)
+                and not (prev in by_digest and id(by_digest[prev]) in in_branch)
+            ):
+                add(
+                    "missing",
+                    link,
+                    f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} "
+                    f"({before.located.entry.id}): that entry was replaced",
+                )
         expected = max(expected, seq + 1)
     return top.seq, top.digest, top.located
 
@@ -493,8 +612,9 @@ def _fork_resolved(links: list[_Link], children: dict[str, list[_Link]], kids: l
     return None
 
 
-def _link_message(agent: str, expected: int, seq: int, prev: str | None,
-                  before: tuple[bool, str, str] | None) -> str | None:
+def _link_message(
+    agent: str, expected: int, seq: int, prev: str | None, before: tuple[bool, str, str] | None
+) -> str | None:
     """The chain problem of an agent's link with ``seq`` (all its lower seqs seen, the next one
     expected ``expected``), given the link with ``seq - 1`` as (signed_ok, digest, id), if any."""
     if seq > expected:
@@ -504,8 +624,10 @@ def _link_message(agent: str, expected: int, seq: int, prev: str | None,
         if before is None and prev is not None and seq == 1:
             return f"{agent}'s first entry names a previous entry"
         if before is not None and before[0] and prev != before[1]:
-            return (f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} ({before[2]}): "
-                    "that entry was replaced")
+            return (
+                f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} ({before[2]}): "
+                "that entry was replaced"
+            )
     return None
 
 
@@ -521,16 +643,18 @@ class Head:
     entry_id: str
 
 
-def next_link_problem(agent: str, head: Head | None, seq: int, prev: str | None, file: str, line: int,
-                      entry_id: str) -> Problem | None:
+def next_link_problem(
+    agent: str, head: Head | None, seq: int, prev: str | None, file: str, line: int, entry_id: str
+) -> Problem | None:
     """The chain problem of an agent's next link when its ``seq`` is above every seq of the agent seen
     so far (``head`` holds the highest): the answer ``_check_chain`` gives for it, found as entries
     stream by. A link whose seq is not above the head is a fork or a reorder: the caller must take
     the exact path instead."""
     assert head is None or seq > head.seq
     expected = 1 if head is None else max(1, head.seq + 1)
-    before = (head.signed_ok, head.digest, head.entry_id) if head is not None and head.seq == seq - 1 \
-        else None
+    before = (
+        (head.signed_ok, head.digest, head.entry_id) if head is not None and head.seq == seq - 1 else None
+    )
     message = _link_message(agent, expected, seq, prev, before)
     return None if message is None else Problem("missing", file, line, message, entry_id, agent)
 
@@ -554,5 +678,12 @@ def check_heads(report: Report, vault: Vault, heads: dict[str, tuple[int, str, s
         if have < head[0]:
             where = (found[2], found[3]) if found else ("log", 0)
             gap = f"{have + 1}" if have + 1 == head[0] else f"{have + 1}–{head[0]}"
-            report.problems.append(Problem("missing", *where,
-                f"{agent}'s last entries (seq {gap}) were written but are gone", None, agent))
+            report.problems.append(
+                Problem(
+                    "missing",
+                    *where,
+                    f"{agent}'s last entries (seq {gap}) were written but are gone",
+                    None,
+                    agent,
+                )
+            )

@@ -106,10 +106,16 @@ def check_chunk(job: Job) -> Chunk:
             # An entry still open where the chunk was cut: the next line begins an entry, so a scan of
             # the whole segment calls it an entry without an end line there.
             t = result.torn
-            first = data[t.offset - start:].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+            first = data[t.offset - start :].split(b"\n", 1)[0].decode("utf-8", errors="replace")
             match = entries.BEGIN_RE.fullmatch(first.removesuffix("\r"))
-            broken.append((t.offset, Problem("framing", rel, t.line, "entry has no end line",
-                                             match.group("id") if match else None)))
+            broken.append(
+                (
+                    t.offset,
+                    Problem(
+                        "framing", rel, t.line, "entry has no end line", match.group("id") if match else None
+                    ),
+                )
+            )
             torn = None
         end, end_line = start + len(data), line + data.count(b"\n")
     elif result.entries:
@@ -123,10 +129,24 @@ def check_chunk(job: Job) -> Chunk:
         canonical = entries.canonical(e)  # (once: signed bytes and chain hash both use it)
         verdict, problem = check_entry(loc, _RING[0], _RENAMED[0] if _RENAMED else None, canonical)
         signed = _RENAMED[0].signed.get(e.id) if _RENAMED else None  # as signed, when only links moved
-        recs.append((e.id, e.agent, e.seq, e.prev, e.type, loc.line_start, verdict, problem,
-                     "" if verdict == "foreign" else entries.entry_hash(signed) if signed is not None
-                     else entries.hash_canonical(canonical, e.sig)))
-    sha = hashlib.sha256(memoryview(data)[:end - start]).hexdigest()
+        recs.append(
+            (
+                e.id,
+                e.agent,
+                e.seq,
+                e.prev,
+                e.type,
+                loc.line_start,
+                verdict,
+                problem,
+                ""
+                if verdict == "foreign"
+                else entries.entry_hash(signed)
+                if signed is not None
+                else entries.hash_canonical(canonical, e.sig),
+            )
+        )
+    sha = hashlib.sha256(memoryview(data)[: end - start]).hexdigest()
     return Chunk(rel, start, end, end_line, sha, broken, stray, torn, recs, len(data))
 
 
@@ -191,18 +211,29 @@ class _Fold:
         for name in order:
             seg = self.segs[f"log/{name}.md"]
             segs[name] = {
-                "ranges": seg.ranges, "line": seg.line,
+                "ranges": seg.ranges,
+                "line": seg.line,
                 # text after the last entry is read again next time: only what is before it is kept
                 "broken": [[o, p.to_json()] for o, p in seg.broken if o < seg.end],
                 "stray": [[o, p.to_json()] for o, p in seg.stray if o < seg.end],
                 "problems": [p.to_json() for p in seg.problems],
             }
-        return {"v": STATE_VERSION, "context": context, "order": order, "segments": segs,
-                "entries": self.entries, "last_id": self.last_id,
-                "chains": {a: [None if h is None else [h.seq, h.digest, h.signed_ok, h.file, h.line,
-                                                       h.entry_id], [p.to_json() for p in ps]]
-                           for a, (h, ps) in self.chains.items()},
-                "decisions": sorted(self.decisions)}
+        return {
+            "v": STATE_VERSION,
+            "context": context,
+            "order": order,
+            "segments": segs,
+            "entries": self.entries,
+            "last_id": self.last_id,
+            "chains": {
+                a: [
+                    None if h is None else [h.seq, h.digest, h.signed_ok, h.file, h.line, h.entry_id],
+                    [p.to_json() for p in ps],
+                ]
+                for a, (h, ps) in self.chains.items()
+            },
+            "decisions": sorted(self.decisions),
+        }
 
     @classmethod
     def from_json(cls, state: dict[str, Any]) -> _Fold:
@@ -212,10 +243,13 @@ class _Fold:
         for name in state["order"]:
             s = state["segments"][name]
             fold.segs[f"log/{name}.md"] = _Segment(
-                ranges=[list(r) for r in s["ranges"]], end=s["ranges"][-1][1] if s["ranges"] else 0,
-                line=int(s["line"]), broken=[(o, Problem(**p)) for o, p in s["broken"]],
+                ranges=[list(r) for r in s["ranges"]],
+                end=s["ranges"][-1][1] if s["ranges"] else 0,
+                line=int(s["line"]),
+                broken=[(o, Problem(**p)) for o, p in s["broken"]],
                 stray=[(o, Problem(**p)) for o, p in s["stray"]],
-                problems=[Problem(**p) for p in s["problems"]])
+                problems=[Problem(**p) for p in s["problems"]],
+            )
         for agent, (h, ps) in state["chains"].items():
             fold.chains[agent] = (None if h is None else Head(*h), [Problem(**p) for p in ps])
         fold.decisions = set(state["decisions"])
@@ -240,8 +274,15 @@ def context_of(vault: Vault, identities: dict[str, Identity], ring: Keyring | No
     except OSError:
         h.update(b"-")
     here = Path(__file__).parent
-    for module in ("verify.py", "verify_state.py", "segments.py", "entries.py", "identity.py", "renames.py",
-                   "trust.py"):
+    for module in (
+        "verify.py",
+        "verify_state.py",
+        "segments.py",
+        "entries.py",
+        "identity.py",
+        "renames.py",
+        "trust.py",
+    ):
         try:
             h.update((here / module).read_bytes())
         except OSError:
@@ -249,8 +290,9 @@ def context_of(vault: Vault, identities: dict[str, Identity], ring: Keyring | No
     return h.hexdigest()
 
 
-def run(vault: Vault, *, full: bool = False, progress: Progress | None = None,
-        parallel: bool = True) -> Report:
+def run(
+    vault: Vault, *, full: bool = False, progress: Progress | None = None, parallel: bool = True
+) -> Report:
     """Verify the log (see the module's docstring); save what was verified for the next run."""
     from . import trust
     from .verify import _Renamed, note_identities, verify_exact
@@ -306,8 +348,7 @@ def _save(vault: Vault, state: dict[str, Any]) -> None:
     from . import durable
 
     with contextlib.suppress(OSError):  # derived state: losing it costs one full verification
-        durable.replace(state_path(vault), json.dumps(state, separators=(",", ":")).encode(),
-                        durable=False)
+        durable.replace(state_path(vault), json.dumps(state, separators=(",", ":")).encode(), durable=False)
 
 
 def _forget(vault: Vault) -> None:
@@ -315,12 +356,13 @@ def _forget(vault: Vault) -> None:
         state_path(vault).unlink()
 
 
-def _resume(vault: Vault, state: dict[str, Any], files: list[tuple[str, Path]],
-            progress: Progress | None) -> _Fold | None:
+def _resume(
+    vault: Vault, state: dict[str, Any], files: list[tuple[str, Path]], progress: Progress | None
+) -> _Fold | None:
     """The fold as the last run left it, once every remembered prefix is proven unchanged; None when
     a segment it verified is gone or changed, or a new one sorts before the last it verified."""
     order: list[str] = state["order"]
-    if [name for name, _ in files[:len(order)]] != order:
+    if [name for name, _ in files[: len(order)]] != order:
         return None
     fold = _Fold.from_json(state)
     paths = dict(files)
@@ -350,7 +392,8 @@ def _resume(vault: Vault, state: dict[str, Any], files: list[tuple[str, Path]],
     for name in order[:-1]:
         fold.segs[f"log/{name}.md"].frozen = True
     fold.merged = any(len(seg.ranges) == 1 for _, seg in todo) and any(
-        len(s["ranges"]) > MAX_RANGES for s in state["segments"].values())
+        len(s["ranges"]) > MAX_RANGES for s in state["segments"].values()
+    )
     return fold
 
 
@@ -411,13 +454,14 @@ def _jobs(path: Path, rel: str, start: int, line: int) -> Iterator[Job]:
             stop = begin + idx + 1
             yield (rel, p, begin, line, stop)
             line += pending.count(b"\n", 0, idx + 1)
-            pending = pending[idx + 1:]
+            pending = pending[idx + 1 :]
             begin = stop
     yield (rel, p, begin, line, None)
 
 
-def _check(vault: Vault, fold: _Fold, files: list[tuple[str, Path]], progress: Progress | None,
-           parallel: bool) -> _Fold:
+def _check(
+    vault: Vault, fold: _Fold, files: list[tuple[str, Path]], progress: Progress | None, parallel: bool
+) -> _Fold:
     """Check every segment's bytes after where the fold stands, folding the results in log order."""
     jobs: list[Job] = []
     for _name, path in files:
@@ -448,8 +492,12 @@ def _results(jobs: list[Job], parallel: bool) -> Iterator[Chunk]:
     import multiprocessing
 
     cores = os.cpu_count() or 1
-    if parallel and cores > 1 and len(jobs) > 1 and threading.active_count() == 1 and (
-        "fork" in multiprocessing.get_all_start_methods()
+    if (
+        parallel
+        and cores > 1
+        and len(jobs) > 1
+        and threading.active_count() == 1
+        and ("fork" in multiprocessing.get_all_start_methods())
     ):
         # fork: the children inherit the identities; never from a process running threads (the
         # watcher, the MCP server), where a fork can deadlock: those check in their own process.
@@ -461,8 +509,9 @@ def _results(jobs: list[Job], parallel: bool) -> Iterator[Chunk]:
         yield check_chunk(job)
 
 
-def _report(vault: Vault, fold: _Fold, files: list[tuple[str, Path]], identities: dict[str, Identity],
-            *, full: bool) -> Report:
+def _report(
+    vault: Vault, fold: _Fold, files: list[tuple[str, Path]], identities: dict[str, Identity], *, full: bool
+) -> Report:
     report = Report(entries=fold.entries, segments=len(files), checked=fold.checked, full=full)
     for _name, path in files:
         seg = fold.segs[vault.rel(path)]
@@ -473,11 +522,22 @@ def _report(vault: Vault, fold: _Fold, files: list[tuple[str, Path]], identities
         report.problems.extend(seg.problems)
     for _agent, (_head, found) in fold.chains.items():
         report.problems.extend(found)
-    check_heads(report, vault, {a: (h.seq, h.digest, h.file, h.line)
-                                for a, (h, _) in fold.chains.items() if h is not None})
-    report.problems.extend(vault_problems(vault, _RING[0], {
-        a: (h.seq, h.digest, h.file, h.line, h.entry_id)
-        for a, (h, _) in fold.chains.items() if h is not None}))
+    check_heads(
+        report,
+        vault,
+        {a: (h.seq, h.digest, h.file, h.line) for a, (h, _) in fold.chains.items() if h is not None},
+    )
+    report.problems.extend(
+        vault_problems(
+            vault,
+            _RING[0],
+            {
+                a: (h.seq, h.digest, h.file, h.line, h.entry_id)
+                for a, (h, _) in fold.chains.items()
+                if h is not None
+            },
+        )
+    )
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions)))
@@ -511,7 +571,8 @@ class _EntryIds:
                 data = path.read_bytes()
             except OSError:
                 continue
-            if needle in data and any(loc.entry.id == entry_id
-                                      for loc in segments.scan(data, self.vault.rel(path)).entries):
+            if needle in data and any(
+                loc.entry.id == entry_id for loc in segments.scan(data, self.vault.rel(path)).entries
+            ):
                 return True
         return False

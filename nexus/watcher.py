@@ -95,8 +95,14 @@ class Track:
 
 class Watcher:
     def __init__(
-        self, vault: Vault, keys_home: Path, *, ack_types: tuple[str, ...], race_window: float,
-        settle_seconds: float, emit: Callable[[dict[str, Any]], None],
+        self,
+        vault: Vault,
+        keys_home: Path,
+        *,
+        ack_types: tuple[str, ...],
+        race_window: float,
+        settle_seconds: float,
+        emit: Callable[[dict[str, Any]], None],
     ) -> None:
         self.vault = vault
         self.keys_home = keys_home
@@ -157,7 +163,7 @@ class Watcher:
         verified = []
         for loc in fresh:
             if self._verified(loc):
-                text = data[loc.offset - base:loc.end_offset - base].decode("utf-8", errors="replace")
+                text = data[loc.offset - base : loc.end_offset - base].decode("utf-8", errors="replace")
                 copies.append(ShadowCopy(loc.entry.id, loc.entry.agent, loc.file, sha(text), text))
                 verified.append(loc)
         self.shadow.add(copies)
@@ -165,8 +171,17 @@ class Watcher:
             self.new_count += 1
             if not self.quiet_emit:
                 e = loc.entry
-                self.emit({"event": "entry", "id": e.id, "agent": e.agent, "type": e.type,
-                           "summary": e.summary, "file": loc.file, "line": loc.line_start})
+                self.emit(
+                    {
+                        "event": "entry",
+                        "id": e.id,
+                        "agent": e.agent,
+                        "type": e.type,
+                        "summary": e.summary,
+                        "file": loc.file,
+                        "line": loc.line_start,
+                    }
+                )
                 if e.type in self.ack_types:
                     from .roster import agents
 
@@ -262,8 +277,16 @@ class Watcher:
             end, end_line = last.end_offset, last.line_end + 1
             last_line = _last_line(data[:end])
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        self.tracks[rel] = Track(st.st_ino, st.st_size, st.st_mtime_ns, end, end_line, last_line,
-                                 hashlib.sha256(data[:end]), stamp if _settled(stamp) else None)
+        self.tracks[rel] = Track(
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            end,
+            end_line,
+            last_line,
+            hashlib.sha256(data[:end]),
+            stamp if _settled(stamp) else None,
+        )
         return end
 
     def verify_prefix(self, path: Path) -> bool:
@@ -294,14 +317,20 @@ class Watcher:
         for loc in result.entries:
             copy = self.shadow.copies.get(loc.entry.id)
             if copy is not None:
-                text = data[loc.offset:loc.end_offset].decode("utf-8", errors="replace")
+                text = data[loc.offset : loc.end_offset].decode("utf-8", errors="replace")
                 current = sha(text)
                 if current != copy.sha and self.edits.get(copy.id) != current:
                     moved = renames.renamed_only(self.vault, copy.text, text)
                     if moved is not None:  # Obsidian updated links to a renamed note: not an edit
                         self.edits[copy.id] = current
-                        self.emit({"event": "renamed-link", "id": copy.id, "file": rel,
-                                   "links": [list(m) for m in moved]})
+                        self.emit(
+                            {
+                                "event": "renamed-link",
+                                "id": copy.id,
+                                "file": rel,
+                                "links": [list(m) for m in moved],
+                            }
+                        )
                         from . import durable
 
                         durable.replace(self.edits_path, json.dumps(self.edits).encode(), durable=False)
@@ -321,13 +350,19 @@ class Watcher:
         for entry_id, current in edited:
             notice_id = entries.new_id()
             copy = self.shadow.copies[entry_id]
-            message = (f"the text of entry {entry_id} by {copy.agent} was changed after it was signed "
-                       f"(a history edit)")
-            text = render_notice(notice_id, f"nexus watch: history edit of {entry_id}", [
-                f"{message}: [[{note}#^{entry_id}]] ({ts}).",
-                f"The original is kept in `.nexus/shadow/`: `nexus log recover {entry_id}` prints it,"
-                f" `nexus log recover {entry_id} --restore` puts it back.",
-            ])
+            message = (
+                f"the text of entry {entry_id} by {copy.agent} was changed after it was signed "
+                f"(a history edit)"
+            )
+            text = render_notice(
+                notice_id,
+                f"nexus watch: history edit of {entry_id}",
+                [
+                    f"{message}: [[{note}#^{entry_id}]] ({ts}).",
+                    f"The original is kept in `.nexus/shadow/`: `nexus log recover {entry_id}` prints it,"
+                    f" `nexus log recover {entry_id} --restore` puts it back.",
+                ],
+            )
             with exclusive(self.vault.lock("log")):
                 size = path.stat().st_size
                 with open(path, "rb") as f:
@@ -393,12 +428,18 @@ class Watcher:
             more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
             kind = "restored" if exists else "recreated"
             why = "an editor saved an older copy, or it was cut" if exists else "the file was deleted"
-            message = (f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'} missing from {rel} "
-                       f"({why}) put back verbatim from the shadow")
-            notice = render_notice(notice_id, f"nexus watch {kind} {len(missing)} entr"
-                                   f"{'y' if len(missing) == 1 else 'ies'}",
-                                   [f"{message} ({ts}): {links}{more}.",
-                                    "Nothing you wrote was removed; entries are append-only."])
+            message = (
+                f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'} missing from {rel} "
+                f"({why}) put back verbatim from the shadow"
+            )
+            notice = render_notice(
+                notice_id,
+                f"nexus watch {kind} {len(missing)} entr{'y' if len(missing) == 1 else 'ies'}",
+                [
+                    f"{message} ({ts}): {links}{more}.",
+                    "Nothing you wrote was removed; entries are append-only.",
+                ],
+            )
             inserts = insertions(data, result, missing, notice)
             restored = splice(data, inserts)
             if _stamp(path) != before:  # changed under us after all: look again later
@@ -408,8 +449,9 @@ class Watcher:
             new_scan = shifted_scan(data, result, inserts, rel)  # (not parsed again: seconds on 100k)
             self._relocate(rel, restored, new_scan)
             back = {c.id for c in missing}
-            log.carry_tail_state(self.vault, rel, data, restored,
-                             [loc for loc in new_scan.entries if loc.entry.id in back])
+            log.carry_tail_state(
+                self.vault, rel, data, restored, [loc for loc in new_scan.entries if loc.entry.id in back]
+            )
             new_st = os.stat(path)  # still under the lock: these bytes are the file's
         self.last_full.pop(rel, None)
         ids = tuple(c.id for c in missing)
@@ -422,7 +464,13 @@ class Watcher:
 
     # ------------------------------------------------------------ a person's text
     def _person_text(
-        self, path: Path, rel: str, data: bytes, base: int, last_end: int, result: segments.Scan,
+        self,
+        path: Path,
+        rel: str,
+        data: bytes,
+        base: int,
+        last_end: int,
+        result: segments.Scan,
         st: os.stat_result,
     ) -> None:
         """``data`` holds the segment's bytes from offset ``base``; text after the last entry
@@ -433,11 +481,14 @@ class Watcher:
         files = log.segment_files(self.vault)
         if not files or files[-1][1].name != path.name:
             return  # text at the end of an older month stays put (verify shows it as stray text)
-        if any(s.text.startswith(NOTICE_PREFIX) for s in result.stray
-               if runs[0].offset < s.offset < runs[-1].offset):
+        if any(
+            s.text.startswith(NOTICE_PREFIX)
+            for s in result.stray
+            if runs[0].offset < s.offset < runs[-1].offset
+        ):
             text = "\n\n".join(s.text for s in runs)
         else:
-            text = data[runs[0].offset - base:runs[-1].end_offset - base].decode("utf-8", errors="replace")
+            text = data[runs[0].offset - base : runs[-1].end_offset - base].decode("utf-8", errors="replace")
         text = text.strip("\n")
         if not text.strip():
             return
@@ -480,16 +531,27 @@ class Watcher:
             # a damaged or partial copy of an entry, or bytes nobody types: never a person's words
             if warned not in self.warned:
                 self.warned.add(warned)
-                self.emit({"event": "error", "file": rel, "message": "text below the last entry is a "
-                           "damaged copy of an entry or not printable: not signed (`nexus verify` names "
-                           "it; delete it once checked)"})
+                self.emit(
+                    {
+                        "event": "error",
+                        "file": rel,
+                        "message": "text below the last entry is a "
+                        "damaged copy of an entry or not printable: not signed (`nexus verify` names "
+                        "it; delete it once checked)",
+                    }
+                )
             return
         if human is None:
             if warned not in self.warned:
                 self.warned.add(warned)
-                self.emit({"event": "error", "file": rel,
-                           "message": "a person's text is waiting, but the vault has no human identity "
-                                      "(run `nexus agent add NAME --human`)"})
+                self.emit(
+                    {
+                        "event": "error",
+                        "file": rel,
+                        "message": "a person's text is waiting, but the vault has no human identity "
+                        "(run `nexus agent add NAME --human`)",
+                    }
+                )
             return
         first = next((line.strip() for line in text.split("\n") if line.strip()), "note")
         summary = make_visible(first.lstrip("#>-* ").strip() or first)
@@ -498,18 +560,26 @@ class Watcher:
         try:
             body = check_body(text)
             signer = load_signer(self.vault, self.keys_home, human)
-            result = log.append(self.vault, signer, channel=PERSON_CHANNEL, type=PERSON_TYPE,
-                                summary=summary, body=body, via="watcher", agent=human)
+            result = log.append(
+                self.vault,
+                signer,
+                channel=PERSON_CHANNEL,
+                type=PERSON_TYPE,
+                summary=summary,
+                body=body,
+                via="watcher",
+                agent=human,
+            )
         except NexusError as err:
             if warned not in self.warned:
                 self.warned.add(warned)
-                self.emit({"event": "error", "file": rel,
-                           "message": f"could not sign a person's text: {err}"})
+                self.emit(
+                    {"event": "error", "file": rel, "message": f"could not sign a person's text: {err}"}
+                )
             return
         entry = result.located.entry
         self._cut_signed_text(path, rel, entry.id, text)
-        self.emit({"event": "person", "id": entry.id, "agent": human, "file": rel,
-                   "summary": entry.summary})
+        self.emit({"event": "person", "id": entry.id, "agent": human, "file": rel, "summary": entry.summary})
 
     def _cut_signed_text(self, path: Path, rel: str, entry_id: str, text: str) -> None:
         """The entry ``entry_id`` holds a person's ``text`` now: take the text out of where it was
@@ -527,7 +597,7 @@ class Watcher:
                 later = [loc for loc in scan.entries if loc.offset > s.offset]
                 if later and later[0].entry.id == entry_id and s.text.strip("\n") in text:
                     stop = s.end_offset
-                    while data[stop:stop + 1] == b"\n" and stop < later[0].offset:
+                    while data[stop : stop + 1] == b"\n" and stop < later[0].offset:
                         stop += 1
                     cut.append((s.offset, stop))
             if cut:
@@ -558,8 +628,11 @@ class Watcher:
             if s.text.startswith(NOTICE_PREFIX):
                 continue
             later = [loc for loc in result.entries if loc.offset > s.offset]
-            if later and later[0].entry.via == "watcher" and later[0].entry.body and (
-                s.text.strip("\n").strip() and s.text.strip("\n") in later[0].entry.body
+            if (
+                later
+                and later[0].entry.via == "watcher"
+                and later[0].entry.body
+                and (s.text.strip("\n").strip() and s.text.strip("\n") in later[0].entry.body)
             ):
                 self._cut_signed_text(path, rel, later[0].entry.id, later[0].entry.body)
                 return
@@ -661,8 +734,11 @@ class Watcher:
         if not _HANDLERS or git_busy(self.vault):  # git is writing notes: look once it is done
             return
         for folder, dirs, files in os.walk(self.vault.root):
-            dirs[:] = [d for d in dirs if not d.startswith(".") and not (
-                folder == str(self.vault.root) and d == "log")]
+            dirs[:] = [
+                d
+                for d in dirs
+                if not d.startswith(".") and not (folder == str(self.vault.root) and d == "log")
+            ]
             for name in files:
                 if not name.endswith(".md"):
                     continue
@@ -727,7 +803,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 def _last_line(data: bytes) -> bytes:
     """The last complete line of ``data`` (an entry's end line), with its newline."""
     body = data[:-1] if data.endswith(b"\n") else data
-    return data[body.rfind(b"\n") + 1:]
+    return data[body.rfind(b"\n") + 1 :]
 
 
 def _rel(vault: Vault, path: Path) -> str | None:
@@ -825,9 +901,16 @@ class IndexRefresher(_Debounced):
             return
         self.last_error = None
         if stats.files_indexed or stats.files_removed or stats.rebuilt:
-            self.emit({"event": "indexed", "files": stats.files_indexed, "removed": stats.files_removed,
-                       "documents": stats.documents_added, "rebuilt": stats.rebuilt,
-                       "seconds": round(stats.seconds, 4)})
+            self.emit(
+                {
+                    "event": "indexed",
+                    "files": stats.files_indexed,
+                    "removed": stats.files_removed,
+                    "documents": stats.documents_added,
+                    "rebuilt": stats.rebuilt,
+                    "seconds": round(stats.seconds, 4),
+                }
+            )
 
 
 class LogVerifier(_Debounced):
@@ -867,8 +950,9 @@ class LogVerifier(_Debounced):
         env = dict(os.environ, NEXUS_HOME=os.fspath(self.keys_home))
         err = b""
         try:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                         stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, stdin=subprocess.DEVNULL
+            )
             out, err = self.proc.communicate()
             report = json.loads(out)
             errors = [p for p in report["problems"] if p["kind"] not in WARNING_KINDS]
@@ -883,8 +967,14 @@ class LogVerifier(_Debounced):
         self.last_error = None
         if len(errors) != self.problems:
             if errors or self.problems:
-                self.emit({"event": "integrity", "problems": len(errors), "entries": report["entries"],
-                           "kinds": sorted({p["kind"] for p in errors})})
+                self.emit(
+                    {
+                        "event": "integrity",
+                        "problems": len(errors),
+                        "entries": report["entries"],
+                        "kinds": sorted({p["kind"] for p in errors}),
+                    }
+                )
             self.problems = len(errors)
 
 
@@ -910,9 +1000,15 @@ def _printer(as_json: bool) -> Callable[[dict[str, Any]], None]:
 
 
 def run(
-    vault: Vault, keys_home: Path, *, rescan_seconds: float = 5.0, settle_seconds: float = 3.0,
+    vault: Vault,
+    keys_home: Path,
+    *,
+    rescan_seconds: float = 5.0,
+    settle_seconds: float = 3.0,
     ack_types: tuple[str, ...] = ("correction", "decision", "handoff", "question"),
-    race_window: float = 60.0, once: bool = False, as_json: bool = False,
+    race_window: float = 60.0,
+    once: bool = False,
+    as_json: bool = False,
 ) -> None:
     """Watch ``vault`` until SIGINT/SIGTERM (or one pass with ``once``). BusyError if another watcher
     holds the vault."""
@@ -930,8 +1026,16 @@ def run(
             pid_file.write_text(str(os.getpid()))
             for module in PLUGIN_MODULES:
                 importlib.import_module(module)
-            _run_locked(vault, keys_home, rescan_seconds, settle_seconds, ack_types, race_window,
-                        once, _printer(as_json))
+            _run_locked(
+                vault,
+                keys_home,
+                rescan_seconds,
+                settle_seconds,
+                ack_types,
+                race_window,
+                once,
+                _printer(as_json),
+            )
     except BusyError:
         try:
             other = pid_file.read_text().strip()
@@ -941,8 +1045,14 @@ def run(
 
 
 def _run_locked(
-    vault: Vault, keys_home: Path, rescan_seconds: float, settle_seconds: float,
-    ack_types: tuple[str, ...], race_window: float, once: bool, emit: Callable[[dict[str, Any]], None],
+    vault: Vault,
+    keys_home: Path,
+    rescan_seconds: float,
+    settle_seconds: float,
+    ack_types: tuple[str, ...],
+    race_window: float,
+    once: bool,
+    emit: Callable[[dict[str, Any]], None],
 ) -> None:
     stop = threading.Event()
     wake = threading.Event()
@@ -953,26 +1063,46 @@ def _run_locked(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        _watch(vault, keys_home, rescan_seconds, settle_seconds, ack_types, race_window, once, emit,
-               stop, wake)
+        _watch(
+            vault, keys_home, rescan_seconds, settle_seconds, ack_types, race_window, once, emit, stop, wake
+        )
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _watch(
-    vault: Vault, keys_home: Path, rescan_seconds: float, settle_seconds: float,
-    ack_types: tuple[str, ...], race_window: float, once: bool, emit: Callable[[dict[str, Any]], None],
-    stop: threading.Event, wake: threading.Event,
+def _watch(  # noqa: C901
+    vault: Vault,
+    keys_home: Path,
+    rescan_seconds: float,
+    settle_seconds: float,
+    ack_types: tuple[str, ...],
+    race_window: float,
+    once: bool,
+    emit: Callable[[dict[str, Any]], None],
+    stop: threading.Event,
+    wake: threading.Event,
 ) -> None:
-    watcher = Watcher(vault, keys_home, ack_types=ack_types, race_window=race_window,
-                      settle_seconds=settle_seconds, emit=emit)
+    watcher = Watcher(
+        vault,
+        keys_home,
+        ack_types=ack_types,
+        race_window=race_window,
+        settle_seconds=settle_seconds,
+        emit=emit,
+    )
     watcher.quiet_emit = True
     watcher.full_pass()
     watcher.quiet_emit = False
     if once:
-        emit({"event": "ready", "shadowed": len(watcher.shadow.copies), "new": watcher.new_count,
-              "pid": os.getpid()})
+        emit(
+            {
+                "event": "ready",
+                "shadowed": len(watcher.shadow.copies),
+                "new": watcher.new_count,
+                "pid": os.getpid(),
+            }
+        )
         for _ in range(10):  # a restore waiting for the file to be quiet, a person's text settling
             if not watcher.deadlines or stop.is_set():
                 break
@@ -1017,8 +1147,14 @@ def _watch(
         indexer.poke()  # and what changed while no watcher ran
         started = time.time()
         heartbeat.beat(vault, started=started, every=rescan_seconds)  # (brief and verify notice a death)
-        emit({"event": "ready", "shadowed": len(watcher.shadow.copies), "new": watcher.new_count,
-              "pid": os.getpid()})
+        emit(
+            {
+                "event": "ready",
+                "shadowed": len(watcher.shadow.copies),
+                "new": watcher.new_count,
+                "pid": os.getpid(),
+            }
+        )
         next_rescan = time.monotonic() + rescan_seconds
         while not stop.is_set():
             soonest = min([next_rescan, *watcher.deadlines.values()])

@@ -48,7 +48,11 @@ class Env:
         """Run `python -m nexus ARGS` as a real process against this vault."""
         proc = subprocess.run(
             [sys.executable, "-W", "error", "-m", "nexus", *args],
-            input=input, capture_output=True, text=True, env=self.environ, timeout=timeout,
+            input=input,
+            capture_output=True,
+            text=True,
+            env=self.environ,
+            timeout=timeout,
             cwd=str(self.vault.root),
         )
         result = Run(proc.returncode, proc.stdout, proc.stderr)

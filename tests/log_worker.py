@@ -25,8 +25,7 @@ def main() -> None:
     i = 0
     while count == 0 or i < count:
         body = f"entry {i} of {agent}\n" + "x" * (i % 300)
-        result = log.append(vault, signer, channel="stress", type="note", summary=f"{agent} {i}",
-                            body=body)
+        result = log.append(vault, signer, channel="stress", type="note", summary=f"{agent} {i}", body=body)
         os.write(1, f"{result.located.entry.id}\n".encode())
         i += 1
 

@@ -26,17 +26,26 @@ def main() -> None:
     questions = [loc.entry.id for loc in unread if loc.entry.type == "question"]
     for n in range(3):
         ack = tuple(questions) if n == 0 else ()
-        r = log.append(vault, signer, channel="work", type="question" if n == 1 else "note",
-                       summary=f"{agent} round {rnd} step {n}", body=f"body {n}\n\nof {agent}", ack=ack)
+        r = log.append(
+            vault,
+            signer,
+            channel="work",
+            type="question" if n == 1 else "note",
+            summary=f"{agent} round {rnd} step {n}",
+            body=f"body {n}\n\nof {agent}",
+            ack=ack,
+        )
         acked.append(r.located.entry.id)
-    d = decisions.decide(vault, signer, title=f"{agent} decides in round {rnd}", decision="do it",
-                         rationale="because")
+    d = decisions.decide(
+        vault, signer, title=f"{agent} decides in round {rnd}", decision="do it", rationale="because"
+    )
     assert d.entry is not None
     acked.append(d.entry)
     current, _content, _v = project_state.show(vault)
     with contextlib.suppress(StaleEditError):
-        project_state.set_state(vault, signer, expect=current,
-                                content=f"# State\n- {agent} set this in round {rnd}\n")
+        project_state.set_state(
+            vault, signer, expect=current, content=f"# State\n- {agent} set this in round {rnd}\n"
+        )
     checkpoints.save(vault, agent, task=f"round {rnd}", step=f"{agent} did round {rnd}", next="more")
     memory.add(vault, "memory", agent, f"{agent} learned {rnd}", limit=2200)
     memory.add(vault, "user", None, f"the user told {agent} something in round {rnd}", limit=1375)

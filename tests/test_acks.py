@@ -11,8 +11,18 @@ from nexus import acks, identity
 
 
 def test_a_decision_is_owed_by_the_other_agent_until_it_acks(env: Env) -> None:
-    d = env.run("log", "append", "--agent", "ella", "--channel", "db", "--type", "decision",
-                "--summary", "we use sqlite").stdout.strip()
+    d = env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "db",
+        "--type",
+        "decision",
+        "--summary",
+        "we use sqlite",
+    ).stdout.strip()
     env.run("log", "append", "--agent", "ella", "--channel", "db", "--type", "note", "--summary", "fyi")
     assert [e["id"] for e in env.run("log", "owed", "--agent", "lyra", "--json").json()] == [d]
     assert env.run("log", "owed", "--agent", "ella", "--json").json() == []  # never your own
@@ -24,8 +34,9 @@ def test_a_decision_is_owed_by_the_other_agent_until_it_acks(env: Env) -> None:
     # acking something else changes nothing; acking it settles it
     env.run("log", "append", "--agent", "lyra", "--channel", "db", "--type", "note", "--summary", "hm")
     assert [e.entry.id for e in acks.owed(env.vault, "lyra")] == [d]
-    env.run("log", "append", "--agent", "lyra", "--channel", "db", "--type", "note", "--summary", "ok",
-            "--ack", d)
+    env.run(
+        "log", "append", "--agent", "lyra", "--channel", "db", "--type", "note", "--summary", "ok", "--ack", d
+    )
     assert env.run("log", "owed", "--agent", "lyra", "--json").json() == []
     assert "owes no acknowledgements" in env.run("log", "owed", "--agent", "lyra").stdout
     assert acks.unacknowledged(env.vault) == {}

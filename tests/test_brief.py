@@ -42,8 +42,10 @@ def test_over_budget_keeps_owed_and_newest_and_says_what_was_left_out(env: Env) 
     brief = env.run("brief", "--agent", "lyra", "--max-chars", "3000", "--json").json()
     assert brief["unread_omitted"] > 0 and not brief["cursor_advanced"]
     unread = next(s for s in brief["sections"] if s["name"] == "unread")
-    assert f"{brief['unread_omitted']} older unread entries not shown: run `nexus log read --agent lyra`" \
+    assert (
+        f"{brief['unread_omitted']} older unread entries not shown: run `nexus log read --agent lyra`"
         in unread["text"]
+    )
     # the cursor stayed, so the command it names returns everything
     assert len(env.run("log", "read", "--agent", "lyra", "--json").json()) == 121
 
@@ -71,21 +73,50 @@ def test_the_hot_path_imports_no_yaml_watchdog_or_whoosh(env: Env) -> None:
         "heavy = [m for m in ('yaml', 'frontmatter', 'watchdog', 'whoosh', 'mcp', 'markdown_it')"
         " if m in sys.modules]; print('HEAVY', heavy); sys.exit(rc)"
     )
-    proc = subprocess.run([sys.executable, "-W", "error", "-c", code], env=env.environ,
-                          capture_output=True, text=True, timeout=60, cwd=str(env.vault.root))
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        env=env.environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(env.vault.root),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "more" in proc.stdout
     assert "HEAVY []" in proc.stdout
 
 
 def test_a_correction_says_what_it_corrects_and_the_brief_shows_the_project_state(
-        env: Env, tmp_path: Path) -> None:
+    env: Env, tmp_path: Path
+) -> None:
     """Issue 13, items 5 and 6: at 2 a.m. lyra's correction read "(acks 01M8…)"; the brief had no
     project state; `--stale-minutes` was refused."""
-    wrong = env.run("log", "append", "--agent", "ella", "--channel", "parser", "--type", "note",
-                    "--summary", "Lexer ported; grammar rules next").stdout.strip()
-    env.run("log", "append", "--agent", "lyra", "--channel", "parser", "--type", "correction",
-            "--summary", "Only the lexer's tokens were ported, not its modes", "--ack", wrong)
+    wrong = env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "parser",
+        "--type",
+        "note",
+        "--summary",
+        "Lexer ported; grammar rules next",
+    ).stdout.strip()
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "parser",
+        "--type",
+        "correction",
+        "--summary",
+        "Only the lexer's tokens were ported, not its modes",
+        "--ack",
+        wrong,
+    )
     state = tmp_path / "state.md"
     state.write_text("# Project state\n- Parser port: in progress (ella)\n- Release: Thursday\n")
     env.run("state", "set", "--agent", "sam", "--expect", "0", "--file", str(state))

@@ -27,7 +27,8 @@ values: st.SearchStrategy[Any] = st.one_of(
 )
 # Text properties (ids, names, times…) hold text, nothing, or lists of text; any other key any value.
 plain_keys = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True).filter(
-    lambda k: k not in properties.TEXT_KEYS)
+    lambda k: k not in properties.TEXT_KEYS
+)
 text_values: st.SearchStrategy[Any] = st.one_of(st.none(), line, st.lists(line, max_size=4))
 props_strategy = st.builds(
     lambda plain, text: {**plain, **text},

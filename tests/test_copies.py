@@ -15,19 +15,23 @@ from nexus import copies, log
 from nexus.verify import verify
 
 
-@pytest.mark.parametrize("name", [
-    "2026-12.sync-conflict-20261201-064500-ABCDEFG.md",
-    "2026-12 (conflicted copy 2026-12-01).md",
-    "2026-12 (ella's conflicted copy 2026-12-01).md",
-    "2026-12 (Conflicted copy MacBook 202612011234).md",
-    "2026-12 (1).md",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "2026-12.sync-conflict-20261201-064500-ABCDEFG.md",
+        "2026-12 (conflicted copy 2026-12-01).md",
+        "2026-12 (ella's conflicted copy 2026-12-01).md",
+        "2026-12 (Conflicted copy MacBook 202612011234).md",
+        "2026-12 (1).md",
+    ],
+)
 def test_conflict_copy_names(name: str) -> None:
     assert copies.is_copy(name)
 
 
-@pytest.mark.parametrize("name", ["2026-12.md", "2026-12-notes.md", "notes (1).md",
-                                  "2026-12.sync-conflict.md"])
+@pytest.mark.parametrize(
+    "name", ["2026-12.md", "2026-12-notes.md", "notes (1).md", "2026-12.sync-conflict.md"]
+)
 def test_not_conflict_copies(name: str) -> None:
     assert not copies.is_copy(name)
 
@@ -37,7 +41,7 @@ def _syncthing_split(env: Env) -> tuple[str, str, str]:
     Returns (lyra's id, ella's id, the copy's name)."""
     env.append("ella", "before")
     env.append("lyra", "before too")
-    (name, path), = log.segment_files(env.vault)
+    ((name, path),) = log.segment_files(env.vault)
     before = path.read_bytes()
     theirs = env.append("lyra", "lyra's acknowledged entry, on the other machine").located.entry.id
     other = path.read_bytes()
@@ -57,9 +61,13 @@ def test_watcher_imports_a_syncthing_conflict_copy(env: Env) -> None:
     report = verify(env.vault)
     assert not report.ok and [p.kind for p in report.errors] == ["conflict-copy"]
     assert report.errors[0].entry_id == theirs
-    proc = subprocess.Popen([sys.executable, "-W", "error", "-m", "nexus", "watch", "--json",
-                             "--rescan", "0.5"], env=env.environ, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-W", "error", "-m", "nexus", "watch", "--json", "--rescan", "0.5"],
+        env=env.environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     events = []
     try:
         assert proc.stdout is not None
@@ -92,7 +100,8 @@ def test_import_copies_command_and_a_copy_already_imported(env: Env) -> None:
     assert [loc.entry.id for loc in log.unread(env.vault, "ella")] == []  # once
     # A copy whose entries are all in the log: only a warning, and archived on import.
     (env.vault.log_dir / copy.replace("ABCDEFG", "XYZ1234")).write_bytes(
-        (env.vault.root / copies.ARCHIVE / copy).read_bytes())
+        (env.vault.root / copies.ARCHIVE / copy).read_bytes()
+    )
     report = verify(env.vault)
     assert report.ok and "copy-left" in {p.kind for p in report.problems}
     assert env.run("log", "import-copies", "--json").json()[0]["imported"] == []

@@ -205,14 +205,45 @@ def test_unquoted_yaml_times_from_obsidian_still_verify(env: Env) -> None:
 
 def test_decisions_show_gives_the_rationale_and_the_chain_both_ways(env: Env) -> None:
     """Issue 13, item 4: a decision's rationale was in neither `nexus decisions` nor Decisions.md."""
-    env.run("decide", "--agent", "ella", "--title", "API tokens live in the OS keychain",
-            "--decision", "Agents read tokens from the keychain.", "--rationale", "Plain files leak.",
-            "--alternatives", "An encrypted file in the repo.")
-    env.run("decide", "--agent", "lyra", "--title", "Keychain locally, secret store on CI",
-            "--decision", "CI reads the secret store.", "--rationale", "CI has no keychain.",
-            "--supersedes", "D-0001")
-    env.run("decide", "--agent", "ella", "--title", "Secret store everywhere",
-            "--decision", "One way.", "--rationale", "Two ways confused people.", "--supersedes", "D-0002")
+    env.run(
+        "decide",
+        "--agent",
+        "ella",
+        "--title",
+        "API tokens live in the OS keychain",
+        "--decision",
+        "Agents read tokens from the keychain.",
+        "--rationale",
+        "Plain files leak.",
+        "--alternatives",
+        "An encrypted file in the repo.",
+    )
+    env.run(
+        "decide",
+        "--agent",
+        "lyra",
+        "--title",
+        "Keychain locally, secret store on CI",
+        "--decision",
+        "CI reads the secret store.",
+        "--rationale",
+        "CI has no keychain.",
+        "--supersedes",
+        "D-0001",
+    )
+    env.run(
+        "decide",
+        "--agent",
+        "ella",
+        "--title",
+        "Secret store everywhere",
+        "--decision",
+        "One way.",
+        "--rationale",
+        "Two ways confused people.",
+        "--supersedes",
+        "D-0002",
+    )
     one = env.run("decisions", "show", "D-0001", "--json").json()
     assert one["rationale"] == "Plain files leak." and one["alternatives"] == "An encrypted file in the repo."
     assert one["author"] == "ella" and one["status"] == "superseded"

@@ -51,7 +51,7 @@ def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     assert "$ echo '- Release: after the parser port lands (sam)' >> state/project.md   # sam" in out
     for line in out.splitlines():  # every command shown is followed by its output or says why not
         assert not line.startswith("$ nexus decisions --json"), line
-    killed = out[:out.index("killed with SIGKILL")]
+    killed = out[: out.index("killed with SIGKILL")]
     assert killed.splitlines()[-2].strip() == "[ella] checkpoint: grammar rules ported"
     handoffs = sorted((vault / "handoff").glob("*.md"))
     assert len(handoffs) == 1

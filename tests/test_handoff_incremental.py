@@ -62,7 +62,7 @@ def test_a_rewritten_segment_is_read_again_from_its_start(env: Env) -> None:
     handoff.write(env.vault, handoff.build(env.vault))
     path = log.segment_files(env.vault)[-1][1]
     data = path.read_bytes()
-    path.write_bytes(data[:located[1].offset] + data[located[2].offset:])  # a deletion before the stop
+    path.write_bytes(data[: located[1].offset] + data[located[2].offset :])  # a deletion before the stop
     log.unread(env.vault, "lyra")
     fresh = env.append("lyra", "after the edit").located.entry.id
     h = handoff.build(env.vault)

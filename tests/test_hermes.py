@@ -25,7 +25,8 @@ SITE = Path(os.environ.get("NEXUS_HERMES_SITE", ROOT / ".venv" / "hermes-site"))
 
 pytestmark = pytest.mark.skipif(
     not (SITE / "agent" / "memory_manager.py").is_file(),
-    reason=f"hermes-agent is not installed in {SITE} (scripts/bootstrap installs it; pip could not)")
+    reason=f"hermes-agent is not installed in {SITE} (scripts/bootstrap installs it; pip could not)",
+)
 
 SESSION = r"""
 import json, sys
@@ -78,7 +79,8 @@ print(json.dumps(out))
 
 
 def test_a_scripted_hermes_session_through_its_loader_and_manager(
-        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     hermes_home = tmp_path / "hermes-home"
     monkeypatch.setenv("HERMES_HOME", str(hermes_home))
     assert main(["--vault", str(env.vault.root), "setup", "hermes", "--agent", "ella"]) == 0
@@ -86,15 +88,27 @@ def test_a_scripted_hermes_session_through_its_loader_and_manager(
 
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}  # config.yaml tells
     child_env.update(HERMES_HOME=str(hermes_home), PYTHONPATH=str(SITE))
-    proc = subprocess.run([sys.executable, "-c", SESSION, str(env.vault.root), str(env.keys_home)],
-                          capture_output=True, text=True, env=child_env, cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", SESSION, str(env.vault.root), str(env.keys_home)],
+        capture_output=True,
+        text=True,
+        env=child_env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
 
     assert out["name"] == "nexus" and out["available"] is True
     assert out["module"] == "nexus.hermes" and "MemoryProvider" in out["bases"]  # Hermes' own ABC
-    assert {"nexus_brief", "nexus_log_append", "nexus_acknowledge", "nexus_search", "nexus_decide",
-            "nexus_checkpoint"} <= set(out["tools"])
+    assert {
+        "nexus_brief",
+        "nexus_log_append",
+        "nexus_acknowledge",
+        "nexus_search",
+        "nexus_decide",
+        "nexus_checkpoint",
+    } <= set(out["tools"])
     # session start: identity, memory, and what the others wrote, before the first answer
     assert "nexus brief for ella" in out["system"] and earlier in out["system"]
     # prefetch: another agent's entry shows up on the next turn, and only once
@@ -103,10 +117,14 @@ def test_a_scripted_hermes_session_through_its_loader_and_manager(
     # new news, and search hits may link it)
     assert f"— which lexer generator do we use? [{out['other']}]" not in out["prefetch3"]
     # sync_turn: one signed entry per turn, written in the background
-    turns = [x.entry for x in log.tail(env.vault, 50)
-             if x.entry.agent == "ella" and x.entry.channel == "hermes"]
-    assert [e.summary for e in turns] == ["turn: how is the parser port going?",
-                                          "turn: choose the lexer generator", "turn: write the lexer tests"]
+    turns = [
+        x.entry for x in log.tail(env.vault, 50) if x.entry.agent == "ella" and x.entry.channel == "hermes"
+    ]
+    assert [e.summary for e in turns] == [
+        "turn: how is the parser port going?",
+        "turn: choose the lexer generator",
+        "turn: write the lexer tests",
+    ]
     assert all(e.sig for e in turns)
     assert env.run("verify").returncode == 0
     # the built-in memory write is mirrored; the injection is refused and never reaches memory

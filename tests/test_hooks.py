@@ -16,12 +16,23 @@ from conftest import Env
 
 from nexus import checkpoints, log
 
-EVENT_NAMES = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "pre-compact": "PreCompact",
-               "stop": "Stop", "session-end": "SessionEnd"}
+EVENT_NAMES = {
+    "session-start": "SessionStart",
+    "prompt": "UserPromptSubmit",
+    "pre-compact": "PreCompact",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
 
 
-def _hook(env: Env, *args: str, stdin: str = "", cwd: Path | None = None,
-          extra_env: dict[str, str] | None = None, wired: bool = True) -> subprocess.CompletedProcess[str]:
+def _hook(
+    env: Env,
+    *args: str,
+    stdin: str = "",
+    cwd: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+    wired: bool = True,
+) -> subprocess.CompletedProcess[str]:
     run_env = env.environ
     run_env.pop("NEXUS_VAULT", None)
     run_env.pop("NEXUS_HOME", None)
@@ -29,14 +40,23 @@ def _hook(env: Env, *args: str, stdin: str = "", cwd: Path | None = None,
     where = ["--vault", str(env.vault.root), "--home", str(env.keys_home)] if wired else []
     return subprocess.run(
         [sys.executable, "-W", "error", "-m", "nexus.hooks", *args, *where],
-        input=stdin, capture_output=True, text=True, env=run_env, timeout=60, cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=60,
+        cwd=cwd,
     )
 
 
 def _stdin(runtime: str, event: str, outside: Path, session: str = "s-1", **fields: Any) -> str:
     """The event JSON each runtime documents for its hooks."""
-    data: dict[str, Any] = {"session_id": session, "transcript_path": str(outside / "t.jsonl"),
-                            "cwd": str(outside), "hook_event_name": EVENT_NAMES[event]}
+    data: dict[str, Any] = {
+        "session_id": session,
+        "transcript_path": str(outside / "t.jsonl"),
+        "cwd": str(outside),
+        "hook_event_name": EVENT_NAMES[event],
+    }
     if runtime == "claude-code":
         data["permission_mode"] = "default"
     else:  # codex adds the model and the turn
@@ -64,8 +84,11 @@ def _parse(runtime: str, event: str, proc: subprocess.CompletedProcess[str]) -> 
         assert specific["hookEventName"] == EVENT_NAMES[event]
         assert event in ("session-start", "prompt"), "only these events take additionalContext"
     block = data.get("reason") if data.get("decision") == "block" else None
-    return {"context": specific.get("additionalContext", ""), "block": block,
-            "system": data.get("systemMessage")}
+    return {
+        "context": specific.get("additionalContext", ""),
+        "block": block,
+        "system": data.get("systemMessage"),
+    }
 
 
 @pytest.mark.parametrize("runtime", ["claude-code", "codex"])
@@ -75,8 +98,15 @@ def test_every_event_from_outside_the_vault(env: Env, tmp_path: Path, runtime: s
     first = env.append("ella", "parser port started", channel="parser").located.entry.id
 
     def hook(event: str, *extra: str, **fields: Any) -> dict[str, Any]:
-        proc = _hook(env, event, "--agent", "lyra", *extra, stdin=_stdin(runtime, event, outside, **fields),
-                     cwd=outside)
+        proc = _hook(
+            env,
+            event,
+            "--agent",
+            "lyra",
+            *extra,
+            stdin=_stdin(runtime, event, outside, **fields),
+            cwd=outside,
+        )
         return _parse(runtime, event, proc)
 
     # SessionStart: the whole brief, with what the others wrote
@@ -95,8 +125,17 @@ def test_every_event_from_outside_the_vault(env: Env, tmp_path: Path, runtime: s
     assert "Identity" not in delta and first not in delta  # nothing already told
     assert hook("prompt", prompt="again") == {"context": "", "block": None}
     # a decision by another agent is new too
-    env.run("decide", "--agent", "ella", "--title", "Use NATS", "--decision", "NATS for the queue.",
-            "--rationale", "Already deployed.")
+    env.run(
+        "decide",
+        "--agent",
+        "ella",
+        "--title",
+        "Use NATS",
+        "--decision",
+        "NATS for the queue.",
+        "--rationale",
+        "Already deployed.",
+    )
     assert "Use NATS" in hook("prompt", prompt="port the queue to NATS")["context"]
     # Stop: never blocks by default
     assert hook("stop", stop_hook_active=False) == {"context": "", "block": None}
@@ -125,8 +164,11 @@ def test_every_event_from_outside_the_vault(env: Env, tmp_path: Path, runtime: s
 def test_two_sessions_are_told_separately(env: Env, tmp_path: Path) -> None:
     q = env.append("ella", "review my PR?", type="question").located.entry.id
     for sid in ("a", "b"):
-        got = _parse("claude-code", "session-start", _hook(env, "session-start", "--agent", "lyra",
-                                                          stdin=json.dumps({"session_id": sid})))
+        got = _parse(
+            "claude-code",
+            "session-start",
+            _hook(env, "session-start", "--agent", "lyra", stdin=json.dumps({"session_id": sid})),
+        )
         assert q in got["context"]
     # owed stays owed, but each session has been told: neither repeats it
     for sid in ("a", "b"):
@@ -154,16 +196,19 @@ def test_every_failure_exits_0_with_one_readable_line(env: Env, tmp_path: Path) 
         ("pre-compact", "--agent", "nobody"),
     ]
     for args in cases:
-        proc = _hook(env, *args, extra_env={"NEXUS_AGENT": ""}, cwd=tmp_path, wired=False,
-                     stdin="{not json")
+        proc = _hook(env, *args, extra_env={"NEXUS_AGENT": ""}, cwd=tmp_path, wired=False, stdin="{not json")
         assert proc.returncode == 0, (args, proc.stderr)
         assert len(proc.stdout.strip().split("\n")) == 1 and len(proc.stderr.strip().split("\n")) == 1, args
         data = json.loads(proc.stdout)
         line = data.get("systemMessage") or data["hookSpecificOutput"]["additionalContext"]
         assert line.startswith("nexus: ") and "\n" not in line, (args, line)
         assert "Traceback" not in proc.stdout + proc.stderr, args
-    assert "could not be loaded" in json.loads(_hook(env, "prompt", "--agent", "nobody").stdout)[
-        "hookSpecificOutput"]["additionalContext"]
+    assert (
+        "could not be loaded"
+        in json.loads(_hook(env, "prompt", "--agent", "nobody").stdout)["hookSpecificOutput"][
+            "additionalContext"
+        ]
+    )
 
 
 def test_the_session_default_ack_types_are_the_settings_defaults() -> None:

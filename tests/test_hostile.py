@@ -40,8 +40,19 @@ def tree(root: Path) -> dict[str, bytes]:
 
 # ---------------------------------------------------------------- 1. every id-like property is text
 
-ID_LIKE = ["1234567890123456", "0012345670123456", "0o17", "1e5", "1_000", "0x1F", "12:30", "2026-11-30",
-           "2026-11-30T04:41:07Z", "true", "1.50"]
+ID_LIKE = [
+    "1234567890123456",
+    "0012345670123456",
+    "0o17",
+    "1e5",
+    "1_000",
+    "0x1F",
+    "12:30",
+    "2026-11-30",
+    "2026-11-30T04:41:07Z",
+    "true",
+    "1.50",
+]
 
 
 @pytest.mark.parametrize("key", sorted(properties.TEXT_KEYS))
@@ -95,8 +106,10 @@ def outside(tmp_path: Path) -> Path:
 
 
 LINKED = [
-    ("agents/ella/checkpoint-history.md",
-     ["checkpoint", "save", "--agent", "ella", "--task", "t", "--step", "s", "--next", "n"]),
+    (
+        "agents/ella/checkpoint-history.md",
+        ["checkpoint", "save", "--agent", "ella", "--task", "t", "--step", "s", "--next", "n"],
+    ),
     ("agents/ella/checkpoint.md", ["checkpoint", "show", "--agent", "ella"]),
     ("agents/ella/MEMORY.md", ["memory", "add", "--agent", "ella", "--content", "a fact"]),
     ("USER.md", ["memory", "add", "--target", "user", "--content", "a fact"]),
@@ -122,12 +135,18 @@ def test_a_file_linked_out_of_the_vault_is_never_read_or_written(
     assert tree(outside) == before
 
 
-@pytest.mark.parametrize(("rel", "argv"), [
-    ("log", ["log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "s"]),
-    ("agents/ella", ["checkpoint", "save", "--agent", "ella", "--task", "t", "--step", "s", "--next", "n"]),
-    ("memory", ["memory", "facts", "add", "--type", "project", "--description", "x"]),
-    ("decisions", ["decisions"]),
-])
+@pytest.mark.parametrize(
+    ("rel", "argv"),
+    [
+        ("log", ["log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "s"]),
+        (
+            "agents/ella",
+            ["checkpoint", "save", "--agent", "ella", "--task", "t", "--step", "s", "--next", "n"],
+        ),
+        ("memory", ["memory", "facts", "add", "--type", "project", "--description", "x"]),
+        ("decisions", ["decisions"]),
+    ],
+)
 def test_a_folder_linked_out_of_the_vault_is_refused(
     env: Env, outside: Path, rel: str, argv: list[str]
 ) -> None:
@@ -168,8 +187,9 @@ def test_a_link_loop_is_one_line(env: Env) -> None:
 
 @pytest.mark.parametrize("name", ["con", "nul", "com1", "lpt9", "aux", "prn", "conin", "conout"])
 def test_device_names_are_refused_for_facts_like_for_agents(env: Env, name: str) -> None:
-    run = env.run("memory", "facts", "add", "--name", name, "--type", "project", "--description", "x",
-                  check=False)
+    run = env.run(
+        "memory", "facts", "add", "--name", name, "--type", "project", "--description", "x", check=False
+    )
     one_line_error(run, "reserved")
     one_line_error(env.run("agent", "add", name, check=False), "reserved")
     assert not (env.vault.root / "memory" / f"{name}.md").exists()
@@ -183,8 +203,9 @@ def test_a_description_that_slugs_to_a_device_name_gets_another_name(env: Env) -
 @pytest.mark.parametrize("name", ["../x", "a/b", ".hidden", "A", "x" * 41, "é", "a\u200bb", "-a", ""])
 def test_path_like_fact_names_are_refused(env: Env, name: str) -> None:
     before = tree(env.vault.root / "memory")
-    run = env.run("memory", "facts", "add", f"--name={name}", "--type", "project", "--description", "x",
-                  check=False)
+    run = env.run(
+        "memory", "facts", "add", f"--name={name}", "--type", "project", "--description", "x", check=False
+    )
     one_line_error(run)
     assert tree(env.vault.root / "memory") == before
 
@@ -249,8 +270,9 @@ def test_a_memory_file_with_a_bom(env: Env) -> None:
     _memory(env).write_bytes("\ufeffa fact saved by an editor\n§\nsecond".encode())
     snap = env.run("memory", "snapshot", "--agent", "ella", "--json").json()
     assert "BLOCKED" not in snap["text"] and snap["memory"]["entries"][0] == "a fact saved by an editor"
-    again = env.run("memory", "add", "--agent", "ella", "--content", "a fact saved by an editor",
-                    "--json").json()
+    again = env.run(
+        "memory", "add", "--agent", "ella", "--content", "a fact saved by an editor", "--json"
+    ).json()
     assert again["entries"] == ["a fact saved by an editor", "second"]  # no duplicate
     env.run("memory", "add", "--agent", "ella", "--content", "third")
     assert not _memory(env).read_bytes().startswith(b"\xef\xbb\xbf")
@@ -259,8 +281,7 @@ def test_a_memory_file_with_a_bom(env: Env) -> None:
 def test_a_memory_file_that_cannot_be_read(env: Env) -> None:
     _memory(env).mkdir()  # a folder where the file belongs: reading it is an OSError
     (env.vault.root / "USER.md").write_text("user fact")
-    one_line_error(env.run("memory", "add", "--agent", "ella", "--content", "x", check=False),
-                   "cannot read")
+    one_line_error(env.run("memory", "add", "--agent", "ella", "--content", "x", check=False), "cannot read")
     snap = env.run("memory", "snapshot", "--agent", "ella")
     assert "user fact" in snap.stdout and "cannot read" in snap.stderr
     assert "user fact" in env.run("brief", "--agent", "ella").stdout
@@ -286,8 +307,11 @@ def test_an_editors_stale_save_never_loses_an_agents_write(env: Env) -> None:
     env.run("memory", "add", "--agent", "ella", "--content", "written while the note was open")
     _memory(env).write_bytes(stale + b"\xc2\xa7\nthe person's own line\n")  # the editor saves its buffer
     snap = env.run("memory", "snapshot", "--agent", "ella", "--json").json()
-    assert snap["memory"]["entries"] == ["first fact", "the person's own line",
-                                         "written while the note was open"]
+    assert snap["memory"]["entries"] == [
+        "first fact",
+        "the person's own line",
+        "written while the note was open",
+    ]
     assert "Put back 1 entry" in snap["memory"]["message"]
     # put back once: a person who removes it again keeps it removed
     _memory(env).write_text("first fact\n§\nthe person's own line\n")
@@ -299,31 +323,78 @@ def test_an_editors_stale_save_never_loses_an_agents_write(env: Env) -> None:
 
 
 def test_state_set_with_a_missing_file(env: Env) -> None:
-    one_line_error(env.run("state", "set", "--agent", "ella", "--expect", "5", "--file", "/nonexistent",
-                           check=False), "/nonexistent")
+    one_line_error(
+        env.run("state", "set", "--agent", "ella", "--expect", "5", "--file", "/nonexistent", check=False),
+        "/nonexistent",
+    )
 
 
-@pytest.mark.parametrize("argv", [
-    ["checkpoint", "save", "--agent", "ella", "--task", "t", "--step", "s", "--next", "n",
-     "--notes-file", "/nonexistent"],
-    ["memory", "add", "--agent", "ella", "--content-file", "/nonexistent"],
-    ["memory", "consolidate", "--agent", "ella", "--file", "/nonexistent"],
-    ["memory", "add", "--agent", "ella", "--content-file", "/"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [
+            "checkpoint",
+            "save",
+            "--agent",
+            "ella",
+            "--task",
+            "t",
+            "--step",
+            "s",
+            "--next",
+            "n",
+            "--notes-file",
+            "/nonexistent",
+        ],
+        ["memory", "add", "--agent", "ella", "--content-file", "/nonexistent"],
+        ["memory", "consolidate", "--agent", "ella", "--file", "/nonexistent"],
+        ["memory", "add", "--agent", "ella", "--content-file", "/"],
+    ],
+)
 def test_missing_or_unreadable_files_are_one_line(env: Env, argv: list[str]) -> None:
     one_line_error(env.run(*argv, check=False))
 
 
 def test_an_ack_of_an_entry_that_does_not_exist_is_refused(env: Env) -> None:
-    real = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note",
-                   "--summary", "real").stdout.strip()
+    real = env.run(
+        "log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "real"
+    ).stdout.strip()
     before = tree(env.vault.root / "log")
     ghost = "01JDQ8Z6V3M2K4T5N7P9R1S3W5"
-    one_line_error(env.run("log", "append", "--agent", "lyra", "--channel", "c", "--type", "note",
-                           "--summary", "ack", "--ack", ghost, check=False), ghost, "no entry")
+    one_line_error(
+        env.run(
+            "log",
+            "append",
+            "--agent",
+            "lyra",
+            "--channel",
+            "c",
+            "--type",
+            "note",
+            "--summary",
+            "ack",
+            "--ack",
+            ghost,
+            check=False,
+        ),
+        ghost,
+        "no entry",
+    )
     assert tree(env.vault.root / "log") == before
-    env.run("log", "append", "--agent", "lyra", "--channel", "c", "--type", "note", "--summary", "ack",
-            "--ack", real)
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "c",
+        "--type",
+        "note",
+        "--summary",
+        "ack",
+        "--ack",
+        real,
+    )
 
 
 @pytest.mark.parametrize("n", ["0", "-1", "x"])
@@ -338,20 +409,33 @@ def test_vault_after_the_command(env: Env, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "nexus", "log", "tail", "--vault", str(env.vault.root),
-                           "--json"], capture_output=True, text=True, env=environ, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus", "log", "tail", "--vault", str(env.vault.root), "--json"],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0 and json.loads(proc.stdout) == []
-    proc = subprocess.run([sys.executable, "-m", "nexus", "mcp", "--agent", "ella", "--vault",
-                           str(tmp_path / "nowhere")], capture_output=True, text=True, env=environ,
-                          cwd=tmp_path, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus", "mcp", "--agent", "ella", "--vault", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert "unrecognized" not in proc.stderr and "not a nexus vault" in proc.stderr
 
 
-@pytest.mark.parametrize(("typo", "meant"), [("corection", "correction"), ("decison", "decision"),
-                                             ("questoin", "question"), ("handof", "handoff")])
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("corection", "correction"), ("decison", "decision"), ("questoin", "question"), ("handof", "handoff")],
+)
 def test_a_typo_of_a_known_type_is_refused(env: Env, typo: str, meant: str) -> None:
-    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", typo, "--summary", "s",
-                  check=False)
+    run = env.run(
+        "log", "append", "--agent", "ella", "--channel", "c", "--type", typo, "--summary", "s", check=False
+    )
     one_line_error(run, f"did you mean {meant!r}")
 
 
@@ -361,8 +445,18 @@ def test_new_types_far_from_known_ones_are_fine(env: Env) -> None:
 
 
 def test_a_deleted_search_index_file_is_noticed_and_rebuilt(env: Env) -> None:
-    env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary",
-            "the zebra crossing is fixed")
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "c",
+        "--type",
+        "note",
+        "--summary",
+        "the zebra crossing is fixed",
+    )
     assert len(env.run("search", "zebra", "--json").json()) == 1
     index = env.vault.state / "index"
     segs = list(index.rglob("*.seg"))
@@ -380,38 +474,70 @@ def test_a_deleted_search_index_file_is_noticed_and_rebuilt(env: Env) -> None:
 # ---------------------------------------------------------------- 7. secrets never reach the log
 
 
-@pytest.mark.parametrize("secret", [
-    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQ",
-    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-    "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
-])
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQ",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    ],
+)
 @pytest.mark.parametrize("where", ["--summary", "--body"])
 def test_a_secret_never_enters_the_log_and_is_never_echoed(env: Env, secret: str, where: str) -> None:
     args = {"--summary": "deploy notes", "--body": "nothing secret"}
     args[where] = f"the key is {secret}"
     before = tree(env.vault.root / "log")
-    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note",
-                  *[x for kv in args.items() for x in kv], check=False)
+    run = env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "c",
+        "--type",
+        "note",
+        *[x for kv in args.items() for x in kv],
+        check=False,
+    )
     one_line_error(run, "secret")
     assert secret not in run.stderr and secret[6:20] not in run.stderr
     assert tree(env.vault.root / "log") == before
 
 
 def test_ordinary_long_tokens_still_enter_the_log(env: Env) -> None:
-    body = ("commit 3f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d, sha256 "
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855, the auth token expires "
-            "in 3600 s; see src/components/UserProfileCard/UserProfileCard.tsx")
-    env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "s",
-            "--body", body)
+    body = (
+        "commit 3f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d, sha256 "
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855, the auth token expires "
+        "in 3600 s; see src/components/UserProfileCard/UserProfileCard.tsx"
+    )
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "c",
+        "--type",
+        "note",
+        "--summary",
+        "s",
+        "--body",
+        body,
+    )
 
 
 # ---------------------------------------------------------------- 9. a dead watcher is noticed
 
 
 def _start_watch(env: Env) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-W", "error", "-m", "nexus", "watch", "--json",
-                             "--rescan", "1"], env=env.environ, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=str(env.vault.root))
+    proc = subprocess.Popen(
+        [sys.executable, "-W", "error", "-m", "nexus", "watch", "--json", "--rescan", "1"],
+        env=env.environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(env.vault.root),
+    )
     assert proc.stdout is not None
     for line in proc.stdout:  # (blocks until the watcher says it is ready)
         if json.loads(line).get("event") == "ready":

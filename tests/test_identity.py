@@ -52,7 +52,9 @@ def test_bad_names_are_refused_and_nothing_is_created(env: Env, name: str, says:
     else:  # argparse itself refuses an empty positional argument
         assert "name" in run.stderr
     assert _snapshot(env.vault.root) - {".nexus/cache", ".nexus/cache/config.json"} == vault_before - {
-        ".nexus/cache", ".nexus/cache/config.json"}
+        ".nexus/cache",
+        ".nexus/cache/config.json",
+    }
     assert _snapshot(env.keys_home) == keys_before
 
 
@@ -73,8 +75,12 @@ def test_agent_add_creates_key_outside_and_note_inside(env: Env) -> None:
     props, body = notes.read(note)
     assert props["public_key"].startswith("ed25519:") and props["key_id"] == data["key_id"]
     assert props["kind"] == "agent" and props["tags"] == ["nexus/agent"]
-    for section in ("## Role", "## Priorities", "## Never without asking",
-                    "## Relations to the other agents"):
+    for section in (
+        "## Role",
+        "## Priorities",
+        "## Never without asking",
+        "## Relations to the other agents",
+    ):
         assert section in body
     listed = env.run("agent", "list", "--json").json()
     assert [i["name"] for i in listed] == ["ella", "lyra", "nova", "sam"]
@@ -105,8 +111,9 @@ def test_nexus_home_decides_where_keys_live(env: Env, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "nexus", "agent", "add", "kai"], env=environ,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus", "agent", "add", "kai"], env=environ, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert (other / "keys" / env.vault.vault_id / "kai.pem").is_file()
     assert not (env.keys_home / "keys" / env.vault.vault_id / "kai.pem").exists()

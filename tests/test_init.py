@@ -61,8 +61,21 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheels = list(dist.glob("nexus_memory-*.whl"))
     assert len(wheels) == 1
     target = work / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target",
-                    str(target), str(wheels[0])], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--quiet",
+            "--target",
+            str(target),
+            str(wheels[0]),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return target
 
 
@@ -70,22 +83,39 @@ def test_init_from_an_installed_wheel(installed: Path, tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(installed))
     env.pop("NEXUS_VAULT", None)
     # run from a folder outside the checkout, so nothing can come from the source tree
-    code = ("import sys, nexus, nexus.vault, nexus.cli; print(nexus.__file__); print(nexus.vault.__file__);"
-            " sys.exit(nexus.cli.main(['init', sys.argv[1]]))")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a")], env=env, cwd=tmp_path,
-                          capture_output=True, text=True)
+    code = (
+        "import sys, nexus, nexus.vault, nexus.cli; print(nexus.__file__); print(nexus.vault.__file__);"
+        " sys.exit(nexus.cli.main(['init', sys.argv[1]]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "a")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     first, second = proc.stdout.splitlines()[:2]
     assert first.startswith(str(installed)) and second.startswith(str(installed))
     _assert_complete(tmp_path / "a")
     # `python -m nexus init` from the installed copy too
-    proc = subprocess.run([sys.executable, "-m", "nexus", "init", str(tmp_path / "b")], env=env,
-                          cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus", "init", str(tmp_path / "b")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     _assert_complete(tmp_path / "b")
     # without site-packages at all (python -S): init needs nothing but the wheel
-    proc = subprocess.run([sys.executable, "-S", "-m", "nexus", "init", str(tmp_path / "c")], env=env,
-                          cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-m", "nexus", "init", str(tmp_path / "c")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     _assert_complete(tmp_path / "c")
 
@@ -110,12 +140,14 @@ def test_init_refuses_a_folder_with_other_files(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     folder.mkdir()
     (folder / "notes.txt").write_text("mine", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "nexus", "init", str(folder)], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus", "init", str(folder)], capture_output=True, text=True
+    )
     assert proc.returncode == 1 and "--force" in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert sorted(os.listdir(folder)) == ["notes.txt"]
-    proc = subprocess.run([sys.executable, "-m", "nexus", "init", str(folder), "--force"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus", "init", str(folder), "--force"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     _assert_complete(folder)
     assert (folder / "notes.txt").read_text(encoding="utf-8") == "mine"
@@ -146,8 +178,13 @@ def test_vault_discovery_order(tmp_path: Path) -> None:
 
     def names(*args: str, env_vault: str | None) -> list[str]:
         env = base | ({"NEXUS_VAULT": env_vault} if env_vault else {})
-        proc = subprocess.run([sys.executable, "-m", "nexus", *args, "agent", "list", "--json"],
-                              env=env, cwd=sub, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "nexus", *args, "agent", "list", "--json"],
+            env=env,
+            cwd=sub,
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
         import json
 
@@ -157,11 +194,21 @@ def test_vault_discovery_order(tmp_path: Path) -> None:
     assert names(env_vault=str(roots["b"])) == ["agent-b"]
     assert names(env_vault=None) == ["agent-c"]  # walk up from c/log/deep
     # not a vault: one clear error
-    proc = subprocess.run([sys.executable, "-m", "nexus", "--vault", str(tmp_path), "agent", "list"],
-                          env=base, cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus", "--vault", str(tmp_path), "agent", "list"],
+        env=base,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and "not a nexus vault" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "nexus", "agent", "list"], env=base, cwd=tmp_path,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus", "agent", "list"],
+        env=base,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and "no nexus vault here" in proc.stderr
 
 
@@ -191,13 +238,17 @@ def test_init_force_over_an_obsidian_vault_keeps_its_home_and_writes_the_introdu
     (folder / ".obsidian").mkdir(parents=True)
     (folder / "Home.md").write_text("# My notes\n\nGarden, books, work.\n", encoding="utf-8")
     (folder / "books.md").write_text("# Books\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-W", "error", "-m", "nexus", "init", str(folder), "--force"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "nexus", "init", str(folder), "--force"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "kept your Home.md" in proc.stdout and "NEXUS-README.md" in proc.stdout
     assert (folder / "Home.md").read_text(encoding="utf-8") == "# My notes\n\nGarden, books, work.\n"
     intro = (folder / "NEXUS-README.md").read_text(encoding="utf-8")
     assert "# nexus: start here" in intro and "Where to look" in intro and "nexus/introduction" in intro
-    again = subprocess.run([sys.executable, "-m", "nexus", "init", str(folder), "--json"],
-                           capture_output=True, text=True)
+    again = subprocess.run(
+        [sys.executable, "-m", "nexus", "init", str(folder), "--json"], capture_output=True, text=True
+    )
     assert json.loads(again.stdout)["created"] == []  # never twice

@@ -21,8 +21,20 @@ def test_8_processes_x_250_appends(env: Env) -> None:
     for name in agents:
         identity.add(env.vault, env.keys_home, name)
     procs = [
-        subprocess.Popen([sys.executable, "-W", "error", str(WORKER), str(env.vault.root),
-                          str(env.keys_home), name, "250"], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-W",
+                "error",
+                str(WORKER),
+                str(env.vault.root),
+                str(env.keys_home),
+                name,
+                "250",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for name in agents
     ]
     acked: dict[str, list[str]] = {}
@@ -64,11 +76,31 @@ def test_concurrent_cli_appends(env: Env) -> None:
     procs = []
     for i in range(8):
         for agent in ("ella", "lyra", "sam"):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-W", "error", "-m", "nexus", "log", "append", "--agent", agent,
-                 "--channel", "cli", "--type", "note", "--summary", f"{agent} says {i}"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.environ,
-            ))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-W",
+                        "error",
+                        "-m",
+                        "nexus",
+                        "log",
+                        "append",
+                        "--agent",
+                        agent,
+                        "--channel",
+                        "cli",
+                        "--type",
+                        "note",
+                        "--summary",
+                        f"{agent} says {i}",
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=env.environ,
+                )
+            )
     printed = set()
     for proc in procs:
         out, err = proc.communicate(timeout=120)
@@ -107,5 +139,6 @@ def test_threads_sharing_one_writer(env: Env) -> None:
     assert len(located) == 300
     for name in signers:
         assert [loc.entry.summary for loc in located if loc.entry.agent == name] == [
-            f"{name} {i}" for i in range(100)]
+            f"{name} {i}" for i in range(100)
+        ]
     assert verify(env.vault).ok

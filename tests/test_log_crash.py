@@ -49,8 +49,14 @@ def test_writer_sigkilled_200_times(env: Env) -> None:
                 os.close(read_fd)
                 i = 0
                 while True:
-                    result = log.append(env.vault, signer, channel="crash", type="note",
-                                        summary=f"round {round_no} entry {i}", body="x" * (i % 500))
+                    result = log.append(
+                        env.vault,
+                        signer,
+                        channel="crash",
+                        type="note",
+                        summary=f"round {round_no} entry {i}",
+                        body="x" * (i % 500),
+                    )
                     os.write(write_fd, f"{result.located.entry.id}\n".encode())
                     i += 1
             finally:
@@ -75,8 +81,18 @@ def test_writer_sigkilled_200_times(env: Env) -> None:
     _check(env, acked)
     assert len(acked) >= 200  # the writers did get work done between kills
     # the next append (a real CLI process) leaves the log clean
-    env.run("log", "append", "--agent", "lyra", "--channel", "crash", "--type", "note",
-            "--summary", "after the storm")
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "crash",
+        "--type",
+        "note",
+        "--summary",
+        "after the storm",
+    )
     assert verify(env.vault).ok
 
 
@@ -85,8 +101,17 @@ def test_cli_writer_processes_sigkilled(env: Env) -> None:
     rng = random.Random(7)
     acked: set[str] = set()
     for _ in range(12):
-        with subprocess.Popen([sys.executable, str(WORKER), str(env.vault.root), str(env.keys_home),
-                               rng.choice(["ella", "lyra"]), "0"], stdout=subprocess.PIPE) as proc:
+        with subprocess.Popen(
+            [
+                sys.executable,
+                str(WORKER),
+                str(env.vault.root),
+                str(env.keys_home),
+                rng.choice(["ella", "lyra"]),
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+        ) as proc:
             assert proc.stdout is not None
             assert proc.stdout.readline() == b"ready\n"
             time.sleep(rng.uniform(0, 0.05))
@@ -99,21 +124,20 @@ def test_cli_writer_processes_sigkilled(env: Env) -> None:
 
 def test_torn_tail_quarantined_by_next_cli_append(env: Env) -> None:
     env.append("ella", "complete")
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     whole = path.read_bytes()
     head = env.vault.agent_dir("ella") / "head.json"
     head_before = head.read_bytes()
     env.append("ella", "will be torn", body="half of this is lost")
     data = path.read_bytes()
-    torn = data[len(whole):len(whole) + 140]
+    torn = data[len(whole) : len(whole) + 140]
     path.write_bytes(whole + torn)
     (env.vault.state / "tail.json").unlink()  # the torn entry was never acknowledged
     head.write_bytes(head_before)  # (nor signed as ella's head, which happens after the fsync)
     report = env.run("verify", "--json", check=False)
     assert report.returncode == 1
     assert [p["kind"] for p in report.json()["problems"]] == ["torn-tail"]
-    run = env.run("log", "append", "--agent", "lyra", "--channel", "c", "--type", "note",
-                  "--summary", "next")
+    run = env.run("log", "append", "--agent", "lyra", "--channel", "c", "--type", "note", "--summary", "next")
     assert "moved a torn tail" in run.stderr and ".nexus/quarantine/" in run.stderr
     moved = list((env.vault.state / "quarantine").iterdir())
     assert len(moved) == 1 and moved[0].read_bytes() == torn
@@ -124,7 +148,7 @@ def test_torn_tail_quarantined_by_next_cli_append(env: Env) -> None:
 def test_log_repair_command(env: Env) -> None:
     env.append("ella", "complete")
     assert env.run("log", "repair").stdout.strip() == "no torn tail"
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     with path.open("ab") as f:
         f.write(b"%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%\n**2026-")
     assert env.run("verify", check=False).returncode == 1

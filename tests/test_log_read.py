@@ -31,8 +31,9 @@ def test_read_returns_others_entries_oldest_first_and_advances(env: Env) -> None
     c = env.append("sam", "three").located.entry.id
     assert _ids(log.unread(env.vault, "lyra")) == [c]
     # the CLI, as a real process
-    d = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note",
-                "--summary", "four").stdout.strip()
+    d = env.run(
+        "log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "four"
+    ).stdout.strip()
     assert [e["id"] for e in env.run("log", "read", "--agent", "lyra", "--peek", "--json").json()] == [d]
     assert [e["id"] for e in env.run("log", "read", "--agent", "lyra", "--json").json()] == [d]
     assert env.run("log", "read", "--agent", "lyra").stdout.strip() == "nothing new"
@@ -126,7 +127,8 @@ def test_tail(env: Env) -> None:
     got = log.tail(env.vault, 7)
     assert _ids(got) == _ids(made[-7:])
     assert [(g.line_start, g.line_end, g.offset) for g in got] == [
-        (m.line_start, m.line_end, m.offset) for m in made[-7:]]
+        (m.line_start, m.line_end, m.offset) for m in made[-7:]
+    ]
     assert _ids(log.tail(env.vault, 100)) == _ids(made)
     assert log.tail(env.vault, 0) == []
     # without tail.json the line numbers come out the same
@@ -145,7 +147,7 @@ def test_long_lived_writer_notices_others(env: Env) -> None:
     env.run("log", "append", "--agent", "lyra", "--channel", "c", "--type", "note", "--summary", "two")
     writer.append(ella, channel="c", type="note", summary="three")
     # an editor saves the segment through a temp file and a rename (a new inode, same bytes)
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(path.read_bytes())
     os.replace(tmp, path)
@@ -180,7 +182,7 @@ def test_reading_a_large_segment_from_the_cursor_reads_only_the_new_part(env: En
     for i in range(200):
         env.append("ella", f"e{i}")
     log.unread(env.vault, "lyra")
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     size = path.stat().st_size
     new = env.append("ella", "new").located
     opened: list[int] = []

@@ -12,7 +12,7 @@ from nexus.verify import verify
 def test_truncate_at_every_byte_of_the_last_entry(env: Env) -> None:
     env.append("ella", "first", body="one")
     env.append("lyra", "second", body="two\n\nwith a blank line")
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     before = path.read_bytes()
     heads_before = {p: p.read_bytes() for p in env.vault.agents_dir.glob("*/head.json")}
     env.append("ella", "third", body="three " * 20 + "\n%% nexus:end {} %%\nlast line")
@@ -44,8 +44,9 @@ def test_truncate_at_every_byte_of_the_last_entry(env: Env) -> None:
         outcomes.add("complete" if complete else ("torn" if kinds else "clean-cut"))
 
         # the next append (a fresh writer, as a new process would be) repairs and goes on
-        result = log.LogWriter(env.vault).append(env.signer("lyra"), channel="c", type="note",
-                                                 summary=f"after cut {cut}")
+        result = log.LogWriter(env.vault).append(
+            env.signer("lyra"), channel="c", type="note", summary=f"after cut {cut}"
+        )
         assert bool(result.quarantined) == (scan.torn is not None)
         after = verify(env.vault)
         assert after.ok, (cut, [str(p) for p in after.problems])
@@ -60,9 +61,21 @@ def test_scan_edge_cases() -> None:
     from nexus import entries as ent
     from nexus.records import Entry
 
-    e = Entry(id=ent.encode_id(1_796_000_000_000, 7), ts="2026-11-30T05:00:00Z", agent="ella",
-              channel="c", type="note", summary="s", body="b", ack=(), seen=None, seq=1, prev=None,
-              key="0" * 16, sig="x")
+    e = Entry(
+        id=ent.encode_id(1_796_000_000_000, 7),
+        ts="2026-11-30T05:00:00Z",
+        agent="ella",
+        channel="c",
+        type="note",
+        summary="s",
+        body="b",
+        ack=(),
+        seen=None,
+        seq=1,
+        prev=None,
+        key="0" * 16,
+        sig="x",
+    )
     text = ent.render(e).encode()
     # a segment without the marker line: the first begin line ends the preamble
     pre = b"---\nsegment: x\n---\n# title\n\nsome words\n\n"

@@ -68,9 +68,9 @@ def test_stdio_smoke_through_the_official_client(env: Env) -> None:
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
-        env={"NEXUS_VAULT": str(env.vault.root), "NEXUS_HOME": str(env.keys_home),
-             "PYTHONPATH": str(ROOT)},
+        command=sys.executable,
+        args=["-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
+        env={"NEXUS_VAULT": str(env.vault.root), "NEXUS_HOME": str(env.keys_home), "PYTHONPATH": str(ROOT)},
         cwd=str(env.vault.root),
     )
 
@@ -81,13 +81,15 @@ def test_stdio_smoke_through_the_official_client(env: Env) -> None:
             assert {"brief", "log_append", "search", "decide", "checkpoint_save"} <= names
             assert "state_restore" not in names  # maintenance tools only with --tools all
             appended = await session.call_tool(
-                "log_append", {"channel": "build", "type": "note", "summary": "stdio capybara works"})
+                "log_append", {"channel": "build", "type": "note", "summary": "stdio capybara works"}
+            )
             assert not appended.is_error
             entry_id = appended.structured_content["id"]
             found = await session.call_tool("search", {"query": "capybara"})
             assert [h["entry_id"] for h in found.structured_content["items"]] == [entry_id]
-            refused = await session.call_tool("log_append", {"channel": "Bad Channel", "type": "note",
-                                                             "summary": "x"})
+            refused = await session.call_tool(
+                "log_append", {"channel": "Bad Channel", "type": "note", "summary": "x"}
+            )
             assert refused.is_error and "invalid channel" in refused.content[0].text
 
     asyncio.run(go())
@@ -134,10 +136,13 @@ def test_every_tool_has_annotations_and_a_description(env: Env) -> None:
 
 
 def test_errors_are_tool_errors_with_nexus_messages(env: Env) -> None:
-    res = _call(env, ("acknowledge", {"ids": ["not-an-id"]}),
-                ("search", {"query": "colour:red"}),
-                ("state_set", {"content": "# State\n", "expect": 7}),
-                ("checkpoint_show", {"of": "lyra"}))
+    res = _call(
+        env,
+        ("acknowledge", {"ids": ["not-an-id"]}),
+        ("search", {"query": "colour:red"}),
+        ("state_set", {"content": "# State\n", "expect": 7}),
+        ("checkpoint_show", {"of": "lyra"}),
+    )
     texts = [r.content[0].text for r in res]
     assert all(r.is_error for r in res), texts
     assert "is not an entry id" in texts[0]
@@ -154,8 +159,14 @@ def test_tools_are_thin_adapters_over_the_library(env: Env) -> None:
         ("log_owed", {}),
         ("acknowledge", {"ids": [question], "summary": "postgres"}),
         ("log_owed", {}),
-        ("decide", {"title": "Use Postgres", "decision": "Postgres for everything.",
-                    "rationale": "One database to run."}),
+        (
+            "decide",
+            {
+                "title": "Use Postgres",
+                "decision": "Postgres for everything.",
+                "rationale": "One database to run.",
+            },
+        ),
         ("decisions", {}),
         ("decisions_show", {"id": "D-0001"}),
         ("checkpoint_save", {"task": "migrate", "step": "schema", "next": "data"}),
@@ -185,8 +196,9 @@ def test_resources_live_log_decisions_and_checkpoint(env: Env) -> None:
 
     async def go() -> tuple[str, str, str, Any]:
         async with Client(_server(env)) as client:
-            await client.call_tool("decide", {"title": "Tabs never", "decision": "Spaces only.",
-                                              "rationale": "PEP 8."})
+            await client.call_tool(
+                "decide", {"title": "Tabs never", "decision": "Spaces only.", "rationale": "PEP 8."}
+            )
             await client.call_tool("checkpoint_save", {"task": "lint", "step": "ruff", "next": "mypy"})
             log = (await client.read_resource("nexus://log/tail")).contents[0].text
             dec = (await client.read_resource("nexus://decisions")).contents[0].text
@@ -209,14 +221,26 @@ def test_an_unknown_agent_is_refused(env: Env) -> None:
     assert run.returncode != 0 and "unknown agent 'nobody'" in run.stderr and run.stdout == ""
 
 
-@pytest.mark.parametrize("command", [["log", "tail"], ["log", "append", "--agent", "ella", "--channel", "c",
-                                                       "--type", "note", "--summary", "s"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["log", "tail"],
+        ["log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "s"],
+    ],
+)
 def test_hot_paths_never_import_mcp_or_whoosh(env: Env, command: list[str]) -> None:
-    code = ("import sys; from nexus.cli import main; rc = main(sys.argv[1:]); "
-            "bad = [m for m in ('mcp', 'whoosh', 'markdown_it') if m in sys.modules]; "
-            "assert not bad, bad; sys.exit(rc)")
-    proc = subprocess.run([sys.executable, "-W", "error", "-c", code, *command], env=env.environ,
-                          capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys; from nexus.cli import main; rc = main(sys.argv[1:]); "
+        "bad = [m for m in ('mcp', 'whoosh', 'markdown_it') if m in sys.modules]; "
+        "assert not bad, bad; sys.exit(rc)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code, *command],
+        env=env.environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -228,8 +252,9 @@ def test_the_brief_comes_once_as_markdown_within_its_budget_and_names_tools(env:
     instruction in it names an MCP tool, never a shell command."""
     from mcp import Client
 
-    question = env.append("lyra", "which queue library?", type="question",
-                          body="nats or redis").located.entry.id
+    question = env.append(
+        "lyra", "which queue library?", type="question", body="nats or redis"
+    ).located.entry.id
     for i in range(80):
         env.append("lyra", f"progress note {i:03d}", body="detail " * 40)
 
@@ -253,6 +278,7 @@ def test_every_tool_has_a_title_and_every_parameter_a_description(env: Env) -> N
         assert tool.title, f"{name} has no title"
         for param, schema in tool.input_schema.get("properties", {}).items():
             assert schema.get("description"), f"{name}.{param} has no description"
+
     # closed sets are enums
     def enum(tool: str, param: str) -> list[str]:
         return list(tools[tool].input_schema["properties"][param]["enum"])
@@ -274,8 +300,12 @@ def test_the_default_tool_set_is_small_and_all_serves_every_tool(env: Env) -> No
     assert set(agent_set) < set(all_set)
     docs = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
     for label, served in (("agent", agent_set), ("all", all_set)):
-        size = len(json.dumps([t.model_dump(mode="json", exclude_none=True, by_alias=True)
-                               for t in served.values()], ensure_ascii=False))
+        size = len(
+            json.dumps(
+                [t.model_dump(mode="json", exclude_none=True, by_alias=True) for t in served.values()],
+                ensure_ascii=False,
+            )
+        )
         found = re.search(rf"`--tools {label}`[^|]*\| (\d+) \| ([\d,]+) \|", docs)
         assert found, f"docs/mcp.md does not report the size of the {label} set"
         assert int(found.group(1)) == len(served)
@@ -284,9 +314,12 @@ def test_the_default_tool_set_is_small_and_all_serves_every_tool(env: Env) -> No
 
 
 def test_a_missing_or_invalid_argument_is_one_readable_line(env: Env) -> None:
-    res = _call(env, ("log_append", {"channel": "build", "type": "note"}),
-                ("log_append", {"channel": "build", "type": "gossip", "summary": "x"}),
-                ("log_tail", {"n": "many"}))
+    res = _call(
+        env,
+        ("log_append", {"channel": "build", "type": "note"}),
+        ("log_append", {"channel": "build", "type": "gossip", "summary": "x"}),
+        ("log_tail", {"n": "many"}),
+    )
     texts = [r.content[0].text for r in res]
     assert all(r.is_error for r in res), texts
     assert texts[0] == "log_append: missing required argument `summary`"
@@ -300,21 +333,29 @@ def test_messages_name_tools_not_shell_commands(env: Env) -> None:
     """A library message naming a CLI command reads, over MCP, as the tool to call."""
     from nexus import hints, mcp_server
 
-    stale, missing = _call(env, ("state_set", {"content": "# State\n", "expect": 7}),
-                           ("state_diff", {"old": 42}))
+    stale, missing = _call(
+        env, ("state_set", {"content": "# State\n", "expect": 7}), ("state_diff", {"old": 42})
+    )
     for res in (stale, missing):
         assert res.is_error and "`nexus " not in res.content[0].text, res.content[0].text
     assert "the `state_show` tool" in stale.content[0].text
     assert "the `state_history` tool" in missing.content[0].text
-    swapped = hints.tools_for_commands("run `nexus log append --agent a --ack ID` or `nexus watch`",
-                                       {"log_append"}, mcp_server.tool_for_cli)
+    swapped = hints.tools_for_commands(
+        "run `nexus log append --agent a --ack ID` or `nexus watch`", {"log_append"}, mcp_server.tool_for_cli
+    )
     assert swapped == "run the `log_append` tool or `nexus watch`"  # a command without a tool stays
 
 
 def test_results_leave_out_signatures_chain_hashes_and_keys_unless_asked(env: Env) -> None:
-    appended, tail, full = map(_ok, _call(
-        env, ("log_append", {"channel": "build", "type": "note", "summary": "lean answers"}),
-        ("log_tail", {"n": 1}), ("log_tail", {"n": 1, "full": True})))
+    appended, tail, full = map(
+        _ok,
+        _call(
+            env,
+            ("log_append", {"channel": "build", "type": "note", "summary": "lean answers"}),
+            ("log_tail", {"n": 1}),
+            ("log_tail", {"n": 1, "full": True}),
+        ),
+    )
     assert set(appended) == {"id", "file", "lines", "link"}
     assert len(json.dumps(appended)) < 200
     lean = tail["items"][0]
@@ -325,10 +366,14 @@ def test_results_leave_out_signatures_chain_hashes_and_keys_unless_asked(env: En
 
 def test_log_append_tells_the_agent_when_its_body_was_made_visible(env: Env) -> None:
     """A body holding markup Obsidian hides is stored visible, and the MCP caller is told (issue 12)."""
-    changed, plain = _call(env, ("log_append", {"channel": "build", "type": "note", "summary": "x",
-                                                "body": "before %% hidden %% after"}),
-                           ("log_append", {"channel": "build", "type": "note", "summary": "y",
-                                           "body": "nothing hidden"}))
+    changed, plain = _call(
+        env,
+        (
+            "log_append",
+            {"channel": "build", "type": "note", "summary": "x", "body": "before %% hidden %% after"},
+        ),
+        ("log_append", {"channel": "build", "type": "note", "summary": "y", "body": "nothing hidden"}),
+    )
     note = _ok(changed).get("note", "")
     assert "%\\%" in note and "person sees all of it" in note
     assert "note" not in _ok(plain)

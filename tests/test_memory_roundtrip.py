@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 from nexus import bank, memory
 from nexus.records import BankFact
 
-_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r"), min_size=1,
-                max_size=200)
+_text = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r"), min_size=1, max_size=200
+)
 entry = _text.map(str.strip).filter(lambda e: bool(e) and memory.DELIM not in f"\n{e}\n")
 
 
@@ -25,11 +26,30 @@ def test_memory_file_round_trips(entries: list[str]) -> None:
 @settings(max_examples=300, deadline=None)
 @given(_text.map(str.strip).filter(bool), st.sampled_from(bank.TYPES))
 def test_bank_section_round_trips(content: str, kind: str) -> None:
-    fact = BankFact(id="ella-7", agent="ella", type=kind, content=content, retained="2026-11-30T04:41:07Z",
-                    status="pending", path="agents/ella/bank.md")
-    text = "# header\n" + bank.render_fact(fact) + bank.render_fact(
-        BankFact(id="ella-8", agent="ella", type="fact", content="next", retained="2026-11-30T04:41:08Z",
-                 status="pending", path="agents/ella/bank.md"))
+    fact = BankFact(
+        id="ella-7",
+        agent="ella",
+        type=kind,
+        content=content,
+        retained="2026-11-30T04:41:07Z",
+        status="pending",
+        path="agents/ella/bank.md",
+    )
+    text = (
+        "# header\n"
+        + bank.render_fact(fact)
+        + bank.render_fact(
+            BankFact(
+                id="ella-8",
+                agent="ella",
+                type="fact",
+                content="next",
+                retained="2026-11-30T04:41:08Z",
+                status="pending",
+                path="agents/ella/bank.md",
+            )
+        )
+    )
     parsed = bank.parse_bank(text, "ella", "agents/ella/bank.md")
     assert [f.id for f in parsed] == ["ella-7", "ella-8"]
     assert parsed[0] == fact

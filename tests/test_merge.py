@@ -9,7 +9,7 @@ from nexus.verify import verify
 
 
 def _segment(env: Env) -> bytes:
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     return path.read_bytes()
 
 
@@ -27,7 +27,7 @@ def test_kinds_from_paths() -> None:
 def test_segments_union_by_id_in_id_order_byte_for_byte(env: Env) -> None:
     env.append("ella", "common")
     base = _segment(env)
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     ours_ids = [env.append("ella", f"ella {i}").located.entry.id for i in range(3)]
     ours = path.read_bytes()
     path.write_bytes(base)
@@ -98,7 +98,7 @@ def test_checkpoint_newer_wins_and_history_is_a_union(env: Env) -> None:
     checkpoints.save(env.vault, "ella", task="t", step="elsewhere", next="n")
     theirs_cp, theirs_h = cp.read_bytes(), hist.read_bytes()
     assert merge.merge("checkpoint", base_cp, ours_cp, theirs_cp, "x").data == ours_cp
-    fork = merge.merge("checkpoint", base_cp, theirs_cp, ours_cp.replace(b'seq: 3', b'seq: 2'), "x")
+    fork = merge.merge("checkpoint", base_cp, theirs_cp, ours_cp.replace(b"seq: 3", b"seq: 2"), "x")
     assert fork.conflicts and fork.conflicts[0].kind == "checkpoint"
     merged = merge.merge("cp-history", base_h, ours_h, theirs_h, "x").data.decode()
     for step in ("one", "two", "three", "elsewhere"):
@@ -106,8 +106,9 @@ def test_checkpoint_newer_wins_and_history_is_a_union(env: Env) -> None:
 
 
 def test_review_ticks_survive() -> None:
-    base = ("# Memory review\n\n- [ ] **fact** · ella - a ^ella-1\n"
-            "- [ ] **fact** · ella - b ^ella-2\n").encode()
+    base = (
+        "# Memory review\n\n- [ ] **fact** · ella - a ^ella-1\n- [ ] **fact** · ella - b ^ella-2\n"
+    ).encode()
     ours = base.replace("[ ] **fact** · ella - a".encode(), "[x] **fact** · ella - a".encode())
     theirs = base.replace("[ ] **fact** · ella - b".encode(), "[x] **fact** · ella - b".encode())
     result = merge.merge("review", base, ours, theirs, "memory/REVIEW.md").data.decode()
@@ -121,7 +122,8 @@ def test_state_and_handoff_and_decision_keep_both_sides() -> None:
     assert result.data == ours and result.conflicts[0].kind == "state"
     assert "theirs" in result.conflicts[0].other and b"diverged" in result.conflicts[0].note()
     assert merge.merge("state", b"", b"---\nversion: 5\n---\nx\n", ours, "state/project.md").data.startswith(
-        b"---\nversion: 5")
+        b"---\nversion: 5"
+    )
     hand = merge.merge("handoff", b"", b"mine", b"yours", "handoff/2026-12-01.md")
     assert hand.data == b"mine" and hand.beside == [("handoff/2026-12-01.md", b"yours")]
     swapped = merge.merge("handoff", b"", b"yours", b"mine", "handoff/2026-12-01.md")
@@ -152,14 +154,16 @@ def test_two_machines_numbering_decisions_alike_are_renumbered_and_verify(env: E
     aside = env.vault.root / first.path
     kept = aside.read_bytes()
     aside.unlink()  # the other machine never saw it: it picks the same number
-    second = decisions.decide(env.vault, env.signer("lyra"), title="Use Syncthing", decision="d",
-                              rationale="r")
+    second = decisions.decide(
+        env.vault, env.signer("lyra"), title="Use Syncthing", decision="d", rationale="r"
+    )
     assert first.id == second.id == "D-0001"
     aside.write_bytes(kept)
     assert "duplicate" in {p.kind for p in verify(env.vault).problems}
     done = gitsync.refresh(env.vault)
-    assert done["renumbered"] == [{"from": "D-0001", "to": "D-0002",
-                                   "note": "decisions/D-0002-use-syncthing.md"}]
+    assert done["renumbered"] == [
+        {"from": "D-0001", "to": "D-0002", "note": "decisions/D-0002-use-syncthing.md"}
+    ]
     report = verify(env.vault)
     assert report.ok, [str(p) for p in report.problems]
     assert {d.id for d in decisions.all_decisions(env.vault)} == {"D-0001", "D-0002"}

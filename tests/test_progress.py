@@ -43,9 +43,16 @@ def test_nothing_when_not_a_terminal_or_for_json_or_when_quick() -> None:
 
 def test_commands_do_not_import_tqdm_off_a_terminal(env: Env) -> None:
     env.append("ella", "one")
-    code = ("import sys; from nexus import cli; rc = cli.main(sys.argv[1:]); "
-            "sys.stderr.write(f'tqdm={\"tqdm\" in sys.modules}')")
+    code = (
+        "import sys; from nexus import cli; rc = cli.main(sys.argv[1:]); "
+        "sys.stderr.write(f'tqdm={\"tqdm\" in sys.modules}')"
+    )
     for args in (["verify", "--full"], ["handoff", "--json"]):
-        run = subprocess.run([sys.executable, "-W", "error", "-c", code, *args], env=env.environ,
-                             capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-W", "error", "-c", code, *args],
+            env=env.environ,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert run.stderr == "tqdm=False", run.stderr

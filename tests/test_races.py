@@ -15,9 +15,27 @@ def _append_together(env: Env, *specs: tuple[str, str]) -> list[str]:
     """Start one real `nexus log append` process per (agent, summary) at once; return their ids."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-W", "error", "-m", "nexus", "log", "append", "--agent", agent,
-             "--channel", "handoff", "--type", "note", "--summary", summary],
-            env=env.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-W",
+                "error",
+                "-m",
+                "nexus",
+                "log",
+                "append",
+                "--agent",
+                agent,
+                "--channel",
+                "handoff",
+                "--type",
+                "note",
+                "--summary",
+                summary,
+            ],
+            env=env.environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for agent, summary in specs
     ]
@@ -41,8 +59,22 @@ def test_same_second_appends_race_show_in_both_briefs_and_one_reconcile_resolves
         assert f"--ack {x} --ack {y}" in owed_text  # the exact command to reconcile
     assert "RACE" in env.run("brief", "--agent", "ella", "--peek").stdout
 
-    rid = env.run("log", "append", "--agent", "lyra", "--channel", "handoff", "--type", "reconcile",
-                  "--ack", x, "--ack", y, "--summary", "ella deploys, I review").stdout.strip()
+    rid = env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "handoff",
+        "--type",
+        "reconcile",
+        "--ack",
+        x,
+        "--ack",
+        y,
+        "--summary",
+        "ella deploys, I review",
+    ).stdout.strip()
     assert env.run("races", "--unresolved", "--json").json() == []
     assert [r["resolved_by"] for r in env.run("races", "--json").json()] == [rid]
     for agent in ("ella", "lyra"):

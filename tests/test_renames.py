@@ -57,22 +57,57 @@ class _Events:
 
 
 def test_renaming_notes_in_obsidian_keeps_signed_content_and_every_decision(env: Env) -> None:
-    env.run("decide", "--agent", "ella", "--title", "API tokens live in the OS keychain",
-            "--decision", "Store tokens in the keychain.", "--rationale", "Files leak.")
+    env.run(
+        "decide",
+        "--agent",
+        "ella",
+        "--title",
+        "API tokens live in the OS keychain",
+        "--decision",
+        "Store tokens in the keychain.",
+        "--rationale",
+        "Files leak.",
+    )
     (env.vault.root / "notes").mkdir()
     (env.vault.root / "notes" / "tokens.md").write_text("# Tokens\n\nWhere they live.\n", encoding="utf-8")
-    env.run("log", "append", "--agent", "lyra", "--channel", "security", "--type", "note",
-            "--summary", "Read the token notes",
-            "--body", "See [[notes/tokens]] and [[notes/tokens#Tokens|this]].")
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "security",
+        "--type",
+        "note",
+        "--summary",
+        "Read the token notes",
+        "--body",
+        "See [[notes/tokens]] and [[notes/tokens#Tokens|this]].",
+    )
     proc = subprocess.Popen(
         [sys.executable, "-W", "error", "-m", "nexus", "watch", "--rescan", "1", "--json"],
-        env=env.environ, cwd=str(env.vault.root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=env.environ,
+        cwd=str(env.vault.root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     events = _Events(proc)
     try:
         events.wait(lambda ev: any(e["event"] == "ready" for e in ev), "the watcher to be ready")
-        env.run("decide", "--agent", "lyra", "--title", "Tokens: keychain locally, CI secret store on CI",
-                "--decision", "Keychain locally, secret store on CI.", "--rationale", "CI has no keychain.",
-                "--supersedes", "D-0001")
+        env.run(
+            "decide",
+            "--agent",
+            "lyra",
+            "--title",
+            "Tokens: keychain locally, CI secret store on CI",
+            "--decision",
+            "Keychain locally, secret store on CI.",
+            "--rationale",
+            "CI has no keychain.",
+            "--supersedes",
+            "D-0001",
+        )
         d1 = next(p for p in (env.vault.root / "decisions").iterdir() if p.name.startswith("D-0001-"))
         time.sleep(2.5)  # a rescan or two: the watcher has shadowed every entry
         _obsidian_rename(env.vault.root, f"decisions/{d1.stem}", "decisions/D-0001 API tokens")
@@ -106,8 +141,19 @@ def test_renaming_notes_in_obsidian_keeps_signed_content_and_every_decision(env:
     assert decisions["D-0001"]["path"] == "decisions/D-0001 API tokens.md"
     assert decisions["D-0001"]["superseded_by"] == "D-0002"
     # The register keeps working after the rename: a third decision supersedes D-0002.
-    env.run("decide", "--agent", "ella", "--title", "Tokens in the secret store everywhere",
-            "--decision", "Secret store.", "--rationale", "One way.", "--supersedes", "D-0002")
+    env.run(
+        "decide",
+        "--agent",
+        "ella",
+        "--title",
+        "Tokens in the secret store everywhere",
+        "--decision",
+        "Secret store.",
+        "--rationale",
+        "One way.",
+        "--supersedes",
+        "D-0002",
+    )
     assert {d["id"] for d in env.run("decisions", "--all", "--json").json()} == {"D-0001", "D-0002", "D-0003"}
 
 
@@ -115,8 +161,20 @@ def test_a_link_pointed_elsewhere_by_hand_is_still_an_edit(env: Env) -> None:
     (env.vault.root / "notes").mkdir()
     for name in ("a", "b"):
         (env.vault.root / "notes" / f"{name}.md").write_text(f"# {name}\n", encoding="utf-8")
-    env.run("log", "append", "--agent", "lyra", "--channel", "x", "--type", "note",
-            "--summary", "see a", "--body", "Read [[notes/a]].")
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "x",
+        "--type",
+        "note",
+        "--summary",
+        "see a",
+        "--body",
+        "Read [[notes/a]].",
+    )
     seg = next((env.vault.root / "log").glob("*.md"))
     seg.write_text(seg.read_text(encoding="utf-8").replace("[[notes/a]]", "[[notes/b]]"), encoding="utf-8")
     report = env.run("verify", "--json", check=False).json()

@@ -30,8 +30,12 @@ def _wait_for(what: str, cond: Callable[[], bool], deadline: float = 60.0) -> No
 def watcher(env: Env) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
         [sys.executable, "-W", "error", "-m", "nexus", "watch", "--rescan", "1", "--json"],
-        env=env.environ, cwd=str(env.vault.root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        env=env.environ,
+        cwd=str(env.vault.root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the watcher prints a "ready" event after its first full pass
     assert '"ready"' in line, line + (proc.stderr.read() if proc.stderr else "")
@@ -99,8 +103,9 @@ def test_apply_review_note_without_a_human_identity(env: Env) -> None:
     review = env.vault.root / "memory" / "REVIEW.md"
     review.write_text(review.read_text(encoding="utf-8").replace("- [ ]", "- [x]"), encoding="utf-8")
     marker = env.vault.root / "nexus.md"
-    marker.write_text(marker.read_text(encoding="utf-8").replace("human: sam", "human: null"),
-                      encoding="utf-8")
+    marker.write_text(
+        marker.read_text(encoding="utf-8").replace("human: sam", "human: null"), encoding="utf-8"
+    )
     outcome = bank.apply_review_note(env.vault)
     assert not outcome.approved and "no human identity" in outcome.problems[0]
     assert bank.find(env.vault, f.id).status == "pending"

@@ -24,8 +24,14 @@ def test_rotation_is_announced_with_the_old_key_and_accepted_elsewhere(env: Env,
     import sys
 
     def run_other(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-W", "error", "-m", "nexus", *args], env=other,
-                              capture_output=True, text=True, cwd=str(env.vault.root), timeout=60)
+        return subprocess.run(
+            [sys.executable, "-W", "error", "-m", "nexus", *args],
+            env=other,
+            capture_output=True,
+            text=True,
+            cwd=str(env.vault.root),
+            timeout=60,
+        )
 
     assert run_other("verify").returncode == 0  # the other machine pins ella's first key
     rotated = env.run("agent", "rotate", "ella", "--json").json()
@@ -36,8 +42,10 @@ def test_rotation_is_announced_with_the_old_key_and_accepted_elsewhere(env: Env,
     assert check.returncode == 0, check.stdout
     tail = env.run("log", "tail", "-n", "3", "--json").json()
     assert [(e["type"], e["key"]) for e in tail] == [
-        ("rotation", rotated["old_key_id"]), ("rotation", rotated["new_key_id"]),
-        ("note", rotated["new_key_id"])]
+        ("rotation", rotated["old_key_id"]),
+        ("rotation", rotated["new_key_id"]),
+        ("note", rotated["new_key_id"]),
+    ]
     assert tail[0]["id"] == rotated["announced"] and tail[1]["ack"] == [rotated["announced"]]
     # the other machine: the new key is not trusted until a person accepts it
     run = run_other("verify", "--json")
@@ -53,7 +61,8 @@ def test_rotation_is_announced_with_the_old_key_and_accepted_elsewhere(env: Env,
 
 
 def test_a_key_swapped_in_without_an_announcement_is_trusted_only_on_a_persons_word(
-        env: Env, tmp_path: Path) -> None:
+    env: Env, tmp_path: Path
+) -> None:
     env.append("lyra", "hello")
     env.run("verify")  # pins lyra's key on this machine
     # a second vault's lyra key, copied into this vault's note: no rotation entry names it
@@ -66,10 +75,15 @@ def test_a_key_swapped_in_without_an_announcement_is_trusted_only_on_a_persons_w
     import subprocess
     import sys
 
-    subprocess.run([sys.executable, "-m", "nexus", "--vault", str(elsewhere), "agent", "add", "lyra"],
-                   env=dict(env.environ, NEXUS_HOME=str(other_home)), check=True, capture_output=True)
-    note.write_text((elsewhere / "agents" / "lyra" / "identity.md").read_text(encoding="utf-8"),
-                    encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "-m", "nexus", "--vault", str(elsewhere), "agent", "add", "lyra"],
+        env=dict(env.environ, NEXUS_HOME=str(other_home)),
+        check=True,
+        capture_output=True,
+    )
+    note.write_text(
+        (elsewhere / "agents" / "lyra" / "identity.md").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     assert note.read_text(encoding="utf-8") != before
     assert "key-changed" in env.run("verify", check=False).stdout
     assert "on your word" in env.run("agent", "trust", "lyra").stdout
@@ -95,9 +109,14 @@ def test_a_rotation_that_fails_at_any_rename_converges_when_run_again(env: Env, 
     env.run("agent", "trusted")  # pins the first keys on this machine
     for nth in range(1, 12):
         env.append("ella", f"round {nth}")
-        failed = subprocess.run([sys.executable, str(faulty), "agent", "rotate", "ella"],
-                                env=dict(env.environ, NEXUS_FAULT=f"replace:{nth}:once:EIO"),
-                                capture_output=True, text=True, cwd=str(env.vault.root), timeout=60)
+        failed = subprocess.run(
+            [sys.executable, str(faulty), "agent", "rotate", "ella"],
+            env=dict(env.environ, NEXUS_FAULT=f"replace:{nth}:once:EIO"),
+            capture_output=True,
+            text=True,
+            cwd=str(env.vault.root),
+            timeout=60,
+        )
         assert "Traceback" not in failed.stderr, failed.stderr
         if failed.returncode == 0:
             break  # no rename left to fail: every step was covered

@@ -40,9 +40,20 @@ Keeps the keys out of the repository.
 
 def test_search_right_after_append_without_watcher_finds_it(env: Env) -> None:
     env.run("search", "anything")  # the index exists before the append
-    entry_id = env.run("log", "append", "--agent", "ella", "--channel", "build", "--type", "note",
-                       "--summary", "Pipeline uses the quokka cache",
-                       "--body", "A second line.").stdout.strip()
+    entry_id = env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "build",
+        "--type",
+        "note",
+        "--summary",
+        "Pipeline uses the quokka cache",
+        "--body",
+        "A second line.",
+    ).stdout.strip()
     hits = env.run("search", "quokka", "--json").json()
     assert [h["entry_id"] for h in hits] == [entry_id]
     hit = hits[0]
@@ -81,17 +92,28 @@ def test_a_corrupt_index_is_rebuilt(env: Env) -> None:
 
 
 def test_query_syntax_fields_phrases_prefixes_booleans(env: Env) -> None:
-    env.append("ella", "deploy the walrus service", type="decision", channel="ops",
-               body="Rolling deploy with a canary.")
-    env.append("lyra", "walrus tests are flaky", type="note", channel="build",
-               body="The canary deploy step times out.")
+    env.append(
+        "ella",
+        "deploy the walrus service",
+        type="decision",
+        channel="ops",
+        body="Rolling deploy with a canary.",
+    )
+    env.append(
+        "lyra",
+        "walrus tests are flaky",
+        type="note",
+        channel="build",
+        body="The canary deploy step times out.",
+    )
     env.append("lyra", "walrus canary failed", type="correction", channel="ops")
 
     def titles(q: str, **kw: object) -> list[str]:
         return sorted(h.title for h in search.search(env.vault, q, **kw))  # type: ignore[arg-type]
 
-    assert titles("walrus") == sorted(["deploy the walrus service", "walrus tests are flaky",
-                                       "walrus canary failed"])
+    assert titles("walrus") == sorted(
+        ["deploy the walrus service", "walrus tests are flaky", "walrus canary failed"]
+    )
     assert titles("agent:lyra walrus") == ["walrus canary failed", "walrus tests are flaky"]
     assert titles("type:decision walrus") == ["deploy the walrus service"]
     assert titles('"canary deploy"') == ["walrus tests are flaky"]
@@ -124,12 +146,28 @@ def test_bad_time_filter_is_refused(env: Env) -> None:
 
 
 def test_superseded_decisions_rank_below_active_ones_and_say_so(env: Env) -> None:
-    _note(env, "decisions/D-0001-secrets.md", DECISION.format(
-        id="D-0001", title="Secrets storage", status="superseded", author="ella",
-        decision="Store secrets in environment variables; secrets never in code."))
-    _note(env, "decisions/D-0002-secrets.md", DECISION.format(
-        id="D-0002", title="Secrets storage v2", status="active", author="lyra",
-        decision="Store secrets in the keychain."))
+    _note(
+        env,
+        "decisions/D-0001-secrets.md",
+        DECISION.format(
+            id="D-0001",
+            title="Secrets storage",
+            status="superseded",
+            author="ella",
+            decision="Store secrets in environment variables; secrets never in code.",
+        ),
+    )
+    _note(
+        env,
+        "decisions/D-0002-secrets.md",
+        DECISION.format(
+            id="D-0002",
+            title="Secrets storage v2",
+            status="active",
+            author="lyra",
+            decision="Store secrets in the keychain.",
+        ),
+    )
     hits = search.search(env.vault, "secrets", type="decision")
     paths = [h.path for h in hits]
     assert paths.index("decisions/D-0002-secrets.md") < paths.index("decisions/D-0001-secrets.md")
@@ -204,9 +242,16 @@ else:
         search.search(v, "word*", limit=5)
 print("ok")
 """
-    procs = [subprocess.Popen([sys.executable, "-W", "error", "-c", code, str(env.vault.root), role, *extra],
-                              env=env.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for role, extra in (("writer", ["ella"]), ("writer", ["lyra"]), ("reader", []), ("reader", []))]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-W", "error", "-c", code, str(env.vault.root), role, *extra],
+            env=env.environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role, extra in (("writer", ["ella"]), ("writer", ["lyra"]), ("reader", []), ("reader", []))
+    ]
     for p in procs:
         out, err = p.communicate(timeout=240)
         assert p.returncode == 0 and out.strip() == "ok", err
@@ -214,14 +259,19 @@ print("ok")
 
 
 def test_sections_split_at_headings_not_inside_code() -> None:
-    text = ("---\ntitle: T\nstatus: active\n---\nintro line\n\n# One\nalpha\n\n```\n# not a heading\n```\n\n"
-            "## Two\nbeta\n")
+    text = (
+        "---\ntitle: T\nstatus: active\n---\nintro line\n\n# One\nalpha\n\n```\n# not a heading\n```\n\n"
+        "## Two\nbeta\n"
+    )
     props, parts = sections.split(text)
     assert props["status"] == "active"
     assert [(s.heading, s.level, s.line_start, s.line_end) for s in parts] == [
-        ("", 0, 5, 5), ("One", 1, 7, 12), ("Two", 2, 14, 15)]
+        ("", 0, 5, 5),
+        ("One", 1, 7, 12),
+        ("Two", 2, 14, 15),
+    ]
     data = text.encode()
-    assert data[parts[2].start:parts[2].end].decode() == "## Two\nbeta\n"
+    assert data[parts[2].start : parts[2].end].decode() == "## Two\nbeta\n"
 
 
 def test_search_cli_human_output(env: Env) -> None:
@@ -251,7 +301,8 @@ def test_appends_are_indexed_from_the_saved_offset_and_rewrites_in_full(env: Env
 
 
 def test_a_parallel_build_gives_the_same_results_as_a_single_process_one(
-        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for i in range(60):
         env.append("ella" if i % 2 else "lyra", f"tern report {i}", body=f"arctic tern number {i} " * 20)
     _note(env, "notes/terns.md", "# Terns\n\nArctic tern migration.\n\n## Range\nPole to pole tern.\n")
@@ -274,12 +325,17 @@ def test_a_parallel_build_gives_the_same_results_as_a_single_process_one(
 
 
 def test_block_scoring_gives_the_same_hits_and_scores_as_whoosh_collector(
-        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     words = ["amber", "basalt", "cobalt", "dune", "ember", "fjord"]
     for i in range(120):
         picked = [words[(i * j) % len(words)] for j in range(1, 5)]
-        env.append("ella" if i % 3 else "lyra", f"{picked[0]} {picked[1]} note {i}",
-                   body=" ".join(picked * (1 + i % 4)), type="decision" if i % 5 == 0 else "note")
+        env.append(
+            "ella" if i % 3 else "lyra",
+            f"{picked[0]} {picked[1]} note {i}",
+            body=" ".join(picked * (1 + i % 4)),
+            type="decision" if i % 5 == 0 else "note",
+        )
     located = env.append("ella", "deleted later cobalt").located
     search.refresh(env.vault)
     seg = env.vault.root / located.file  # a rewrite leaves deletions in a segment
@@ -289,14 +345,22 @@ def test_block_scoring_gives_the_same_hits_and_scores_as_whoosh_collector(
         hits = search.search(env.vault, q, limit=50, **kw)  # type: ignore[arg-type]
         return sorted((round(h.score, 3), f"{h.path}:{h.line_start}") for h in hits)
 
-    queries = [("cobalt", {}), ("amber AND dune", {}), ('"basalt cobalt"', {}), ("dune", {"agent": "lyra"}),
-               ("fjord", {"type": "decision"}), ("amber AND type:decision", {})]
+    queries = [
+        ("cobalt", {}),
+        ("amber AND dune", {}),
+        ('"basalt cobalt"', {}),
+        ("dune", {"agent": "lyra"}),
+        ("fjord", {"type": "decision"}),
+        ("amber AND type:decision", {}),
+    ]
     fast = [run(q, **kw) for q, kw in queries]
     # Plain words: every hit matching both words (the same as AND, same scores) first, then partial ones.
-    plain = [(round(h.score, 3), f"{h.path}:{h.line_start}")
-             for h in search.search(env.vault, "amber dune", limit=200)]
+    plain = [
+        (round(h.score, 3), f"{h.path}:{h.line_start}")
+        for h in search.search(env.vault, "amber dune", limit=200)
+    ]
     both = fast[1]
-    assert sorted(plain[:len(both)]) == both and len(plain) > len(both)
+    assert sorted(plain[: len(both)]) == both and len(plain) > len(both)
     monkeypatch.setattr(search, "FAST", False)
     slow = [run(q, **kw) for q, kw in queries]
     assert fast == slow
@@ -321,9 +385,16 @@ else:
         assert len(search.search(v, "puffin", limit=100)) == 30
 print("ok")
 """
-    procs = [subprocess.Popen([sys.executable, "-W", "error", "-c", code, str(env.vault.root), role],
-                              env=env.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for role in ("rebuild", "search", "search")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-W", "error", "-c", code, str(env.vault.root), role],
+            env=env.environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role in ("rebuild", "search", "search")
+    ]
     for p in procs:
         out, err = p.communicate(timeout=240)
         assert p.returncode == 0 and out.strip() == "ok", err
@@ -331,8 +402,20 @@ print("ok")
     assert len(folders) == 1  # earlier builds' folders are gone
 
 
-@pytest.mark.parametrize("text", ["cobalt", "Amber dune", "the fjord", "to be", "naïve CAFÉ x1 y_2",
-                                  "amber  amber", "and or not", "Amber OR dune", "ab-cd"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cobalt",
+        "Amber dune",
+        "the fjord",
+        "to be",
+        "naïve CAFÉ x1 y_2",
+        "amber  amber",
+        "and or not",
+        "Amber OR dune",
+        "ab-cd",
+    ],
+)
 def test_plain_word_queries_skip_the_parser_with_the_same_query(text: str) -> None:
     fast, phrases = search.parse_query(text)
     parsed = search._rewrite(search._PARSER.parse(text))
@@ -341,7 +424,8 @@ def test_plain_word_queries_skip_the_parser_with_the_same_query(text: str) -> No
 
 def test_snippets_never_bold_inside_a_wikilink(env: Env) -> None:
     env.append(
-        "ella", "Columns decided",
+        "ella",
+        "Columns decided",
         body="See [[decisions/D-0001-error-columns-are-1-based|D-0001]]: error columns count from 1.",
     )
     hits = search.search(env.vault, "columns")

@@ -17,25 +17,49 @@ import relevance
 
 
 def _decide(env: Env, agent: str, title: str, decision: str, rationale: str, *more: str) -> str:
-    return env.run("decide", "--agent", agent, "--title", title, "--decision", decision,
-                   "--rationale", rationale, *more).stdout
+    return env.run(
+        "decide", "--agent", agent, "--title", title, "--decision", decision, "--rationale", rationale, *more
+    ).stdout
 
 
 def test_in_july_a_superseded_decision_says_so_and_ranks_below_its_replacement(env: Env) -> None:
     # January: ella decides tokens live in the keychain; later lyra finds CI has none and supersedes.
-    _decide(env, "ella", "API tokens live in the OS keychain", "Store every API token in the keychain.",
-            "Plain files leak; the keychain keychain keychain asks the user.")
-    env.run("log", "append", "--agent", "lyra", "--channel", "ci", "--type", "note",
-            "--summary", "CI runners have no keychain")
-    _decide(env, "lyra", "Tokens: keychain locally, CI secret store on CI",
-            "Locally the OS keychain; on CI the secret store.", "CI has no keychain.",
-            "--supersedes", "D-0001")
+    _decide(
+        env,
+        "ella",
+        "API tokens live in the OS keychain",
+        "Store every API token in the keychain.",
+        "Plain files leak; the keychain keychain keychain asks the user.",
+    )
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "ci",
+        "--type",
+        "note",
+        "--summary",
+        "CI runners have no keychain",
+    )
+    _decide(
+        env,
+        "lyra",
+        "Tokens: keychain locally, CI secret store on CI",
+        "Locally the OS keychain; on CI the secret store.",
+        "CI has no keychain.",
+        "--supersedes",
+        "D-0001",
+    )
     hits = env.run("search", "keychain", "--json", "-n", "20").json()
     entry_of = {d["id"]: d["entry"] for d in env.run("decisions", "--all", "--json").json()}
-    about_d1 = [i for i, h in enumerate(hits)
-                if "D-0001-" in h["path"] or h["entry_id"] == entry_of["D-0001"]]
-    about_d2 = [i for i, h in enumerate(hits)
-                if "D-0002-" in h["path"] or h["entry_id"] == entry_of["D-0002"]]
+    about_d1 = [
+        i for i, h in enumerate(hits) if "D-0001-" in h["path"] or h["entry_id"] == entry_of["D-0001"]
+    ]
+    about_d2 = [
+        i for i, h in enumerate(hits) if "D-0002-" in h["path"] or h["entry_id"] == entry_of["D-0002"]
+    ]
     # D-0001's note and its decision entry are found (its rationale says keychain three times, so it
     # would score first), and every one of those hits says it is superseded and by what.
     assert {hits[i]["kind"] for i in about_d1} == {"entry", "section"}
@@ -47,22 +71,60 @@ def test_in_july_a_superseded_decision_says_so_and_ranks_below_its_replacement(e
 
 
 def test_stemming_and_partial_matches_as_users_typed_them(env: Env) -> None:
-    env.run("log", "append", "--agent", "ella", "--channel", "api", "--type", "note",
-            "--summary", "The invoices endpoint paginates with cursors")
-    env.run("log", "append", "--agent", "lyra", "--channel", "api", "--type", "note",
-            "--summary", "Tokens stay in the keychain")
-    env.run("retain", "--agent", "ella", "--type", "fact",
-            "--content", "Invoices paginate by cursor, never by offset")
-    assert [h["title"] for h in env.run("search", "paginate", "--json").json()
-            if h["kind"] == "entry"] == ["The invoices endpoint paginates with cursors"]
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "api",
+        "--type",
+        "note",
+        "--summary",
+        "The invoices endpoint paginates with cursors",
+    )
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "api",
+        "--type",
+        "note",
+        "--summary",
+        "Tokens stay in the keychain",
+    )
+    env.run(
+        "retain",
+        "--agent",
+        "ella",
+        "--type",
+        "fact",
+        "--content",
+        "Invoices paginate by cursor, never by offset",
+    )
+    assert [h["title"] for h in env.run("search", "paginate", "--json").json() if h["kind"] == "entry"] == [
+        "The invoices endpoint paginates with cursors"
+    ]
     recalled = env.run("recall", "--agent", "ella", "invoices paginate", "--json").json()
     assert [f["content"] for f in recalled] == ["Invoices paginate by cursor, never by offset"]
     # No note says "why": the best partial match still answers.
     hits = env.run("search", "why keychain", "--json").json()
     assert hits and hits[0]["title"] == "Tokens stay in the keychain"
     # Every-word matches first: the entry with both words outranks one with the rarer word alone.
-    env.run("log", "append", "--agent", "ella", "--channel", "api", "--type", "note",
-            "--summary", "cursors cursors cursors everywhere")
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "api",
+        "--type",
+        "note",
+        "--summary",
+        "cursors cursors cursors everywhere",
+    )
     hits = env.run("search", "paginate cursor", "--json").json()
     assert hits[0]["title"] == "The invoices endpoint paginates with cursors"
     assert "cursors cursors cursors everywhere" in [h["title"] for h in hits]
@@ -71,21 +133,45 @@ def test_stemming_and_partial_matches_as_users_typed_them(env: Env) -> None:
 
 
 def test_a_vault_searched_in_the_languages_its_people_write(
-        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    env.run("log", "append", "--agent", "ella", "--channel", "facturas", "--type", "note",
-            "--summary", "Las facturas se paginan por cursor")
-    env.run("log", "append", "--agent", "lyra", "--channel", "parser", "--type", "note",
-            "--summary", "Il parser è stato portato alla nuova grammatica")
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "facturas",
+        "--type",
+        "note",
+        "--summary",
+        "Las facturas se paginan por cursor",
+    )
+    env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "parser",
+        "--type",
+        "note",
+        "--summary",
+        "Il parser è stato portato alla nuova grammatica",
+    )
     # English only (the default): Italian inflections are not conflated.
     assert env.run("search", "grammatiche", "--json").json() == []
     config = env.vault.root / "nexus.md"  # the vault's people write Spanish and Italian too
     text = config.read_text(encoding="utf-8")
-    config.write_text(re.sub(r"search_languages:\n(\s*- en\n)", "search_languages: [en, es, it]\n", text),
-                      encoding="utf-8")
+    config.write_text(
+        re.sub(r"search_languages:\n(\s*- en\n)", "search_languages: [en, es, it]\n", text), encoding="utf-8"
+    )
     assert [h["title"] for h in env.run("search", "grammatiche", "--json").json()] == [
-        "Il parser è stato portato alla nuova grammatica"]
+        "Il parser è stato portato alla nuova grammatica"
+    ]
     assert env.run("search", "factura paginada", "--json").json()[0]["title"] == (
-        "Las facturas se paginan por cursor")
+        "Las facturas se paginan por cursor"
+    )
     monkeypatch.setenv("NEXUS_SEARCH_LANGUAGES", "klingon")
     bad = env.run("search", "x", check=False)
     assert bad.returncode != 0 and "klingon" in bad.stderr and "Traceback" not in bad.stderr

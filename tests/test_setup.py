@@ -54,24 +54,45 @@ def snapshot(root: Path) -> dict[str, bytes]:
 EXISTING: dict[str, list[tuple[str, str]]] = {
     "claude-code": [
         ("project/.mcp.json", json.dumps({"mcpServers": {"github": {"command": "gh-mcp", "args": []}}})),
-        ("project/.claude/settings.json", json.dumps({
-            "permissions": {"allow": ["Bash(ls:*)"]},
-            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}})),
+        (
+            "project/.claude/settings.json",
+            json.dumps(
+                {
+                    "permissions": {"allow": ["Bash(ls:*)"]},
+                    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]},
+                }
+            ),
+        ),
         ("project/CLAUDE.md", "# My project\n\nUse tabs.\n"),
     ],
     "codex": [
-        ("project/.codex/config.toml", '# my settings\nmodel = "o4"\n\n[mcp_servers.docs]\n'
-                                        'command = "docs-mcp"  # keep me\n'),
-        ("project/.codex/hooks.json", json.dumps({"hooks": {"SessionStart": [
-            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}]}})),
+        (
+            "project/.codex/config.toml",
+            '# my settings\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"  # keep me\n',
+        ),
+        (
+            "project/.codex/hooks.json",
+            json.dumps(
+                {
+                    "hooks": {
+                        "SessionStart": [
+                            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}
+                        ]
+                    }
+                }
+            ),
+        ),
         ("project/AGENTS.md", "# Agents\n\nRun the tests.\n"),
     ],
     "hermes": [
         ("home/.hermes/config.yaml", "model:\n  default: some-model\nmemory:\n  memory_enabled: true\n"),
     ],
     "openclaw": [
-        ("home/.openclaw/openclaw.json", '// my gateway\n{\n  gateway: {port: 18789},\n'
-                                         '  mcp: {servers: {fs: {command: "fs-mcp",},},},\n}\n'),
+        (
+            "home/.openclaw/openclaw.json",
+            "// my gateway\n{\n  gateway: {port: 18789},\n"
+            '  mcp: {servers: {fs: {command: "fs-mcp",},},},\n}\n',
+        ),
         ("home/.openclaw/workspace/AGENTS.md", "# Workspace\n\nBe kind.\n"),
     ],
     "cursor": [
@@ -118,7 +139,8 @@ def _unrelated_kept(runtime: str, root: Path) -> None:
 @pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("existing", [False, True], ids=["empty-home", "existing-config"])
 def test_setup_merges_backs_up_and_changes_nothing_the_second_time(
-        env: Env, home: Path, capsys: pytest.CaptureFixture[str], runtime: str, existing: bool) -> None:
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str], runtime: str, existing: bool
+) -> None:
     root = home.parent
     if existing:
         for rel, content in EXISTING[runtime]:
@@ -142,7 +164,8 @@ def test_setup_merges_backs_up_and_changes_nothing_the_second_time(
 
 
 def test_dry_run_prints_the_diff_and_check_names_what_is_missing(
-        env: Env, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rc, out, _ = setup(env, capsys, "codex", "--agent", "ella", "--dry-run")
     assert rc == 0 and "+[mcp_servers.nexus]" in out and "+++ " in out
     assert not (home.parent / "project/.codex").exists()
@@ -150,24 +173,30 @@ def test_dry_run_prints_the_diff_and_check_names_what_is_missing(
     assert rc == 1 and out.count("missing:") == 3 and "run `nexus setup codex --agent ella`" in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (("bogus", "--agent", "ella"), "unknown runtime 'bogus'"),
-    (("codex", "--agent", "nobody"), "unknown agent 'nobody'"),
-    (("codex", "--agent", "ella", "--scope", "galaxy"), "unknown scope 'galaxy'"),
-    (("claude-code", "--agent", "ella"), ".mcp.json is not valid JSON"),
-    (("codex", "--agent", "ella"), "config.toml is not valid TOML"),
-    (("hermes", "--agent", "ella"), "config.yaml is not valid YAML"),
-    (("cursor", "--agent", "ella"), "`mcpServers` is a list, not a table of settings"),
-    (("openclaw", "--agent", "ella"), "`mcp` is a str, not a table of settings"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("bogus", "--agent", "ella"), "unknown runtime 'bogus'"),
+        (("codex", "--agent", "nobody"), "unknown agent 'nobody'"),
+        (("codex", "--agent", "ella", "--scope", "galaxy"), "unknown scope 'galaxy'"),
+        (("claude-code", "--agent", "ella"), ".mcp.json is not valid JSON"),
+        (("codex", "--agent", "ella"), "config.toml is not valid TOML"),
+        (("hermes", "--agent", "ella"), "config.yaml is not valid YAML"),
+        (("cursor", "--agent", "ella"), "`mcpServers` is a list, not a table of settings"),
+        (("openclaw", "--agent", "ella"), "`mcp` is a str, not a table of settings"),
+    ],
+)
 def test_bad_input_is_one_line_and_changes_nothing(
-        env: Env, home: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...],
-        message: str) -> None:
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
     root = home.parent
-    for rel, bad in (("project/.mcp.json", "{not json"), ("project/.codex/config.toml", "[[[nope"),
-                     ("home/.hermes/config.yaml", "a: [unclosed"), ("project/.cursor/mcp.json",
-                                                                    '{"mcpServers": []}'),
-                     ("home/.openclaw/openclaw.json", "{mcp: 'stdio'}")):
+    for rel, bad in (
+        ("project/.mcp.json", "{not json"),
+        ("project/.codex/config.toml", "[[[nope"),
+        ("home/.hermes/config.yaml", "a: [unclosed"),
+        ("project/.cursor/mcp.json", '{"mcpServers": []}'),
+        ("home/.openclaw/openclaw.json", "{mcp: 'stdio'}"),
+    ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(bad)
     before = snapshot(root)
@@ -186,7 +215,8 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("runtime", ["claude-code", "codex"])
 def test_the_hook_commands_it_wrote_run_and_find_the_vault(
-        env: Env, home: Path, capsys: pytest.CaptureFixture[str], runtime: str) -> None:
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str], runtime: str
+) -> None:
     entry = env.append("lyra", "schema migrated", channel="db").located.entry.id
     assert setup(env, capsys, runtime, "--agent", "ella")[0] == 0
     wrote = ".claude/settings.json" if runtime == "claude-code" else ".codex/hooks.json"
@@ -196,34 +226,58 @@ def test_the_hook_commands_it_wrote_run_and_find_the_vault(
     outside.mkdir()
     start = hooks["SessionStart"][0]["hooks"][0]["command"]
     event = {"session_id": "s", "cwd": str(outside), "hook_event_name": "SessionStart", "source": "startup"}
-    proc = subprocess.run(start, shell=True, input=json.dumps(event), capture_output=True, text=True,
-                          cwd=outside, env=_clean_env(), timeout=60)
+    proc = subprocess.run(
+        start,
+        shell=True,
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        cwd=outside,
+        env=_clean_env(),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "nexus brief for ella" in context and entry in context
     for name in hooks:  # every event's command parses and runs
         command = hooks[name][-1]["hooks"][0]["command"]
         assert shlex.split(command)[1] in ("session-start", "prompt", "pre-compact", "stop", "session-end")
-        run = subprocess.run(command, shell=True, input=json.dumps({**event, "hook_event_name": name}),
-                             capture_output=True, text=True, cwd=outside, env=_clean_env(), timeout=60)
+        run = subprocess.run(
+            command,
+            shell=True,
+            input=json.dumps({**event, "hook_event_name": name}),
+            capture_output=True,
+            text=True,
+            cwd=outside,
+            env=_clean_env(),
+            timeout=60,
+        )
         assert run.returncode == 0, (name, run)
         assert "could not" not in run.stdout and "failed" not in run.stdout, (name, run)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_openclaw_bootstrap_hook_injects_the_brief(
-        env: Env, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     entry = env.append("lyra", "gateway restarted", channel="ops").located.entry.id
     assert setup(env, capsys, "openclaw", "--agent", "ella")[0] == 0
     handler = home / ".openclaw/hooks/nexus-brief/handler.ts"
     runnable = home.parent / "handler.mjs"  # plain JavaScript inside: node runs it as a module
     runnable.write_text(handler.read_text())
-    driver = ("const { default: handler } = await import(process.argv[1]);\n"
-              "const event = { type: 'agent', action: 'bootstrap', sessionKey: 'k', messages: [],\n"
-              "  context: { workspaceDir: '/tmp/ws', sessionId: 'oc-1', bootstrapFiles: [] } };\n"
-              "await handler(event);\nconsole.log(JSON.stringify(event.context.bootstrapFiles));\n")
-    proc = subprocess.run(["node", "--input-type=module", "-e", driver, runnable.as_uri()],
-                          capture_output=True, text=True, env=_clean_env(), timeout=60)
+    driver = (
+        "const { default: handler } = await import(process.argv[1]);\n"
+        "const event = { type: 'agent', action: 'bootstrap', sessionKey: 'k', messages: [],\n"
+        "  context: { workspaceDir: '/tmp/ws', sessionId: 'oc-1', bootstrapFiles: [] } };\n"
+        "await handler(event);\nconsole.log(JSON.stringify(event.context.bootstrapFiles));\n"
+    )
+    proc = subprocess.run(
+        ["node", "--input-type=module", "-e", driver, runnable.as_uri()],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     files: list[dict[str, Any]] = json.loads(proc.stdout)
     assert [f["name"] for f in files] == ["NEXUS.md"] and files[0]["missing"] is False
@@ -231,17 +285,21 @@ def test_the_openclaw_bootstrap_hook_injects_the_brief(
 
 
 def test_the_mcp_entry_it_wrote_starts_a_server_that_finds_the_vault(
-        env: Env, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Cursor's .mcp.json entry (the same shape Claude Code reads), spawned as a stdio client would."""
     assert setup(env, capsys, "cursor", "--agent", "ella")[0] == 0
     server = json.loads((home.parent / "project/.cursor/mcp.json").read_text())["mcpServers"]["nexus"]
-    params = StdioServerParameters(command=server["command"], args=server["args"], env=server["env"],
-                                   cwd=str(home))
+    params = StdioServerParameters(
+        command=server["command"], args=server["args"], env=server["env"], cwd=str(home)
+    )
 
     async def go() -> str:
         with open(home / "server.err", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), \
-                    ClientSession(read, write) as session:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
                 res = await session.call_tool("brief", {})
                 return str(res.content[0].text)
@@ -266,7 +324,15 @@ def test_the_claude_code_plugin_folder_runs_from_its_environment(env: Env, tmp_p
     run_env = _clean_env(NEXUS_AGENT="ella", NEXUS_VAULT=str(env.vault.root), NEXUS_HOME=str(env.keys_home))
     run_env["PATH"] = sysconfig.get_path("scripts") + os.pathsep + run_env.get("PATH", "")
     command = hooks["SessionStart"][0]["hooks"][0]["command"]
-    proc = subprocess.run(command, shell=True, input=json.dumps({"session_id": "p", "source": "startup"}),
-                          capture_output=True, text=True, cwd=tmp_path, env=run_env, timeout=60)
+    proc = subprocess.run(
+        command,
+        shell=True,
+        input=json.dumps({"session_id": "p", "source": "startup"}),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=run_env,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert entry in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]

@@ -133,10 +133,27 @@ def test_bad_input_changes_nothing(env: Env, tmp_path: Path) -> None:
 def test_a_refused_stale_edit_is_not_a_race(env: Env, tmp_path: Path) -> None:
     """Issue 13, item 7: lyra's refused `state set` logged a state-conflict entry that then counted as
     a race with ella's change; both were told to reconcile a conflict that never happened."""
-    env.run("state", "set", "--agent", "ella", "--expect", "0", "--file",
-            _write(tmp_path, "a.md", "# State\n\n- parser: started\n"))
-    stale = env.run("state", "set", "--agent", "lyra", "--expect", "0", "--file",
-                    _write(tmp_path, "b.md", "# State\n\n- docs: drafted\n"), check=False)
+    env.run(
+        "state",
+        "set",
+        "--agent",
+        "ella",
+        "--expect",
+        "0",
+        "--file",
+        _write(tmp_path, "a.md", "# State\n\n- parser: started\n"),
+    )
+    stale = env.run(
+        "state",
+        "set",
+        "--agent",
+        "lyra",
+        "--expect",
+        "0",
+        "--file",
+        _write(tmp_path, "b.md", "# State\n\n- docs: drafted\n"),
+        check=False,
+    )
     assert stale.returncode == 3
     tail = env.run("log", "tail", "-n", "2", "--json").json()
     assert [e["type"] for e in tail] == ["state", "state-conflict"]

@@ -35,8 +35,14 @@ def nexus(cwd: Path, keys: Path, *args: str, check: bool = True) -> subprocess.C
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(NEXUS_HOME=str(keys), HOME=str(cwd.parent), GIT_CONFIG_NOSYSTEM="1")
     env.pop("NEXUS_VAULT", None)
-    proc = subprocess.run([sys.executable, "-W", "error", "-m", "nexus", "--vault", str(cwd), *args],
-                          cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "nexus", "--vault", str(cwd), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"nexus {' '.join(args)} failed in {cwd} ({proc.returncode}):\n{proc.stderr}")
     return proc
@@ -89,21 +95,42 @@ def history_team(clone: Path) -> str:
 
 def worker(clone: Path, keys: Path, agent: str, rnd: int) -> subprocess.Popen[str]:
     env = dict(os.environ, NEXUS_HOME=str(keys), PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-W", "error", str(WORKER), str(clone), str(keys), agent,
-                             str(rnd)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-W", "error", str(WORKER), str(clone), str(keys), agent, str(rnd)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 @pytest.mark.slow
-def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> None:
+def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> None:  # noqa: C901
     clones, keys = make_machines(tmp_path, agents=(*AGENTS, "team"))
     rng = random.Random(11)
     env = dict(os.environ, NEXUS_HOME=str(keys))
     env.pop("NEXUS_VAULT", None)
     events = tmp_path / "watch.jsonl"
     with open(events, "w") as out:  # (a file, not a pipe: a full pipe would stall the watcher)
-        watcher = subprocess.Popen([sys.executable, "-W", "error", "-m", "nexus", "--vault",
-                                    str(clones[1]), "watch", "--json", "--rescan", "0.5"],
-                                   stdout=out, stderr=subprocess.PIPE, text=True, env=env)
+        watcher = subprocess.Popen(
+            [
+                sys.executable,
+                "-W",
+                "error",
+                "-m",
+                "nexus",
+                "--vault",
+                str(clones[1]),
+                "watch",
+                "--json",
+                "--rescan",
+                "0.5",
+            ],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
     acked: set[str] = set()
     read_by: dict[str, list[str]] = {a: [] for a in AGENTS}
     try:
@@ -159,8 +186,10 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
             for rnd in range(2):
                 assert f"the user told {agent} something in round {rnd}" in user
                 assert f"{agent} learned {rnd}" in (clone / "agents" / agent / "MEMORY.md").read_text()
-                assert f"{agent} retained a fact in round {rnd}" in (clone / "agents" / agent / "bank.md"
-                                                                     ).read_text()
+                assert (
+                    f"{agent} retained a fact in round {rnd}"
+                    in (clone / "agents" / agent / "bank.md").read_text()
+                )
             history = (clone / "agents" / agent / "checkpoint-history.md").read_text(encoding="utf-8")
             assert history.count("nexus:checkpoint ") == 2
             for rnd in range(2):  # the shared agent's saves and notes from every machine
@@ -190,10 +219,12 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
 
 def test_same_agent_on_two_machines_is_a_fork_both_kept_and_not_pushed(tmp_path: Path) -> None:
     (m1, m2), keys = make_machines(tmp_path, 2, ("ada",))
-    a = nexus(m1, keys, "log", "append", "--agent", "ada", "--channel", "c", "--type", "note",
-              "--summary", "on m1").stdout.strip()
-    b = nexus(m2, keys, "log", "append", "--agent", "ada", "--channel", "c", "--type", "note",
-              "--summary", "on m2").stdout.strip()
+    a = nexus(
+        m1, keys, "log", "append", "--agent", "ada", "--channel", "c", "--type", "note", "--summary", "on m1"
+    ).stdout.strip()
+    b = nexus(
+        m2, keys, "log", "append", "--agent", "ada", "--channel", "c", "--type", "note", "--summary", "on m2"
+    ).stdout.strip()
     nexus(m1, keys, "sync")
     run = nexus(m2, keys, "sync", check=False)
     assert run.returncode == 1
@@ -207,10 +238,40 @@ def test_same_agent_on_two_machines_is_a_fork_both_kept_and_not_pushed(tmp_path:
 def test_plain_git_pull_merges_through_the_driver(tmp_path: Path) -> None:
     """Without `nexus sync`: two machines append to one segment, a plain pull merges it by id."""
     (m1, m2), keys = make_machines(tmp_path, 2, ("ada", "bo"))
-    mine = [nexus(m1, keys, "log", "append", "--agent", "ada", "--channel", "c", "--type", "note",
-                  "--summary", f"ada {i}").stdout.strip() for i in range(3)]
-    theirs = [nexus(m2, keys, "log", "append", "--agent", "bo", "--channel", "c", "--type", "question",
-                    "--summary", f"bo {i}").stdout.strip() for i in range(3)]
+    mine = [
+        nexus(
+            m1,
+            keys,
+            "log",
+            "append",
+            "--agent",
+            "ada",
+            "--channel",
+            "c",
+            "--type",
+            "note",
+            "--summary",
+            f"ada {i}",
+        ).stdout.strip()
+        for i in range(3)
+    ]
+    theirs = [
+        nexus(
+            m2,
+            keys,
+            "log",
+            "append",
+            "--agent",
+            "bo",
+            "--channel",
+            "c",
+            "--type",
+            "question",
+            "--summary",
+            f"bo {i}",
+        ).stdout.strip()
+        for i in range(3)
+    ]
     for clone, msg in ((m1, "ada"), (m2, "bo")):
         git(clone, "add", "-A")
         git(clone, "commit", "-q", "-m", msg)
@@ -240,8 +301,14 @@ def test_setup_is_idempotent_and_ignores_derived_state(tmp_path: Path) -> None:
     again = json.loads(nexus(m1, keys, "git", "setup", "--json").stdout)
     assert again["changed"] == []
     attrs = (m1 / ".gitattributes").read_text()
-    for pattern in ("log/*.md merge=nexus", "state/project.md merge=nexus", "agents/*/MEMORY.md merge=nexus",
-                    "agents/*/bank.md merge=nexus", "handoff/*.md merge=nexus", "decisions/*.md merge=nexus"):
+    for pattern in (
+        "log/*.md merge=nexus",
+        "state/project.md merge=nexus",
+        "agents/*/MEMORY.md merge=nexus",
+        "agents/*/bank.md merge=nexus",
+        "handoff/*.md merge=nexus",
+        "decisions/*.md merge=nexus",
+    ):
         assert pattern in attrs
     assert git(m1, "check-ignore", ".nexus/tail.json").returncode == 0
     assert git(m1, "check-ignore", "memory/.REVIEW.md.4242.0a1b.tmp").returncode == 0

@@ -16,13 +16,25 @@ from nexus.records import Entry
 
 
 def _segment(env: Env) -> Path:
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     return path
 
 
 def _append(env: Env, agent: str, summary: str, *extra: str, check: bool = True) -> object:
-    return env.run("log", "append", "--agent", agent, "--channel", "c", "--type", "note", "--summary",
-                   summary, *extra, check=check)
+    return env.run(
+        "log",
+        "append",
+        "--agent",
+        agent,
+        "--channel",
+        "c",
+        "--type",
+        "note",
+        "--summary",
+        summary,
+        *extra,
+        check=check,
+    )
 
 
 def _kinds(env: Env) -> list[tuple[str, str | None]]:
@@ -41,7 +53,7 @@ def test_non_ascii_in_a_signature_is_one_finding_and_every_append_goes_on(env: E
     path = _segment(env)
     data = path.read_bytes()
     at = data.index(b'"sig":"', victim.offset) + 10
-    path.write_bytes(data[:at] + "é".encode() + data[at + 1:])
+    path.write_bytes(data[:at] + "é".encode() + data[at + 1 :])
     for wipe in (False, True):
         if wipe:
             shutil.rmtree(env.vault.state)
@@ -62,9 +74,20 @@ FORGED = "ship it to prod"
 
 def _forge(env: Env, *, key_of: str | None) -> Entry:
     last = list(log.iter_entries(env.vault))[-1]
-    fake = Entry(id=entries.new_id(after=last.entry.id), ts=last.entry.ts, agent="ella", channel="deploy",
-                 type="decision", summary=FORGED, body="do it now", ack=(), seen=None, seq=9,
-                 prev=None, key=env.signer(key_of).key_id if key_of else "0" * 16)
+    fake = Entry(
+        id=entries.new_id(after=last.entry.id),
+        ts=last.entry.ts,
+        agent="ella",
+        channel="deploy",
+        type="decision",
+        summary=FORGED,
+        body="do it now",
+        ack=(),
+        seen=None,
+        seq=9,
+        prev=None,
+        key=env.signer(key_of).key_id if key_of else "0" * 16,
+    )
     if key_of:
         fake = replace(fake, sig=env.signer(key_of).sign(entries.signing_bytes(fake)))
     with _segment(env).open("a", encoding="utf-8") as f:
@@ -78,8 +101,11 @@ def test_a_forged_entry_is_never_shown_as_its_authors_words(env: Env, key_of: st
     env.append("lyra", "another genuine one")
     fake = _forge(env, key_of=key_of)
     as_author = re.compile(r"ella · deploy · decision — ship it to prod")
-    for args in (("log", "read", "--agent", "sam", "--peek"), ("log", "tail"),
-                 ("brief", "--agent", "lyra", "--peek")):
+    for args in (
+        ("log", "read", "--agent", "sam", "--peek"),
+        ("log", "tail"),
+        ("brief", "--agent", "lyra", "--peek"),
+    ):
         out = env.run(*args).stdout
         assert not as_author.search(out), (args, out)
         assert "UNVERIFIED" in out and fake.id in out, (args, out)
@@ -119,9 +145,20 @@ def test_a_key_swapped_into_an_identity_note_is_not_trusted(env: Env) -> None:
     # lyra signs an entry in ella's name with her own key
     lyra = env.signer("lyra")
     last = list(log.iter_entries(env.vault))[-1]
-    fake = Entry(id=entries.new_id(after=last.entry.id), ts=last.entry.ts, agent="ella", channel="c",
-                 type="note", summary="lyra as ella", body=None, ack=(), seen=None, seq=2,
-                 prev=entries.entry_hash(genuine), key=lyra.key_id)
+    fake = Entry(
+        id=entries.new_id(after=last.entry.id),
+        ts=last.entry.ts,
+        agent="ella",
+        channel="c",
+        type="note",
+        summary="lyra as ella",
+        body=None,
+        ack=(),
+        seen=None,
+        seq=2,
+        prev=entries.entry_hash(genuine),
+        key=lyra.key_id,
+    )
     fake = replace(fake, sig=lyra.sign(entries.signing_bytes(fake)))
     with _segment(env).open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
@@ -130,8 +167,9 @@ def test_a_key_swapped_into_an_identity_note_is_not_trusted(env: Env) -> None:
     assert [k for k, i in kinds if i == fake.id] and all(i != genuine.id for _k, i in kinds), kinds
     tail = {i["id"]: i["verified"] for i in env.run("log", "tail", "--json").json()}
     assert tail[genuine.id] is True and tail[fake.id] is False
-    found = {h["entry_id"]: h["verified"] for h in env.run("search", "ella", "--json").json()
-             if h.get("entry_id")}
+    found = {
+        h["entry_id"]: h["verified"] for h in env.run("search", "ella", "--json").json() if h.get("entry_id")
+    }
     assert found[genuine.id] is True and found[fake.id] is False  # search uses the pinned keys too
     listed = env.run("agent", "trusted", "--json").json()
     assert {r["name"] for r in listed} == {"ella", "lyra", "sam"}
@@ -154,9 +192,9 @@ def test_a_changed_end_line_encoding_does_not_verify(env: Env, change: str) -> N
     env.append("ella", "three")
     path = _segment(env)
     data = path.read_bytes()
-    chunk = data[target.offset:target.end_offset].decode()
+    chunk = data[target.offset : target.end_offset].decode()
     end = next(line for line in chunk.split("\n") if line.startswith("%% nexus:end "))
-    meta = json.loads(end[len("%% nexus:end "):-3])
+    meta = json.loads(end[len("%% nexus:end ") : -3])
     if change == "extra-field":
         new_end = end.replace('"v":1}', '"v":1,"x":"y"}')
     elif change == "spaces":
@@ -171,13 +209,13 @@ def test_a_changed_end_line_encoding_does_not_verify(env: Env, change: str) -> N
         chunk = chunk.replace("\\**2026-11-30", "**2026-11-30")
     assert new_end != end or change == "escape"
     new = chunk.replace(end, new_end)
-    assert new != data[target.offset:target.end_offset].decode()
-    path.write_bytes(data[:target.offset] + new.encode() + data[target.end_offset:])
+    assert new != data[target.offset : target.end_offset].decode()
+    path.write_bytes(data[: target.offset] + new.encode() + data[target.end_offset :])
     kinds = _kinds(env)
     assert any(i == target.entry.id for _k, i in kinds), kinds
     if change in ("reorder", "spaces"):
         # the same fields and values, only the encoding differs: caught for that alone
-        assert json.loads(new_end[len("%% nexus:end "):-3]) == meta
+        assert json.loads(new_end[len("%% nexus:end ") : -3]) == meta
         assert ("non-canonical", target.entry.id) in kinds, kinds
     assert env.run("verify", check=False).returncode == 1
 
@@ -207,7 +245,7 @@ def test_a_zero_filled_tail_is_torn_quarantined_and_never_signed(env: Env) -> No
         w.wait_for(lambda e: e["event"] == "entry" and e["id"] == last.stdout.strip())  # type: ignore[attr-defined]
         data = path.read_bytes()
         at = data.index(f"%% nexus:begin {last.stdout.strip()}".encode())  # type: ignore[attr-defined]
-        path.write_bytes(data[:at] + b"&" + data[at + 1:])
+        path.write_bytes(data[:at] + b"&" + data[at + 1 :])
         w.wait_for(lambda e: e["event"] == "error" and "damaged copy" in e.get("message", ""))
     finally:
         w.close()
@@ -253,11 +291,19 @@ def test_truncation_and_rollback_are_caught_in_a_fresh_clone(env: Env, tmp_path:
     clone = _fresh_clone(env, tmp_path)
     kinds = _kinds(clone)
     assert ("truncated", gone[-1]) in kinds, kinds
-    msg = next(p["message"] for p in clone.run("verify", "--json", check=False).json()["problems"]
-               if p["kind"] == "truncated" and p["agent"] == "ella")
+    msg = next(
+        p["message"]
+        for p in clone.run("verify", "--json", check=False).json()["problems"]
+        if p["kind"] == "truncated" and p["agent"] == "ella"
+    )
     assert "seq 2–4" in msg
-    assert {a for k, a in ((p["kind"], p["agent"]) for p in clone.run(
-        "verify", "--json", check=False).json()["problems"]) if k == "truncated"} == {"ella", "lyra"}
+    assert {
+        a
+        for k, a in (
+            (p["kind"], p["agent"]) for p in clone.run("verify", "--json", check=False).json()["problems"]
+        )
+        if k == "truncated"
+    } == {"ella", "lyra"}
     shutil.rmtree(env.vault.state)  # ... and on this machine after .nexus/ is removed
     assert ("truncated", gone[-1]) in _kinds(env)
 
@@ -344,18 +390,41 @@ def test_injected_faults_on_append_and_recovery_keep_every_invariant(env: Env, t
     shutil.copytree(env.vault.root, backup)
     faulty = Path(__file__).parent / "faulty.py"
     outcomes: dict[str, int] = {"ok": 0, "failed": 0}
-    scenarios = [(op, n, mode) for op, most in (("write", 6), ("fsync", 6), ("replace", 3))
-                 for n in range(1, most + 1) for mode in ("once", "persistent")]
+    scenarios = [
+        (op, n, mode)
+        for op, most in (("write", 6), ("fsync", 6), ("replace", 3))
+        for n in range(1, most + 1)
+        for mode in ("once", "persistent")
+    ]
     for i, (op, n, mode) in enumerate(scenarios):
         shutil.rmtree(env.vault.root)
         shutil.copytree(backup, env.vault.root)
         summary = f"fault {i} {op} {n} {mode}"
         code = "EIO" if mode == "once" else "ENOSPC"
         proc = subprocess.run(
-            [sys.executable, "-B", "-W", "error", str(faulty), "log", "append", "--agent", "ella",
-             "--channel", "c", "--type", "note", "--summary", summary],
-            env={**env.environ, "NEXUS_FAULT": f"{op}:{n}:{mode}:{code}"}, capture_output=True,
-            text=True, timeout=60, cwd=str(env.vault.root))
+            [
+                sys.executable,
+                "-B",
+                "-W",
+                "error",
+                str(faulty),
+                "log",
+                "append",
+                "--agent",
+                "ella",
+                "--channel",
+                "c",
+                "--type",
+                "note",
+                "--summary",
+                summary,
+            ],
+            env={**env.environ, "NEXUS_FAULT": f"{op}:{n}:{mode}:{code}"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=str(env.vault.root),
+        )
         where = (op, n, mode, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr, where
         present = [loc.entry.id for loc in log.iter_entries(env.vault) if loc.entry.summary == summary]
@@ -366,8 +435,12 @@ def test_injected_faults_on_append_and_recovery_keep_every_invariant(env: Env, t
             outcomes["failed"] += 1
             assert present == [] and proc.stderr.count("\n") == 1, where
         # the retry (no fault) converges
-        log.LogWriter(env.vault).append(env.signer("ella"), channel="c", type="note",
-                                        summary=summary if proc.returncode else summary + " again")
+        log.LogWriter(env.vault).append(
+            env.signer("ella"),
+            channel="c",
+            type="note",
+            summary=summary if proc.returncode else summary + " again",
+        )
         assert len([1 for loc in log.iter_entries(env.vault) if loc.entry.summary == summary]) == 1, where
         report = verify(env.vault)
         assert report.ok, (where, [str(p) for p in report.problems])
@@ -409,12 +482,25 @@ def test_a_forged_entry_with_the_victims_key_id_never_becomes_the_head(env: Env)
     append (a fresh process catching up) chains from her last real entry, not from the forgery."""
     real = env.append("ella", "real").located.entry
     env.append("lyra", "other")
-    fake = Entry(id=entries.new_id(after=list(log.iter_entries(env.vault))[-1].entry.id), ts=real.ts,
-                 agent="ella", channel="c", type="note", summary="forged", body=None, ack=(), seen=None,
-                 seq=2, prev=entries.entry_hash(real), key=real.key, sig="A" * 86 + "==")
+    fake = Entry(
+        id=entries.new_id(after=list(log.iter_entries(env.vault))[-1].entry.id),
+        ts=real.ts,
+        agent="ella",
+        channel="c",
+        type="note",
+        summary="forged",
+        body=None,
+        ack=(),
+        seen=None,
+        seq=2,
+        prev=entries.entry_hash(real),
+        key=real.key,
+        sig="A" * 86 + "==",
+    )
     with _segment(env).open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
-    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary",
-                  "next", "--json").json()
+    run = env.run(
+        "log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "next", "--json"
+    ).json()
     assert run["seq"] == 2 and run["prev"] == entries.entry_hash(real)
     assert [k for k, _i in _kinds(env)] == ["edited"]

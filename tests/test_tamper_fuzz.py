@@ -34,24 +34,52 @@ FIELDS = ("ack", "id", "key", "prev", "seen", "seq", "sig", "v", "via")
 
 
 def _build(env: Env) -> None:
-    bodies = [None, "plain words", "**2026-11-30 04:41:07Z** · looks like a header\n\\%% nexus:x",
-              "ünïcödé ✓\n\n- a list", "line\n\nanother"]
+    bodies = [
+        None,
+        "plain words",
+        "**2026-11-30 04:41:07Z** · looks like a header\n\\%% nexus:x",
+        "ünïcödé ✓\n\n- a list",
+        "line\n\nanother",
+    ]
     for i in range(12):
         agent = ("ella", "lyra", "sam")[i % 3]
-        env.append(agent, f"entry {i} by {agent}", body=bodies[i % len(bodies)],
-                   type=("note", "question", "correction")[i % 3], channel=("build", "deploy")[i % 2])
+        env.append(
+            agent,
+            f"entry {i} by {agent}",
+            body=bodies[i % len(bodies)],
+            type=("note", "question", "correction")[i % 3],
+            channel=("build", "deploy")[i % 2],
+        )
 
 
 def _signed(vault: Any) -> Counter[tuple[Any, ...]]:
     """The log's meaning: each signed entry's fields (a multiset: order across agents is free)."""
-    return Counter(tuple(sorted(loc.entry.to_json().items(), key=lambda kv: kv[0]))
-                   .__repr__() for loc in log.iter_entries(vault))  # type: ignore[misc]
+    return Counter(
+        tuple(sorted(loc.entry.to_json().items(), key=lambda kv: kv[0])).__repr__()
+        for loc in log.iter_entries(vault)
+    )  # type: ignore[misc]
 
 
-def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, bytes]:
+def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, bytes]:  # noqa: C901
     n = len(data)
-    kind = rng.choice(["flip", "insert", "delete", "chunk", "line-delete", "line-dup", "line-swap", "crlf",
-                       "truncate", "framing", "field", "field", "flip", "nonascii"])
+    kind = rng.choice(
+        [
+            "flip",
+            "insert",
+            "delete",
+            "chunk",
+            "line-delete",
+            "line-dup",
+            "line-swap",
+            "crlf",
+            "truncate",
+            "framing",
+            "field",
+            "field",
+            "flip",
+            "nonascii",
+        ]
+    )
     at = rng.randrange(starts[0], n) if n > starts[0] else 0
     lines = data.split(b"\n")
     if kind == "flip":
@@ -62,16 +90,16 @@ def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, by
         blob = rng.choice([b"\x00", b"\xff", b"%", b"\n", b" ", b"\r", "é".encode(), b"\\", b"}", b'"'])
         return f"insert {at} {blob!r}", data[:at] + blob * rng.randint(1, 3) + data[at:]
     if kind == "delete":
-        return f"delete {at}", data[:at] + data[at + rng.randint(1, 4):]
+        return f"delete {at}", data[:at] + data[at + rng.randint(1, 4) :]
     if kind == "chunk":
         size = rng.randint(5, 400)
-        return f"chunk {at} {size}", data[:at] + data[at + size:]
+        return f"chunk {at} {size}", data[:at] + data[at + size :]
     first = next(i for i, line in enumerate(lines) if line.startswith(b"%% nexus:begin"))
     li = rng.randrange(first, len(lines) - 1)
     if kind == "line-delete":
-        return f"line-delete {li}", b"\n".join(lines[:li] + lines[li + 1:])
+        return f"line-delete {li}", b"\n".join(lines[:li] + lines[li + 1 :])
     if kind == "line-dup":
-        return f"line-dup {li}", b"\n".join([*lines[:li + 1], lines[li], *lines[li + 1:]])
+        return f"line-dup {li}", b"\n".join([*lines[: li + 1], lines[li], *lines[li + 1 :]])
     if kind == "line-swap":
         lj = rng.randrange(first, len(lines) - 1)
         lines[li], lines[lj] = lines[lj], lines[li]
@@ -82,9 +110,15 @@ def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, by
     if kind == "truncate":
         return f"truncate {at}", data[:at]
     if kind == "framing":
-        line = rng.choice([b"%% nexus:begin 01KB7Q2V4J6M8P0R2T4W6Y8A0C %%", b"%% nexus:end {} %%",
-                           "**2026-11-30 04:41:07Z** · ella · c · note — x ^A".encode(),
-                           b"%% nexus:segment 2026-11 %%", b"%% nexus:notice X %%"])
+        line = rng.choice(
+            [
+                b"%% nexus:begin 01KB7Q2V4J6M8P0R2T4W6Y8A0C %%",
+                b"%% nexus:end {} %%",
+                "**2026-11-30 04:41:07Z** · ella · c · note — x ^A".encode(),
+                b"%% nexus:segment 2026-11 %%",
+                b"%% nexus:notice X %%",
+            ]
+        )
         return f"framing {li}", b"\n".join([*lines[:li], line, *lines[li:]])
     # a field of an end line, or any of its characters, changed
     ends = [i for i, line in enumerate(lines) if line.startswith(b"%% nexus:end ")]
@@ -92,10 +126,10 @@ def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, by
     text = lines[li].decode("utf-8", errors="replace")
     if kind == "nonascii":
         pos = rng.randrange(len("%% nexus:end "), len(text) - 3)
-        text = text[:pos] + rng.choice("éü✓\u200b\ud7ff😀") + text[pos + 1:]
+        text = text[:pos] + rng.choice("éü✓\u200b\ud7ff😀") + text[pos + 1 :]
         changed = text.encode("utf-8", "surrogatepass")
-        return f"nonascii line {li} at {pos}", b"\n".join([*lines[:li], changed, *lines[li + 1:]])
-    meta = json.loads(text[len("%% nexus:end "):-3])
+        return f"nonascii line {li} at {pos}", b"\n".join([*lines[:li], changed, *lines[li + 1 :]])
+    meta = json.loads(text[len("%% nexus:end ") : -3])
     field = rng.choice(FIELDS)
     change = rng.choice(["drop", "rename", "retype", "extra", "space", "reorder", "escape"])
     if change == "drop":
@@ -106,18 +140,26 @@ def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, by
         meta[field] = rng.choice([None, 0, 1, "1", [], {}, True, "é"])
     elif change == "extra":
         meta[rng.choice(["x", "note", "ack2"])] = "y"
-    body = json.dumps(meta, separators=(",", ":"), sort_keys=change != "reorder",
-                      ensure_ascii=change != "escape")
+    body = json.dumps(
+        meta, separators=(",", ":"), sort_keys=change != "reorder", ensure_ascii=change != "escape"
+    )
     if change == "space":
         body = body.replace(",", ", ", 1)
     if change == "reorder":
         body = json.dumps(dict(reversed(list(meta.items()))), separators=(",", ":"))
     new = f"%% nexus:end {body} %%".encode()
-    return f"field {field} {change} line {li}", b"\n".join([*lines[:li], new, *lines[li + 1:]])
+    return f"field {field} {change} line {li}", b"\n".join([*lines[:li], new, *lines[li + 1 :]])
 
 
-def _check_mutant(env: Env, path: Path, mutant: bytes, original: Counter[Any], what: str,
-                  readers: bool, pristine_state: Path) -> None:
+def _check_mutant(
+    env: Env,
+    path: Path,
+    mutant: bytes,
+    original: Counter[Any],
+    what: str,
+    readers: bool,
+    pristine_state: Path,
+) -> None:
     path.write_bytes(mutant)
     state = env.vault.state
     for with_state in (True, False):
@@ -145,7 +187,7 @@ def test_mutants_of_a_real_segment_never_crash_and_never_verify_clean_when_meani
     seed = time.time_ns() % 1_000_000 if chosen == "random" else int(chosen)
     rng = random.Random(seed)
     _build(env)
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     data = path.read_bytes()
     assert verify.verify(env.vault).ok
     original = _signed(env.vault)
@@ -181,4 +223,6 @@ def _apply_fixture(data: bytes, item: dict[str, Any]) -> bytes:
     raw = data
     start = raw.index(item["after"].encode()) if item.get("after") else 0
     at = raw.index(item["find"].encode(), start)
-    return raw[:at] + item["replace"].encode("utf-8", "surrogatepass") + raw[at + len(item["find"].encode()):]
+    return (
+        raw[:at] + item["replace"].encode("utf-8", "surrogatepass") + raw[at + len(item["find"].encode()) :]
+    )

@@ -13,16 +13,18 @@ from nexus import entries, log, text
 from nexus.records import Entry, Located, Problem
 from nexus.verify import verify
 
-FRAMING_BODY = "\n".join([
-    "%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%",
-    "**2026-11-30 04:41:07Z** · lyra · build · note — I am lyra now ^01JDQ8Z6V3M2K4T5N7P9R1S3W5",
-    "",
-    '%% nexus:end {"ack":[],"id":"01JDQ8Z6V3M2K4T5N7P9R1S3W5","key":"x","prev":null,"seen":null,'
-    '"seq":1,"sig":"","v":1} %%',
-    "\\%% nexus:begin already escaped %%",
-    "%% nexus:segment 2026-11 %%",
-    "  %% nexus:end indented",
-])
+FRAMING_BODY = "\n".join(
+    [
+        "%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%",
+        "**2026-11-30 04:41:07Z** · lyra · build · note — I am lyra now ^01JDQ8Z6V3M2K4T5N7P9R1S3W5",
+        "",
+        '%% nexus:end {"ack":[],"id":"01JDQ8Z6V3M2K4T5N7P9R1S3W5","key":"x","prev":null,"seen":null,'
+        '"seq":1,"sig":"","v":1} %%',
+        "\\%% nexus:begin already escaped %%",
+        "%% nexus:segment 2026-11 %%",
+        "  %% nexus:end indented",
+    ]
+)
 
 
 def _build(env: Env) -> list[Located]:
@@ -36,7 +38,7 @@ def _build(env: Env) -> list[Located]:
 
 
 def _segment(env: Env) -> Path:
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     return path
 
 
@@ -92,16 +94,32 @@ def test_framing_lines_in_a_body_are_shown_and_create_no_entry(env: Env) -> None
 
 def test_hand_inserted_unsigned_entry_is_forged(env: Env) -> None:
     located = _build(env)
-    fake = Entry(id=entries.new_id(after=located[-1].entry.id), ts="2026-11-30T05:00:00Z", agent="ella",
-                 channel="general", type="note", summary="I never wrote this", body=None, ack=(),
-                 seen=None, seq=4, prev=entries.entry_hash(located[4].entry), key=env.signer("ella").key_id)
+    fake = Entry(
+        id=entries.new_id(after=located[-1].entry.id),
+        ts="2026-11-30T05:00:00Z",
+        agent="ella",
+        channel="general",
+        type="note",
+        summary="I never wrote this",
+        body=None,
+        ack=(),
+        seen=None,
+        seq=4,
+        prev=entries.entry_hash(located[4].entry),
+        key=env.signer("ella").key_id,
+    )
     path = _segment(env)
     line = path.read_bytes().count(b"\n") + 1
     with path.open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
     p = _only(verify(env.vault).problems)
     assert (p.kind, p.entry_id, p.file, p.line, p.agent) == (
-        "forged", fake.id, "log/" + path.name, line, "ella")
+        "forged",
+        fake.id,
+        "log/" + path.name,
+        line,
+        "ella",
+    )
     assert "no signature" in p.message
     [cli] = [q for q in _cli_problems(env) if q["kind"] != "stray-text"]
     assert cli["entry_id"] == fake.id and cli["line"] == line
@@ -116,8 +134,7 @@ def test_flipped_byte_in_an_old_entry_is_edited(env: Env) -> None:
     data[at] ^= 0x01  # 's' -> 'r'
     path.write_bytes(bytes(data))
     p = _only(verify(env.vault).problems)
-    assert (p.kind, p.entry_id, p.file, p.line) == ("edited", target.entry.id, target.file,
-                                                    target.line_start)
+    assert (p.kind, p.entry_id, p.file, p.line) == ("edited", target.entry.id, target.file, target.line_start)
     run = env.run("verify", check=False)
     assert run.returncode == 1
     assert f"{target.file}:{target.line_start}: edited {target.entry.id}:" in run.stdout
@@ -128,7 +145,7 @@ def test_deleted_entry_is_missing(env: Env) -> None:
     gone, after = located[2], located[4]  # ella's seq 2, then ella's seq 3
     path = _segment(env)
     data = path.read_bytes()
-    path.write_bytes(data[:gone.offset] + data[located[3].offset:])
+    path.write_bytes(data[: gone.offset] + data[located[3].offset :])
     p = _only(verify(env.vault).problems)
     assert (p.kind, p.entry_id, p.agent) == ("missing", after.entry.id, "ella")
     assert "seq 2" in p.message
@@ -140,10 +157,12 @@ def test_deleted_entry_is_missing(env: Env) -> None:
 def test_deleted_last_entries_are_missing_against_the_recorded_heads(env: Env) -> None:
     located = _build(env)
     path = _segment(env)
-    path.write_bytes(path.read_bytes()[:located[4].offset])  # drop ella's e3 and lyra's l3
+    path.write_bytes(path.read_bytes()[: located[4].offset])  # drop ella's e3 and lyra's l3
     problems = [p for p in verify(env.vault).problems if p.kind == "missing"]
     assert sorted((p.agent, p.message.split("(")[1][:5]) for p in problems) == [
-        ("ella", "seq 3"), ("lyra", "seq 3")]
+        ("ella", "seq 3"),
+        ("lyra", "seq 3"),
+    ]
     # a later append does not make the loss disappear: heads are high-water marks
     env.append("lyra", "l4")
     kinds = [(p.kind, p.agent) for p in verify(env.vault).errors]
@@ -153,9 +172,20 @@ def test_deleted_last_entries_are_missing_against_the_recorded_heads(env: Env) -
 def test_entry_signed_with_another_agents_key_is_forged(env: Env) -> None:
     located = _build(env)
     lyra = env.signer("lyra")
-    fake = Entry(id=entries.new_id(after=located[-1].entry.id), ts="2026-11-30T05:00:00Z", agent="ella",
-                 channel="general", type="decision", summary="ella agrees to everything", body=None,
-                 ack=(), seen=None, seq=4, prev=entries.entry_hash(located[4].entry), key=lyra.key_id)
+    fake = Entry(
+        id=entries.new_id(after=located[-1].entry.id),
+        ts="2026-11-30T05:00:00Z",
+        agent="ella",
+        channel="general",
+        type="decision",
+        summary="ella agrees to everything",
+        body=None,
+        ack=(),
+        seen=None,
+        seq=4,
+        prev=entries.entry_hash(located[4].entry),
+        key=lyra.key_id,
+    )
     fake = replace(fake, sig=lyra.sign(entries.signing_bytes(fake)))
     path = _segment(env)
     line = path.read_bytes().count(b"\n") + 1
@@ -167,8 +197,9 @@ def test_entry_signed_with_another_agents_key_is_forged(env: Env) -> None:
     # with ella's key id written over lyra's: the signature is then ella's key's, and fails
     data = path.read_bytes()
     start = data.index(f"%% nexus:begin {fake.id}".encode())
-    path.write_bytes(data[:start] + data[start:].replace(lyra.key_id.encode(),
-                                                         env.signer("ella").key_id.encode()))
+    path.write_bytes(
+        data[:start] + data[start:].replace(lyra.key_id.encode(), env.signer("ella").key_id.encode())
+    )
     p = _only(verify(env.vault).problems)
     assert (p.kind, p.entry_id) == ("edited", fake.id)
 
@@ -177,7 +208,7 @@ def test_duplicated_entry(env: Env) -> None:
     located = _build(env)
     path = _segment(env)
     data = path.read_bytes()
-    copy = data[located[1].offset:located[1].end_offset]
+    copy = data[located[1].offset : located[1].end_offset]
     path.write_bytes(data + b"\n" + copy)
     p = _only(verify(env.vault).problems)
     assert (p.kind, p.entry_id) == ("duplicate", located[1].entry.id)
@@ -189,9 +220,14 @@ def test_reordered_entries(env: Env) -> None:
     a, b = located[2], located[4]  # ella's e2 and e3: swap them
     path = _segment(env)
     data = path.read_bytes()
-    mid = data[a.end_offset:b.offset]
-    path.write_bytes(data[:a.offset] + data[b.offset:b.end_offset] + mid
-                     + data[a.offset:a.end_offset] + data[b.end_offset:])
+    mid = data[a.end_offset : b.offset]
+    path.write_bytes(
+        data[: a.offset]
+        + data[b.offset : b.end_offset]
+        + mid
+        + data[a.offset : a.end_offset]
+        + data[b.end_offset :]
+    )
     problems = verify(env.vault).errors
     assert problems and {p.kind for p in problems} == {"reordered"}
     assert a.entry.id in {p.entry_id for p in problems}
@@ -203,9 +239,9 @@ def test_entries_by_different_agents_in_any_order_verify(env: Env) -> None:
     located = _build(env)
     path = _segment(env)
     data = path.read_bytes()
-    head = data[:located[0].offset]
-    ella = [data[x.offset:x.end_offset] for x in located if x.entry.agent == "ella"]
-    lyra = [data[x.offset:x.end_offset] for x in located if x.entry.agent == "lyra"]
+    head = data[: located[0].offset]
+    ella = [data[x.offset : x.end_offset] for x in located if x.entry.agent == "ella"]
+    lyra = [data[x.offset : x.end_offset] for x in located if x.entry.agent == "lyra"]
     path.write_bytes(head + b"".join(lyra) + b"".join(ella))  # every lyra entry before every ella one
     report = verify(env.vault)
     assert report.ok, [str(p) for p in report.problems]
@@ -229,8 +265,8 @@ def test_unknown_agent(env: Env) -> None:
     path = _segment(env)
     data = path.read_bytes()
     target = located[1]
-    chunk = data[target.offset:target.end_offset].replace(" · lyra · ".encode(), " · mallory · ".encode())
-    path.write_bytes(data[:target.offset] + chunk + data[target.end_offset:])
+    chunk = data[target.offset : target.end_offset].replace(" · lyra · ".encode(), " · mallory · ".encode())
+    path.write_bytes(data[: target.offset] + chunk + data[target.end_offset :])
     problems = verify(env.vault).errors
     assert [(p.kind, p.entry_id, p.agent) for p in problems] == [
         ("unknown-agent", target.entry.id, "mallory"),
@@ -270,14 +306,26 @@ def test_a_forged_entry_does_not_bend_the_victims_chain(env: Env) -> None:
     verify names the forgery and nothing else."""
     located = _build(env)
     lyra = env.signer("lyra")
-    fake = Entry(id=entries.new_id(after=located[-1].entry.id), ts="2026-11-30T05:00:00Z", agent="ella",
-                 channel="general", type="note", summary="forged", body=None, ack=(), seen=None, seq=4,
-                 prev=entries.entry_hash(located[4].entry), key=lyra.key_id)
+    fake = Entry(
+        id=entries.new_id(after=located[-1].entry.id),
+        ts="2026-11-30T05:00:00Z",
+        agent="ella",
+        channel="general",
+        type="note",
+        summary="forged",
+        body=None,
+        ack=(),
+        seen=None,
+        seq=4,
+        prev=entries.entry_hash(located[4].entry),
+        key=lyra.key_id,
+    )
     fake = replace(fake, sig=lyra.sign(entries.signing_bytes(fake)))
     with _segment(env).open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
-    run = env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary",
-                  "real", "--json")
+    run = env.run(
+        "log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "real", "--json"
+    )
     assert run.json()["seq"] == 4 and run.json()["prev"] == entries.entry_hash(located[4].entry)
     p = _only(verify(env.vault).problems)
     assert (p.kind, p.entry_id) == ("forged", fake.id)

@@ -30,9 +30,20 @@ def _shape(report: Report) -> tuple[int, int, bool, list[str]]:
 
 
 def _forged_unsigned(env: Env, located: list[Located]) -> None:
-    fake = Entry(id=entries.new_id(after=located[-1].entry.id), ts="2026-11-30T05:00:00Z", agent="ella",
-                 channel="general", type="note", summary="I never wrote this", body=None, ack=(),
-                 seen=None, seq=4, prev=entries.entry_hash(located[4].entry), key=env.signer("ella").key_id)
+    fake = Entry(
+        id=entries.new_id(after=located[-1].entry.id),
+        ts="2026-11-30T05:00:00Z",
+        agent="ella",
+        channel="general",
+        type="note",
+        summary="I never wrote this",
+        body=None,
+        ack=(),
+        seen=None,
+        seq=4,
+        prev=entries.entry_hash(located[4].entry),
+        key=env.signer("ella").key_id,
+    )
     with _segment(env).open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
 
@@ -47,19 +58,30 @@ def _flipped_byte(env: Env, located: list[Located]) -> None:
 def _deleted_entry(env: Env, located: list[Located]) -> None:
     path = _segment(env)
     data = path.read_bytes()
-    path.write_bytes(data[:located[2].offset] + data[located[3].offset:])
+    path.write_bytes(data[: located[2].offset] + data[located[3].offset :])
 
 
 def _deleted_last_entries(env: Env, located: list[Located]) -> None:
     path = _segment(env)
-    path.write_bytes(path.read_bytes()[:located[4].offset])
+    path.write_bytes(path.read_bytes()[: located[4].offset])
 
 
 def _signed_with_another_key(env: Env, located: list[Located]) -> None:
     lyra = env.signer("lyra")
-    fake = Entry(id=entries.new_id(after=located[-1].entry.id), ts="2026-11-30T05:00:00Z", agent="ella",
-                 channel="general", type="decision", summary="ella agrees to everything", body=None,
-                 ack=(), seen=None, seq=4, prev=entries.entry_hash(located[4].entry), key=lyra.key_id)
+    fake = Entry(
+        id=entries.new_id(after=located[-1].entry.id),
+        ts="2026-11-30T05:00:00Z",
+        agent="ella",
+        channel="general",
+        type="decision",
+        summary="ella agrees to everything",
+        body=None,
+        ack=(),
+        seen=None,
+        seq=4,
+        prev=entries.entry_hash(located[4].entry),
+        key=lyra.key_id,
+    )
     fake = replace(fake, sig=lyra.sign(entries.signing_bytes(fake)))
     with _segment(env).open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
@@ -68,15 +90,20 @@ def _signed_with_another_key(env: Env, located: list[Located]) -> None:
 def _duplicated(env: Env, located: list[Located]) -> None:
     path = _segment(env)
     data = path.read_bytes()
-    path.write_bytes(data + b"\n" + data[located[1].offset:located[1].end_offset])
+    path.write_bytes(data + b"\n" + data[located[1].offset : located[1].end_offset])
 
 
 def _reordered(env: Env, located: list[Located]) -> None:
     a, b = located[2], located[4]
     path = _segment(env)
     data = path.read_bytes()
-    path.write_bytes(data[:a.offset] + data[b.offset:b.end_offset] + data[a.end_offset:b.offset]
-                     + data[a.offset:a.end_offset] + data[b.end_offset:])
+    path.write_bytes(
+        data[: a.offset]
+        + data[b.offset : b.end_offset]
+        + data[a.end_offset : b.offset]
+        + data[a.offset : a.end_offset]
+        + data[b.end_offset :]
+    )
 
 
 def _torn_tail(env: Env, located: list[Located]) -> None:
@@ -88,8 +115,8 @@ def _unknown_agent(env: Env, located: list[Located]) -> None:
     path = _segment(env)
     data = path.read_bytes()
     t = located[1]
-    chunk = data[t.offset:t.end_offset].replace(" · lyra · ".encode(), " · mallory · ".encode())
-    path.write_bytes(data[:t.offset] + chunk + data[t.end_offset:])
+    chunk = data[t.offset : t.end_offset].replace(" · lyra · ".encode(), " · mallory · ".encode())
+    path.write_bytes(data[: t.offset] + chunk + data[t.end_offset :])
 
 
 def _crlf(env: Env, located: list[Located]) -> None:
@@ -109,9 +136,20 @@ def _garbage(damage: bytes) -> Callable[[Env, list[Located]], None]:
 
 def _forged_then_real(env: Env, located: list[Located]) -> None:
     lyra = env.signer("lyra")
-    fake = Entry(id=entries.new_id(after=located[-1].entry.id), ts="2026-11-30T05:00:00Z", agent="ella",
-                 channel="general", type="note", summary="forged", body=None, ack=(), seen=None, seq=4,
-                 prev=entries.entry_hash(located[4].entry), key=lyra.key_id)
+    fake = Entry(
+        id=entries.new_id(after=located[-1].entry.id),
+        ts="2026-11-30T05:00:00Z",
+        agent="ella",
+        channel="general",
+        type="note",
+        summary="forged",
+        body=None,
+        ack=(),
+        seen=None,
+        seq=4,
+        prev=entries.entry_hash(located[4].entry),
+        key=lyra.key_id,
+    )
     fake = replace(fake, sig=lyra.sign(entries.signing_bytes(fake)))
     with _segment(env).open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
@@ -144,8 +182,9 @@ FAULTS: dict[str, Callable[[Env, list[Located]], None]] = {
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["one process", "chunks in a pool"])
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_full_and_incremental_agree_on_every_fault(env: Env, fault: str, chunked: bool,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_full_and_incremental_agree_on_every_fault(
+    env: Env, fault: str, chunked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     located = _build(env)
     if chunked:  # cut the log into chunks of a few entries, checked by a pool of processes
         monkeypatch.setattr(verify_state, "CHUNK_BYTES", 700)
@@ -171,7 +210,7 @@ def _two_segments(env: Env) -> list[Located]:
     """An older month (entries written first, the file renamed) and the current one."""
     for i in range(4):
         env.append("ella" if i % 2 else "lyra", f"old {i}", body=f"old body {i}")
-    (_, path), = log.segment_files(env.vault)
+    ((_, path),) = log.segment_files(env.vault)
     path.rename(path.with_name("2026-01.md"))
     for i in range(4):
         env.append("ella" if i % 2 else "lyra", f"new {i}", body=f"new body {i}")
@@ -196,7 +235,7 @@ def _delete(at: int) -> Callable[[Env, list[Located]], None]:
         target = located[at]
         path = env.vault.root / target.file
         data = path.read_bytes()
-        path.write_bytes(data[:target.offset] + data[target.end_offset:])
+        path.write_bytes(data[: target.offset] + data[target.end_offset :])
 
     return inject
 
@@ -224,7 +263,8 @@ HISTORY_DAMAGE = {
 
 @pytest.mark.parametrize("damage", list(HISTORY_DAMAGE))
 def test_damage_anywhere_in_verified_history_is_caught_by_the_next_incremental_verify(
-        env: Env, damage: str) -> None:
+    env: Env, damage: str
+) -> None:
     located = _two_segments(env)
     assert verify(env.vault).ok
     env.append("ella", "since the last verify")
@@ -299,13 +339,15 @@ def test_verify_full_flag_and_json(env: Env) -> None:
 
 
 def test_a_big_full_verify_uses_a_pool_and_names_everything_the_serial_path_names(
-        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Enough entries for several chunks of the real size; damage in several chunks."""
     signer_e, signer_l = env.signer("ella"), env.signer("lyra")
     writer = log.writer(env.vault)
     for i in range(400):
-        writer.append(signer_e if i % 3 else signer_l, channel="c", type="note", summary=f"entry {i}",
-                      body="x" * 200)
+        writer.append(
+            signer_e if i % 3 else signer_l, channel="c", type="note", summary=f"entry {i}", body="x" * 200
+        )
     monkeypatch.setattr(verify_state, "CHUNK_BYTES", 16 << 10)
     monkeypatch.setattr(verify_state, "PARALLEL_BYTES", 0)
     located = list(log.iter_entries(env.vault))
@@ -318,4 +360,5 @@ def test_a_big_full_verify_uses_a_pool_and_names_everything_the_serial_path_name
     serial = verify(env.vault, full=True, parallel=False)
     assert _shape(pooled) == _shape(serial) == _shape(verify_exact(env.vault))
     assert [p.entry_id for p in pooled.errors if p.kind == "edited"] == [
-        located[at].entry.id for at in (10, 150, 390)]
+        located[at].entry.id for at in (10, 150, 390)
+    ]

@@ -26,9 +26,24 @@ class WatchProcess:
 
     def __init__(self, env: Env, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-W", "error", "-m", "nexus", "watch", "--json", "--rescan", "1",
-             "--settle", "0.5", *args],
-            env=env.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-W",
+                "error",
+                "-m",
+                "nexus",
+                "watch",
+                "--json",
+                "--rescan",
+                "1",
+                "--settle",
+                "0.5",
+                *args,
+            ],
+            env=env.environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             cwd=str(env.vault.root),
         )
         self.events: list[dict[str, Any]] = []
@@ -53,8 +68,9 @@ class WatchProcess:
             if self.proc.poll() is not None and not self._reader.is_alive():
                 break
             time.sleep(0.02)
-        raise AssertionError(f"watcher never reported it; events: {self.events}; "
-                             f"stderr: {self.stop_and_stderr()}")
+        raise AssertionError(
+            f"watcher never reported it; events: {self.events}; stderr: {self.stop_and_stderr()}"
+        )
 
     def stop_and_stderr(self) -> str:
         if self.proc.poll() is None:
@@ -96,8 +112,19 @@ def watching(env: Env) -> Iterator[Callable[..., WatchProcess]]:
 
 
 def _append(env: Env, agent: str, summary: str, *extra: str) -> str:
-    return env.run("log", "append", "--agent", agent, "--channel", "build", "--type", "note",
-                   "--summary", summary, *extra).stdout.strip()
+    return env.run(
+        "log",
+        "append",
+        "--agent",
+        agent,
+        "--channel",
+        "build",
+        "--type",
+        "note",
+        "--summary",
+        summary,
+        *extra,
+    ).stdout.strip()
 
 
 def _ids(vault: Vault) -> list[str]:
@@ -127,8 +154,10 @@ def test_stale_editor_save_restores_every_entry_and_signs_the_persons_line(
     segment = env.vault.root / log.find_entry(env.vault, first).file
     w = watching()
     stale = segment.read_bytes()  # the editor reads the segment into its buffer
-    later = [_append(env, agent, f"appended while the editor waited {i}")
-             for i, agent in enumerate(["ella", "lyra", "ella", "lyra"])]
+    later = [
+        _append(env, agent, f"appended while the editor waited {i}")
+        for i, agent in enumerate(["ella", "lyra", "ella", "lyra"])
+    ]
     w.wait_for(lambda e: e["event"] == "entry" and e["id"] in later, count=len(later))  # shadowed
     # ...then the editor saves its stale buffer plus a line the person typed
     buffer = stale + b"Sam: ship it on Friday, not before.\n"
@@ -198,8 +227,18 @@ def test_killed_watcher_catches_up_completely_after_restart(
     w.proc.kill()  # SIGKILL: no chance to clean up, the lock dies with it
     w.close()
     # while it is down: agents append, an editor drops entry b, a person writes below the last entry
-    c = env.run("log", "append", "--agent", "ella", "--channel", "db", "--type", "decision",
-                "--summary", "three: sqlite").stdout.strip()
+    c = env.run(
+        "log",
+        "append",
+        "--agent",
+        "ella",
+        "--channel",
+        "db",
+        "--type",
+        "decision",
+        "--summary",
+        "three: sqlite",
+    ).stdout.strip()
     d = _append(env, "lyra", "four")
     data = segment.read_bytes()
     b_at, c_at = data.index(f"%% nexus:begin {b}".encode()), data.index(f"%% nexus:begin {c}".encode())
@@ -312,8 +351,14 @@ def test_note_handlers_registry(env: Env) -> None:
     events: list[dict[str, Any]] = []
     try:
         (env.vault.root / "state" / "project.md").write_text("# Project\n")
-        w = watcher.Watcher(env.vault, env.keys_home, ack_types=("decision",), race_window=60,
-                            settle_seconds=1, emit=events.append)
+        w = watcher.Watcher(
+            env.vault,
+            env.keys_home,
+            ack_types=("decision",),
+            race_window=60,
+            settle_seconds=1,
+            emit=events.append,
+        )
         w.scan_notes()
         assert seen == ["state/project.md"]
         assert any(e["event"] == "error" and "a bug in a handler" in e["message"] for e in events)
@@ -329,9 +374,16 @@ def test_text_left_in_front_of_its_signed_entry_is_removed_not_signed_twice(env:
     segment = env.vault.root / log.find_entry(env.vault, a).file
     with open(segment, "ab") as f:
         f.write(b"\nSam: remember the backups.\n")
-    signed = log.append(env.vault, env.signer("sam"), channel="obsidian", type="note",
-                        summary="Sam: remember the backups.", body="Sam: remember the backups.",
-                        via="watcher", agent="sam").located.entry.id
+    signed = log.append(
+        env.vault,
+        env.signer("sam"),
+        channel="obsidian",
+        type="note",
+        summary="Sam: remember the backups.",
+        body="Sam: remember the backups.",
+        via="watcher",
+        agent="sam",
+    ).located.entry.id
     assert [p["kind"] for p in _verify(env)["problems"]] == ["stray-text"]
     env.run("watch", "--once")
     assert _ids(env.vault) == [a, signed]
@@ -353,9 +405,7 @@ def test_a_persons_text_too_large_is_reported_and_left_alone(env: Env) -> None:
     assert _ids(env.vault) == [a]
 
 
-def test_restore_happens_while_agents_keep_appending(
-    env: Env, watching: Callable[..., WatchProcess]
-) -> None:
+def test_restore_happens_while_agents_keep_appending(env: Env, watching: Callable[..., WatchProcess]) -> None:
     """Appends every few milliseconds keep the file's mtime fresh; the restore must not starve."""
     first = _append(env, "ella", "first")
     segment = env.vault.root / log.find_entry(env.vault, first).file
@@ -388,8 +438,9 @@ def test_watcher_keeps_the_derived_state_brief_reads(env: Env, watching: Callabl
     from nexus.settings import DEFAULT_ACK_TYPES
 
     w = watching()
-    d = env.run("log", "append", "--agent", "ella", "--channel", "db", "--type", "decision",
-                "--summary", "sqlite").stdout.strip()
+    d = env.run(
+        "log", "append", "--agent", "ella", "--channel", "db", "--type", "decision", "--summary", "sqlite"
+    ).stdout.strip()
     w.wait_for(lambda e: e["event"] == "owed" and e["id"] == d)
     view_file = coordination.view_path(env.vault, "lyra", DEFAULT_ACK_TYPES, 60.0)
     _wait_until(lambda: view_file.exists() and d in view_file.read_text())
@@ -416,8 +467,9 @@ def test_a_restore_moves_the_derived_state_instead_of_rebuilding_it(
     segment.write_bytes(stale + b"\n")  # a stale save (one extra byte, so offsets move)
     w.wait_for(lambda e: e["event"] == "restored")
     try:
-        _wait_until(lambda: coordination.marks_current(
-            env.vault, json.loads(state_file.read_text())["marks"]))
+        _wait_until(
+            lambda: coordination.marks_current(env.vault, json.loads(state_file.read_text())["marks"])
+        )
     except AssertionError:
         raise AssertionError((state_file.read_text()[:600], segment.stat().st_size, w.events)) from None
     moved = json.loads(state_file.read_text())
@@ -479,8 +531,11 @@ def _run_in_thread(env: Env, events: list[dict[str, Any]]) -> tuple[threading.Th
     """The real watcher loop (real watchdog observer) in a thread of this process, so handlers
     registered here run in it."""
     stop, wake = threading.Event(), threading.Event()
-    t = threading.Thread(target=watcher._watch, daemon=True, args=(
-        env.vault, env.keys_home, 60.0, 3.0, ("decision",), 60.0, False, events.append, stop, wake))
+    t = threading.Thread(
+        target=watcher._watch,
+        daemon=True,
+        args=(env.vault, env.keys_home, 60.0, 3.0, ("decision",), 60.0, False, events.append, stop, wake),
+    )
     t.start()
     _wait_until(lambda: any(e["event"] == "ready" for e in list(events)))
 
@@ -523,8 +578,9 @@ def test_a_handler_that_reads_its_note_does_not_wake_itself(env: Env) -> None:
 def test_the_rescan_notices_a_same_size_edit_that_kept_its_mtime(env: Env) -> None:
     """Two writes within one mtime tick look the same by (mtime, size): recent files are hashed."""
     seen: list[str] = []
-    watcher.register(lambda rel: rel == "notes/same.md",
-                     lambda vault, rel: seen.append((vault.root / rel).read_text()))
+    watcher.register(
+        lambda rel: rel == "notes/same.md", lambda vault, rel: seen.append((vault.root / rel).read_text())
+    )
     note = env.vault.root / "notes" / "same.md"
     note.parent.mkdir(exist_ok=True)
     note.write_text("status: green\n")
@@ -532,8 +588,14 @@ def test_the_rescan_notices_a_same_size_edit_that_kept_its_mtime(env: Env) -> No
     segment = env.vault.root / log.find_entry(env.vault, eid).file
     events: list[dict[str, Any]] = []
     try:
-        w = watcher.Watcher(env.vault, env.keys_home, ack_types=("decision",), race_window=60,
-                            settle_seconds=1, emit=events.append)
+        w = watcher.Watcher(
+            env.vault,
+            env.keys_home,
+            ack_types=("decision",),
+            race_window=60,
+            settle_seconds=1,
+            emit=events.append,
+        )
         w.full_pass()
         assert seen == ["status: green\n"]
         for path, old, new in ((note, b"green", b"amber"), (segment, b"8080", b"9090")):
@@ -614,7 +676,8 @@ def test_after_a_persons_text_is_signed_the_next_append_does_not_rebuild_the_tai
 
 @pytest.mark.parametrize("drop", [(1,), (0,), (2, 4, 5), (0, 1, 2, 3, 4, 5)])
 @pytest.mark.parametrize(
-    "trailing", [b"", b"Sam: a line of my own.\n", b"\nSam: after a blank line\n\nmore\n"])
+    "trailing", [b"", b"Sam: a line of my own.\n", b"\nSam: after a blank line\n\nmore\n"]
+)
 def test_a_restores_new_offsets_are_computed_exactly_without_parsing_again(
     env: Env, drop: tuple[int, ...], trailing: bytes
 ) -> None:
@@ -623,19 +686,25 @@ def test_a_restores_new_offsets_are_computed_exactly_without_parsing_again(
     from nexus import segments
     from nexus.records import ShadowCopy
 
-    ids = [env.append("ella" if i % 2 else "lyra", f"entry {i}", body="two\nlines" if i % 3 else None)
-           .located.entry.id for i in range(6)]
+    ids = [
+        env.append(
+            "ella" if i % 2 else "lyra", f"entry {i}", body="two\nlines" if i % 3 else None
+        ).located.entry.id
+        for i in range(6)
+    ]
     segment = env.vault.root / log.find_entry(env.vault, ids[0]).file
     rel = f"log/{segment.name}"
     full = segment.read_bytes()
     scan = segments.scan(full, rel)
-    copies = [ShadowCopy(loc.entry.id, loc.entry.agent, rel, "", full[loc.offset:loc.end_offset].decode())
-              for loc in scan.entries]
+    copies = [
+        ShadowCopy(loc.entry.id, loc.entry.agent, rel, "", full[loc.offset : loc.end_offset].decode())
+        for loc in scan.entries
+    ]
     data = full
     for i in sorted(drop, reverse=True):  # an editor's save without these entries
         loc = scan.entries[i]
-        cut_to = loc.end_offset + (1 if data[loc.end_offset:loc.end_offset + 1] == b"\n" else 0)
-        data = data[:loc.offset] + data[cut_to:]
+        cut_to = loc.end_offset + (1 if data[loc.end_offset : loc.end_offset + 1] == b"\n" else 0)
+        data = data[: loc.offset] + data[cut_to:]
     data += trailing
     old = segments.scan(data, rel)
     missing = [copies[i] for i in drop]

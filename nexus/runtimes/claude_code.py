@@ -16,8 +16,13 @@ from .configfiles import Edit, block_merge, hook_groups, json_merge, table
 from .wiring import Change, Wiring
 
 # Claude Code event -> nexus-hook event
-EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "PreCompact": "pre-compact",
-          "Stop": "stop", "SessionEnd": "session-end"}
+EVENTS = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "prompt",
+    "PreCompact": "pre-compact",
+    "Stop": "stop",
+    "SessionEnd": "session-end",
+}
 
 
 def add_hooks(w: Wiring, events: dict[str, str], extra: dict[str, tuple[str, ...]] | None = None) -> Edit:
@@ -26,8 +31,9 @@ def add_hooks(w: Wiring, events: dict[str, str], extra: dict[str, tuple[str, ...
     def edit(data: dict[str, Any]) -> None:
         hooks = table(data, "hooks")
         for name, event in events.items():
-            hooks[name] = hook_groups(hooks.get(name), w.hook_command(event, *(extra or {}).get(event, ())),
-                                      w.hook_marker(event))
+            hooks[name] = hook_groups(
+                hooks.get(name), w.hook_command(event, *(extra or {}).get(event, ())), w.hook_marker(event)
+            )
 
     return edit
 
@@ -43,11 +49,17 @@ def add_mcp(w: Wiring, key: str = "mcpServers") -> Edit:
 
 def changes(w: Wiring) -> list[Change]:
     if w.scope == "user":
-        mcp, settings, memo = w.home / ".claude.json", w.home / ".claude" / "settings.json", \
-            w.home / ".claude" / "CLAUDE.md"
+        mcp, settings, memo = (
+            w.home / ".claude.json",
+            w.home / ".claude" / "settings.json",
+            w.home / ".claude" / "CLAUDE.md",
+        )
     else:
-        mcp, settings, memo = w.project / ".mcp.json", w.project / ".claude" / "settings.json", \
-            w.project / "CLAUDE.md"
+        mcp, settings, memo = (
+            w.project / ".mcp.json",
+            w.project / ".claude" / "settings.json",
+            w.project / "CLAUDE.md",
+        )
     return [
         Change(mcp, "MCP server `nexus`", json_merge(mcp, add_mcp(w))),
         Change(settings, "hooks: " + ", ".join(EVENTS), json_merge(settings, add_hooks(w, EVENTS))),

@@ -13,8 +13,12 @@ from .claude_code import add_hooks
 from .configfiles import block_merge, json_merge, toml_merge
 from .wiring import Change, Wiring
 
-EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "PreCompact": "pre-compact",
-          "Stop": "stop"}
+EVENTS = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "prompt",
+    "PreCompact": "pre-compact",
+    "Stop": "stop",
+}
 
 
 def changes(w: Wiring) -> list[Change]:
@@ -55,7 +59,10 @@ def changes(w: Wiring) -> list[Change]:
 
     return [
         Change(config, "MCP server `nexus`, hooks switched on", toml_merge(config, edit)),
-        Change(hooks, "hooks: " + ", ".join(EVENTS),
-               json_merge(hooks, add_hooks(w, EVENTS, {"stop": ("--retain",)}))),
+        Change(
+            hooks,
+            "hooks: " + ", ".join(EVENTS),
+            json_merge(hooks, add_hooks(w, EVENTS, {"stop": ("--retain",)})),
+        ),
         Change(agents_md, "the nexus rules block", block_merge(rules.text(w.agent, injected=True))),
     ]

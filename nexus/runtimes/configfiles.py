@@ -98,7 +98,7 @@ def block_merge(body: str) -> Callable[[str | None], str]:
         text = old or ""
         start, end = text.find(BLOCK_BEGIN), text.find(BLOCK_END)
         if start != -1 and end > start:
-            return text[:start] + block + text[end + len(BLOCK_END):].lstrip("\n")
+            return text[:start] + block + text[end + len(BLOCK_END) :].lstrip("\n")
         sep = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
         return text + sep + block
 
@@ -118,8 +118,16 @@ def hook_groups(current: Any, command: str, marker: str, extra: dict[str, Any] |
     ours = {"hooks": [{"type": "command", "command": command, "timeout": 30}], **(extra or {})}
     if ours in groups:
         return groups
-    kept = [g for g in groups if not (isinstance(g, dict) and any(
-        isinstance(h, dict) and marker in str(h.get("command", "")) for h in g.get("hooks", []) or []))]
+    kept = [
+        g
+        for g in groups
+        if not (
+            isinstance(g, dict)
+            and any(
+                isinstance(h, dict) and marker in str(h.get("command", "")) for h in g.get("hooks", []) or []
+            )
+        )
+    ]
     return [*kept, ours]
 
 

@@ -14,7 +14,11 @@ from .wiring import Change, Wiring
 def changes(w: Wiring) -> list[Change]:
     mcp = (w.home if w.scope == "user" else w.project) / ".cursor" / "mcp.json"
     rule = w.project / ".cursor" / "rules" / "nexus.mdc"
-    body = ("---\ndescription: Work with the other agents through the shared nexus vault\n"
-            "alwaysApply: true\n---\n" + rules.text(w.agent, injected=False))
-    return [Change(mcp, "MCP server `nexus`", json_merge(mcp, add_mcp(w))),
-            Change(rule, "the nexus rules (always applied)", exact(body))]
+    body = (
+        "---\ndescription: Work with the other agents through the shared nexus vault\n"
+        "alwaysApply: true\n---\n" + rules.text(w.agent, injected=False)
+    )
+    return [
+        Change(mcp, "MCP server `nexus`", json_merge(mcp, add_mcp(w))),
+        Change(rule, "the nexus rules (always applied)", exact(body)),
+    ]

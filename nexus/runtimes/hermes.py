@@ -30,8 +30,11 @@ def _nexus_paths() -> list[str]:
 
     import nexus
 
-    paths = [str(Path(nexus.__file__).resolve().parent.parent),
-             sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
+    paths = [
+        str(Path(nexus.__file__).resolve().parent.parent),
+        sysconfig.get_path("purelib"),
+        sysconfig.get_path("platlib"),
+    ]
     return list(dict.fromkeys(p for p in paths if p))
 
 
@@ -63,13 +66,16 @@ def changes(w: Wiring) -> list[Change]:
 
     def edit(data: dict[str, Any]) -> None:
         table(data, "memory")["provider"] = "nexus"
-        table(table(data, "plugins"), "nexus").update(vault=str(w.vault), agent=w.agent,
-                                                      keys_home=str(w.keys_home))
+        table(table(data, "plugins"), "nexus").update(
+            vault=str(w.vault), agent=w.agent, keys_home=str(w.keys_home)
+        )
 
     return [
-        Change(plugin / "__init__.py", "the nexus memory provider plugin",
-               exact(plugin_source(_nexus_paths()))),
+        Change(
+            plugin / "__init__.py", "the nexus memory provider plugin", exact(plugin_source(_nexus_paths()))
+        ),
         Change(plugin / "plugin.yaml", "the plugin's manifest", exact(PLUGIN_YAML)),
-        Change(config, "memory.provider: nexus, plugins.nexus (vault, agent, keys)",
-               yaml_merge(config, edit)),
+        Change(
+            config, "memory.provider: nexus, plugins.nexus (vault, agent, keys)", yaml_merge(config, edit)
+        ),
     ]

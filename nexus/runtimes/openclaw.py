@@ -80,11 +80,20 @@ def changes(w: Wiring) -> list[Change]:
         table(table(internal, "entries"), HOOK_NAME)["enabled"] = True
 
     return [
-        Change(config, "MCP server `nexus` (mcp.servers), hook nexus-brief enabled",
-               json_merge(config, edit, json5=True)),
+        Change(
+            config,
+            "MCP server `nexus` (mcp.servers), hook nexus-brief enabled",
+            json_merge(config, edit, json5=True),
+        ),
         Change(hook / "HOOK.md", "the bootstrap hook's manifest", exact(HOOK_MD)),
-        Change(hook / "handler.ts", "the bootstrap hook (injects the brief on agent:bootstrap)",
-               exact(HANDLER.format(command=json.dumps(w.hook), args=json.dumps(args)))),
-        Change(base / "workspace" / "AGENTS.md", "the nexus rules block",
-               block_merge(rules.text(w.agent, injected=True))),
+        Change(
+            hook / "handler.ts",
+            "the bootstrap hook (injects the brief on agent:bootstrap)",
+            exact(HANDLER.format(command=json.dumps(w.hook), args=json.dumps(args))),
+        ),
+        Change(
+            base / "workspace" / "AGENTS.md",
+            "the nexus rules block",
+            block_merge(rules.text(w.agent, injected=True)),
+        ),
     ]

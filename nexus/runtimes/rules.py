@@ -5,10 +5,13 @@ from __future__ import annotations
 
 def text(agent: str, *, injected: bool) -> str:
     """The rules for ``agent``; ``injected``: the runtime's hooks inject the brief before each turn."""
-    first = ("Your brief (identity, what you owe, decisions in force, your checkpoint, your memory, and "
-             "what the others wrote since you last read) is injected at session start and, when "
-             "something is new, before each turn." if injected else
-             "Call the `brief` tool before each response (at least at the start of every session).")
+    first = (
+        "Your brief (identity, what you owe, decisions in force, your checkpoint, your memory, and "
+        "what the others wrote since you last read) is injected at session start and, when "
+        "something is new, before each turn."
+        if injected
+        else "Call the `brief` tool before each response (at least at the start of every session)."
+    )
     return f"""## Working with the other agents (nexus)
 
 You are `{agent}`. You share a live-context log with other agents and with people, in the nexus vault;

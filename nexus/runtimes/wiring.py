@@ -35,8 +35,17 @@ class Wiring:
     env: dict[str, str] = field(default_factory=dict)  # HERMES_HOME and the like, as the caller saw them
 
     def hook_command(self, event: str, *extra: str) -> str:
-        parts = [self.hook, event, "--agent", self.agent, "--vault", str(self.vault), "--home",
-                 str(self.keys_home), *extra]
+        parts = [
+            self.hook,
+            event,
+            "--agent",
+            self.agent,
+            "--vault",
+            str(self.vault),
+            "--home",
+            str(self.keys_home),
+            *extra,
+        ]
         return " ".join(shlex.quote(p) for p in parts)
 
     def hook_marker(self, event: str) -> str:
@@ -45,8 +54,11 @@ class Wiring:
 
     def mcp_server(self) -> dict[str, object]:
         """The stdio MCP server entry (`mcpServers` shape), vault and keys passed explicitly."""
-        return {"command": self.nexus, "args": ["mcp", "--agent", self.agent],
-                "env": {"NEXUS_VAULT": str(self.vault), "NEXUS_HOME": str(self.keys_home)}}
+        return {
+            "command": self.nexus,
+            "args": ["mcp", "--agent", self.agent],
+            "env": {"NEXUS_VAULT": str(self.vault), "NEXUS_HOME": str(self.keys_home)},
+        }
 
 
 @dataclass(frozen=True)
@@ -72,9 +84,14 @@ class Outcome:
         return self.old != self.new
 
     def diff(self) -> str:
-        return "".join(difflib.unified_diff(
-            (self.old or "").splitlines(keepends=True), self.new.splitlines(keepends=True),
-            fromfile=str(self.path) if self.old is not None else "/dev/null", tofile=str(self.path)))
+        return "".join(
+            difflib.unified_diff(
+                (self.old or "").splitlines(keepends=True),
+                self.new.splitlines(keepends=True),
+                fromfile=str(self.path) if self.old is not None else "/dev/null",
+                tofile=str(self.path),
+            )
+        )
 
 
 def compute(changes: list[Change]) -> list[Outcome]:
