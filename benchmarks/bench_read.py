@@ -42,7 +42,7 @@ def generate(vault: Vault, keys: Path, n: int) -> float:
     t0 = time.perf_counter()
     signers = {name: identity.load_signer(vault, keys, name) for name in ("ella", "lyra", "sam")}
     names = list(signers)
-    heads: dict[str, list[object]] = {}
+    heads: dict[str, tuple[int, str]] = {}
     start_ms = int(time.time() * 1000) - (n + 10) * STEP_MS
     files: dict[str, tuple[int, int, int, str]] = {}  # segment -> (size, lines, last start, last id)
     cur_name: str | None = None
@@ -82,12 +82,12 @@ def generate(vault: Vault, keys: Path, n: int) -> float:
             ack=(),
             seen=None,
             seq=int(head[0]) + 1 if head else 1,
-            prev=str(head[1]) if head else None,  # type: ignore[call-overload]
+            prev=str(head[1]) if head else None,
             key=signers[agent].key_id,
         )
         canonical = entries.canonical(e)
         e = replace(e, sig=signers[agent].sign(entries.SIGN_CONTEXT + canonical))
-        heads[agent] = [e.seq, entries.hash_canonical(canonical, e.sig)]
+        heads[agent] = (e.seq, entries.hash_canonical(canonical, e.sig))
         data = entries.render(e).encode()
         start, first_line = size, lines + 1
         out.append(data)

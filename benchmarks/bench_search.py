@@ -116,7 +116,10 @@ def make_vault(root: Path, keys: Path, n: int, rng: random.Random) -> tuple[Vaul
     for name, texts in files.items():
         (vault.log_dir / f"{name}.md").write_text(segments.preamble(name) + "".join(texts), encoding="utf-8")
     for d in range(max(20, n // 500)):  # notes: decisions, checkpoints, a person's notes
-        text = lambda k: " ".join(rng.choices(words, cum_weights=cum, k=k))  # noqa: E731
+
+        def text(k: int) -> str:
+            return " ".join(rng.choices(words, cum_weights=cum, k=k))
+
         status = "superseded" if d % 4 == 0 else "active"
         (vault.root / "decisions" / f"D-{d:04d}-x.md").write_text(
             f"---\nid: D-{d:04d}\ntitle: {text(4)}\nstatus: {status}\nauthor: {rng.choice(AGENTS)}\n---\n"
@@ -164,7 +167,7 @@ def queries(
 ) -> dict[str, list[str]]:
     pool = [w for w in rng.choices(words, cum_weights=cum, k=k * 20) if w not in COMMON]
     bodies = [loc.entry.body for loc in itertools.islice(log.iter_entries(vault), 0, 5000) if loc.entry.body]
-    phrases = []
+    phrases: list[str] = []
     while len(phrases) < k:
         ws = [w for w in rng.choice(bodies).split() if w not in COMMON]
         if len(ws) > 3:

@@ -21,6 +21,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -269,7 +270,7 @@ def label_of(hit: object, labels: dict[str, str]) -> str | None:
     return labels.get(getattr(hit, "path", ""))
 
 
-def evaluate(vault: object, labels: dict[str, str]) -> dict[str, object]:
+def evaluate(vault: object, labels: dict[str, str]) -> dict[str, Any]:
     import inspect
 
     from nexus import search
@@ -277,7 +278,7 @@ def evaluate(vault: object, labels: dict[str, str]) -> dict[str, object]:
     extra: dict[str, object] = {}
     if "languages" in inspect.signature(search.search).parameters:  # (absent before issue 13)
         extra["languages"] = LANGUAGES
-    per_query = []
+    per_query: list[dict[str, Any]] = []
     for text, relevant in QUERIES:
         hits = search.search(vault, text, limit=10, **extra)  # type: ignore[arg-type]
         ranked: list[str] = []
@@ -320,7 +321,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0
-    for q in result["per_query"]:  # type: ignore[union-attr]
+    for q in result["per_query"]:
         print(f"  p@5 {q['p5']:.2f}  rr {q['rr']:.2f}  {q['query']!r:32} → {', '.join(q['top'])}")
     print(
         f"precision@5 {result['precision_at_5']:.3f}   MRR {result['mrr']:.3f}   "

@@ -22,7 +22,7 @@ def _install(spec: str) -> None:
         calls[0] += 1
         if calls[0] == nth or (mode == "persistent" and calls[0] > nth):
             if op == "write" and len(args) == 2 and isinstance(args[1], (bytes, bytearray, memoryview)):
-                data = memoryview(args[1])  # type: ignore[arg-type]
+                data = memoryview(args[1])
                 if len(data) > 1:
                     real(args[0], data[: len(data) // 2])
             raise OSError(number, os.strerror(number))

@@ -64,7 +64,7 @@ def test_content_that_looks_like_structure_round_trips(env: Env) -> None:
 )
 def test_bad_input_is_refused_and_nothing_written(env: Env, kw: dict[str, str], err: type) -> None:
     with pytest.raises(err):
-        bank.retain(env.vault, "ella", **kw)  # type: ignore[arg-type]
+        bank.retain(env.vault, "ella", **kw)
     assert not (env.vault.root / "agents/ella/bank.md").exists()
 
 

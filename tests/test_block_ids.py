@@ -10,7 +10,7 @@ import re
 from conftest import Env
 from markdown_it import MarkdownIt
 
-from nexus import entries, log
+from nexus import entries, log, records
 
 
 def test_every_block_id_ends_its_paragraph(env: Env) -> None:
@@ -34,7 +34,7 @@ def test_every_block_id_ends_its_paragraph(env: Env) -> None:
 
 def test_an_entry_written_before_reads_the_same() -> None:
     """A body-less entry without the blank line (as written before issue 13) parses to the same entry."""
-    e = entries.Entry(
+    e = records.Entry(
         id="01KB7Q2V4J6M8P0R2T4W6Y8A0C",
         ts="2026-11-30T04:41:07Z",
         agent="ella",

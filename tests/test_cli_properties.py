@@ -38,7 +38,7 @@ FRAMING = [
     "\x1b[2J",
 ]
 # Anything a process can receive in argv: no NUL, no lone surrogate.
-ARGV_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+ARGV_CHARS = st.characters(codec="utf-8", exclude_characters="\x00")
 argv_text = st.text(ARGV_CHARS, max_size=60)
 names = st.one_of(
     st.sampled_from(["ella", "lyra", "sam", "Ella", "../ella", "ella/x", "con", "-x", ""]), argv_text
@@ -55,11 +55,9 @@ summaries = st.one_of(
 )
 bodies = st.one_of(
     st.none(),
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=300),
+    st.text(st.characters(codec="utf-8"), max_size=300),
     st.lists(
-        st.one_of(
-            st.text(st.characters(blacklist_categories=("Cs",)), max_size=40), st.sampled_from(FRAMING)
-        ),
+        st.one_of(st.text(st.characters(codec="utf-8"), max_size=40), st.sampled_from(FRAMING)),
         max_size=8,
     ).map("\n".join),
 )

@@ -20,7 +20,7 @@ WORKER = Path(__file__).resolve().parent / "log_worker.py"
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 65536)
         if not chunk:

@@ -52,6 +52,11 @@ def _ok(result: Any) -> Any:
     return result.structured_content
 
 
+def _text(resource: Any) -> str:
+    """The text of a resource read through the client."""
+    return str(resource.contents[0].text)
+
+
 def _tool_names(env: Env, tools: str = "all") -> dict[str, Any]:
     from mcp import Client
 
@@ -87,7 +92,7 @@ def test_stdio_smoke_through_the_official_client(env: Env) -> None:
             entry_id = appended.structured_content["id"]
             found = await session.call_tool("search", {"query": "capybara"})
             assert [h["entry_id"] for h in found.structured_content["items"]] == [entry_id]
-            refused = await session.call_tool(
+            refused: Any = await session.call_tool(
                 "log_append", {"channel": "Bad Channel", "type": "note", "summary": "x"}
             )
             assert refused.is_error and "invalid channel" in refused.content[0].text
@@ -200,9 +205,10 @@ def test_resources_live_log_decisions_and_checkpoint(env: Env) -> None:
                 "decide", {"title": "Tabs never", "decision": "Spaces only.", "rationale": "PEP 8."}
             )
             await client.call_tool("checkpoint_save", {"task": "lint", "step": "ruff", "next": "mypy"})
-            log = (await client.read_resource("nexus://log/tail")).contents[0].text
-            dec = (await client.read_resource("nexus://decisions")).contents[0].text
-            cp = (await client.read_resource("nexus://checkpoint/ella")).contents[0].text
+            log = _text(await client.read_resource("nexus://log/tail"))
+            dec = _text(await client.read_resource("nexus://decisions"))
+            cp = _text(await client.read_resource("nexus://checkpoint/ella"))
+            missing: Any
             try:
                 missing = await client.read_resource("nexus://checkpoint/lyra")
             except Exception as err:  # the client raises on a resource error

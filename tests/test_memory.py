@@ -12,6 +12,7 @@ from conftest import Env
 
 from nexus import memory
 from nexus.errors import InputError, MemoryFullError, NotFoundError, UnsafeContentError
+from nexus.records import MemoryResult
 
 SEP = "\n§\n"
 
@@ -20,7 +21,7 @@ def _file(env: Env, target: str = "memory", agent: str = "ella") -> Path:
     return env.vault.root / ("USER.md" if target == "user" else f"agents/{agent}/MEMORY.md")
 
 
-def add(env: Env, text: str, limit: int = 2200, target: str = "memory") -> memory.MemoryResult:
+def add(env: Env, text: str, limit: int = 2200, target: str = "memory") -> MemoryResult:
     return memory.add(env.vault, target, "ella", text, limit=limit)
 
 

@@ -8,9 +8,7 @@ from hypothesis import strategies as st
 from nexus import bank, memory
 from nexus.records import BankFact
 
-_text = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r"), min_size=1, max_size=200
-)
+_text = st.text(st.characters(codec="utf-8", exclude_characters="\r"), min_size=1, max_size=200)
 entry = _text.map(str.strip).filter(lambda e: bool(e) and memory.DELIM not in f"\n{e}\n")
 
 

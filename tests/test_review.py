@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Env
@@ -155,9 +156,18 @@ def test_a_tick_saved_in_place_while_the_watcher_reacts_is_never_lost(
             review.write_text(new, encoding="utf-8")
         else:
             _tick(review, f.id, atomic=True)
-        _wait_for(f"{f.id} to be approved", lambda fid=f.id: bank.find(env.vault, fid).status == "approved")
+        _wait_for(f"{f.id} to be approved", _approved(env, f.id))
     assert all(bank.find(env.vault, fid).reviewed_by == "sam" for fid in ids)
     _wait_for("the note to list nothing", lambda: "_Nothing waits for review._" in review.read_text("utf-8"))
+
+
+def _approved(env: Env, fid: str) -> Callable[[], bool]:
+    return lambda: bank.find(env.vault, fid).status == "approved"
+
+
+def _finish(fh: Any, text: str) -> None:
+    fh.write(text)
+    fh.close()
 
 
 def test_a_rewrite_waits_for_a_half_written_note(env: Env) -> None:
@@ -169,7 +179,7 @@ def test_a_rewrite_waits_for_a_half_written_note(env: Env) -> None:
     review = env.vault.root / "memory" / "REVIEW.md"
     ticked = review.read_text(encoding="utf-8").replace("- [ ]", "- [x]")
     fh = open(review, "w", encoding="utf-8")  # noqa: SIM115 - the save is finished by the thread
-    finish = threading.Timer(0.2, lambda: (fh.write(ticked), fh.close()))
+    finish = threading.Timer(0.2, lambda: _finish(fh, ticked))
     finish.start()
     bank.rebuild_review(env.vault)  # an agent's retain rewriting the note at that moment
     finish.join()

@@ -301,7 +301,7 @@ def test_the_mcp_entry_it_wrote_starts_a_server_that_finds_the_vault(
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
-                res = await session.call_tool("brief", {})
+                res: Any = await session.call_tool("brief", {})
                 return str(res.content[0].text)
 
     assert "nexus brief for ella" in asyncio.run(go())

@@ -144,9 +144,9 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
             for clone in rng.sample(clones, 1):
                 nexus(clone, keys, "sync")
             for proc, agent in zip(procs, AGENTS, strict=True):
-                out, err = proc.communicate(timeout=120)
-                assert proc.returncode == 0, err
-                data = json.loads(out)
+                stdout, stderr = proc.communicate(timeout=120)
+                assert proc.returncode == 0, stderr
+                data = json.loads(stdout)
                 acked.update(data["acked"])
                 read_by[agent] += data["read"]
             for clone in rng.sample(clones, 3):

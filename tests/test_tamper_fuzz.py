@@ -52,12 +52,12 @@ def _build(env: Env) -> None:
         )
 
 
-def _signed(vault: Any) -> Counter[tuple[Any, ...]]:
+def _signed(vault: Any) -> Counter[str]:
     """The log's meaning: each signed entry's fields (a multiset: order across agents is free)."""
     return Counter(
-        tuple(sorted(loc.entry.to_json().items(), key=lambda kv: kv[0])).__repr__()
+        repr(tuple(sorted(loc.entry.to_json().items(), key=lambda kv: kv[0])))
         for loc in log.iter_entries(vault)
-    )  # type: ignore[misc]
+    )
 
 
 def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, bytes]:  # noqa: C901
@@ -223,6 +223,5 @@ def _apply_fixture(data: bytes, item: dict[str, Any]) -> bytes:
     raw = data
     start = raw.index(item["after"].encode()) if item.get("after") else 0
     at = raw.index(item["find"].encode(), start)
-    return (
-        raw[:at] + item["replace"].encode("utf-8", "surrogatepass") + raw[at + len(item["find"].encode()) :]
-    )
+    replacement: bytes = item["replace"].encode("utf-8", "surrogatepass")
+    return raw[:at] + replacement + raw[at + len(item["find"].encode()) :]

@@ -13,7 +13,7 @@ import pytest
 from conftest import Env
 from test_verify import _build  # the same six-entry log the serial tests verify
 
-from nexus import entries, log, verify_state
+from nexus import entries, identity, log, verify_state
 from nexus.records import Entry, Located
 from nexus.verify import Report, verify, verify_exact
 
@@ -286,7 +286,7 @@ def test_a_verify_after_new_entries_checks_only_those(env: Env, monkeypatch: pyt
     _build(env)
     assert verify(env.vault).checked == 6
     calls: list[bytes] = []
-    real = verify_mod.verify_signature
+    real = identity.verify_signature
 
     def counting(public_key: str, signature: str, data: bytes) -> bool:
         calls.append(data)

@@ -416,7 +416,7 @@ def test_restore_happens_while_agents_keep_appending(env: Env, watching: Callabl
     with open(segment, "r+b") as f:  # the editor's stale in-place save
         f.truncate(0)
         f.write(stale)
-    during = []
+    during: list[dict[str, Any]] = []
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline and not any(e["event"] == "restored" for e in list(w.events)):
         during.append(env.append("ella", f"busy {len(during)}").located.entry.id)
