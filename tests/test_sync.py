@@ -104,14 +104,11 @@ def worker(clone: Path, keys: Path, agent: str, rnd: int) -> subprocess.Popen[st
     )
 
 
-@pytest.mark.slow
-def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> None:  # noqa: C901
-    clones, keys = make_machines(tmp_path, agents=(*AGENTS, "team"))
-    rng = random.Random(11)
+def _watch(clone: Path, keys: Path, events: Path) -> subprocess.Popen[str]:
+    """`nexus watch` on one clone, its events in a file (a full pipe would stall the watcher), once ready."""
     env = dict(os.environ, NEXUS_HOME=str(keys))
     env.pop("NEXUS_VAULT", None)
-    events = tmp_path / "watch.jsonl"
-    with open(events, "w") as out:  # (a file, not a pipe: a full pipe would stall the watcher)
+    with open(events, "w") as out:
         watcher = subprocess.Popen(
             [
                 sys.executable,
@@ -120,7 +117,7 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
                 "-m",
                 "nexus",
                 "--vault",
-                str(clones[1]),
+                str(clone),
                 "watch",
                 "--json",
                 "--rescan",
@@ -131,33 +128,103 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
             text=True,
             env=env,
         )
+    deadline = time.monotonic() + 60
+    while '"ready"' not in events.read_text():  # wait until it watches
+        assert watcher.poll() is None and time.monotonic() < deadline, "the watcher did not start"
+        time.sleep(0.05)
+    return watcher
+
+
+def _play_rounds(clones: list[Path], keys: Path, rng: random.Random) -> tuple[set[str], dict[str, list[str]]]:
+    """Two rounds: agents act on every machine while machines sync in random orders.
+
+    Returns what the agents acknowledged and what each read."""
     acked: set[str] = set()
     read_by: dict[str, list[str]] = {a: [] for a in AGENTS}
-    try:
-        deadline = time.monotonic() + 60
-        while '"ready"' not in events.read_text():  # wait until it watches
-            assert watcher.poll() is None and time.monotonic() < deadline, "the watcher did not start"
-            time.sleep(0.05)
-        for rnd in range(2):
-            procs = [worker(clone, keys, agent, rnd) for clone, agent in zip(clones, AGENTS, strict=True)]
-            # Syncs while agents act on every machine: the sync holds the write locks while git merges.
-            for clone in rng.sample(clones, 1):
-                nexus(clone, keys, "sync")
-            for proc, agent in zip(procs, AGENTS, strict=True):
-                stdout, stderr = proc.communicate(timeout=120)
-                assert proc.returncode == 0, stderr
-                data = json.loads(stdout)
-                acked.update(data["acked"])
-                read_by[agent] += data["read"]
-            for clone in rng.sample(clones, 3):
-                if clone == clones[1] and rnd == 1:
-                    # a plain commit and pull, as a person would, on the machine whose watcher runs
-                    git(clone, "add", "-A")
-                    git(clone, "commit", "-q", "-m", "by hand")
-                    git(clone, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
-                nexus(clone, keys, "sync")
-        for clone in [*clones, *clones[:2]]:  # everyone ends with everything
+    for rnd in range(2):
+        procs = [worker(clone, keys, agent, rnd) for clone, agent in zip(clones, AGENTS, strict=True)]
+        # Syncs while agents act on every machine: the sync holds the write locks while git merges.
+        for clone in rng.sample(clones, 1):
             nexus(clone, keys, "sync")
+        for proc, agent in zip(procs, AGENTS, strict=True):
+            stdout, stderr = proc.communicate(timeout=120)
+            assert proc.returncode == 0, stderr
+            data = json.loads(stdout)
+            acked.update(data["acked"])
+            read_by[agent] += data["read"]
+        for clone in rng.sample(clones, 3):
+            if clone == clones[1] and rnd == 1:
+                # a plain commit and pull, as a person would, on the machine whose watcher runs
+                git(clone, "add", "-A")
+                git(clone, "commit", "-q", "-m", "by hand")
+                git(clone, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+            nexus(clone, keys, "sync")
+    for clone in [*clones, *clones[:2]]:  # everyone ends with everything
+        nexus(clone, keys, "sync")
+    return acked, read_by
+
+
+def _check_clone(clone: Path, keys: Path, acked: set[str]) -> None:
+    """One machine after the last sync: every acknowledged write there once, verified, nothing dropped."""
+    ids = ids_in(clone)
+    assert len(ids) == len(set(ids)), "an entry twice"
+    assert acked <= set(ids), f"lost on {clone.name}: {sorted(acked - set(ids))}"
+    report = json.loads(nexus(clone, keys, "verify", "--json").stdout)
+    assert report["ok"], report["problems"]
+    kinds = {p["kind"] for p in report["problems"]}
+    assert "sync-conflict" in kinds  # the state diverged: shown, as a note in conflicts/
+    states = sorted((clone / "conflicts").glob("state-*.md"))
+    assert states and "the project state diverged" in states[0].read_text(encoding="utf-8")
+    shown = nexus(clone, keys, "state", "show")
+    assert f"state conflict: another machine's version is in conflicts/{states[0].name}" in shown.stderr
+    notes = sorted((clone / "decisions").glob("D-*.md"))
+    assert len(notes) == 6 and len({n.name[:6] for n in notes}) == 6  # 3 agents x 2 rounds, no id twice
+    user = (clone / "USER.md").read_text(encoding="utf-8")
+    for agent in AGENTS:
+        for rnd in range(2):
+            assert f"the user told {agent} something in round {rnd}" in user
+            assert f"{agent} learned {rnd}" in (clone / "agents" / agent / "MEMORY.md").read_text()
+            assert (
+                f"{agent} retained a fact in round {rnd}"
+                in (clone / "agents" / agent / "bank.md").read_text()
+            )
+        history = (clone / "agents" / agent / "checkpoint-history.md").read_text(encoding="utf-8")
+        assert history.count("nexus:checkpoint ") == 2
+        for rnd in range(2):  # the shared agent's saves and notes from every machine
+            step = f"{agent}'s machine, round {rnd}"
+            assert sum(step in line for line in history_team(clone).splitlines()) == 1
+            assert f"team noted {agent} {rnd}" in (clone / "agents" / "team" / "MEMORY.md").read_text()
+    assert len(list((clone / "handoff").glob("*.md"))) == 3  # one per machine, none dropped
+
+
+def _check_agreement(clones: list[Path], keys: Path, read_by: dict[str, list[str]]) -> None:
+    """Races and owed acknowledgements come from the log alone: every machine agrees, and agents on
+    different machines who acted at once (neither had seen the other's entry) raced. Cursors after
+    merges: every entry by others reached each agent exactly once, over its reads."""
+    answers = []
+    for clone in clones:
+        vault = Vault(clone)
+        found = [(r.a.entry.id, r.b.entry.id, r.resolved_by) for r in races.find_races(vault)]
+        owed = {a: [i.entry.id for i in acks.owed(vault, a, DEFAULT_ACK_TYPES)] for a in AGENTS}
+        answers.append((found, owed))
+        assert any({r.a.entry.agent, r.b.entry.agent} == {"ada", "bo"} for r in races.find_races(vault))
+    assert answers[0] == answers[1] == answers[2]
+    for clone, agent in zip(clones, AGENTS, strict=True):
+        final = json.loads(nexus(clone, keys, "log", "read", "--agent", agent, "--json").stdout)
+        got = read_by[agent] + [e["id"] for e in final]
+        vault = Vault(clone)
+        others = {loc.entry.id for loc in log.iter_entries(vault) if loc.entry.agent != agent}
+        assert len(got) == len(set(got)), f"{agent} read an entry twice"
+        assert set(got) == others, f"{agent} missed {sorted(others - set(got))[:5]}"
+
+
+@pytest.mark.slow
+def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> None:
+    clones, keys = make_machines(tmp_path, agents=(*AGENTS, "team"))
+    events = tmp_path / "watch.jsonl"
+    watcher = _watch(clones[1], keys, events)
+    try:
+        acked, read_by = _play_rounds(clones, keys, random.Random(11))
         assert watcher.poll() is None, "the watcher died"
     finally:
         watcher.terminate()
@@ -168,53 +235,8 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
     heads = {git(c, "rev-parse", "HEAD").stdout.strip() for c in clones}
     assert len(heads) == 1
     for clone in clones:
-        ids = ids_in(clone)
-        assert len(ids) == len(set(ids)), "an entry twice"
-        assert acked <= set(ids), f"lost on {clone.name}: {sorted(acked - set(ids))}"
-        report = json.loads(nexus(clone, keys, "verify", "--json").stdout)
-        assert report["ok"], report["problems"]
-        kinds = {p["kind"] for p in report["problems"]}
-        assert "sync-conflict" in kinds  # the state diverged: shown, as a note in conflicts/
-        states = sorted((clone / "conflicts").glob("state-*.md"))
-        assert states and "the project state diverged" in states[0].read_text(encoding="utf-8")
-        shown = nexus(clone, keys, "state", "show")
-        assert f"state conflict: another machine's version is in conflicts/{states[0].name}" in shown.stderr
-        notes = sorted((clone / "decisions").glob("D-*.md"))
-        assert len(notes) == 6 and len({n.name[:6] for n in notes}) == 6  # 3 agents x 2 rounds, no id twice
-        user = (clone / "USER.md").read_text(encoding="utf-8")
-        for agent in AGENTS:
-            for rnd in range(2):
-                assert f"the user told {agent} something in round {rnd}" in user
-                assert f"{agent} learned {rnd}" in (clone / "agents" / agent / "MEMORY.md").read_text()
-                assert (
-                    f"{agent} retained a fact in round {rnd}"
-                    in (clone / "agents" / agent / "bank.md").read_text()
-                )
-            history = (clone / "agents" / agent / "checkpoint-history.md").read_text(encoding="utf-8")
-            assert history.count("nexus:checkpoint ") == 2
-            for rnd in range(2):  # the shared agent's saves and notes from every machine
-                step = f"{agent}'s machine, round {rnd}"
-                assert sum(step in line for line in history_team(clone).splitlines()) == 1
-                assert f"team noted {agent} {rnd}" in (clone / "agents" / "team" / "MEMORY.md").read_text()
-        assert len(list((clone / "handoff").glob("*.md"))) == 3  # one per machine, none dropped
-    # Races and owed acknowledgements come from the log alone: every machine agrees, and agents on
-    # different machines who acted at once (neither had seen the other's entry) raced.
-    answers = []
-    for clone in clones:
-        vault = Vault(clone)
-        found = [(r.a.entry.id, r.b.entry.id, r.resolved_by) for r in races.find_races(vault)]
-        owed = {a: [i.entry.id for i in acks.owed(vault, a, DEFAULT_ACK_TYPES)] for a in AGENTS}
-        answers.append((found, owed))
-        assert any({r.a.entry.agent, r.b.entry.agent} == {"ada", "bo"} for r in races.find_races(vault))
-    assert answers[0] == answers[1] == answers[2]
-    # Cursors after merges: every entry by others reached each agent exactly once, over its reads.
-    for clone, agent in zip(clones, AGENTS, strict=True):
-        final = json.loads(nexus(clone, keys, "log", "read", "--agent", agent, "--json").stdout)
-        got = read_by[agent] + [e["id"] for e in final]
-        vault = Vault(clone)
-        others = {loc.entry.id for loc in log.iter_entries(vault) if loc.entry.agent != agent}
-        assert len(got) == len(set(got)), f"{agent} read an entry twice"
-        assert set(got) == others, f"{agent} missed {sorted(others - set(got))[:5]}"
+        _check_clone(clone, keys, acked)
+    _check_agreement(clones, keys, read_by)
 
 
 def test_same_agent_on_two_machines_is_a_fork_both_kept_and_not_pushed(tmp_path: Path) -> None:

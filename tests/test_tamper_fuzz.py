@@ -60,28 +60,46 @@ def _signed(vault: Any) -> Counter[str]:
     )
 
 
-def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, bytes]:  # noqa: C901
-    n = len(data)
-    kind = rng.choice(
-        [
-            "flip",
-            "insert",
-            "delete",
-            "chunk",
-            "line-delete",
-            "line-dup",
-            "line-swap",
-            "crlf",
-            "truncate",
-            "framing",
-            "field",
-            "field",
-            "flip",
-            "nonascii",
-        ]
-    )
-    at = rng.randrange(starts[0], n) if n > starts[0] else 0
+KINDS = [
+    "flip",
+    "insert",
+    "delete",
+    "chunk",
+    "line-delete",
+    "line-dup",
+    "line-swap",
+    "crlf",
+    "truncate",
+    "framing",
+    "field",
+    "field",
+    "flip",
+    "nonascii",
+]
+FRAMING_LINES = [
+    b"%% nexus:begin 01KB7Q2V4J6M8P0R2T4W6Y8A0C %%",
+    b"%% nexus:end {} %%",
+    "**2026-11-30 04:41:07Z** · ella · c · note — x ^A".encode(),
+    b"%% nexus:segment 2026-11 %%",
+    b"%% nexus:notice X %%",
+]
+
+
+def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, bytes]:
+    """One random mutation of a segment's bytes: of its bytes, of its lines, or of an end line's fields."""
+    kind = rng.choice(KINDS)
+    at = rng.randrange(starts[0], len(data)) if len(data) > starts[0] else 0
+    if kind in ("flip", "insert", "delete", "chunk"):
+        return _mutate_bytes(rng, data, kind, at)
     lines = data.split(b"\n")
+    first = next(i for i, line in enumerate(lines) if line.startswith(b"%% nexus:begin"))
+    li = rng.randrange(first, len(lines) - 1)
+    if kind in ("line-delete", "line-dup", "line-swap", "crlf", "truncate", "framing"):
+        return _mutate_lines(rng, data, lines, kind, at, (first, li))
+    return _mutate_end_line(rng, lines, kind)
+
+
+def _mutate_bytes(rng: random.Random, data: bytes, kind: str, at: int) -> tuple[str, bytes]:
     if kind == "flip":
         b = bytearray(data)
         b[at] ^= 1 << rng.randrange(8)
@@ -91,11 +109,14 @@ def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, by
         return f"insert {at} {blob!r}", data[:at] + blob * rng.randint(1, 3) + data[at:]
     if kind == "delete":
         return f"delete {at}", data[:at] + data[at + rng.randint(1, 4) :]
-    if kind == "chunk":
-        size = rng.randint(5, 400)
-        return f"chunk {at} {size}", data[:at] + data[at + size :]
-    first = next(i for i, line in enumerate(lines) if line.startswith(b"%% nexus:begin"))
-    li = rng.randrange(first, len(lines) - 1)
+    size = rng.randint(5, 400)
+    return f"chunk {at} {size}", data[:at] + data[at + size :]
+
+
+def _mutate_lines(
+    rng: random.Random, data: bytes, lines: list[bytes], kind: str, at: int, where: tuple[int, int]
+) -> tuple[str, bytes]:
+    first, li = where
     if kind == "line-delete":
         return f"line-delete {li}", b"\n".join(lines[:li] + lines[li + 1 :])
     if kind == "line-dup":
@@ -109,18 +130,12 @@ def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, by
         return f"crlf {at} {end}", data[:at] + data[at:end].replace(b"\n", b"\r\n") + data[end:]
     if kind == "truncate":
         return f"truncate {at}", data[:at]
-    if kind == "framing":
-        line = rng.choice(
-            [
-                b"%% nexus:begin 01KB7Q2V4J6M8P0R2T4W6Y8A0C %%",
-                b"%% nexus:end {} %%",
-                "**2026-11-30 04:41:07Z** · ella · c · note — x ^A".encode(),
-                b"%% nexus:segment 2026-11 %%",
-                b"%% nexus:notice X %%",
-            ]
-        )
-        return f"framing {li}", b"\n".join([*lines[:li], line, *lines[li:]])
-    # a field of an end line, or any of its characters, changed
+    line = rng.choice(FRAMING_LINES)
+    return f"framing {li}", b"\n".join([*lines[:li], line, *lines[li:]])
+
+
+def _mutate_end_line(rng: random.Random, lines: list[bytes], kind: str) -> tuple[str, bytes]:
+    """A field of an end line, or any of its characters, changed."""
     ends = [i for i, line in enumerate(lines) if line.startswith(b"%% nexus:end ")]
     li = rng.choice(ends)
     text = lines[li].decode("utf-8", errors="replace")
