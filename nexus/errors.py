@@ -7,7 +7,8 @@ these is raised before a write starts.
     NexusError
     ├── VaultError            no vault found, not a vault, refusing to take over a folder
     ├── InputError            bad input: names, summaries, bodies, invisible characters, sizes
-    │   └── UnsafeContentError  the safety scan blocked content headed for memory
+    │   ├── UnsafeContentError  the safety scan blocked content headed for memory
+    │   └── QueryError          a search query with bad syntax, or a search language with no stemmer
     ├── IdentityError         unknown agent, missing or mismatched key, not a human identity
     ├── ConflictError         a stale edit: the file changed since the version the edit was based on
     │   └── StaleEditError      a stale `state set`: carries the current version and a diff
@@ -16,7 +17,7 @@ these is raised before a write starts.
     │   └── MemoryFullError     an add/replace over MEMORY.md/USER.md's limit (carries entries, usage)
     ├── IntegrityError        the vault's own files are damaged in a way that stops the operation
     ├── BusyError             another process holds what this one needs (a second watcher)
-    └── QueryError            a search query with bad syntax
+    └── IndexBuildError       building the search index failed (a helper process failed or died)
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ class ForkError(IntegrityError):
 
 class BusyError(NexusError):
     """Another process holds what this one needs."""
+
+
+class IndexBuildError(NexusError):
+    """Building the search index failed; the index is as it was (the next search tries again)."""
 
 
 class QueryError(InputError):

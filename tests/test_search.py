@@ -8,13 +8,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import Env
 
 from nexus import search, sections
 from nexus.errors import InputError, QueryError
+from nexus.search import builder, engine, finder
 
 
 def _note(env: Env, rel: str, text: str) -> Path:
@@ -86,7 +86,6 @@ def test_a_corrupt_index_is_rebuilt(env: Env) -> None:
     folder = env.vault.state / "index" / manifest["dir"]
     for f in folder.iterdir():
         f.write_bytes(b"garbage")
-    search._CACHE.clear()
     run = env.run("search", "badger", "--json")
     assert [h["title"] for h in run.json()] == ["badger sighting"]
     (env.vault.state / "index" / "manifest.json").write_text("{not json")
@@ -311,15 +310,14 @@ def test_a_parallel_build_gives_the_same_results_as_a_single_process_one(
     search.rebuild(env.vault)
     single = [(h.path, h.line_start, h.entry_id) for h in search.search(env.vault, "tern", limit=100)]
     single_manifest = json.loads((env.vault.state / "index" / "manifest.json").read_text())["files"]
-    monkeypatch.setattr(search, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(search, "CHUNK_BYTES", 2000)  # cut the segment into many pieces
+    monkeypatch.setattr(builder, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(builder, "CHUNK_BYTES", 2000)  # cut the segment into many pieces
     monkeypatch.setattr(os, "cpu_count", lambda: 3)
     search.rebuild(env.vault)
     manifest = json.loads((env.vault.state / "index" / "manifest.json").read_text())
-    from whoosh import index
-
-    ix: Any = index.open_dir(str(env.vault.state / "index" / manifest["dir"]))  # whoosh is untyped
-    assert len(ix.reader().leaf_readers()) == 3
+    searcher = engine.Index.open(env.vault.state / "index" / manifest["dir"]).searcher()
+    assert len(searcher.leaves()) == 3  # one segment a process
+    searcher.close()
     parallel = [(h.path, h.line_start, h.entry_id) for h in search.search(env.vault, "tern", limit=100)]
     assert sorted(parallel) == sorted(single) and len(single) == 62
     assert manifest["files"] == single_manifest
@@ -364,7 +362,7 @@ def test_block_scoring_gives_the_same_hits_and_scores_as_whoosh_collector(
     ]
     both = fast[1]
     assert sorted(plain[: len(both)]) == both and len(plain) > len(both)
-    monkeypatch.setattr(search, "FAST", False)
+    monkeypatch.setattr(finder, "FAST", False)
     slow = [run(q, **kw) for q, kw in queries]
     assert fast == slow
     assert all(fast)
@@ -421,8 +419,8 @@ print("ok")
 )
 def test_plain_word_queries_skip_the_parser_with_the_same_query(text: str) -> None:
     fast, phrases = search.parse_query(text)
-    parsed = search._rewrite(search._PARSER.parse(text))
-    assert fast.normalize() == parsed.normalize() and phrases == []
+    parsed, _ = search.parse_query(text, shortcut=False)
+    assert fast == parsed and phrases == []
 
 
 def test_snippets_never_bold_inside_a_wikilink(env: Env) -> None:

@@ -1,0 +1,70 @@
+"""Full-text search over the whole vault, never stale, with provenance.
+
+What is indexed: every log entry (id, agent, channel, type, time, summary, body) and every section of
+every other Markdown note (decisions, checkpoints, state, identities, memory, a person's own notes)
+with the note's status, author and time. The index lives in ``.nexus/index/`` (derived: rebuilt
+when missing, damaged or of another version); before every search only what changed is indexed.
+
+Relevance (docs/performance.md, benchmarks/relevance.py): every word is indexed as its Snowball stem
+in each of the index's languages (``search_languages``: English by default). A query of plain words
+ranks the hits that match every word first, then the best partial matches. A hit about a superseded
+decision says so and ranks below the decision that replaced it.
+
+The package, one idea a module (only ``engine`` imports Whoosh; importing this package imports
+none of them: each name below is loaded on first use):
+
+* ``engine`` — Whoosh behind a small interface: index, writers, searcher, postings, queries;
+* ``language`` — words, stop words and stems in the index's languages;
+* ``documents`` — the vault's files and the documents made of them (entries, note sections);
+* ``manifest`` — which index folder is current, each file as indexed, a segment's position;
+* ``builder`` — a full build, shared between processes; ``indexer`` — refresh and rebuild;
+* ``query`` — query syntax, phrases, filters; ``scoring`` — BM25 over posting blocks;
+* ``reader`` — a process's open view of an index; ``snippets`` — hits read back, signatures checked;
+* ``supersession`` — superseded decisions ranked below what replaced them; ``finder`` — ``search``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .builder import Progress
+    from .finder import search, status
+    from .indexer import rebuild, refresh
+    from .language import check_languages
+    from .manifest import MANIFEST, index_dir
+    from .query import parse_query
+
+__all__ = [
+    "MANIFEST",
+    "Progress",
+    "check_languages",
+    "index_dir",
+    "parse_query",
+    "rebuild",
+    "refresh",
+    "search",
+    "status",
+]
+
+_WHERE = {
+    "search": "finder",
+    "status": "finder",
+    "rebuild": "indexer",
+    "refresh": "indexer",
+    "check_languages": "language",
+    "index_dir": "manifest",
+    "MANIFEST": "manifest",
+    "parse_query": "query",
+    "Progress": "builder",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

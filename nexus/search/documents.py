@@ -1,0 +1,200 @@
+"""What the index holds: the vault's Markdown files, and the documents made of them.
+
+One document per log entry (id, agent, channel, type, time; its summary written twice, then its
+body) read with ``segments.scan``, and one per section of every other note (decisions, checkpoints,
+state, identities, memory, a person's own notes), split at headings by ``sections.split``, with the
+note's frontmatter status, author/agent and time. The text is analysed here (``language``) and not
+stored: snippets read it back from the vault by the document's byte range.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from .. import log, sections
+from ..records import Located
+from ..vault import Vault
+from .engine import Doc, Terms
+from .language import Analysis
+
+Files = dict[str, tuple[int, int]]  # relpath -> (size, mtime_ns)
+
+SETTLED_NS = 2_000_000_000  # a folder's listing is reused only once its mtime is this old: a file
+#   created within the same clock tick as an earlier change would leave the mtime as it was
+
+
+def is_segment(rel: str) -> bool:
+    return rel.startswith("log/") and rel.count("/") == 1 and log.is_segment_name(rel[4:-3])
+
+
+# ------------------------------------------------------------------ the vault's files
+
+
+class Listings:
+    """Each folder's subfolders and Markdown files (no dot-names, no symlinks), listed again only
+    when the folder's mtime moved: one ``stat`` instead of a ``scandir`` for an unchanged folder."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, tuple[int, list[str], list[tuple[str, str]]]] = {}
+
+    def listing(self, folder: str, root: str) -> tuple[list[str], list[tuple[str, str]]] | None:
+        try:
+            mtime = os.stat(folder).st_mtime_ns
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return None
+        cached = self.known.get(folder)
+        if cached is not None and cached[0] == mtime:
+            return cached[1], cached[2]
+        try:
+            items = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return None
+        subfolders: list[str] = []
+        notes: list[tuple[str, str]] = []
+        for item in items:
+            if item.name.startswith("."):
+                continue
+            try:
+                if item.is_dir(follow_symlinks=False):
+                    subfolders.append(item.path)
+                elif item.name.endswith(".md") and item.is_file(follow_symlinks=False):
+                    notes.append((item.path, item.path[len(root) + 1 :].replace(os.sep, "/")))
+            except FileNotFoundError:
+                continue
+        if time.time_ns() - mtime > SETTLED_NS:
+            self.known[folder] = (mtime, subfolders, notes)
+        return subfolders, notes
+
+    def files(self, vault: Vault) -> Files:
+        """Every Markdown file outside dot-folders: relpath -> (size, mtime_ns). A ``stat`` per file
+        (an edit in place changes only the file) and per folder (listed again when its mtime moved)."""
+        out: Files = {}
+        root = str(vault.root)
+        stack = [root]
+        stat = os.stat
+        while stack:
+            found = self.listing(stack.pop(), root)
+            if found is None:
+                continue
+            stack.extend(found[0])
+            for path, rel in found[1]:
+                try:
+                    st = stat(path)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                out[rel] = (st.st_size, st.st_mtime_ns)
+        return out
+
+
+LISTINGS = Listings()  # this process's (the listings of unchanged folders are reused between searches)
+
+
+def vault_files(vault: Vault) -> Files:
+    return LISTINGS.files(vault)
+
+
+# ------------------------------------------------------------------ documents
+
+
+def _terms(analysis: Analysis, text: str) -> Terms:
+    counts, words = analysis.counts(text)
+    return Terms(counts, words)
+
+
+def entry_doc(located: Located, analysis: Analysis) -> Doc:
+    e = located.entry
+    text = e.summary if e.body is None else f"{e.summary}\n{e.summary}\n{e.body}"
+    loc = (located.offset, located.end_offset, located.line_start, located.line_end)
+    return Doc(
+        f"e:{e.id}",
+        "entry",
+        located.file,
+        e.agent,
+        e.channel,
+        e.type,
+        "",
+        e.ts,
+        "",
+        _terms(analysis, text),
+        loc,
+    )
+
+
+def segment_docs(
+    rel: str, data: bytes, offset: int, line: int, analysis: Analysis
+) -> tuple[list[Doc], int, int]:
+    """The entries of ``data`` (bytes of segment ``rel`` from ``offset``, at ``line``) and the end
+    offset and line, which exclude a torn tail still being written."""
+    from .. import segments
+
+    result = segments.scan(data, rel, offset=offset, line=line)
+    return [entry_doc(located, analysis) for located in result.entries], result.end_offset, result.end_line
+
+
+_BY_FOLDER = {
+    "decisions": "decision",
+    "state": "state",
+    "handoff": "handoff",
+    "memory": "memory",
+    "archive": "archive",
+}
+
+
+def note_type(rel: str, props: Mapping[str, object]) -> str:
+    parts = rel.split("/")
+    if parts[0] in _BY_FOLDER:
+        return _BY_FOLDER[parts[0]]
+    if parts[0] == "agents" and len(parts) == 3:
+        stem = parts[2][:-3].lower()
+        return {"identity": "identity", "checkpoint": "checkpoint", "memory": "memory"}.get(
+            stem, "bank" if "bank" in stem else "note"
+        )
+    if rel == "USER.md":
+        return "memory"
+    value = props.get("type")
+    return value.lower() if isinstance(value, str) and re.fullmatch(r"[\w-]+", value) else "note"
+
+
+def _prop(props: Mapping[str, object], *names: str) -> str:
+    for name in names:
+        value = props.get(name)
+        if value is not None and not isinstance(value, (dict, list)):
+            return str(value)
+    return ""
+
+
+def _author(rel: str, props: Mapping[str, object]) -> str:
+    folders = rel.split("/")
+    if folders[0] != "agents":
+        return _prop(props, "agent", "author")
+    agent = _prop(props, "agent", "author") or _prop(props, "name")
+    if not agent and len(folders) >= 3:
+        agent = folders[1]
+    return agent
+
+
+def note_docs(rel: str, data: bytes, mtime: float, analysis: Analysis) -> Iterator[Doc]:
+    """The sections of note ``rel`` (its bytes ``data``, modified at ``mtime``)."""
+    text = data.decode("utf-8", errors="replace")
+    props, parts = sections.split(text)
+    ts = _prop(props, "ts", "updated", "date", "created") or time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime)
+    )
+    title = " ".join(x for x in (_prop(props, "id"), _prop(props, "title") or Path(rel).stem) if x)
+    agent = _author(rel, props).lower()
+    kind = note_type(rel, props)
+    status = _prop(props, "status").lower()
+
+    def doc(i: int, heading: str, body: str, loc: tuple[int, int, int, int]) -> Doc:
+        terms = _terms(analysis, body)
+        return Doc(f"n:{rel}#{i}", "section", rel, agent, "", kind, status, ts, heading, terms, loc)
+
+    if not parts:  # only properties: still findable by its title and fields
+        yield doc(0, "", title, (0, len(data), 1, max(1, text.count("\n"))))
+    for i, sec in enumerate(parts):
+        body = f"{title}\n{sec.heading}\n{sec.heading}\n{sec.text}"
+        yield doc(i, sec.heading, body, (sec.start, sec.end, sec.line_start, sec.line_end))

@@ -1,0 +1,454 @@
+"""The search index's storage engine: the ONLY module that imports Whoosh.
+
+A small interface the rest of ``nexus.search`` uses, so Whoosh's untyped API stays here:
+
+* ``Index``: create, open or check an index folder; its generation and document count;
+* ``Writer`` (incremental: add and delete documents, commit or cancel, or commit segments written by
+  ``PartWriter``, one new segment written without the index lock, for a parallel build);
+* ``Searcher``: counts, stored fields, filters, Whoosh's own matcher (``run``) and the ``Leaf``
+  segments whose posting lists ``scoring`` decodes itself;
+* ``Query``: Whoosh query syntax parsed, words rewritten to the stems the index holds;
+* the languages Whoosh ships stemmers and stop words for.
+
+The schema (``schema``): one ``text`` field of stems whose postings carry a BM25 weight computed at
+index time (``_Words``: no positions, no stored text), ids and filters as ID fields, the rest stored.
+Callers hand documents over already analysed (``Terms``: stem counts and the number of words).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from whoosh import fields, scoring
+from whoosh import index as whoosh_index
+from whoosh import lang as whoosh_lang
+from whoosh import query as whoosh_query
+from whoosh.analysis.filters import STOP_WORDS, LowercaseFilter, StopFilter
+from whoosh.analysis.tokenizers import RegexTokenizer
+from whoosh.qparser.default import QueryParser
+from whoosh.system import pack_uint
+
+from ..errors import QueryError
+
+wq: Any = whoosh_query  # Whoosh does not re-export its query classes for type checkers
+lang: Any = whoosh_lang
+STOP = frozenset(STOP_WORDS)
+K1, B, AVGDL = 1.2, 0.75, 40.0  # BM25 parameters; AVGDL: a fixed typical length, in words
+
+Term = tuple[str, str]  # (field, term)
+Group = tuple[Term, ...]  # one query word: its alternatives (its stems, one per language)
+Loc = tuple[int, int, int, int]  # byte start, byte end, line start, line end
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """Text as the index takes it: each stem's frequency, and the number of words (for BM25)."""
+
+    counts: dict[str, int]
+    words: int
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One document: a log entry or a note's section. Empty fields get no posting."""
+
+    key: str  # e:ID or n:PATH#N
+    kind: str  # entry | section
+    path: str
+    agent: str
+    channel: str
+    type: str
+    status: str
+    ts: str
+    heading: str
+    text: Terms
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """The stored fields of a document (the text is read back from the vault)."""
+
+    key: str
+    kind: str
+    path: str
+    agent: str
+    channel: str
+    type: str
+    status: str
+    ts: str
+    heading: str
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A finished Whoosh segment (picklable: a build process hands it to the parent)."""
+
+    raw: Any
+
+
+# ------------------------------------------------------------------ schema
+
+
+class _Words(fields.TEXT):
+    """A TEXT field of already analysed ``Terms`` that keeps no positions and stores each posting's
+    BM25 term weight, length-normalised at index time, so a query never looks up document lengths
+    (that lookup was two thirds of the query time)."""
+
+    def index(self, value: Any, **kwargs: Any) -> Generator[tuple[bytes, int, float | int, bytes], Any, None]:
+        norm = K1 * (1 - B + B * value.words / AVGDL)
+        for term, freq in value.counts.items():
+            yield term.encode("utf-8"), freq, freq * (K1 + 1) / (freq + norm), pack_uint(freq)
+
+
+class _BM25(scoring.WeightingModel):
+    """BM25 for Whoosh's own matcher: the stored weight times the term's BM25 idf."""
+
+    def scorer(self, searcher: Any, fieldname: str, text: Any, qf: int = 1) -> Any:
+        parent = searcher.get_parent()
+        n = parent.doc_count_all()
+        df = parent.doc_frequency(fieldname, text)
+        return scoring.TF_IDFScorer(searcher.term_info(fieldname, text).max_weight(), idf(n, df))
+
+
+def idf(n: int, df: int) -> float:
+    """BM25's idf of a term in ``df`` of ``n`` documents."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+@functools.cache
+def schema() -> Any:
+    # the analyzer is what the query parser makes of text-field words: lowercase, no stop words
+    analyzer = RegexTokenizer(r"\w+") | LowercaseFilter() | StopFilter(stoplist=STOP, minsize=1)
+    return fields.Schema(
+        key=fields.STORED,  # a unique term per document would cost a third of the build time
+        kind=fields.ID(stored=True),
+        path=fields.ID(stored=True),
+        agent=fields.ID(stored=True),
+        channel=fields.ID(stored=True),
+        type=fields.ID(stored=True),
+        status=fields.ID(stored=True),
+        ts=fields.STORED,
+        heading=fields.STORED,
+        # One text field: a summary or heading is written twice so it weighs double (field boosts
+        # would need a field each, and every field's postings cost build time).
+        text=_Words(analyzer=analyzer, phrase=False),
+        loc=fields.STORED,  # [byte start, byte end, line start, line end]
+    )
+
+
+def _fields(doc: Doc) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": doc.key, "kind": doc.kind, "path": doc.path, "ts": doc.ts}
+    for name in ("agent", "channel", "type", "status", "heading"):
+        value = getattr(doc, name)
+        if value:  # no posting for an empty status or channel
+            out[name] = value
+    out["text"] = doc.text
+    out["loc"] = list(doc.loc)
+    return out
+
+
+# ------------------------------------------------------------------ index and writers
+
+
+class Index:
+    """One Whoosh index folder."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    @classmethod
+    def create(cls, folder: Path) -> Index:
+        return cls(whoosh_index.create_in(str(folder), schema()))
+
+    @classmethod
+    def open(cls, folder: Path) -> Index:
+        """Raises FileNotFoundError while a writer elsewhere swaps a ``.toc`` file, or for a lost one."""
+        return cls(whoosh_index.open_dir(str(folder)))
+
+    @staticmethod
+    def exists(folder: Path) -> bool:
+        try:
+            return bool(whoosh_index.exists_in(str(folder)))
+        except Exception:  # an unreadable folder is no index
+            return False
+
+    def generation(self) -> int:
+        return int(self.raw.latest_generation())
+
+    def doc_count(self) -> int:
+        return int(self.raw.doc_count())
+
+    def searcher(self) -> Searcher:
+        return Searcher(self.raw.searcher(weighting=_BM25()))
+
+    def writer(self) -> Writer:
+        return Writer(self.raw.writer())
+
+
+class Writer:
+    """The index's one writer (holds Whoosh's lock): documents added and deleted, then committed."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def add(self, doc: Doc) -> None:
+        self.raw.add_document(**_fields(doc))
+
+    def delete_path(self, rel: str) -> None:
+        self.raw.delete_by_term("path", rel)
+
+    def commit(self) -> None:
+        self.raw.commit()
+
+    def commit_segments(self, segments: Sequence[Segment]) -> None:
+        """Commit segments ``PartWriter``s wrote (this writer's own segment stays empty)."""
+        self.raw._close_segment()
+        self.raw._commit_toc([s.raw for s in segments])
+        self.raw._finish()
+
+    def cancel(self) -> None:
+        self.raw.cancel()
+
+
+class PartWriter:
+    """One new segment of an index folder, written without the index lock (the parent process
+    holds it and commits the parts' segments together)."""
+
+    def __init__(self, folder: Path, limitmb: int) -> None:
+        from whoosh.writing import SegmentWriter
+
+        self.raw: Any = SegmentWriter(whoosh_index.open_dir(str(folder)), _lk=False, limitmb=limitmb)  # type: ignore[no-untyped-call]
+
+    def add(self, doc: Doc) -> None:
+        self.raw.add_document(**_fields(doc))
+
+    def finish(self) -> Segment | None:
+        """The segment written, or None when nothing was added."""
+        if self.raw._added:
+            return Segment(self.raw._finalize_segment())
+        self.raw._close_segment()
+        return None
+
+    def cancel(self) -> None:
+        self.raw.cancel()
+
+
+# ------------------------------------------------------------------ reading
+
+
+class Leaf:
+    """One segment of an open index: its posting lists, decoded whole."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        segment = raw.segment() if hasattr(raw, "segment") else None
+        self.segment_id: str | None = segment.segment_id() if segment is not None else None
+        self.deleted: frozenset[int] = raw.deleted_docs_set if raw.has_deletions() else frozenset()
+
+    def postings(self, field: str, term: str) -> dict[int, float] | None:
+        """docnum -> stored weight for one term, deleted documents included (callers drop them);
+        None when the term is absent."""
+        try:
+            m = self.raw.postings(field, term)
+        except Exception:  # TermNotFound
+            return None
+        if type(m).__name__ == "FilterMatcher" and hasattr(m, "child"):  # deletions: decode underneath
+            m = m.child
+        out: dict[int, float] = {}
+        if hasattr(m, "_read_data") and hasattr(m, "_next_block") and not getattr(m, "_byteids", True):
+            while m.is_active():  # a whole block at a time; ids are delta-encoded
+                if m._data is None:
+                    m._read_data()
+                m._read_weights()
+                out.update(zip(itertools.accumulate(m._data[0]), m._weights, strict=False))
+                m._next_block()
+        else:  # another matcher: posting by posting
+            out.update(m.items_as("weight"))
+        return out
+
+
+class Searcher:
+    """A view of the index at one generation (reused until the index changes)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.allowed: dict[tuple[Term, ...], set[int]] = {}  # filters -> documents (this generation)
+
+    def doc_count_all(self) -> int:
+        return int(self.raw.doc_count_all())
+
+    def doc_count(self) -> int:
+        return int(self.raw.doc_count())
+
+    def doc_frequency(self, field: str, term: str) -> int:
+        return int(self.raw.doc_frequency(field, term))
+
+    def stored(self, docnum: int) -> Stored:
+        f = self.raw.stored_fields(docnum)
+        start, end, line_start, line_end = f["loc"]
+        return Stored(
+            f["key"],
+            f["kind"],
+            f["path"],
+            f.get("agent", ""),
+            f.get("channel", ""),
+            f.get("type", ""),
+            f.get("status", ""),
+            f.get("ts", ""),
+            f.get("heading", ""),
+            (start, end, line_start, line_end),
+        )
+
+    def leaves(self) -> list[tuple[Leaf, int]]:
+        """The segments and the docnum each starts at."""
+        return [(Leaf(leaf), base) for leaf, base in self.raw.reader().leaf_readers()]
+
+    def matching(self, filters: tuple[Term, ...]) -> set[int]:
+        """The documents holding every (field, value) term, computed once per searcher."""
+        allowed = self.allowed.get(filters)
+        if allowed is None:
+            allowed = set(self.raw.docs_for_query(wq.And([wq.Term(f, v) for f, v in filters])))
+            self.allowed[filters] = allowed
+        return allowed
+
+    def run(self, query: Query, limit: int, allow: set[int] | None) -> list[tuple[float, int]]:
+        """(score, docnum) of the best ``limit`` documents by Whoosh's own matcher."""
+        return [(r.score, r.docnum) for r in self.raw.search(query.raw, limit=limit, filter=allow)]
+
+    def expand_prefix(self, field: str, prefix: str, limit: int) -> list[str]:
+        out: list[str] = []
+        for term in self.raw.reader().expand_prefix(field, prefix):
+            out.append(term.decode("utf-8") if isinstance(term, bytes) else str(term))
+            if len(out) > limit:
+                break
+        return out
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+# ------------------------------------------------------------------ queries
+
+
+class Query:
+    """A Whoosh query whose text-field words are the stems the index holds."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    @classmethod
+    def of_words(cls, groups: Sequence[Group]) -> Query:
+        """An AND of words, each a term or an OR of its stems."""
+        terms = [_group(g) for g in groups]
+        return cls(terms[0] if len(terms) == 1 else wq.And(terms))
+
+    @classmethod
+    def parse(cls, text: str, stems: Callable[[str], tuple[str, ...]]) -> Query:
+        """Whoosh query syntax; phrases become an AND of their words (no positions are indexed)."""
+        try:
+            parsed = _parser().parse(text)
+        except Exception as err:  # any parser failure is the user's syntax
+            raise QueryError(f"cannot parse query {text!r}: {err}") from None
+        return cls(_rewrite(parsed, stems))
+
+    def normalized(self) -> Query:
+        return Query(self.raw.normalize())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Query) and bool(self.raw.normalize() == other.raw.normalize())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def groups(self) -> list[Group] | None:
+        """The words of a plain AND of words (each a term or an OR of its stems), else None."""
+        q = self.raw.normalize()
+        leaves = list(q.subqueries) if type(q) is wq.And else [q]
+        out: list[Group] = []
+        for leaf in leaves:
+            alts = list(leaf.subqueries) if type(leaf) is wq.Or else [leaf]
+            if leaf.boost != 1.0 or not all(type(t) is wq.Term and t.boost == 1.0 for t in alts):
+                return None
+            group = tuple((t.fieldname, t.text) for t in alts)
+            if group not in out:
+                out.append(group)
+        return out or None
+
+    def text_terms(self, searcher: Searcher, prefix_limit: int = 50) -> list[str]:
+        """The text-field terms the query names, prefixes expanded (for highlighting)."""
+        out: list[str] = []
+        try:
+            for leaf in self.raw.leaves():
+                if getattr(leaf, "fieldname", None) != "text":
+                    continue
+                if isinstance(leaf, wq.Prefix):
+                    out.extend(searcher.expand_prefix(leaf.fieldname, leaf.text, prefix_limit))
+                elif isinstance(leaf, wq.Term):
+                    out.append(str(leaf.text))
+        except Exception:  # highlighting is best effort
+            pass
+        return out
+
+
+def _group(group: Group, boost: float = 1.0) -> Any:
+    if len(group) == 1:
+        return wq.Term(*group[0], boost=boost)
+    return wq.Or([wq.Term(*t) for t in group], boost=boost)
+
+
+@functools.cache
+def _parser() -> Any:
+    return QueryParser("text", schema())
+
+
+def _word(field: str, word: str, stems: Callable[[str], tuple[str, ...]], boost: float = 1.0) -> Any:
+    if field != "text":
+        return wq.Term(field, word, boost=boost)
+    return _group(tuple((field, s) for s in stems(word)), boost)
+
+
+def _rewrite(q: Any, stems: Callable[[str], tuple[str, ...]]) -> Any:
+    if isinstance(q, wq.Phrase):
+        words = [w for w in q.words if w]
+        if not words:
+            return wq.NullQuery
+        terms = [_word(q.fieldname, w, stems) for w in words]
+        return terms[0] if len(terms) == 1 else wq.And(terms)
+    if type(q) is wq.Term:
+        return _word(q.fieldname, q.text, stems, q.boost)
+    if isinstance(q, wq.CompoundQuery):
+        return q.__class__([_rewrite(sub, stems) for sub in q.subqueries], boost=q.boost)
+    if isinstance(q, wq.Not):
+        return wq.Not(_rewrite(q.query, stems))
+    if hasattr(q, "children") and hasattr(q, "a") and hasattr(q, "b"):
+        return q.__class__(_rewrite(q.a, stems), _rewrite(q.b, stems))
+    return q
+
+
+# ------------------------------------------------------------------ languages
+
+
+def language_code(name: str) -> str | None:
+    """Whoosh's code for a language name or code (``en``, ``spanish``…) with a stemmer, else None."""
+    code = lang.two_letter_code(name) if name else None
+    return str(code) if code and lang.has_stemmer(code) else None
+
+
+def language_names() -> list[str]:
+    return [str(x) for x in lang.languages]
+
+
+def stop_words(code: str) -> frozenset[str]:
+    return frozenset(lang.stopwords_for_language(code)) if lang.has_stopwords(code) else frozenset()
+
+
+def stemmer(code: str) -> Callable[[str], str]:
+    fn: Callable[[str], str] = lang.stemmer_for_language(code)
+    return fn

@@ -1,0 +1,169 @@
+"""Searching: a query's best hits over the vault as it is now, and what the index holds.
+
+``search`` refreshes the index (``indexer``), parses the query (``query``), ranks candidates — plain
+ANDs of words by ``scoring``'s block scoring, anything else by Whoosh's own matcher — and turns them
+into hits (``snippets``) in final order: the first document of each key, within the path and time
+filters, a hit about a superseded decision scaled down (``supersession``). Candidates are fetched
+``limit + 20`` at a time, four times more while filters or phrases reject too many.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import heapq
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ..records import Hit, IndexStatus
+from ..vault import Vault
+from . import documents
+from .builder import Progress
+from .engine import Stored
+from .indexer import changes, refresh, serialised, usable
+from .language import MatchedTerms, analysis, check_languages
+from .manifest import INDEX_DIR, index_dir
+from .manifest import load as load_manifest
+from .query import Filters, check_syntax, is_plain, parse_query
+from .reader import OpenIndex, view
+from .scoring import Row
+from .snippets import HitReader
+from .supersession import SUPERSEDED_FACTOR, Superseded
+
+FAST = True  # score plain AND-of-words queries block by block (scoring); False: Whoosh's matcher
+
+
+@serialised
+def search(
+    vault: Vault,
+    text: str,
+    *,
+    agent: str | None = None,
+    type: str | None = None,
+    channel: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    path: str | None = None,
+    limit: int = 10,
+    progress: Progress | None = None,
+    fresh: bool = True,
+    languages: Sequence[str] | None = None,
+) -> list[Hit]:
+    """The best ``limit`` hits for ``text`` (Whoosh query syntax: fields, "phrases", prefix*, AND OR
+    NOT, parentheses) over the vault as it is now, with provenance. Plain words rank the hits that
+    match all of them first, then partial matches. ``languages``: the stemming languages the index
+    must have (None: whatever it has). ``fresh=False`` skips the freshness check (only for measuring
+    what a watcher already indexed)."""
+    langs = check_languages(languages) if languages else None
+    if not is_plain(text):
+        check_syntax(text)  # before any indexing: a typo costs nothing
+    filters = Filters.of(agent=agent, type=type, channel=channel, since=since, until=until, path=path)
+    if limit <= 0:
+        return []
+    here = view(vault)
+    if fresh:
+        refresh(vault, progress=progress, languages=langs, open_dir=here.folder)
+    opened = here.current()
+    q, phrases = parse_query(text, opened.languages)
+    terms = MatchedTerms(analysis(opened.languages), q.text_terms(opened.searcher))
+    groups = q.groups() if FAST else None
+    partial = is_plain(text)
+    dead = here.register.load(vault)
+    reader = HitReader(vault, here.signatures, terms, phrases)
+    k = limit + 20
+    try:
+        while True:
+            try:
+                allow = opened.searcher.matching(filters.terms) if filters.terms else None
+                if groups is not None:
+                    rows = opened.scorer.top(opened.searcher, groups, allow, k, partial)
+                else:
+                    rows = [(1, score, doc) for score, doc in opened.searcher.run(q, k, allow)]
+                hits = _hits(opened, reader, rows, filters, dead, limit)
+            except FileNotFoundError:  # a writer in another process committed under us
+                here.forget()
+                opened = here.current()
+                continue
+            if len(hits) >= limit or len(rows) < k:
+                return dead.replacements_first(hits)
+            k *= 4
+    finally:
+        reader.close()
+
+
+def _hits(
+    opened: OpenIndex, reader: HitReader, rows: list[Row], filters: Filters, dead: Superseded, limit: int
+) -> list[Hit]:
+    hits: list[Hit] = []
+    for score, stored in _ranked(opened, rows, filters, dead):
+        hit = reader.hit(stored, score, dead.superseded_by(stored.key, stored.path))
+        if hit is not None:
+            hits.append(hit)
+            if len(hits) >= limit:
+                break
+    return hits
+
+
+def _ranked(
+    opened: OpenIndex, rows: list[Row], filters: Filters, dead: Superseded
+) -> Iterator[tuple[float, Stored]]:
+    """(score, stored fields) of ``rows`` (words matched, score, docnum; best first) in final order:
+    the first document of each key, within the path and time filters, a hit about a superseded
+    decision with its score scaled down (among hits matching as many words). Stored fields are read
+    lazily: a document is yielded once no later row can outrank it (scaling only lowers a score), so
+    the caller reads as many as it uses."""
+    pending: list[tuple[int, float, int, Stored]] = []  # (-matched, -score, row, stored)
+    seen: set[str] = set()
+    for i, (matched, raw, doc) in enumerate(rows):
+        while pending and (-pending[0][0], -pending[0][1]) >= (matched, raw):
+            _, neg, _, stored = heapq.heappop(pending)
+            yield -neg, stored
+        stored = opened.searcher.stored(doc)
+        if stored.key in seen:
+            continue
+        seen.add(stored.key)
+        if not _within(stored, filters):
+            continue
+        old = stored.status == "superseded" or dead.superseded_by(stored.key, stored.path) is not None
+        heapq.heappush(pending, (-matched, -(raw * SUPERSEDED_FACTOR if old else raw), i, stored))
+    while pending:
+        _, neg, _, stored = heapq.heappop(pending)
+        yield -neg, stored
+
+
+def _within(stored: Stored, filters: Filters) -> bool:
+    if filters.path and not fnmatch.fnmatchcase(stored.path, filters.path):
+        return False
+    return not (
+        (filters.since and stored.ts < filters.since) or (filters.until and stored.ts > filters.until)
+    )
+
+
+@serialised
+def status(vault: Vault) -> IndexStatus:
+    """What the index holds and which files changed since they were indexed (no writing)."""
+    from . import engine
+
+    manifest = load_manifest(vault)
+    rel_folder = f"{vault.rel(vault.state)}/{INDEX_DIR}"
+    if manifest is None or not usable(vault, manifest):
+        return IndexStatus(rel_folder, False, 0, 0, 0, 0, (), 0, None, None)
+    changed, removed = changes(manifest, documents.vault_files(vault))
+    folder = index_dir(vault) / manifest.dir
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    stale = tuple(changed + removed)
+    built, updated = manifest.built or None, manifest.updated or None
+    try:
+        searcher = engine.Index.open(folder).searcher()
+        try:
+            docs, n_entries = searcher.doc_count(), searcher.doc_frequency("kind", "entry")
+        finally:
+            searcher.close()
+    except FileNotFoundError as err:  # (a file of the index deleted: the next search rebuilds it)
+        missing = Path(err.filename).name if err.filename else "a file"
+        n = len(manifest.files)
+        return IndexStatus(
+            rel_folder, True, 0, 0, 0, n, stale, size, built, updated, damaged=f"{missing} is missing"
+        )
+    return IndexStatus(
+        rel_folder, True, docs, n_entries, docs - n_entries, len(manifest.files), stale, size, built, updated
+    )

@@ -1,0 +1,225 @@
+"""Keeping the index current: what changed since the last refresh is indexed, the rest rebuilt.
+
+Before every search ``refresh`` compares the vault with the manifest (a stat of each file, a hash
+only when size or mtime moved) and indexes just what changed; an appended segment is read from its
+saved ``Position``. One writer at a time (``.nexus/locks/index.lock``). A missing, corrupt or outdated
+index, or one in other languages than asked, is rebuilt (``builder``) into a fresh folder and swapped
+in by rewriting the manifest. Calls are serialised within a process (MCP calls, a watcher thread).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import shutil
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+from ..locks import exclusive
+from ..records import RefreshStats
+from ..vault import Vault
+from . import builder, documents, engine
+from .builder import Progress
+from .language import DEFAULT_LANGUAGES, Analysis, analysis, check_languages
+from .manifest import FileRecord, Manifest, index_dir, now
+from .manifest import load as load_manifest
+from .manifest import save as save_manifest
+
+LOCK = threading.RLock()  # one search or refresh at a time per process
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def serialised(fn: Callable[P, R]) -> Callable[P, R]:
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with LOCK:
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def languages_of(manifest: Manifest | None) -> tuple[str, ...]:
+    return manifest.languages if manifest is not None else DEFAULT_LANGUAGES
+
+
+def usable(vault: Vault, manifest: Manifest) -> bool:
+    return engine.Index.exists(index_dir(vault) / manifest.dir)
+
+
+def doc_count(vault: Vault) -> int:
+    manifest = load_manifest(vault)
+    if manifest is None:
+        return 0
+    try:
+        return engine.Index.open(index_dir(vault) / manifest.dir).doc_count()
+    except Exception:  # an unreadable index holds nothing
+        return 0
+
+
+def swap_in(vault: Vault, manifest: Manifest) -> None:
+    """Make ``manifest``'s folder current; earlier folders go (readers that hold one keep their fds)."""
+    save_manifest(vault, manifest)
+    for child in index_dir(vault).iterdir():
+        if child.is_dir() and child.name.startswith("ix-") and child.name != manifest.dir:
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def build_and_swap(
+    vault: Vault, progress: Progress | None, langs: tuple[str, ...], started: float
+) -> RefreshStats:
+    """Rebuild from scratch (the caller holds the index lock)."""
+    manifest = builder.build(vault, progress, langs)
+    swap_in(vault, manifest)
+    n = len(manifest.files)
+    return RefreshStats(n, n, 0, doc_count(vault), True, time.perf_counter() - started)
+
+
+@serialised
+def rebuild(
+    vault: Vault, *, progress: Progress | None = None, languages: Sequence[str] | None = None
+) -> RefreshStats:
+    """Build the index from scratch (``nexus index rebuild``), in ``languages`` (default: those the
+    index had, else English)."""
+    started = time.perf_counter()
+    with exclusive(vault.lock("index")):
+        langs = check_languages(languages) if languages else languages_of(load_manifest(vault))
+        return build_and_swap(vault, progress, langs, started)
+
+
+@serialised
+def refresh(
+    vault: Vault,
+    *,
+    progress: Progress | None = None,
+    languages: Sequence[str] | None = None,
+    open_dir: str | None = None,
+) -> RefreshStats:
+    """Bring the index up to date with the vault: index what changed since the last refresh; rebuild
+    a missing, corrupt or outdated index, or one in other ``languages`` than asked (None: keep the
+    index's own, English for a new one). Cheap when nothing changed (a stat per file). ``open_dir``:
+    the index folder the caller has open (known to exist)."""
+    started = time.perf_counter()
+    files = documents.vault_files(vault)
+    manifest = load_manifest(vault)
+    langs = check_languages(languages) if languages else None
+    if manifest is not None and langs is not None and manifest.languages != langs:
+        with exclusive(vault.lock("index")):  # asked for other languages: rebuild
+            theirs = load_manifest(vault)
+            if theirs is None or theirs.languages != langs:
+                return build_and_swap(vault, progress, langs, started)
+        manifest = load_manifest(vault)
+    fresh = manifest is not None and not any(changes(manifest, files))
+    if fresh and manifest is not None and (manifest.dir == open_dir or usable(vault, manifest)):
+        return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
+    with exclusive(vault.lock("index")):
+        return _refresh_locked(vault, progress, langs, started, len(files))
+
+
+def _refresh_locked(
+    vault: Vault, progress: Progress | None, langs: tuple[str, ...] | None, started: float, checked: int
+) -> RefreshStats:
+    manifest = load_manifest(vault)  # another process may have done the work meanwhile
+    if manifest is None or not usable(vault, manifest):
+        return build_and_swap(vault, progress, langs or languages_of(manifest), started)
+    changed, removed = changes(manifest, documents.vault_files(vault))
+    if not changed and not removed:
+        return RefreshStats(checked, 0, 0, 0, False, time.perf_counter() - started)
+    try:
+        touched, added = _apply(vault, manifest, changed, removed)
+    except Exception:  # a damaged index: rebuild from the vault
+        return build_and_swap(vault, progress, manifest.languages, started)
+    save_manifest(vault, manifest)
+    return RefreshStats(checked, touched, len(removed), added, False, time.perf_counter() - started)
+
+
+def changes(manifest: Manifest, files: documents.Files) -> tuple[list[str], list[str]]:
+    """(changed or new files, removed files) according to size and mtime."""
+    known = manifest.files
+    changed = [
+        rel
+        for rel, (size, mtime) in files.items()
+        if (old := known.get(rel)) is None or old.size != size or old.mtime != mtime
+    ]
+    removed = [rel for rel in known if rel not in files]
+    return sorted(changed), sorted(removed)
+
+
+def _apply(vault: Vault, manifest: Manifest, changed: list[str], removed: list[str]) -> tuple[int, int]:
+    """Index the changes into the current index (the caller holds the index lock). Returns (files
+    reindexed, documents added)."""
+    known = manifest.files
+    writer = engine.Index.open(index_dir(vault) / manifest.dir).writer()
+    words = analysis(manifest.languages)
+    added = touched = 0
+    try:
+        for rel in removed:
+            writer.delete_path(rel)
+            del known[rel]
+        for rel in changed:
+            n = _reindex(vault, rel, known, writer, words)
+            if n is not None:
+                touched += 1
+                added += n
+        writer.commit()
+    except BaseException:
+        writer.cancel()
+        raise
+    manifest.updated = now()
+    return touched, added
+
+
+def _reindex(
+    vault: Vault, rel: str, known: dict[str, FileRecord], writer: engine.Writer, words: Analysis
+) -> int | None:
+    """Index file ``rel`` again (only its appended bytes when it just grew); the documents added, or
+    None when it is gone or only touched (same content)."""
+    path = vault.root / rel
+    old = known.get(rel)
+    if old is not None and old.position is not None and documents.is_segment(rel):
+        appended = _appended(rel, path, old, writer, words)
+        if appended is not None:
+            known[rel] = appended[0]
+            return appended[1]
+    try:
+        data = path.read_bytes()
+        st = path.stat()
+    except FileNotFoundError:
+        if rel in known:
+            writer.delete_path(rel)
+            del known[rel]
+        return None
+    digest = hashlib.sha256(data).hexdigest()
+    if old is not None and old.sha == digest:
+        known[rel] = old.touched(len(data), st.st_mtime_ns)
+        return None
+    writer.delete_path(rel)
+    record = FileRecord(len(data), st.st_mtime_ns, digest)
+    if documents.is_segment(rel):
+        docs, end, line = documents.segment_docs(rel, data, 0, 1, words)
+        record = record.at(data, 0, end, line)
+    else:
+        docs = list(documents.note_docs(rel, data, st.st_mtime_ns / 1e9, words))
+    for doc in docs:
+        writer.add(doc)
+    known[rel] = record
+    return len(docs)
+
+
+def _appended(
+    rel: str, path: Path, old: FileRecord, writer: engine.Writer, words: Analysis
+) -> tuple[FileRecord, int] | None:
+    """Index what was appended to a segment since ``old`` (its record), reading only the new bytes;
+    None when the segment changed otherwise (reindex it whole). Duplicates (a crash between the
+    commit and the manifest) are dropped when searching."""
+    got = old.grown(path)
+    if got is None:
+        return None
+    data, base, at, mtime = got
+    docs, end, end_line = documents.segment_docs(rel, data[at.offset - base :], at.offset, at.line, words)
+    for doc in docs:
+        writer.add(doc)
+    return FileRecord(base + len(data), mtime, None).at(data, base, end, end_line), len(docs)
