@@ -1,8 +1,9 @@
 """Run `nexus` with one OS call failing, in this child process only (fault injection).
 
-NEXUS_FAULT="OP:N:MODE:ERRNO": the N-th call of os.OP (write, fsync or replace) and, with MODE
-"persistent", every later one fails with ERRNO (EIO, ENOSPC); MODE "once" fails only the N-th. A failing
-write first writes half of its bytes, as a full disk does.
+NEXUS_FAULT="OP:N:MODE:ERRNO": the N-th call of os.OP (write, fsync, replace, listdir…) and, with MODE
+"persistent", every later one fails with ERRNO (EIO, ENOSPC); MODE "once" fails only the N-th; MODE
+"child" fails the N-th and later calls in processes forked from this one only (a build helper). A
+failing write first writes half of its bytes, as a full disk does.
 """
 
 from __future__ import annotations
@@ -17,10 +18,17 @@ def _install(spec: str) -> None:
     nth, number = int(nth_text), getattr(errno, code)
     real = getattr(os, op)
     calls = [0]
+    armed = [mode != "child"]
+
+    def arm() -> None:
+        armed[0], calls[0] = True, 0
+
+    if mode == "child":
+        os.register_at_fork(after_in_child=arm)
 
     def faulty(*args: object, **kwargs: object) -> object:
         calls[0] += 1
-        if calls[0] == nth or (mode == "persistent" and calls[0] > nth):
+        if armed[0] and (calls[0] == nth or (mode in ("persistent", "child") and calls[0] > nth)):
             if op == "write" and len(args) == 2 and isinstance(args[1], (bytes, bytearray, memoryview)):
                 data = memoryview(args[1])
                 if len(data) > 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -433,3 +434,76 @@ def test_snippets_never_bold_inside_a_wikilink(env: Env) -> None:
     [snippet] = [h.snippet for h in hits if h.title == "Columns decided"]
     assert "[[decisions/D-0001-error-columns-are-1-based|D-0001]]" in snippet
     assert "error **columns** count" in snippet
+
+
+def test_a_failing_index_build_process_is_one_clear_line(env: Env) -> None:
+    """A helper process of a parallel build fails (its file system calls fail with EIO, as on a
+    failing disk): the search says so in one line, not a traceback, leaves no half-built index
+    behind, and the next search builds it."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("a parallel build needs two cores")
+    text = "# Big\n\n" + ("walrus heron " * 1000 + "\n\n") * 340
+    assert len(text.encode()) > builder.PARALLEL_BYTES  # built by two processes
+    _note(env, "notes/big.md", text)
+    faulty = Path(__file__).parent / "faulty.py"
+    run = subprocess.run(
+        [sys.executable, "-W", "error", str(faulty), "search", "walrus"],
+        env={**env.environ, "NEXUS_FAULT": "listdir:1:child:EIO"},
+        cwd=env.vault.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith("nexus: error: building the search index failed in a helper process (")
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    index = env.vault.state / "index"
+    assert not (index / "manifest.json").exists() and not [p for p in index.iterdir() if p.is_dir()]
+    assert [h["path"] for h in env.run("search", "walrus", "--json").json()] == ["notes/big.md"]
+
+
+OLD_MANIFESTS = {
+    "version 7": lambda files: {"version": 7, "dir": "ix-0ld0", "files": files, "languages": ["en"]},
+    "a record of another shape": lambda files: {
+        "version": 8,
+        "dir": "ix-0ld0",
+        "files": {rel: {**r, "size": str(r["size"])} for rel, r in files.items()},
+        "languages": ["en"],
+    },
+}
+
+
+@pytest.mark.parametrize("shape", sorted(OLD_MANIFESTS))
+def test_an_index_an_older_nexus_wrote_is_rebuilt(env: Env, shape: str) -> None:
+    """A vault carrying an index of an older shape (its manifest claims every file is indexed, its
+    folder is a real, empty index): read as missing, rebuilt, the old folder removed."""
+    env.append("ella", "osprey nest")
+    _note(env, "notes/birds.md", "# Birds\n\nAn osprey over the lake.\n")
+    search.rebuild(env.vault)
+    index = env.vault.state / "index"
+    files = json.loads((index / "manifest.json").read_text())["files"]  # every file, as indexed now
+    shutil.rmtree(index)
+    (index / "ix-0ld0").mkdir(parents=True)
+    engine.Index.create(index / "ix-0ld0")
+    (index / "manifest.json").write_text(json.dumps(OLD_MANIFESTS[shape](files)))
+    hits = env.run("search", "osprey", "--json").json()
+    assert sorted(h["path"].split("/")[0] for h in hits) == ["log", "notes"]
+    manifest = json.loads((index / "manifest.json").read_text())
+    assert manifest["version"] == 8 and manifest["dir"] != "ix-0ld0"
+    assert not (index / "ix-0ld0").exists()
+
+
+def test_importing_search_imports_no_whoosh_and_only_the_engine_does() -> None:
+    code = (
+        "import sys; from nexus import search; search.index_dir; search.MANIFEST; "
+        "print('whoosh' in sys.modules); search.search; print('whoosh' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
+    root = Path(search.__file__).parent.parent
+    importers = [
+        p.relative_to(root).as_posix()
+        for p in sorted(root.rglob("*.py"))
+        if re.search(r"^\s*(from|import) whoosh\b", p.read_text(encoding="utf-8"), re.MULTILINE)
+    ]
+    assert importers == ["search/engine.py"]
