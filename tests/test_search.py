@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -462,14 +463,21 @@ def test_a_failing_index_build_process_is_one_clear_line(env: Env) -> None:
     assert [h["path"] for h in env.run("search", "walrus", "--json").json()] == ["notes/big.md"]
 
 
-OLD_MANIFESTS = {
-    "version 7": lambda files: {"version": 7, "dir": "ix-0ld0", "files": files, "languages": ["en"]},
-    "a record of another shape": lambda files: {
-        "version": 8,
-        "dir": "ix-0ld0",
-        "files": {rel: {**r, "size": str(r["size"])} for rel, r in files.items()},
-        "languages": ["en"],
-    },
+Records = dict[str, dict[str, object]]
+
+
+def _version_7(files: Records) -> dict[str, object]:
+    return {"version": 7, "dir": "ix-0ld0", "files": files, "languages": ["en"]}
+
+
+def _sizes_as_text(files: Records) -> dict[str, object]:
+    records = {rel: {**r, "size": str(r["size"])} for rel, r in files.items()}
+    return {"version": 8, "dir": "ix-0ld0", "files": records, "languages": ["en"]}
+
+
+OLD_MANIFESTS: dict[str, Callable[[Records], dict[str, object]]] = {
+    "version 7": _version_7,
+    "a record of another shape": _sizes_as_text,
 }
 
 
@@ -481,7 +489,7 @@ def test_an_index_an_older_nexus_wrote_is_rebuilt(env: Env, shape: str) -> None:
     _note(env, "notes/birds.md", "# Birds\n\nAn osprey over the lake.\n")
     search.rebuild(env.vault)
     index = env.vault.state / "index"
-    files = json.loads((index / "manifest.json").read_text())["files"]  # every file, as indexed now
+    files: Records = json.loads((index / "manifest.json").read_text())["files"]  # all, as indexed now
     shutil.rmtree(index)
     (index / "ix-0ld0").mkdir(parents=True)
     engine.Index.create(index / "ix-0ld0")
