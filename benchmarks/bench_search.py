@@ -1,6 +1,12 @@
 """Search benchmark: nexus's Whoosh index against SQLite FTS5 over the same text, in the same run.
 
     .venv/bin/python benchmarks/bench_search.py [--entries 100000] [--queries 200] [--json]
+    .venv/bin/python benchmarks/bench_search.py --before PATH [--builds 2]   # side by side
+
+With ``--before PATH`` (a checkout of an earlier nexus) it instead runs that code and this one side by
+side on copies of one synthetic vault, under the same load: each build in turn, then the same queries
+sent to one process of each, alternately, one at a time; it reports both, their ratio, and how many
+queries' top hits differ (the two versions should answer the same).
 
 Builds a synthetic vault (signed entries rendered straight into month segments, plus decision,
 checkpoint and free notes), then measures for both engines: full build (both read the vault's
@@ -298,14 +304,136 @@ def folder_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+WORKER = r"""
+import json, resource, sys, time
+from pathlib import Path
+from nexus import search
+from nexus.vault import Vault
+
+def cpu():
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+vault = Vault(Path(sys.argv[1]))
+for line in sys.stdin:
+    kind, q = json.loads(line)
+    c, t = cpu(), time.perf_counter()
+    if kind == "build":
+        hits = [None] * search.rebuild(vault).documents_added
+    elif kind == "phrase":
+        hits = search.search(vault, f'"{q}"')
+    elif kind == "filtered":
+        hits = search.search(vault, q, agent="lyra", type="decision")
+    else:
+        hits = search.search(vault, q)
+    dt, dc = time.perf_counter() - t, cpu() - c
+    top = [[h.path, h.line_start] for h in hits[:10]] if kind != "build" else len(hits)
+    print(json.dumps([dt, dc, top]), flush=True)
+"""
+
+
+def _summary(rows: dict[str, dict[str, list[float]]], entries: int) -> dict[str, object]:
+    """Side-by-side figures: build (best of the runs), and p50/p99/CPU p50 per query kind, with
+    after/before ratios."""
+    result: dict[str, object] = {"entries": entries, "load_average": os.getloadavg()[0]}
+    for kind, r in rows.items():
+        if kind == "build":
+            b, a = min(r["before s"]), min(r["after s"])
+            bc, ac = min(r["before cpu"]), min(r["after cpu"])
+            result["build"] = {
+                "before_entries_per_s": round(entries / b),
+                "after_entries_per_s": round(entries / a),
+                "before_cpu_s": round(bc, 1),
+                "after_cpu_s": round(ac, 1),
+                "ratio_time": round(a / b, 2),
+                "ratio_cpu": round(ac / bc, 2),
+            }
+            continue
+        row = {
+            f"{name}_{stat}": round(pct(r[f"{name} {m}"], q), 2)
+            for name in ("before", "after")
+            for stat, m, q in (("p50", "s", 0.5), ("p99", "s", 0.99), ("cpu_p50", "cpu", 0.5))
+        }
+        row["ratio_p50"] = round(row["after_p50"] / row["before_p50"], 2)
+        row["ratio_p99"] = round(row["after_p99"] / row["before_p99"], 2)
+        row["ratio_cpu_p50"] = round(row["after_cpu_p50"] / row["before_cpu_p50"], 2)
+        result[kind] = row
+    return result
+
+
+def side_by_side(args: argparse.Namespace) -> int:
+    """This code and an earlier checkout (``args.before``) on copies of one vault, alternately."""
+    import subprocess
+
+    rng = random.Random(5)
+    tmp = Path(tempfile.mkdtemp(prefix="nexus-bench-search-ab-"))
+    procs: dict[str, subprocess.Popen[str]] = {}
+    try:
+        vault, words, cum = make_vault(tmp / "after", tmp / "keys", args.entries, rng)
+        shutil.copytree(vault.root, tmp / "before", symlinks=True)
+        qs = queries(rng, words, cum, vault, args.queries)
+        trees = {"before": args.before.resolve(), "after": Path(__file__).resolve().parent.parent}
+        for name, tree in trees.items():
+            env = dict(os.environ, PYTHONPATH=str(tree))
+            procs[name] = subprocess.Popen(
+                [sys.executable, "-c", WORKER, str(tmp / name)],
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=str(tree),
+            )
+
+        def ask(name: str, kind: str, q: str) -> tuple[float, float, object]:
+            proc = procs[name]
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps([kind, q]) + "\n")
+            proc.stdin.flush()
+            dt, dc, top = json.loads(proc.stdout.readline())
+            return float(dt), float(dc), top
+
+        rows: dict[str, dict[str, list[float]]] = {}
+        for i in range(args.builds):  # the order alternates, so neither always runs first
+            for name in ("before", "after") if i % 2 == 0 else ("after", "before"):
+                dt, dc, _ = ask(name, "build", "")
+                rows.setdefault("build", {}).setdefault(f"{name} s", []).append(dt)
+                rows["build"].setdefault(f"{name} cpu", []).append(dc)
+        differ = 0
+        for name in procs:
+            ask(name, "one term", "warmup")
+        for kind, items in qs.items():
+            for j, q in enumerate(items):
+                got = {}
+                for name in ("before", "after") if j % 2 == 0 else ("after", "before"):
+                    dt, dc, got[name] = ask(name, kind, q)
+                    rows.setdefault(kind, {}).setdefault(f"{name} s", []).append(dt)
+                    rows[kind].setdefault(f"{name} cpu", []).append(dc)
+                differ += got["before"] != got["after"]
+        result = _summary(rows, args.entries)
+        result["queries_whose_top_10_differ"] = differ
+        print(json.dumps(result, indent=2))
+    finally:
+        for proc in procs.values():
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=60)
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", type=Path, help="an earlier checkout to run side by side with this one")
+    ap.add_argument("--builds", type=int, default=1, help="with --before: builds of each, alternately")
     ap.add_argument("--entries", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--appends", type=int, default=20)
     ap.add_argument("--keep", action="store_true", help="keep the synthetic vault")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.before is not None:
+        return side_by_side(args)
     rng = random.Random(5)
     tmp = Path(tempfile.mkdtemp(prefix="nexus-bench-search-"))
     try:
