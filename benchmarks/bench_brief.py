@@ -59,7 +59,6 @@ def generate(vault: Vault, keys: Path, n: int) -> dict[str, int]:
     waiting: dict[str, tuple[str, set[str]]] = {}  # decision id -> (author, agents yet to ack it)
     skip: dict[str, bool] = {}
     counts = {"decisions": 0}
-    last_start = 0
     for i in range(n):
         ms = start_ms + i * STEP_MS
         ts = entries.utc_ts(ms)
@@ -102,7 +101,6 @@ def generate(vault: Vault, keys: Path, n: int) -> dict[str, int]:
             skip[e.id] = counts["decisions"] % 7 == 0
             counts["decisions"] += 1
         data = entries.render(e).encode()
-        last_start = sizes[seg]
         out[seg].append(data)
         sizes[seg] += len(data)
         lines[seg] += data.count(b"\n")
@@ -117,11 +115,11 @@ def generate(vault: Vault, keys: Path, n: int) -> dict[str, int]:
         "size": sizes[newest],
         "lines": lines[newest],
         "last_id": prev_id,
-        "seg_last": [last_start, prev_id],
+        "seg_last": [sizes[newest], lines[newest] + 1, prev_id, sizes[newest]],  # (a mark)
         "heads": {a: list(h) for a, h in heads.items()},
     }
     (vault.state / "tail.json").write_text(json.dumps(state), encoding="utf-8")
-    cursor = {"seen": prev_id, "segments": marks}
+    cursor = {"seen": prev_id, "segments": {seg: [*mark, sizes[seg]] for seg, mark in marks.items()}}
     (vault.state / "cursors" / "lyra.json").write_text(json.dumps(cursor), encoding="utf-8")
     return counts
 

@@ -105,11 +105,11 @@ def generate(vault: Vault, keys: Path, n: int) -> float:
         "size": size,
         "lines": lines,
         "last_id": last_id,
-        "seg_last": [start, lid],
+        "seg_last": [size, lines + 1, lid, size],  # (a mark: after the last entry and its blank line)
         "heads": heads,
     }
     (vault.state / "tail.json").write_text(json.dumps(state), encoding="utf-8")
-    marks = {seg: [end, line, eid] for seg, (end, line, eid) in last_end.items()}
+    marks = {seg: [end, line, eid, files[seg][0]] for seg, (end, line, eid) in last_end.items()}
     cursor = {"seen": last_id, "segments": marks}
     (vault.state / "cursors" / "lyra.json").write_text(json.dumps(cursor), encoding="utf-8")
     return time.perf_counter() - t0

@@ -41,7 +41,7 @@ def owed(
     if info.get("kind") == "human":
         return []
     data = coordination.view(vault, agent, ack_types, race_window)
-    return [coordination.materialize(vault, ref) for ref in data["owed"]]
+    return [coordination.materialize(vault, ref) for ref in data.owed]
 
 
 def unacknowledged(
@@ -54,9 +54,8 @@ def unacknowledged(
     state = coordination.refresh(vault, ack_types, race_window).state
     agents = roster.agents(vault)
     out: dict[str, list[str]] = {}
-    for entry_id in sorted(state["pending"]):
-        author, acked = state["pending"][entry_id][0], state["pending"][entry_id][6]
-        owers = [a for a in agents if a != author and a not in acked]
+    for entry_id in sorted(state.pending):
+        owers = [a for a in agents if state.pending[entry_id].owed_by(a)]
         if owers:
             out[entry_id] = owers
     return out

@@ -143,7 +143,7 @@ def _identity_section(vault: Vault, agent: str, limit: int) -> BriefSection | No
 def _owed_section(
     vault: Vault,
     agent: str,
-    data: dict[str, object],
+    data: coordination.View,
     limit: int,
     surface: str = "cli",
     unread: frozenset[str] = frozenset(),
@@ -152,19 +152,19 @@ def _owed_section(
     does not repeat it)."""
     from .records import Race
 
-    refs = list(data.get("owed", []))  # type: ignore[call-overload]
-    race_refs = list(data.get("races", []))  # type: ignore[call-overload]
+    refs = list(data.owed)
+    race_refs = list(data.races)
     if not refs and not race_refs:
         return None
     lines: list[str] = []
     used = 0
     omitted = 0
     full = False  # once the budget is spent, the rest is counted, never read back
-    for a_ref, b_ref in race_refs:
+    for pair in race_refs:
         if full:
             omitted += 1
             continue
-        race = Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref))
+        race = Race(coordination.materialize(vault, pair.a), coordination.materialize(vault, pair.b))
         block = (
             f"- RACE: {_race_side(race.a)} and {_race_side(race.b)} were written without "
             f"either seeing the other. Read both, then reconcile with\n  "
@@ -188,7 +188,7 @@ def _owed_section(
         if full:
             omitted += 1
             continue
-        block = _entry_line(coordination.materialize(vault, ref), body=ref[0] in unread, vault=vault)
+        block = _entry_line(coordination.materialize(vault, ref), body=ref.id in unread, vault=vault)
         if used + len(block) + 1 > limit:
             omitted += 1
             full = True
@@ -389,9 +389,7 @@ def build(
 
         raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
     is_human = info.get("kind") == "human"
-    data: dict[str, object] = (
-        {"owed": [], "races": []} if is_human else coordination.view(vault, agent, ack_types, race_window)
-    )
+    data = coordination.View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
     ring = trust.load(vault)
     items, cursor = log.scan_unread(vault, agent, ring=ring)
     owed = _owed_section(
@@ -417,7 +415,7 @@ def build(
     items, suspect = split_verified(items)
     flagged = _unverified_section(suspect, max(0, (budget - used) // 4))
     used += len(_section_text(flagged)) if flagged else 0
-    owed_ids = frozenset(ref[0] for ref in data.get("owed", []))  # type: ignore[attr-defined]
+    owed_ids = frozenset(ref.id for ref in data.owed)
     unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids, vault)
     # The cursor moves only when every unread entry was shown, so `nexus log read` still returns
     # the ones left out.
@@ -432,8 +430,8 @@ def build(
         generated=generated,
         max_chars=max_chars,
         sections=sections,
-        owed=tuple(ref[0] for ref in data.get("owed", [])),  # type: ignore[attr-defined]
-        races=tuple((a[0], b[0]) for a, b in data.get("races", [])),  # type: ignore[attr-defined]
+        owed=tuple(ref.id for ref in data.owed),
+        races=tuple((r.a.id, r.b.id) for r in data.races),
         unread_shown=len(items) - omitted,
         unread_omitted=omitted,
         cursor_advanced=advanced,

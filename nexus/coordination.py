@@ -1,22 +1,22 @@
 """Derived coordination state: which entries still need acknowledgements, and which entries race.
 
 Kept under ``.nexus/coord/`` and updated incrementally, like the log's cursors: for each segment the
-state remembers the byte offset (and line, and id) of the end of the last entry it absorbed, and the
-size it had scanned to. ``refresh`` reads only the bytes after that offset; a segment whose saved
-position no longer ends the entry it ended (an editor rewrote the file) makes it rebuild from the log.
-The watcher refreshes after every change it sees; ``nexus brief`` refreshes when the watcher is not
-running. Nothing here is canonical: delete the folder and it is rebuilt from the segments.
+state keeps a :class:`~nexus.marks.Mark` (where the last entry it absorbed ends, and the size it had
+scanned to) and how many entries it absorbed there. ``refresh`` reads only the bytes after the mark;
+a mark that no longer holds (an editor rewrote the file) makes it rebuild from the log. The watcher
+refreshes after every change it sees; ``nexus brief`` refreshes when the watcher is not running.
+Nothing here is canonical: delete the folder and it is rebuilt from the segments, and a file of
+another shape or version is treated as missing.
 
 Files (``P`` is a short hash of the parameters, so two settings never fight over one file):
 
-* ``state-P.json`` – ``marks`` (per segment ``[offset, line, last id, scanned size, entries
-  absorbed]``), ``pending`` (every entry of an ack-needing type: author, type, where it is, who
-  acked it), ``recent`` (the entries inside the race window of the newest one), ``races``
-  (``[a ref, b ref, resolved_by]``);
-* ``view-P-AGENT.json`` – what one agent owes and its unresolved races, with the marks it was computed
-  at: all ``nexus brief`` reads when nothing changed.
+* ``state-P.json`` – a :class:`State`: per segment its :class:`SegmentMark`, every entry of an
+  ack-needing type (:class:`Pending`: where it is, its type, who acked it), the entries inside the
+  race window of the newest one (:class:`Recent`) and every race (:class:`RacePair`);
+* ``view-P-AGENT.json`` – a :class:`View`: what one agent owes and its unresolved races, with the
+  marks it was computed at: all ``nexus brief`` reads when nothing changed.
 
-A *ref* is ``[id, agent, file, offset, end offset, line]``: enough to read the entry back with one seek.
+A :class:`Ref` says where an entry is: enough to read it back with one seek (:func:`materialize`).
 """
 
 from __future__ import annotations
@@ -24,19 +24,204 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from . import durable, entries, segments
+from .marks import START, Mark
 from .records import Located
 from .vault import Vault
 
-VERSION = 3  # 3: refused state edits (state-conflict) never race
+VERSION = 4  # 4: typed records (3: refused state edits (state-conflict) never race)
 RECONCILE = "reconcile"
 REFUSED = "state-conflict"  # a stale state edit, refused: nothing changed
 
-Ref = list[Any]  # [id, agent, file, offset, end, line]
+_SHAPE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
+# ------------------------------------------------------------------ records
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """Where an entry is: its id and author, segment file, byte range and first line."""
+
+    id: str
+    agent: str
+    file: str
+    offset: int
+    end: int
+    line: int
+
+    @classmethod
+    def of(cls, located: Located) -> Ref:
+        e = located.entry
+        return cls(e.id, e.agent, located.file, located.offset, located.end_offset, located.line_start)
+
+    def to_json(self) -> list[Any]:
+        return [self.id, self.agent, self.file, self.offset, self.end, self.line]
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Ref:
+        entry_id, agent, file, offset, end, line = raw
+        if not (isinstance(entry_id, str) and isinstance(agent, str) and isinstance(file, str)):
+            raise TypeError("a ref names an entry, its author and its file")
+        return cls(entry_id, agent, file, int(offset), int(end), int(line))
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """An entry of an ack-needing type, and the agents (other than its author) that acked it."""
+
+    ref: Ref
+    type: str
+    acked: tuple[str, ...] = ()
+
+    def owed_by(self, agent: str) -> bool:
+        return self.ref.agent != agent and agent not in self.acked
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref.to_json(), "type": self.type, "acked": list(self.acked)}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Pending:
+        return cls(Ref.from_json(raw["ref"]), str(raw["type"]), tuple(str(a) for a in raw["acked"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Recent:
+    """An entry inside the race window of the newest one: its time (ms) and whether it can race."""
+
+    ref: Ref
+    ms: int
+    skip: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref.to_json(), "ms": self.ms, "skip": self.skip}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Recent:
+        return cls(Ref.from_json(raw["ref"]), int(raw["ms"]), bool(raw["skip"]))
+
+
+@dataclass(frozen=True, slots=True)
+class RacePair:
+    """Two entries that race (``a`` the older), and the reconcile entry that resolved them, if any."""
+
+    a: Ref
+    b: Ref
+    resolved_by: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a.to_json(), "b": self.b.to_json(), "resolved_by": self.resolved_by}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> RacePair:
+        by = raw["resolved_by"]
+        if by is not None and not isinstance(by, str):
+            raise TypeError("resolved_by is an entry id")
+        return cls(Ref.from_json(raw["a"]), Ref.from_json(raw["b"]), by)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentMark:
+    """How far the state absorbed one segment, and how many entries it absorbed there."""
+
+    mark: Mark
+    count: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mark": self.mark.to_json(), "count": self.count}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> SegmentMark:
+        mark = Mark.from_json(raw["mark"])
+        if mark is None:
+            raise ValueError("not a mark")
+        return cls(mark, int(raw["count"]))
+
+
+def _marks_json(marks: dict[str, SegmentMark]) -> dict[str, Any]:
+    return {name: m.to_json() for name, m in marks.items()}
+
+
+def _marks_from(raw: Any) -> dict[str, SegmentMark]:
+    return {str(name): SegmentMark.from_json(m) for name, m in raw.items()}
+
+
+@dataclass(frozen=True)
+class State:
+    """The derived state for one setting of (ack types, race window). Its collections grow in place
+    as entries are absorbed; the records in them are replaced, never changed."""
+
+    ack_types: tuple[str, ...]
+    window_ms: int
+    marks: dict[str, SegmentMark] = field(default_factory=dict)
+    pending: dict[str, Pending] = field(default_factory=dict)
+    recent: list[Recent] = field(default_factory=list)
+    races: list[RacePair] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": VERSION,
+            "ack_types": list(self.ack_types),
+            "window_ms": self.window_ms,
+            "marks": _marks_json(self.marks),
+            "pending": {entry_id: p.to_json() for entry_id, p in self.pending.items()},
+            "recent": [r.to_json() for r in self.recent],
+            "races": [r.to_json() for r in self.races],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any) -> State | None:
+        """The state ``raw`` holds, or None when it has another version or shape (rebuilt)."""
+        try:
+            if raw["v"] != VERSION:
+                return None
+            return cls(
+                tuple(str(t) for t in raw["ack_types"]),
+                int(raw["window_ms"]),
+                _marks_from(raw["marks"]),
+                {str(k): Pending.from_json(v) for k, v in raw["pending"].items()},
+                [Recent.from_json(r) for r in raw["recent"]],
+                [RacePair.from_json(r) for r in raw["races"]],
+            )
+        except _SHAPE_ERRORS:
+            return None
+
+
+@dataclass(frozen=True)
+class View:
+    """What one agent owes (oldest first) and its unresolved races, as of ``marks``."""
+
+    agent: str
+    marks: dict[str, SegmentMark] = field(default_factory=dict)
+    owed: tuple[Ref, ...] = ()
+    races: tuple[RacePair, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": VERSION,
+            "agent": self.agent,
+            "marks": _marks_json(self.marks),
+            "owed": [r.to_json() for r in self.owed],
+            "races": [r.to_json() for r in self.races],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any) -> View | None:
+        try:
+            if raw["v"] != VERSION:
+                return None
+            return cls(
+                str(raw["agent"]),
+                _marks_from(raw["marks"]),
+                tuple(Ref.from_json(r) for r in raw["owed"]),
+                tuple(RacePair.from_json(r) for r in raw["races"]),
+            )
+        except _SHAPE_ERRORS:
+            return None
 
 
 def _params_key(ack_types: tuple[str, ...], window_seconds: float) -> str:
@@ -56,9 +241,9 @@ def view_path(vault: Vault, agent: str, ack_types: tuple[str, ...], window_secon
 class Update:
     """What one ``refresh`` found: the state, and what is new since the previous refresh."""
 
-    state: dict[str, Any]
+    state: State
     new_entries: list[Located] = field(default_factory=list)
-    new_races: list[tuple[Ref, Ref]] = field(default_factory=list)
+    new_races: list[RacePair] = field(default_factory=list)
     resolved: list[tuple[str, str, str]] = field(default_factory=list)  # (a, b, reconcile id)
     rebuilt: bool = False
     marks_moved: bool = False  # e.g. text after the last entry was read: save, or every look rereads it
@@ -72,7 +257,7 @@ class Update:
 
 
 def _segment_stats(vault: Vault) -> list[tuple[str, Path, int]]:
-    from .log import segment_files
+    from .logfiles import segment_files
 
     out = []
     for name, path in segment_files(vault):
@@ -83,160 +268,105 @@ def _segment_stats(vault: Vault) -> list[tuple[str, Path, int]]:
     return out
 
 
-def _mark_status(path: Path, size: int, mark: Any) -> str:
-    """``same`` (nothing new), ``grown`` (read from the mark on), or ``bad`` (rebuild)."""
-    if not isinstance(mark, list) or len(mark) != 5:
-        return "bad"
-    offset, _line, last, scanned, _count = mark
-    if not isinstance(offset, int) or offset > size:
-        return "bad"
-    if last is not None:
-        with open(path, "rb") as f:
-            f.seek(max(0, offset - 8192))
-            window = f.read(min(offset, 8192))
-        tail_line = window.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-        if not (
-            window.endswith(b"\n")
-            and tail_line.startswith(entries.END_PREFIX.encode())
-            and f'"id":"{last}"'.encode() in tail_line
-        ):
-            return "bad"
-    return "same" if size == scanned else "grown"
-
-
-def marks_current(vault: Vault, marks: dict[str, Any]) -> bool:
+def marks_current(vault: Vault, marks: dict[str, SegmentMark]) -> bool:
     """True when the log holds exactly what ``marks`` says was absorbed (the fast path's check)."""
     stats = _segment_stats(vault)
     if {name for name, _, _ in stats} != set(marks):
         return False
-    return all(_mark_status(path, size, marks[name]) == "same" for name, path, size in stats)
+    return all(
+        marks[name].mark.unchanged(size) and marks[name].mark.holds(path) for name, path, size in stats
+    )
 
 
 # ------------------------------------------------------------------ state
 
 
-def _empty(ack_types: tuple[str, ...], window_seconds: float) -> dict[str, Any]:
-    return {
-        "v": VERSION,
-        "ack_types": sorted(ack_types),
-        "window_ms": int(window_seconds * 1000),
-        "marks": {},
-        "pending": {},
-        "recent": [],
-        "races": [],
-    }
+def _empty(ack_types: tuple[str, ...], window_seconds: float) -> State:
+    return State(tuple(sorted(ack_types)), int(window_seconds * 1000))
 
 
-def load(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> dict[str, Any] | None:
+def load(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> State | None:
     try:
-        state = json.loads(state_path(vault, ack_types, window_seconds).read_bytes())
+        raw = json.loads(state_path(vault, ack_types, window_seconds).read_bytes())
     except (FileNotFoundError, ValueError):
         return None
-    if not isinstance(state, dict) or state.get("v") != VERSION:
+    state = State.from_json(raw)
+    if state is None or state.ack_types != tuple(sorted(ack_types)):
         return None
-    if state.get("ack_types") != sorted(ack_types) or state.get("window_ms") != int(window_seconds * 1000):
-        return None
-    return state
+    return state if state.window_ms == int(window_seconds * 1000) else None
 
 
-def _ref(located: Located) -> Ref:
-    e = located.entry
-    return [e.id, e.agent, located.file, located.offset, located.end_offset, located.line_start]
-
-
-def absorb(state: dict[str, Any], located: Located, update: Update) -> None:
+def absorb(state: State, located: Located, update: Update) -> None:
     """Fold one entry (in log order) into the state."""
     e = located.entry
-    ack_types = state["ack_types"]
-    pending: dict[str, Any] = state["pending"]
     for acked in e.ack:
-        item = pending.get(acked)
-        if item is not None and item[0] != e.agent and e.agent not in item[6]:
-            item[6].append(e.agent)
-    if e.type in ack_types:
-        pending[e.id] = [
-            e.agent,
-            e.type,
-            located.file,
-            located.offset,
-            located.end_offset,
-            located.line_start,
-            [],
-        ]
+        item = state.pending.get(acked)
+        if item is not None and item.owed_by(e.agent):
+            state.pending[acked] = replace(item, acked=(*item.acked, e.agent))
+    if e.type in state.ack_types:
+        state.pending[e.id] = Pending(Ref.of(located), e.type)
     if e.type == RECONCILE and e.ack:
         acked_ids = set(e.ack)
-        for race in state["races"]:
-            if race[2] is None and race[0][0] in acked_ids and race[1][0] in acked_ids:
-                race[2] = e.id
-                update.resolved.append((race[0][0], race[1][0], e.id))
+        for i, race in enumerate(state.races):
+            if race.resolved_by is None and race.a.id in acked_ids and race.b.id in acked_ids:
+                state.races[i] = replace(race, resolved_by=e.id)
+                update.resolved.append((race.a.id, race.b.id, e.id))
     _race_check(state, located, update)
 
 
-def _race_check(state: dict[str, Any], located: Located, update: Update) -> None:
+def _race_check(state: State, located: Located, update: Update) -> None:
     e = located.entry
-    window = state["window_ms"]
+    window = state.window_ms
     ms = entries.decode_id_ms(e.id)
-    recent: list[list[Any]] = state["recent"]
+    recent = state.recent
+    ref = Ref.of(located)
     # A reconcile settles races, a person's note signed by a helper is no agent's action, and a refused
     # stale state edit changed nothing: none of them races.
     skip = e.type in (RECONCILE, REFUSED) or e.via is not None
     if not skip:
         acked = set(e.ack)
         for x in reversed(recent):
-            x_id, x_agent, x_ms, x_skip = x[0], x[1], x[2], x[3]
-            if ms - x_ms > window:
+            if ms - x.ms > window:
                 break
-            if x_id >= e.id:
+            if x.ref.id >= e.id:
                 continue
-            if e.seen is not None and e.seen >= x_id:
+            if e.seen is not None and e.seen >= x.ref.id:
                 break  # recent is sorted by id: the author had seen this one and every older one
-            if x_skip or x_agent == e.agent or x_id in acked:
+            if x.skip or x.ref.agent == e.agent or x.ref.id in acked:
                 continue
-            race: list[Any] = [x[4], _ref(located), None]
-            state["races"].append(race)
-            update.new_races.append((race[0], race[1]))
-    item = [e.id, e.agent, ms, skip, _ref(located)]
-    bisect.insort(recent, item, key=lambda r: r[0])
-    newest = recent[-1][2]
+            race = RacePair(x.ref, ref)
+            state.races.append(race)
+            update.new_races.append(race)
+    bisect.insort(recent, Recent(ref, ms, skip), key=lambda r: r.ref.id)
+    newest = recent[-1].ms
     cut = 0
-    while cut < len(recent) and newest - recent[cut][2] > window:
+    while cut < len(recent) and newest - recent[cut].ms > window:
         cut += 1
     if cut:
         del recent[:cut]
 
 
-def _scan_from(vault: Vault, path: Path, mark: Any) -> tuple[segments.Scan, int]:
-    offset, line = (mark[0], mark[1]) if mark else (0, 1)
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read()
-    return segments.scan(data, vault.rel(path), offset=offset, line=line), offset + len(data)
-
-
-def _catch_up(vault: Vault, state: dict[str, Any], update: Update) -> bool:
+def _catch_up(vault: Vault, state: State, update: Update) -> bool:
     """Absorb whatever the segments hold past the marks; False when a mark is bad (rebuild)."""
     stats = _segment_stats(vault)
     names = {name for name, _, _ in stats}
-    if any(name not in names for name in state["marks"]):
+    if any(name not in names for name in state.marks):
         return False
     for name, path, size in stats:
-        mark = state["marks"].get(name)
-        if mark is not None:
-            status = _mark_status(path, size, mark)
-            if status == "bad":
+        known = state.marks.get(name)
+        mark, count = (known.mark, known.count) if known is not None else (START, 0)
+        if known is not None:
+            if not mark.holds(path):
                 return False
-            if status == "same":
+            if mark.unchanged(size):
                 continue
-        result, scanned = _scan_from(vault, path, mark)
-        offset, line, last, count = (mark[0], mark[1], mark[2], mark[4]) if mark else (0, 1, None, 0)
+        data, result = mark.read(path, vault.rel(path))
         for located in result.entries:
             absorb(state, located, update)
             update.new_entries.append(located)
-            offset, line, last = located.end_offset, located.line_end + 1, located.entry.id
-            count += 1
-        new_mark = [offset, line, last, scanned, count]
-        if new_mark != mark:
-            state["marks"][name] = new_mark
+        moved = SegmentMark(mark.after(result, mark.offset + len(data)), count + len(result.entries))
+        if moved != known:
+            state.marks[name] = moved
             update.marks_moved = True
     return True
 
@@ -275,79 +405,95 @@ def relocate(
 
     with exclusive(vault.lock("coord")):
         state = load(vault, ack_types, window_seconds)
-        if state is None or file not in state["marks"]:
+        if state is None or file not in state.marks:
             return False
-        _offset, _line, last, _scanned, count = state["marks"][file]
+        known = state.marks[file]
+        last, count = known.mark.last, known.count
         ids = [loc.entry.id for loc in found]
         if last is None or ids != sorted(ids) or last not in ids or ids.index(last) + 1 != count:
             return False
         where = {loc.entry.id: loc for loc in found}
-
-        def move(ref: list[Any]) -> bool:
-            if ref[2] != file:
-                return True
-            loc = where.get(ref[0])
-            if loc is None:
-                return False
-            ref[3], ref[4], ref[5] = loc.offset, loc.end_offset, loc.line_start
-            return True
-
-        for entry_id, item in state["pending"].items():
-            if item[2] == file:
-                loc = where.get(entry_id)
-                if loc is None:
-                    return False
-                item[3], item[4], item[5] = loc.offset, loc.end_offset, loc.line_start
-        refs = [r[4] for r in state["recent"]] + [x for race in state["races"] for x in race[:2]]
-        if not all(move(ref) for ref in refs):
+        if not _move_refs(state, file, where):
             return False
         anchor = where[last]
-        end = min(anchor.end_offset, size)
-        state["marks"][file] = [anchor.end_offset, anchor.line_end + 1, last, end, count]
+        state.marks[file] = SegmentMark(Mark.past(anchor, min(anchor.end_offset, size)), count)
         save(vault, state, ack_types, window_seconds)
     return True
 
 
-def save(vault: Vault, state: dict[str, Any], ack_types: tuple[str, ...], window_seconds: float) -> None:
+def _move_refs(state: State, file: str, where: dict[str, Located]) -> bool:
+    """Point every ref into ``file`` at where its entry is now; False when one is gone."""
+
+    def moved(ref: Ref) -> Ref | None:
+        if ref.file != file:
+            return ref
+        loc = where.get(ref.id)
+        return None if loc is None else Ref.of(loc)
+
+    pending = {}
+    for entry_id, item in state.pending.items():
+        ref = moved(item.ref)
+        if ref is None:
+            return False
+        pending[entry_id] = replace(item, ref=ref)
+    recent = []
+    for r in state.recent:
+        ref = moved(r.ref)
+        if ref is None:
+            return False
+        recent.append(replace(r, ref=ref))
+    races = []
+    for race in state.races:
+        a, b = moved(race.a), moved(race.b)
+        if a is None or b is None:
+            return False
+        races.append(replace(race, a=a, b=b))
+    state.pending.update(pending)
+    state.recent[:] = recent
+    state.races[:] = races
+    return True
+
+
+def save(vault: Vault, state: State, ack_types: tuple[str, ...], window_seconds: float) -> None:
     from .roster import agents
 
-    durable.replace(state_path(vault, ack_types, window_seconds), json.dumps(state).encode(), durable=False)
+    durable.replace(
+        state_path(vault, ack_types, window_seconds), json.dumps(state.to_json()).encode(), durable=False
+    )
     folder = vault.state / "coord"
     prefix = f"view-{_params_key(ack_types, window_seconds)}-"
-    for name in agents(vault):
+    names = agents(vault)
+    for name in names:
         durable.replace(
-            folder / f"{prefix}{name}.json", json.dumps(make_view(state, name)).encode(), durable=False
+            folder / f"{prefix}{name}.json",
+            json.dumps(make_view(state, name).to_json()).encode(),
+            durable=False,
         )
     for stale in folder.glob(f"{prefix}*.json"):  # views of identities that are gone
-        if stale.name[len(prefix) : -5] not in set(agents(vault)):
+        if stale.name[len(prefix) : -5] not in set(names):
             stale.unlink(missing_ok=True)
 
 
-def make_view(state: dict[str, Any], agent: str) -> dict[str, Any]:
-    owed = [
-        [entry_id, item[0], item[2], item[3], item[4], item[5]]
-        for entry_id, item in state["pending"].items()
-        if item[0] != agent and agent not in item[6]
-    ]
-    owed.sort(key=lambda ref: ref[0])
-    races = [[r[0], r[1]] for r in state["races"] if r[2] is None and agent in (r[0][1], r[1][1])]
-    return {"v": VERSION, "agent": agent, "marks": state["marks"], "owed": owed, "races": races}
+def make_view(state: State, agent: str) -> View:
+    owed = sorted((p.ref for p in state.pending.values() if p.owed_by(agent)), key=lambda ref: ref.id)
+    races = tuple(r for r in state.races if r.resolved_by is None and agent in (r.a.agent, r.b.agent))
+    return View(agent, dict(state.marks), tuple(owed), races)
 
 
-def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: float) -> dict[str, Any]:
+def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: float) -> View:
     """What ``agent`` owes and its unresolved races: the saved view when the log has not changed since
     it was computed (a few stats and one small read), else a refresh first."""
     path = view_path(vault, agent, ack_types, window_seconds)
     try:
-        cached = json.loads(path.read_bytes())
-        if isinstance(cached, dict) and cached.get("v") == VERSION and marks_current(vault, cached["marks"]):
+        cached = View.from_json(json.loads(path.read_bytes()))
+        if cached is not None and cached.agent == agent and marks_current(vault, cached.marks):
             return cached
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
+    except (FileNotFoundError, ValueError):
         pass
     update = refresh(vault, ack_types, window_seconds)
     data = make_view(update.state, agent)
     if not path.exists():  # an agent added since the last save: next time, the fast path
-        durable.replace(path, json.dumps(data).encode(), durable=False)
+        durable.replace(path, json.dumps(data.to_json()).encode(), durable=False)
     return data
 
 
@@ -357,7 +503,7 @@ def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: f
 def materialize(vault: Vault, ref: Ref) -> Located:
     """The entry a ref points to, read with one seek (or found by id if the file moved under it), with
     its verdict (``Located.verdict``)."""
-    entry_id, _agent, file, offset, end, line = ref
+    entry_id, file, offset, end, line = ref.id, ref.file, ref.offset, ref.end, ref.line
     try:
         with open(vault.root / file, "rb") as f:
             f.seek(offset)
@@ -367,7 +513,7 @@ def materialize(vault: Vault, ref: Ref) -> Located:
             return _checked(vault, found[0])
     except OSError:
         pass
-    from .log import find_entry
+    from .logfiles import find_entry
 
     return _checked(vault, find_entry(vault, entry_id))
 

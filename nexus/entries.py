@@ -235,8 +235,18 @@ class FrameError(ValueError):
         self.line = line
 
 
-def parse_lines(lines: list[str]) -> Entry:  # noqa: C901
+def parse_lines(lines: list[str]) -> Entry:
     """Parse one entry from its lines (begin line to end line, without the separator)."""
+    begin, header, meta = _framing(lines)
+    entry_id = begin.group("id")
+    entry = _entry(entry_id, header, meta, _body(lines[2:-1]), len(lines) - 1)
+    if meta.get("id") != entry_id or header.group("bid") != entry_id:
+        raise FrameError("the ids of the begin line, header and end line differ", 1)
+    return entry
+
+
+def _framing(lines: list[str]) -> tuple[re.Match[str], re.Match[str], dict[str, Any]]:
+    """The begin line's and header's matches and the end line's metadata; FrameError if broken."""
     if len(lines) < 3:
         raise FrameError("entry is cut short", len(lines))
     begin = BEGIN_RE.fullmatch(lines[0])
@@ -254,15 +264,20 @@ def parse_lines(lines: list[str]) -> Entry:  # noqa: C901
         raise FrameError(f"end line is not valid JSON: {err.msg}", len(lines) - 1) from None
     if not isinstance(meta, dict):
         raise FrameError("end line metadata is not an object", len(lines) - 1)
-    body_lines = lines[2:-1]
-    body: str | None
+    return begin, header, meta
+
+
+def _body(body_lines: list[str]) -> str | None:
+    """The body from the lines between the header and the end line (None: no body)."""
     if not body_lines or body_lines == [""]:  # no body: the end line under the header, or a blank between
-        body = None
-    else:
-        if body_lines[0] != "":
-            raise FrameError("missing blank line after the header", 2)
-        body = "\n".join(unescape_body_line(line) for line in body_lines[1:])
-    entry_id = begin.group("id")
+        return None
+    if body_lines[0] != "":
+        raise FrameError("missing blank line after the header", 2)
+    return "\n".join(unescape_body_line(line) for line in body_lines[1:])
+
+
+def _entry(entry_id: str, header: re.Match[str], meta: dict[str, Any], body: str | None, end: int) -> Entry:
+    """The entry from its parts; FrameError (on end line ``end``) for a missing or bad field."""
     try:
         ack = meta["ack"]
         if not isinstance(ack, list) or not all(isinstance(a, str) for a in ack):
@@ -270,7 +285,7 @@ def parse_lines(lines: list[str]) -> Entry:  # noqa: C901
         seq = meta["seq"]
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise TypeError("seq")
-        entry = Entry(
+        return Entry(
             id=entry_id,
             ts=f"{header.group('date')}T{header.group('time')}Z",
             agent=header.group("agent"),
@@ -287,10 +302,7 @@ def parse_lines(lines: list[str]) -> Entry:  # noqa: C901
             via=_opt_str(meta.get("via")),
         )
     except (KeyError, TypeError) as err:
-        raise FrameError(f"end line metadata is missing or has a bad field: {err}", len(lines) - 1) from None
-    if meta.get("id") != entry_id or header.group("bid") != entry_id:
-        raise FrameError("the ids of the begin line, header and end line differ", 1)
-    return entry
+        raise FrameError(f"end line metadata is missing or has a bad field: {err}", end) from None
 
 
 def _opt_str(value: object) -> str | None:

@@ -210,8 +210,13 @@ def build(  # noqa: C901
         return fresh(e.id, e.ts)
 
     # (resuming, older ids are skipped before ``keep``: their activity is in the saved scan)
+    from .cursors import marks_from_json, marks_to_json
+
     window, marks, _newest = log.scan_after(
-        vault, saved["segments"] if resume and saved else {}, after_entry if resume else None, keep
+        vault,
+        marks_from_json(saved["segments"]) if resume and saved else {},
+        after_entry if resume else None,
+        keep,
     )
     report = verify.verify(vault, progress=progress)
     # Only entries that verify are anyone's words here; the others are listed under integrity.
@@ -226,7 +231,7 @@ def build(  # noqa: C901
         last_entry=newest[-1].entry.id if newest else after_entry,
         last_state_version=max([v.version for v in project_state.versions(vault)], default=0),
     )
-    out.scan = {"last_entry": out.last_entry, "segments": marks, "activity": last_activity}
+    out.scan = {"last_entry": out.last_entry, "segments": marks_to_json(marks), "activity": last_activity}
     md: list[str] = []
     items = out.items
 

@@ -287,20 +287,12 @@ def changes_since(vault: Vault, since: str) -> list[StateVersion]:
 # ------------------------------------------------------------------ the watcher
 
 
-def _on_note_change(vault: Vault, rel: str) -> None:
-    """`nexus watch` handler: a person's save of ``state/project.md`` becomes a version at once."""
-    from .settings import keys_home
-
-    absorb_hand_edit(vault, keys_home())
+def is_state_note(rel: str) -> bool:
+    """The note a person edits: ``state/project.md`` (what the watcher's handler looks at)."""
+    return rel == "state/project.md"
 
 
-def _register_with_watcher() -> None:
-    """The watcher imports this module (``watcher.PLUGIN_MODULES``) so this registers the handler."""
-    import sys
-
-    watcher = sys.modules.get("nexus.watcher")
-    if watcher is not None:
-        watcher.register(lambda rel: rel == "state/project.md", _on_note_change)
-
-
-_register_with_watcher()
+def on_note_change(vault: Vault, keys_home: Path, rel: str) -> None:
+    """`nexus watch` handler (``watcher.note_handlers``): a person's save of ``state/project.md``
+    becomes a version at once, signed with this machine's keys (``keys_home``)."""
+    absorb_hand_edit(vault, keys_home)

@@ -29,11 +29,15 @@ def find_races(
     """Every race in the log, ordered by (a id, b id); only unresolved ones when ``unresolved``."""
     state = coordination.refresh(vault, ack_types, window_seconds).state
     out = []
-    for a_ref, b_ref, resolved_by in sorted(state["races"], key=lambda r: (r[0][0], r[1][0])):
-        if unresolved and resolved_by is not None:
+    for race in sorted(state.races, key=lambda r: (r.a.id, r.b.id)):
+        if unresolved and race.resolved_by is not None:
             continue
         out.append(
-            Race(coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref), resolved_by)
+            Race(
+                coordination.materialize(vault, race.a),
+                coordination.materialize(vault, race.b),
+                race.resolved_by,
+            )
         )
     return out
 
@@ -48,5 +52,5 @@ def agent_races(
     """The unresolved races ``agent`` is part of (what its brief lists)."""
     data = coordination.view(vault, agent, ack_types, window_seconds)
     return [
-        Race(coordination.materialize(vault, a), coordination.materialize(vault, b)) for a, b in data["races"]
+        Race(coordination.materialize(vault, r.a), coordination.materialize(vault, r.b)) for r in data.races
     ]

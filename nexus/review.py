@@ -1,7 +1,7 @@
 """The review note in Obsidian: ticking a fact's checkbox in ``memory/REVIEW.md`` approves it.
 
-``nexus watch`` imports this module at start (``watcher.PLUGIN_MODULES``); its ``register`` call makes
-the watcher run :func:`on_change` whenever the review note changes (and once at start), which approves
+``nexus watch`` runs :func:`on_change` (one of its ``watcher.note_handlers``) whenever the review note
+changes (and once at start), which approves
 every ticked fact in the name of the vault's human identity (``bank.apply_review_note``) and rewrites
 the note. Idempotent: a fact already reviewed is left alone.
 """
@@ -13,7 +13,6 @@ from pathlib import Path
 
 from . import bank
 from .vault import Vault
-from .watcher import register
 
 # Per vault: the note's (inode, size, mtime_ns) when last read, when that read started, and its text.
 _seen: dict[str, tuple[tuple[int, int, int], int, str]] = {}
@@ -28,7 +27,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def on_change(vault: Vault, relpath: str) -> None:
+def on_change(vault: Vault, keys_home: Path, relpath: str) -> None:
     """Approve what was ticked. Reading the note raises open/close events that call this again: an
     unchanged stamp read well after the file's time is proof nothing changed, so the loop ends."""
     path = bank.review_path(vault)
@@ -50,6 +49,3 @@ def on_change(vault: Vault, relpath: str) -> None:
     _seen[key] = (stamp, started, text)
     if outcome.problems:
         raise RuntimeError("; ".join(outcome.problems))  # the watcher reports it as an error event
-
-
-register(bank.is_review_note, on_change)

@@ -73,7 +73,7 @@ class Scan:
     end_line: int = 1  # the 1-based number of the line that starts at end_offset
 
 
-def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:  # noqa: C901
+def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
     """Scan ``data``, the bytes of segment ``file`` from byte ``offset`` (which starts line ``line``).
 
     When ``offset`` is 0 everything before the segment marker line (or the first entry) is preamble.
@@ -81,20 +81,9 @@ def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:  # 
     result = Scan(end_offset=offset, end_line=line)
     raw_lines = data.split(b"\n")
     partial = raw_lines.pop()  # bytes after the last newline (b"" when data ends with one)
-    pos = offset
-    line_no = line
-    in_preamble = offset == 0
-    cur: list[str] | None = None  # lines of the entry being read
-    cur_start = (0, 0)  # (offset, line)
-    stray: list[tuple[int, int, str]] = []  # (offset, line, text) of consecutive stray lines
-
-    def flush_stray(end_offset: int) -> None:
-        if stray:
-            text = "\n".join(s[2] for s in stray)
-            result.stray.append(Stray(stray[0][1], stray[-1][1], stray[0][0], end_offset, text))
-            stray.clear()
-
-    for raw in raw_lines:
+    first, pos, line_no = _after_preamble(raw_lines, offset, line) if offset == 0 else (0, offset, line)
+    reader = _Reader(result, file)
+    for raw in raw_lines[first:]:
         next_pos = pos + len(raw) + 1
         # Invalid UTF-8 becomes U+FFFD: the entry's signature then fails and verify names it.
         # A CR before the LF (an editor saved the file with CRLF endings) is not part of the line:
@@ -102,54 +91,84 @@ def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:  # 
         text = raw.decode("utf-8", errors="replace")
         if text.endswith("\r"):
             text = text[:-1]
-        if in_preamble:
-            if text.startswith(SEGMENT_MARKER_PREFIX):
-                in_preamble = False
-                pos, line_no = next_pos, line_no + 1
-                continue
-            if not text.startswith(BEGIN_PREFIX):
-                pos, line_no = next_pos, line_no + 1
-                continue
-            in_preamble = False
-        if cur is None:
-            if BEGIN_RE.fullmatch(text):
-                flush_stray(pos)
-                cur, cur_start = [text], (pos, line_no)
-            elif text.strip() == "":
-                flush_stray(pos)
-            else:
-                stray.append((pos, line_no, text))
-        elif text.startswith(BEGIN_PREFIX):
-            # a new entry starts before the previous one ended
-            _broken(result, cur, cur_start, pos, "entry has no end line")
-            cur, cur_start = [text], (pos, line_no)
-        else:
-            cur.append(text)
-            if text.startswith(END_PREFIX):
-                _finish(result, cur, cur_start, next_pos, line_no, file)
-                cur = None
+        reader.line(text, pos, next_pos, line_no)
         pos, line_no = next_pos, line_no + 1
-
-    if cur is not None:
-        result.torn = Torn(cur_start[0], cur_start[1], offset + len(data) - cur_start[0])
-        result.end_offset, result.end_line = cur_start
-        stray.clear()
-    elif partial:
-        # An unterminated last line that is (the start of) framing is a writer's torn write.
-        if partial.startswith(b"%") or (stray and stray[-1][2].startswith("%%")):
-            result.torn = Torn(pos, line_no, len(partial))
-            flush_stray(pos)
-            result.end_offset, result.end_line = pos, line_no
-        else:  # a person's text without a final newline: reported, not consumed
-            stray.append((pos, line_no, partial.decode("utf-8", errors="replace")))
-            flush_stray(pos + len(partial))
-            result.end_offset, result.end_line = pos, line_no
-    else:
-        flush_stray(pos)
-        result.end_offset, result.end_line = pos, line_no
+    reader.end(partial, pos, line_no, offset + len(data))
     if result.torn is None:
         _garbage_tail(result, data, offset, line)
     return result
+
+
+def _after_preamble(raw_lines: list[bytes], offset: int, line: int) -> tuple[int, int, int]:
+    """Where entries may start in a segment read from its start: (index of the first line after
+    the segment marker line, or of the first begin line; its offset; its line number)."""
+    marker, begin = SEGMENT_MARKER_PREFIX.encode(), BEGIN_PREFIX.encode()
+    pos = offset
+    for i, raw in enumerate(raw_lines):
+        if raw.startswith(marker):
+            return i + 1, pos + len(raw) + 1, line + i + 1
+        if raw.startswith(begin):
+            return i, pos, line + i
+        pos += len(raw) + 1
+    return len(raw_lines), pos, line + len(raw_lines)
+
+
+class _Reader:
+    """Reads a segment's lines one at a time into a :class:`Scan`: entries, stray runs, broken ones."""
+
+    def __init__(self, result: Scan, file: str) -> None:
+        self.result = result
+        self.file = file
+        self.cur: list[str] | None = None  # lines of the entry being read
+        self.cur_start = (0, 0)  # (offset, line)
+        self.stray: list[tuple[int, int, str]] = []  # (offset, line, text) of consecutive stray lines
+
+    def flush_stray(self, end_offset: int) -> None:
+        stray = self.stray
+        if stray:
+            text = "\n".join(s[2] for s in stray)
+            self.result.stray.append(Stray(stray[0][1], stray[-1][1], stray[0][0], end_offset, text))
+            stray.clear()
+
+    def line(self, text: str, pos: int, next_pos: int, line_no: int) -> None:
+        cur = self.cur
+        if cur is None:
+            if BEGIN_RE.fullmatch(text):
+                self.flush_stray(pos)
+                self.cur, self.cur_start = [text], (pos, line_no)
+            elif text.strip() == "":
+                self.flush_stray(pos)
+            else:
+                self.stray.append((pos, line_no, text))
+        elif text.startswith(BEGIN_PREFIX):
+            # a new entry starts before the previous one ended
+            _broken(self.result, cur, self.cur_start, pos, "entry has no end line")
+            self.cur, self.cur_start = [text], (pos, line_no)
+        else:
+            cur.append(text)
+            if text.startswith(END_PREFIX):
+                _finish(self.result, cur, self.cur_start, next_pos, line_no, self.file)
+                self.cur = None
+
+    def end(self, partial: bytes, pos: int, line_no: int, size_end: int) -> None:
+        """After the last complete line: an open entry or framing cut short is a torn tail; a person's
+        text without a final newline is stray text, reported but not consumed."""
+        result = self.result
+        if self.cur is not None:
+            start = self.cur_start
+            result.torn = Torn(start[0], start[1], size_end - start[0])
+            result.end_offset, result.end_line = start
+            self.stray.clear()
+            return
+        if partial and (partial.startswith(b"%") or (self.stray and self.stray[-1][2].startswith("%%"))):
+            result.torn = Torn(pos, line_no, len(partial))  # (the start of framing: a writer's torn write)
+            self.flush_stray(pos)
+        elif partial:
+            self.stray.append((pos, line_no, partial.decode("utf-8", errors="replace")))
+            self.flush_stray(pos + len(partial))
+        else:
+            self.flush_stray(pos)
+        result.end_offset, result.end_line = pos, line_no
 
 
 def _unprintable(raw: bytes) -> bool:

@@ -174,8 +174,8 @@ def turn(
     items, cursor = log.scan_unread(vault, agent)
     data = coordination.view(vault, agent, ack_types, race_window)
     told_owed, told_races = set(record.get("owed", [])), {tuple(r) for r in record.get("races", [])}
-    new_owed = [ref for ref in data["owed"] if ref[0] not in told_owed]
-    new_races = [(a, b) for a, b in data["races"] if (a[0], b[0]) not in told_races]
+    new_owed = [ref for ref in data.owed if ref.id not in told_owed]
+    new_races = [(r.a, r.b) for r in data.races if (r.a.id, r.b.id) not in told_races]
     told_decisions = set(record.get("decisions", []))
     decisions_now = _decision_ids(vault)
     new_decisions = [d for d in decisions_now if d not in told_decisions]
@@ -212,7 +212,7 @@ def turn(
         parts.append(f"## New decisions in force: {len(lines)}\n" + "\n".join(lines))
     header = f"# nexus: new since your last turn ({_now()})\n"
     used = len(header) + sum(len(p) + 2 for p in parts)
-    owed_ids = frozenset(ref[0] for ref in new_owed)
+    owed_ids = frozenset(ref.id for ref in new_owed)
     section, omitted = brief.unread_section(
         agent, items, max(200, max_chars - used - 60), surface, owed_ids, vault
     )
@@ -220,8 +220,8 @@ def turn(
         parts.append(f"## {section.title}\n{section.text}")
     if cursor is not None and not omitted:
         log.advance_cursor(vault, agent, cursor)
-    record["owed"] = sorted(told_owed | {ref[0] for ref in data["owed"]})
-    record["races"] = sorted({*told_races, *((a[0], b[0]) for a, b in data["races"])})
+    record["owed"] = sorted(told_owed | {ref.id for ref in data.owed})
+    record["races"] = sorted({*told_races, *((r.a.id, r.b.id) for r in data.races)})
     record["decisions"] = decisions_now
     _save(vault, agent, session_id, record)
     text = header + "\n\n".join(parts) + "\n"

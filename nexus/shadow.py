@@ -287,7 +287,7 @@ def restore_entry(vault: Vault, entry_id: str) -> Notice:
     it when it is gone) under the log lock, with a notice saying so."""
     import time
 
-    from .locks import exclusive
+    from . import log
 
     copy = original(vault, entry_id)
     path = vault.root / copy.file
@@ -300,8 +300,9 @@ def restore_entry(vault: Vault, entry_id: str) -> Notice:
         f"nexus restored the original of {entry_id}",
         [f"{message}: [[{note}#^{entry_id}]] ({ts})."],
     )
-    with exclusive(vault.lock("log")):
-        data = path.read_bytes() if path.exists() else segments.preamble(Path(copy.file).stem).encode()
+    with log.locked(vault):  # (log.py writes the segment: its lock, durable write and tail state)
+        exists = path.exists()
+        data = path.read_bytes() if exists else segments.preamble(Path(copy.file).stem).encode()
         scan = segments.scan(data, copy.file)
         spans = [(loc.offset, loc.end_offset) for loc in scan.entries if loc.entry.id == entry_id]
         spans += [(b.offset, b.end_offset) for b in scan.broken if b.entry_id == entry_id]
@@ -310,7 +311,8 @@ def restore_entry(vault: Vault, entry_id: str) -> Notice:
             new = data[:start] + copy.text.encode("utf-8") + b"\n" + notice_text.encode() + data[end:]
         else:
             new = insert_entries(data, scan, [copy], notice_text)
-        durable.replace(path, new)
+        added = [loc for loc in segments.scan(new, copy.file).entries if loc.entry.id == entry_id]
+        log.replace_segment(vault, path, data if exists else b"", new, added)
     notice = Notice(notice_id, "recovered", copy.file, (entry_id,), ts, message)
     record_notice(vault, notice)
     return notice

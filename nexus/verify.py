@@ -465,35 +465,68 @@ def mark(items: list[Located], ring: Keyring | None, vault: Vault) -> list[Locat
     return [replace(loc, verdict=verdict(loc, ring, renamed)) for loc in items]
 
 
-def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:  # noqa: C901
+def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:
     """Check one agent's chain (its entries in file order); return its head (seq, hash, entry).
 
     A fork (two entries that both follow the same entry, or two first entries) is named once, on the
     fork point, with every branch; entries on the later branches are not reported again. A fork is
     resolved by a ``reconcile`` entry of the agent that descends from one branch and acks the first
     entry of every branch (``nexus log resolve-fork``)."""
-    agent = links[0].located.entry.agent
-    by_digest: dict[str, _Link] = {}
-    for link in links:
-        by_digest.setdefault(link.digest, link)
-    children: dict[str, list[_Link]] = {}
-    for link in links:
-        prev = link.located.entry.prev
-        if not link.signed_ok:
-            continue  # (an edited entry is named as such; it never makes a fork)
-        if link.seq == 1 and prev is None:
-            parent = ""
-        elif prev is not None and prev in by_digest and by_digest[prev].seq + 1 == link.seq:
-            parent = prev
-        else:
-            continue
-        children.setdefault(parent, []).append(link)
-    in_branch: set[int] = set()  # links on a later branch of a fork
-    flagged: set[int] = set()
-    for parent, kids in children.items():
-        if len(kids) < 2:
-            continue
-        later = kids[1:]
+    chain = _Chain(report, links)
+    chain.forks()
+    by_seq, top = chain.by_seq()
+    chain.gaps(by_seq)
+    return top.seq, top.digest, top.located
+
+
+class _Chain:
+    """One agent's links and what is known of them while its chain is checked."""
+
+    def __init__(self, report: Report, links: list[_Link]) -> None:
+        self.report = report
+        self.links = links
+        self.agent = links[0].located.entry.agent
+        self.by_digest: dict[str, _Link] = {}
+        for link in links:
+            self.by_digest.setdefault(link.digest, link)
+        self.children = self._children()
+        self.in_branch: set[int] = set()  # links on a later branch of a fork
+        self.flagged: set[int] = set()
+
+    def _children(self) -> dict[str, list[_Link]]:
+        """Each link's signed links that follow it ("" for first entries)."""
+        children: dict[str, list[_Link]] = {}
+        for link in self.links:
+            prev = link.located.entry.prev
+            if not link.signed_ok:
+                continue  # (an edited entry is named as such; it never makes a fork)
+            if link.seq == 1 and prev is None:
+                parent = ""
+            elif prev is not None and prev in self.by_digest and self.by_digest[prev].seq + 1 == link.seq:
+                parent = prev
+            else:
+                continue
+            children.setdefault(parent, []).append(link)
+        return children
+
+    def add(self, kind: str, link: _Link, message: str) -> None:
+        loc = link.located
+        self.report.problems.append(
+            Problem(kind, loc.file, loc.line_start, message, loc.entry.id, self.agent)
+        )
+        self.flagged.add(id(link))
+
+    def forks(self) -> None:
+        """Name every fork once, on its fork point, resolved or not."""
+        for parent, kids in self.children.items():
+            if len(kids) < 2:
+                continue
+            branch_ids = self._branch(kids[1:])
+            self.in_branch |= branch_ids
+            self.report.problems.append(self._fork_problem(parent, kids))
+            self.flagged |= branch_ids
+
+    def _branch(self, later: list[_Link]) -> set[int]:
         stack = list(later)
         branch_ids: set[int] = set()
         while stack:
@@ -501,105 +534,105 @@ def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]
             if id(link) in branch_ids:
                 continue
             branch_ids.add(id(link))
-            stack.extend(children.get(link.digest, []))
-        in_branch |= branch_ids
-        resolved = _fork_resolved(links, children, kids)
+            stack.extend(self.children.get(link.digest, []))
+        return branch_ids
+
+    def _fork_problem(self, parent: str, kids: list[_Link]) -> Problem:
+        agent = self.agent
+        resolved = _fork_resolved(self.links, self.children, kids)
         names = ", ".join(f"{k.located.entry.id} ({k.located.file}:{k.located.line_start})" for k in kids)
         at = kids[1].located
-        seq = kids[0].seq
-        message = (
-            f"{agent}'s chain forks at seq {seq}: {len(kids)} entries follow the same "
-            f"{'start' if parent == '' else 'entry ' + by_digest[parent].located.entry.id}: {names}"
-        )
+        after = "start" if parent == "" else "entry " + self.by_digest[parent].located.entry.id
+        message = f"{agent}'s chain forks at seq {kids[0].seq}: {len(kids)} entries follow the same {after}: "
+        message += names
         if resolved is not None:
-            report.problems.append(
-                Problem(
-                    "fork-resolved",
-                    at.file,
-                    at.line_start,
-                    f"{message}; resolved by {resolved.located.entry.id}",
-                    at.entry.id,
-                    agent,
-                )
+            return Problem(
+                "fork-resolved",
+                at.file,
+                at.line_start,
+                f"{message}; resolved by {resolved.located.entry.id}",
+                at.entry.id,
+                agent,
             )
-        else:
-            report.problems.append(
-                Problem(
-                    "fork",
-                    at.file,
-                    at.line_start,
-                    f"{message}; {agent} cannot append until it chooses a branch: "
-                    f"`nexus log resolve-fork --agent {agent} --keep ID`",
-                    at.entry.id,
-                    agent,
+        return Problem(
+            "fork",
+            at.file,
+            at.line_start,
+            f"{message}; {agent} cannot append until it chooses a branch: "
+            f"`nexus log resolve-fork --agent {agent} --keep ID`",
+            at.entry.id,
+            agent,
+        )
+
+    def by_seq(self) -> tuple[dict[int, _Link], _Link]:
+        """Each seq's link (duplicates and reorders named as met) and the link with the highest seq."""
+        by_seq: dict[int, _Link] = {}
+        top: _Link | None = None
+        for link in self.links:
+            if id(link) in self.in_branch:
+                if top is None or link.seq > top.seq:
+                    top = link
+                continue
+            first = by_seq.get(link.seq)
+            if first is not None and first.signed_ok != link.signed_ok:  # an edited copy beside the real one
+                if link.signed_ok:
+                    by_seq[link.seq] = link
+                    if top is first:
+                        top = link
+                continue
+            if first is not None:
+                self.add(
+                    "duplicate",
+                    link,
+                    f"{self.agent} already has an entry with seq {link.seq} "
+                    f"({first.located.entry.id} at {first.located.file}:{first.located.line_start}): a fork",
                 )
-            )
-        flagged |= branch_ids
-
-    def add(kind: str, link: _Link, message: str) -> None:
-        loc = link.located
-        report.problems.append(Problem(kind, loc.file, loc.line_start, message, loc.entry.id, agent))
-        flagged.add(id(link))
-
-    by_seq: dict[int, _Link] = {}
-    top: _Link | None = None
-    for link in links:
-        if id(link) in in_branch:
+                continue
+            by_seq[link.seq] = link
+            if top is not None and link.seq < top.seq and id(top) not in self.in_branch:
+                self.add(
+                    "reordered", link, f"{self.agent}'s seq {link.seq} comes after seq {top.seq} in the log"
+                )
             if top is None or link.seq > top.seq:
                 top = link
-            continue
-        first = by_seq.get(link.seq)
-        if first is not None and first.signed_ok != link.signed_ok:  # an edited copy beside the real one
-            if link.signed_ok:
-                by_seq[link.seq] = link
-                if top is first:
-                    top = link
-            continue
-        if first is not None:
-            add(
-                "duplicate",
+        assert top is not None
+        return by_seq, top
+
+    def gaps(self, by_seq: dict[int, _Link]) -> None:
+        """Name seqs missing before a link, and links whose prev is not the hash of the one before."""
+        agent = self.agent
+        expected = 1
+        for seq in sorted(by_seq):
+            link = by_seq[seq]
+            if seq > expected:
+                gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
+                if id(link) not in self.flagged:
+                    self.add(
+                        "missing",
+                        link,
+                        f"{agent}'s entries with seq {gap} are missing before this one (seq {seq}): deleted",
+                    )
+            elif seq >= 1:
+                self._link_to_before(link, by_seq.get(seq - 1))
+            expected = max(expected, seq + 1)
+
+    def _link_to_before(self, link: _Link, before: _Link | None) -> None:
+        seq, prev = link.seq, link.located.entry.prev
+        if before is None and prev is not None and seq == 1:
+            self.add("missing", link, f"{self.agent}'s first entry names a previous entry")
+        elif (
+            before is not None
+            and before.signed_ok
+            and prev != before.digest
+            and (id(link) not in self.flagged)
+            and not (prev in self.by_digest and id(self.by_digest[prev]) in self.in_branch)
+        ):
+            self.add(
+                "missing",
                 link,
-                f"{agent} already has an entry with seq {link.seq} "
-                f"({first.located.entry.id} at {first.located.file}:{first.located.line_start}): a fork",
+                f"{self.agent}'s chain breaks: prev is not the hash of seq {seq - 1} "
+                f"({before.located.entry.id}): that entry was replaced",
             )
-            continue
-        by_seq[link.seq] = link
-        if top is not None and link.seq < top.seq and id(top) not in in_branch:
-            add("reordered", link, f"{agent}'s seq {link.seq} comes after seq {top.seq} in the log")
-        if top is None or link.seq > top.seq:
-            top = link
-    assert top is not None
-    expected = 1
-    for seq in sorted(by_seq):
-        link = by_seq[seq]
-        if seq > expected:
-            gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
-            if id(link) not in flagged:
-                add(
-                    "missing",
-                    link,
-                    f"{agent}'s entries with seq {gap} are missing before this one (seq {seq}): deleted",
-                )
-        elif seq >= 1:
-            before = by_seq.get(seq - 1)
-            prev = link.located.entry.prev
-            if before is None and prev is not None and seq == 1:
-                add("missing", link, f"{agent}'s first entry names a previous entry")
-            elif (
-                before is not None
-                and before.signed_ok
-                and prev != before.digest
-                and (id(link) not in flagged)
-                and not (prev in by_digest and id(by_digest[prev]) in in_branch)
-            ):
-                add(
-                    "missing",
-                    link,
-                    f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} "
-                    f"({before.located.entry.id}): that entry was replaced",
-                )
-        expected = max(expected, seq + 1)
-    return top.seq, top.digest, top.located
 
 
 def _fork_resolved(links: list[_Link], children: dict[str, list[_Link]], kids: list[_Link]) -> _Link | None:

@@ -173,7 +173,7 @@ def test_two_sessions_are_told_separately(env: Env, tmp_path: Path) -> None:
     # owed stays owed, but each session has been told: neither repeats it
     for sid in ("a", "b"):
         assert _hook(env, "prompt", "--agent", "lyra", stdin=json.dumps({"session_id": sid})).stdout == ""
-    assert log.read_cursor(env.vault, "lyra")["seen"] is not None
+    assert log.read_cursor(env.vault, "lyra").seen is not None
 
 
 def test_the_agent_can_come_from_the_environment_and_the_budget_is_kept(env: Env) -> None:

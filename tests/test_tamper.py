@@ -463,7 +463,7 @@ def test_a_crash_between_quarantine_and_cut_leaves_one_copy(env: Env) -> None:
 
     scan = segments.scan(path.read_bytes(), "log/x.md")
     assert scan.torn is not None
-    log._quarantine(env.vault, path, scan.torn)  # the copy and the cut ...
+    log.quarantine(env.vault, path, scan.torn)  # the copy and the cut ...
     path.write_bytes(path.read_bytes()[:size] + torn)  # ... as if the cut never happened
     dead = env.vault.state / "quarantine" / f".{path.stem}-9-0123456789abcdef.torn.999999.abcdef.tmp"
     dead.write_bytes(b"half a copy")  # a writer killed mid-copy (pid 999999 is not running)

@@ -10,12 +10,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Env
 
-from nexus import acks, log, shadow, watcher
+from nexus import acks, log, shadow, tailstate, watcher
 from nexus.vault import Vault
 
 WAIT = 60.0  # generous: a bound so a broken watcher fails the test instead of hanging it
@@ -342,30 +343,38 @@ def test_person_text_waits_until_it_settles(env: Env, watching: Callable[..., Wa
 def test_note_handlers_registry(env: Env) -> None:
     """The extension point other areas use: handlers run for matching notes, errors never escape."""
     seen: list[str] = []
-    watcher.register(lambda rel: rel.startswith("state/"), lambda vault, rel: seen.append(rel))
 
-    def broken(vault: Vault, rel: str) -> None:
+    def broken(vault: Vault, keys_home: Path, rel: str) -> None:
         raise ValueError("a bug in a handler")
 
-    watcher.register(lambda rel: rel == "state/project.md", broken)
+    handlers = (
+        watcher.NoteHandler("seen", lambda rel: rel.startswith("state/"), lambda v, k, rel: seen.append(rel)),
+        watcher.NoteHandler("broken", lambda rel: rel == "state/project.md", broken),
+    )
     events: list[dict[str, Any]] = []
-    try:
-        (env.vault.root / "state" / "project.md").write_text("# Project\n")
-        w = watcher.Watcher(
-            env.vault,
-            env.keys_home,
-            ack_types=("decision",),
-            race_window=60,
-            settle_seconds=1,
-            emit=events.append,
-        )
-        w.scan_notes()
-        assert seen == ["state/project.md"]
-        assert any(e["event"] == "error" and "a bug in a handler" in e["message"] for e in events)
-        w.on_paths({str(env.vault.root / "state" / "project.md"), str(env.vault.state / "x.md")})
-        assert seen == ["state/project.md", "state/project.md"]
-    finally:
-        del watcher._HANDLERS[-2:]
+    (env.vault.root / "state" / "project.md").write_text("# Project\n")
+    w = watcher.Watcher(
+        env.vault,
+        env.keys_home,
+        ack_types=("decision",),
+        race_window=60,
+        settle_seconds=1,
+        emit=events.append,
+        handlers=handlers,
+    )
+    w.scan_notes()
+    assert seen == ["state/project.md"]
+    assert any(e["event"] == "error" and "a bug in a handler" in e["message"] for e in events)
+    w.on_paths({str(env.vault.root / "state" / "project.md"), str(env.vault.state / "x.md")})
+    assert seen == ["state/project.md", "state/project.md"]
+
+
+def test_the_watcher_runs_its_own_handlers() -> None:
+    """The watcher's handlers are its explicit list: the review note and the project state."""
+    names = {h.name: h for h in watcher.note_handlers()}
+    assert set(names) == {"review", "project-state"}
+    assert names["review"].matches("memory/REVIEW.md") and not names["review"].matches("notes/a.md")
+    assert names["project-state"].matches("state/project.md")
 
 
 def test_text_left_in_front_of_its_signed_entry_is_removed_not_signed_twice(env: Env) -> None:
@@ -444,9 +453,10 @@ def test_watcher_keeps_the_derived_state_brief_reads(env: Env, watching: Callabl
     w.wait_for(lambda e: e["event"] == "owed" and e["id"] == d)
     view_file = coordination.view_path(env.vault, "lyra", DEFAULT_ACK_TYPES, 60.0)
     _wait_until(lambda: view_file.exists() and d in view_file.read_text())
-    view = _json.loads(view_file.read_text())
-    assert coordination.marks_current(env.vault, view["marks"])  # brief will not need to refresh
-    assert [ref[0] for ref in view["owed"]] == [d]
+    view = coordination.View.from_json(_json.loads(view_file.read_text()))
+    assert view is not None
+    assert coordination.marks_current(env.vault, view.marks)  # brief will not need to refresh
+    assert [ref.id for ref in view.owed] == [d]
     assert w.stop() == 0
 
 
@@ -466,14 +476,17 @@ def test_a_restore_moves_the_derived_state_instead_of_rebuilding_it(
     _wait_until(lambda: later in state_file.read_text())
     segment.write_bytes(stale + b"\n")  # a stale save (one extra byte, so offsets move)
     w.wait_for(lambda e: e["event"] == "restored")
+
+    def state() -> coordination.State:
+        found = coordination.State.from_json(json.loads(state_file.read_text()))
+        assert found is not None
+        return found
+
     try:
-        _wait_until(
-            lambda: coordination.marks_current(env.vault, json.loads(state_file.read_text())["marks"])
-        )
+        _wait_until(lambda: coordination.marks_current(env.vault, state().marks))
     except AssertionError:
         raise AssertionError((state_file.read_text()[:600], segment.stat().st_size, w.events)) from None
-    moved = json.loads(state_file.read_text())
-    assert moved["pending"][later][3] == log.find_entry(env.vault, later).offset  # the new place
+    assert state().pending[later].ref.offset == log.find_entry(env.vault, later).offset  # the new place
     assert [e.entry.id for e in acks.owed(env.vault, "ella")] == [later]
     assert [e.entry.id for e in acks.owed(env.vault, "lyra")] == [d]
     assert w.stop() == 0
@@ -527,14 +540,17 @@ def test_the_watcher_goes_on_when_the_index_cannot_be_refreshed(
     assert w.stop() == 0
 
 
-def _run_in_thread(env: Env, events: list[dict[str, Any]]) -> tuple[threading.Thread, Callable[[], None]]:
-    """The real watcher loop (real watchdog observer) in a thread of this process, so handlers
-    registered here run in it."""
+def _run_in_thread(
+    env: Env, events: list[dict[str, Any]], handlers: tuple[watcher.NoteHandler, ...]
+) -> tuple[threading.Thread, Callable[[], None]]:
+    """The real watcher loop (real watchdog observer) in a thread of this process, with ``handlers``
+    as its note handlers."""
     stop, wake = threading.Event(), threading.Event()
+    options = watcher.Options(rescan_seconds=60.0, ack_types=("decision",), handlers=handlers)
     t = threading.Thread(
-        target=watcher._watch,
+        target=watcher.watch,
         daemon=True,
-        args=(env.vault, env.keys_home, 60.0, 3.0, ("decision",), 60.0, False, events.append, stop, wake),
+        args=(env.vault, env.keys_home, options, events.append, stop, wake),
     )
     t.start()
     _wait_until(lambda: any(e["event"] == "ready" for e in list(events)))
@@ -551,35 +567,35 @@ def test_a_handler_that_reads_its_note_does_not_wake_itself(env: Env) -> None:
     """Opening and closing a file are not changes: a handler reading its note must not loop."""
     calls: list[str] = []
 
-    def reader(vault: Vault, rel: str) -> None:
+    def reader(vault: Vault, keys_home: Path, rel: str) -> None:
         calls.append((vault.root / rel).read_text())
 
-    watcher.register(lambda rel: rel == "notes/loop.md", reader)
     note = env.vault.root / "notes" / "loop.md"
     note.parent.mkdir(exist_ok=True)
     note.write_text("one\n")
     events: list[dict[str, Any]] = []
+    _t, halt = _run_in_thread(
+        env, events, (watcher.NoteHandler("loop", lambda rel: rel == "notes/loop.md", reader),)
+    )
     try:
-        _t, halt = _run_in_thread(env, events)
-        try:
-            time.sleep(0.5)
-            before = len(calls)
-            note.write_text("two\n")
-            _wait_until(lambda: "two\n" in calls)
-            time.sleep(2.0)
-            after = len(calls) - before
-        finally:
-            halt()
+        time.sleep(0.5)
+        before = len(calls)
+        note.write_text("two\n")
+        _wait_until(lambda: "two\n" in calls)
+        time.sleep(2.0)
+        after = len(calls) - before
     finally:
-        del watcher._HANDLERS[-1]
+        halt()
     assert 1 <= after <= 3, after
 
 
 def test_the_rescan_notices_a_same_size_edit_that_kept_its_mtime(env: Env) -> None:
     """Two writes within one mtime tick look the same by (mtime, size): recent files are hashed."""
     seen: list[str] = []
-    watcher.register(
-        lambda rel: rel == "notes/same.md", lambda vault, rel: seen.append((vault.root / rel).read_text())
+    same = watcher.NoteHandler(
+        "same",
+        lambda rel: rel == "notes/same.md",
+        lambda vault, k, rel: seen.append((vault.root / rel).read_text()),
     )
     note = env.vault.root / "notes" / "same.md"
     note.parent.mkdir(exist_ok=True)
@@ -587,29 +603,27 @@ def test_the_rescan_notices_a_same_size_edit_that_kept_its_mtime(env: Env) -> No
     eid = env.append("ella", "the API listens on port 8080").located.entry.id
     segment = env.vault.root / log.find_entry(env.vault, eid).file
     events: list[dict[str, Any]] = []
-    try:
-        w = watcher.Watcher(
-            env.vault,
-            env.keys_home,
-            ack_types=("decision",),
-            race_window=60,
-            settle_seconds=1,
-            emit=events.append,
-        )
-        w.full_pass()
-        assert seen == ["status: green\n"]
-        for path, old, new in ((note, b"green", b"amber"), (segment, b"8080", b"9090")):
-            st = path.stat()
-            path.write_bytes(path.read_bytes().replace(old, new))  # same size, in place
-            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as if in the same mtime tick
-            assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
-        w.full_pass()
-        assert seen == ["status: green\n", "status: amber\n"]
-        assert [e["id"] for e in events if e["event"] == "history-edit"] == [eid]
-        w.full_pass()  # noticed once, not on every rescan
-        assert len(seen) == 2 and len([e for e in events if e["event"] == "history-edit"]) == 1
-    finally:
-        del watcher._HANDLERS[-1]
+    w = watcher.Watcher(
+        env.vault,
+        env.keys_home,
+        ack_types=("decision",),
+        race_window=60,
+        settle_seconds=1,
+        emit=events.append,
+        handlers=(same,),
+    )
+    w.full_pass()
+    assert seen == ["status: green\n"]
+    for path, old, new in ((note, b"green", b"amber"), (segment, b"8080", b"9090")):
+        st = path.stat()
+        path.write_bytes(path.read_bytes().replace(old, new))  # same size, in place
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as if in the same mtime tick
+        assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    w.full_pass()
+    assert seen == ["status: green\n", "status: amber\n"]
+    assert [e["id"] for e in events if e["event"] == "history-edit"] == [eid]
+    w.full_pass()  # noticed once, not on every rescan
+    assert len(seen) == 2 and len([e for e in events if e["event"] == "history-edit"]) == 1
 
 
 class _Rebuilds:
@@ -617,13 +631,13 @@ class _Rebuilds:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = log._rebuild_state
+        real = tailstate.rebuild
 
         def spy(*args: Any, **kwargs: Any) -> Any:
             self.count += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(log, "_rebuild_state", spy)
+        monkeypatch.setattr(tailstate, "rebuild", spy)
 
 
 def test_after_a_restore_the_next_append_does_not_rebuild_the_tail_state(
