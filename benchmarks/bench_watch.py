@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 from bench_brief import AGENTS, generate  # noqa: E402
 
 from nexus import identity, log  # noqa: E402
-from nexus.vault import init  # noqa: E402
+from nexus.identity import Signer  # noqa: E402
+from nexus.vault import Vault, init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -55,7 +56,193 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def main() -> int:  # noqa: C901
+class Watch:
+    """`nexus watch --json` as a real process, its events timed as they arrive (perf_counter)."""
+
+    def __init__(self, tmp: Path, env: dict[str, str]) -> None:
+        self.events: dict[tuple[str, str], float] = {}
+        self.emitted: dict[tuple[str, str], float] = {}  # the watcher's own clock (time.time) per event
+        self.restored_at: list[float] = []
+        self.lock = threading.Lock()
+        self.ready = threading.Event()
+        self.err_path = tmp / "watch.err"
+        self._err = open(self.err_path, "w")  # noqa: SIM115 - open for the watcher's lifetime
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "nexus", "watch", "--json", "--rescan", "5"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.ready.wait(300):
+            raise SystemExit("the watcher never became ready")
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            now = time.perf_counter()
+            e: dict[str, Any] = json.loads(line)
+            key = str(e.get("id") or e.get("b") or e.get("file") or "")
+            with self.lock:
+                self.events.setdefault((e["event"], key), now)
+                self.emitted.setdefault((e["event"], key), e["at"])
+                if e["event"] == "restored":
+                    self.restored_at.append(now)
+            if e["event"] == "ready":
+                self.ready.set()
+
+    def wait(self, kind: str, key: str, timeout: float = 30) -> float:
+        """When the event ``kind`` for ``key`` arrived."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if (kind, key) in self.events:
+                    return self.events[(kind, key)]
+            time.sleep(0.0002)
+        raise SystemExit(f"no {kind} event for {key}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+        self._err.close()
+
+
+class BareObserver:
+    """A bare watchdog observer on the log folder: the first modification after each ``arm``."""
+
+    def __init__(self, folder: Path) -> None:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        self.seen: list[float] = []
+        self.flag = threading.Event()
+        outer = self
+
+        class Bare(FileSystemEventHandler):
+            def on_modified(self, event: FileSystemEvent) -> None:
+                if not outer.flag.is_set():
+                    outer.seen.append(time.perf_counter())
+                    outer.flag.set()
+
+        self.observer = Observer()
+        self.observer.schedule(Bare(), str(folder), recursive=False)
+        self.observer.start()
+
+    def arm(self) -> None:
+        self.seen.clear()
+        self.flag.clear()
+
+    def stop(self) -> None:
+        self.observer.stop()
+        self.observer.join()
+
+
+def time_appends(vault: Vault, signers: dict[str, Signer], watch: Watch, n: int) -> dict[str, list[float]]:
+    """``n`` appends, each timed to the bare observer and to the watcher's entry/owed/race events."""
+    bare = BareObserver(vault.log_dir)
+    got: dict[str, list[float]] = {
+        k: [] for k in ("bare", "noticed", "owed", "races", "in_watcher", "append")
+    }
+    for i in range(n):
+        bare.arm()
+        agent = "ella" if i % 2 else "lyra"
+        kind = "decision" if i % 10 == 0 else "note"
+        if i % 50 != 49:  # most appends by an agent that has read everything: no race
+            log.unread(vault, agent)
+        start = time.perf_counter()
+        res = log.append(vault, signers[agent], channel="bench", type=kind, summary=f"timed {i}")
+        done, done_wall = time.perf_counter(), time.time()
+        eid = res.located.entry.id
+        got["noticed"].append(watch.wait("entry", eid) - done)
+        with watch.lock:
+            got["in_watcher"].append(watch.emitted[("entry", eid)] - done_wall)
+        got["append"].append(done - start)
+        if bare.flag.wait(10):
+            got["bare"].append(bare.seen[0] - start)
+        if kind == "decision":
+            got["owed"].append(watch.wait("owed", eid) - done)
+        if i % 50 == 49:
+            got["races"].append(watch.wait("race", eid) - done)
+        time.sleep(0.01)
+    bare.stop()
+    return got
+
+
+def time_searchable(vault: Vault, signer: Signer, rounds: int) -> list[float]:
+    """From ``append`` returning until the index's manifest records the segment indexed past the entry."""
+    from nexus import search
+
+    manifest_path = search.index_dir(vault) / search.MANIFEST
+    searchable = []
+    for i in range(rounds):
+        res = log.append(vault, signer, channel="bench", type="note", summary=f"searchable {i}")
+        done = time.perf_counter()
+        loc = res.located
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                record = json.loads(manifest_path.read_bytes())["files"].get(loc.file, {})
+            except (ValueError, OSError):
+                record = {}
+            if record.get("offset", 0) >= loc.end_offset:
+                break
+            time.sleep(0.002)
+        else:
+            raise SystemExit("the watcher never made an entry searchable")
+        searchable.append(time.perf_counter() - done)
+        time.sleep(0.2)
+    return searchable
+
+
+def time_restores(vault: Vault, signer: Signer, watch: Watch, saves: int) -> list[float]:
+    """An editor's stale in-place save, timed to the watcher's ``restored`` event."""
+    segment = max(p for _, p in log.segment_files(vault))
+    restore = []
+    for s in range(saves):
+        stale = segment.read_bytes()
+        lost = log.append(vault, signer, channel="bench", type="note", summary=f"lost? {s}")
+        watch.wait("entry", lost.located.entry.id)  # shadowed: what the editor drops can come back
+        with open(segment, "r+b") as f:  # the editor's in-place save of its stale buffer
+            f.truncate(0)
+            f.write(stale)
+        done = time.perf_counter()
+        deadline = time.monotonic() + 60
+        while len(watch.restored_at) <= s and time.monotonic() < deadline:
+            time.sleep(0.001)
+        if len(watch.restored_at) <= s:
+            raise SystemExit(f"the stale save was never restored: {watch.err_path.read_text()[-2000:]}")
+        restore.append(watch.restored_at[s] - done)
+    return restore
+
+
+def ms(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"n": 0}
+    return {
+        "p50_ms": round(statistics.median(values) * 1000, 2),
+        "p99_ms": round(pct(values, 0.99) * 1000, 2),
+        "n": len(values),
+    }
+
+
+def prepare(tmp: Path, entries: int, searchable: bool) -> tuple[Vault, Path]:
+    """A vault with ``entries`` old entries (and its search index, when it will be timed)."""
+    keys = tmp / "keys"
+    vault, _ = init(tmp / "vault")
+    for name in AGENTS:
+        identity.add(vault, keys, name)
+    identity.add(vault, keys, "sam", human=True)
+    generate(vault, keys, entries)  # an old log, rendered straight into its segments
+    if searchable:
+        from nexus import search
+
+        search.rebuild(vault)  # the watcher refreshes an index that exists
+    return vault, keys
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -66,174 +253,30 @@ def main() -> int:  # noqa: C901
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-watch-", dir=RESULTS))
-    proc = None
+    watch = None
     try:
-        keys = tmp / "keys"
-        vault, _ = init(tmp / "vault")
-        for name in AGENTS:
-            identity.add(vault, keys, name)
-        identity.add(vault, keys, "sam", human=True)
-        generate(vault, keys, args.entries)  # an old log, rendered straight into its segments
+        vault, keys = prepare(tmp, args.entries, bool(args.searchable))
         signers = {n: identity.load_signer(vault, keys, n) for n in ("ella", "lyra")}
-        env = dict(os.environ, NEXUS_VAULT=str(vault.root), NEXUS_HOME=str(keys))
-        if args.searchable:
-            from nexus import search
-
-            search.rebuild(vault)  # the watcher refreshes an index that exists
-        events: dict[tuple[str, str], float] = {}
-        restored_at: list[float] = []
-        emitted: dict[tuple[str, str], float] = {}  # the watcher's own clock (time.time) per event
-        lock = threading.Lock()
-        ready = threading.Event()
-        err_path = tmp / "watch.err"
-        err_file = open(err_path, "w")  # noqa: SIM115 - open for the watcher's lifetime
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "nexus", "watch", "--json", "--rescan", "5"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=err_file,
-            text=True,
-        )
-
-        def reader() -> None:
-            assert proc is not None and proc.stdout is not None
-            for line in proc.stdout:
-                now = time.perf_counter()
-                e: dict[str, Any] = json.loads(line)
-                key = e.get("id") or e.get("b") or e.get("file") or ""
-                with lock:
-                    events.setdefault((e["event"], str(key)), now)
-                    emitted.setdefault((e["event"], str(key)), e["at"])
-                    if e["event"] == "restored":
-                        restored_at.append(now)
-                if e["event"] == "ready":
-                    ready.set()
-
-        threading.Thread(target=reader, daemon=True).start()
-        if not ready.wait(300):
-            raise SystemExit("the watcher never became ready")
-
-        from watchdog.events import FileSystemEvent, FileSystemEventHandler
-        from watchdog.observers import Observer
-
-        bare: list[float] = []
-        bare_flag = threading.Event()
-
-        class Bare(FileSystemEventHandler):
-            def on_modified(self, event: FileSystemEvent) -> None:
-                if not bare_flag.is_set():
-                    bare.append(time.perf_counter())
-                    bare_flag.set()
-
-        observer = Observer()
-        observer.schedule(Bare(), str(vault.log_dir), recursive=False)
-        observer.start()
-
-        def wait_event(kind: str, key: str, timeout: float = 30) -> float:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                with lock:
-                    if (kind, key) in events:
-                        return events[(kind, key)]
-                time.sleep(0.0002)
-            raise SystemExit(f"no {kind} event for {key}")
-
-        bare_lat, noticed, owed, races = [], [], [], []
-        in_watcher: list[float] = []  # append returned -> the watcher printed the event (its clock)
-        append_lat: list[float] = []
-        for i in range(args.n):
-            bare.clear()
-            bare_flag.clear()
-            agent = "ella" if i % 2 else "lyra"
-            kind = "decision" if i % 10 == 0 else "note"
-            if i % 50 != 49:  # most appends by an agent that has read everything: no race
-                log.unread(vault, agent)
-            start = time.perf_counter()
-            res = log.append(vault, signers[agent], channel="bench", type=kind, summary=f"timed {i}")
-            done, done_wall = time.perf_counter(), time.time()
-            eid = res.located.entry.id
-            noticed.append(wait_event("entry", eid) - done)
-            with lock:
-                in_watcher.append(emitted[("entry", eid)] - done_wall)
-            append_lat.append(done - start)
-            if bare_flag.wait(10):
-                bare_lat.append(bare[0] - start)
-            if kind == "decision":
-                owed.append(wait_event("owed", eid) - done)
-            if i % 50 == 49:
-                races.append(wait_event("race", eid) - done)
-            time.sleep(0.01)
-        observer.stop()
-        observer.join()
-
-        searchable = []
-        if args.searchable:
-            from nexus import search
-
-            manifest_path = search.index_dir(vault) / search.MANIFEST
-            for i in range(args.searchable):
-                res = log.append(
-                    vault, signers["ella"], channel="bench", type="note", summary=f"searchable {i}"
-                )
-                done = time.perf_counter()
-                loc = res.located
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline:
-                    try:
-                        record = json.loads(manifest_path.read_bytes())["files"].get(loc.file, {})
-                    except (ValueError, OSError):
-                        record = {}
-                    if record.get("offset", 0) >= loc.end_offset:
-                        break
-                    time.sleep(0.002)
-                else:
-                    raise SystemExit("the watcher never made an entry searchable")
-                searchable.append(time.perf_counter() - done)
-                time.sleep(0.2)
-
-        segment = max(p for _, p in log.segment_files(vault))
-        restore = []
-        for s in range(args.saves):
-            stale = segment.read_bytes()
-            lost = log.append(vault, signers["ella"], channel="bench", type="note", summary=f"lost? {s}")
-            wait_event("entry", lost.located.entry.id)  # shadowed: what the editor drops can come back
-            with open(segment, "r+b") as f:  # the editor's in-place save of its stale buffer
-                f.truncate(0)
-                f.write(stale)
-            done = time.perf_counter()
-            deadline = time.monotonic() + 60
-            while len(restored_at) <= s and time.monotonic() < deadline:
-                time.sleep(0.001)
-            if len(restored_at) <= s:
-                raise SystemExit(f"the stale save was never restored: {err_path.read_text()[-2000:]}")
-            restore.append(restored_at[s] - done)
-
-        def ms(values: list[float]) -> dict[str, float]:
-            if not values:
-                return {"n": 0}
-            return {
-                "p50_ms": round(statistics.median(values) * 1000, 2),
-                "p99_ms": round(pct(values, 0.99) * 1000, 2),
-                "n": len(values),
-            }
-
+        watch = Watch(tmp, dict(os.environ, NEXUS_VAULT=str(vault.root), NEXUS_HOME=str(keys)))
+        got = time_appends(vault, signers, watch, args.n)
+        searchable = time_searchable(vault, signers["ella"], args.searchable) if args.searchable else []
+        restore = time_restores(vault, signers["ella"], watch, args.saves)
         row = {
             "log_entries": args.entries,
-            "append_call": ms(append_lat),
-            "bare_observer_from_append_start": ms(bare_lat),
-            "entry_noticed": ms(noticed),
-            "entry_printed_by_watcher": ms(in_watcher),
-            "owed_noticed": ms(owed),
-            "race_noticed": ms(races),
+            "append_call": ms(got["append"]),
+            "bare_observer_from_append_start": ms(got["bare"]),
+            "entry_noticed": ms(got["noticed"]),
+            "entry_printed_by_watcher": ms(got["in_watcher"]),
+            "owed_noticed": ms(got["owed"]),
+            "race_noticed": ms(got["races"]),
             "stale_save_restored": ms(restore),
             "searchable_with_watcher": ms(searchable),
         }
         print(json.dumps(row, indent=2))
         (RESULTS / "bench_watch.json").write_text(json.dumps(row, indent=2) + "\n")
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=30)
+        if watch is not None:
+            watch.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
