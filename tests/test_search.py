@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import search, sections
+from nexus import search, sections, segments
 from nexus.errors import InputError, QueryError
 from nexus.search import builder, engine, finder
+from nexus.search.manifest import VERSION as MANIFEST_VERSION
 
 
 def _note(env: Env, rel: str, text: str) -> Path:
@@ -288,12 +289,15 @@ def test_search_cli_human_output(env: Env) -> None:
 def test_appends_are_indexed_from_the_saved_offset_and_rewrites_in_full(env: Env) -> None:
     first = env.append("ella", "gannet one").located
     assert len(search.search(env.vault, "gannet")) == 1
-    env.append("lyra", "gannet two")
+    second = env.append("lyra", "gannet two").located
     stats = search.refresh(env.vault)
     assert stats.files_indexed == 1 and stats.documents_added == 1  # only the new entry
     manifest = json.loads((env.vault.state / "index" / "manifest.json").read_text())
-    seg = manifest["files"][first.file]
-    assert seg["offset"] == (env.vault.root / first.file).stat().st_size
+    offset, line, last, scanned = manifest["files"][first.file]["mark"]  # a marks.Mark: after the last entry
+    data = (env.vault.root / first.file).read_bytes()
+    found = segments.scan(data, first.file).entries[-1]
+    assert (offset, line, last) == (found.end_offset, found.line_end + 1, second.entry.id)
+    assert scanned == len(data)
     # a same-size edit in place (a history edit) is not an append: the segment is reindexed whole
     path = env.vault.root / first.file
     path.write_bytes(path.read_bytes().replace(b"gannet one", b"gannet ONE"))
@@ -301,6 +305,13 @@ def test_appends_are_indexed_from_the_saved_offset_and_rewrites_in_full(env: Env
     assert stats.documents_added == 2
     assert sorted(h.title for h in search.search(env.vault, "gannet")) == ["gannet ONE", "gannet two"]
     assert len(search.search(env.vault, "gannet")) == 2  # no duplicates
+    # an edit that moves the bytes before the mark (and then an append): the mark no longer holds
+    path.write_bytes(path.read_bytes().replace(b"gannet ONE", b"gannet number one"))
+    env.append("lyra", "gannet three")
+    stats = search.refresh(env.vault)
+    assert stats.documents_added == 3  # the segment reindexed whole
+    titles = sorted(h.title for h in search.search(env.vault, "gannet"))
+    assert titles == ["gannet number one", "gannet three", "gannet two"]
 
 
 def test_a_parallel_build_gives_the_same_results_as_a_single_process_one(
@@ -470,13 +481,23 @@ def _version_7(files: Records) -> dict[str, object]:
     return {"version": 7, "dir": "ix-0ld0", "files": files, "languages": ["en"]}
 
 
+def _version_8(files: Records) -> dict[str, object]:  # a segment's position as offset, line, tail
+    for record in files.values():
+        if "mark" in record:
+            mark = record.pop("mark")
+            assert isinstance(mark, list)
+            record.update(offset=mark[0], line=mark[1], tail="")
+    return {"version": 8, "dir": "ix-0ld0", "files": files, "languages": ["en"]}
+
+
 def _sizes_as_text(files: Records) -> dict[str, object]:
     records = {rel: {**r, "size": str(r["size"])} for rel, r in files.items()}
-    return {"version": 8, "dir": "ix-0ld0", "files": records, "languages": ["en"]}
+    return {"version": MANIFEST_VERSION, "dir": "ix-0ld0", "files": records, "languages": ["en"]}
 
 
 OLD_MANIFESTS: dict[str, Callable[[Records], dict[str, object]]] = {
     "version 7": _version_7,
+    "version 8": _version_8,
     "a record of another shape": _sizes_as_text,
 }
 
@@ -497,7 +518,7 @@ def test_an_index_an_older_nexus_wrote_is_rebuilt(env: Env, shape: str) -> None:
     hits = env.run("search", "osprey", "--json").json()
     assert sorted(h["path"].split("/")[0] for h in hits) == ["log", "notes"]
     manifest = json.loads((index / "manifest.json").read_text())
-    assert manifest["version"] == 8 and manifest["dir"] != "ix-0ld0"
+    assert manifest["version"] == MANIFEST_VERSION == 9 and manifest["dir"] != "ix-0ld0"
     assert not (index / "ix-0ld0").exists()
 
 

@@ -21,11 +21,13 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import BinaryIO
 
+from .. import segments
 from ..errors import IndexBuildError
+from ..marks import START, Mark
 from ..vault import Vault
 from . import documents, engine
 from .language import analysis
-from .manifest import TAIL, FileRecord, Manifest, Position, index_dir, now
+from .manifest import FileRecord, Manifest, index_dir, now
 
 Progress = Callable[[int, int], None]
 
@@ -50,7 +52,7 @@ class Job:
         return self.stop - self.begin
 
 
-Ends = dict[tuple[str, int], tuple[int, int]]  # (segment, job start) -> (end offset, end line) indexed
+Ends = dict[tuple[str, int], Mark]  # (segment, job start) -> the mark after the job's last entry
 
 
 def _cuts(f: BinaryIO, rel: str, size: int, parts: int) -> tuple[list[Job], str, int]:
@@ -146,8 +148,9 @@ def build_part(
             # (the bytes the parent hashed: files only grow or are replaced; a refresh catches either)
             data = read_range(root, job.rel, job.begin, job.stop)
             if documents.is_segment(job.rel):
-                docs, end, end_line = documents.segment_docs(job.rel, data, job.begin, job.line, words)
-                ends[(job.rel, job.begin)] = (end, end_line)
+                scan = segments.scan(data, job.rel, offset=job.begin, line=job.line)
+                docs = documents.segment_docs(scan, words)
+                ends[(job.rel, job.begin)] = Mark(job.begin, job.line, None, job.begin).after(scan, job.stop)
             else:
                 docs = list(documents.note_docs(job.rel, data, mtimes[job.rel] / 1e9, words))
             for doc in docs:
@@ -226,6 +229,13 @@ def _collect(proc: BaseProcess, receive: Connection) -> Part:
     return value
 
 
+def _last_mark(ends: Ends, rel: str, size: int) -> Mark:
+    """A segment's mark after a build: after its last entry (the last job that had one), having
+    looked at all of its ``size`` bytes; at the start when it has no entry."""
+    found = [mark for (r, _), mark in sorted(ends.items()) if r == rel and mark.last is not None]
+    return replace(found[-1] if found else START, scanned=size)
+
+
 def build(vault: Vault, progress: Progress | None, langs: tuple[str, ...]) -> Manifest:
     """A fresh index of the whole vault in a new folder; returns its manifest (not yet saved).
     The caller holds the index lock."""
@@ -253,11 +263,7 @@ def build(vault: Vault, progress: Progress | None, langs: tuple[str, ...]) -> Ma
         ends.update(result.ends)
     for rel, record in records.items():
         if documents.is_segment(rel):
-            last = max(begin for (r, begin) in ends if r == rel)
-            end, line = ends[(rel, last)]
-            base = max(0, end - TAIL)
-            position = Position.at(read_range(vault.root, rel, base, end), base, end, line)
-            records[rel] = replace(record, position=position)
+            records[rel] = replace(record, mark=_last_mark(ends, rel, record.size))
     if progress is not None:
         progress(total_bytes, total_bytes)
     stamp = now()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import log, sections
 from ..records import Located
+from ..segments import Scan
 from ..vault import Vault
 from .engine import Doc, Terms
 from .language import Analysis
@@ -124,15 +125,9 @@ def entry_doc(located: Located, analysis: Analysis) -> Doc:
     )
 
 
-def segment_docs(
-    rel: str, data: bytes, offset: int, line: int, analysis: Analysis
-) -> tuple[list[Doc], int, int]:
-    """The entries of ``data`` (bytes of segment ``rel`` from ``offset``, at ``line``) and the end
-    offset and line, which exclude a torn tail still being written."""
-    from .. import segments
-
-    result = segments.scan(data, rel, offset=offset, line=line)
-    return [entry_doc(located, analysis) for located in result.entries], result.end_offset, result.end_line
+def segment_docs(scan: Scan, analysis: Analysis) -> list[Doc]:
+    """The entries a scan of a segment found."""
+    return [entry_doc(located, analysis) for located in scan.entries]
 
 
 _BY_FOLDER = {

@@ -1,24 +1,29 @@
 """Keeping the index current: what changed since the last refresh is indexed, the rest rebuilt.
 
 Before every search ``refresh`` compares the vault with the manifest (a stat of each file, a hash
-only when size or mtime moved) and indexes just what changed; an appended segment is read from its
-saved ``Position``. One writer at a time (``.nexus/locks/index.lock``). A missing, corrupt or outdated
-index, or one in other languages than asked, is rebuilt (``builder``) into a fresh folder and swapped
-in by rewriting the manifest. Calls are serialised within a process (MCP calls, a watcher thread).
+only when size or mtime moved) and indexes just what changed; an appended segment is read on from
+its ``marks.Mark`` while that holds. One writer at a time (``.nexus/locks/index.lock``). A missing,
+corrupt or outdated index, or one in other languages than asked, is rebuilt (``builder``) into a
+fresh folder and swapped in by rewriting the manifest. Calls are serialised within a process (MCP
+calls, a watcher thread).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from .. import segments
 from ..locks import exclusive
+from ..marks import START
 from ..records import RefreshStats
 from ..vault import Vault
 from . import builder, documents, engine
@@ -179,7 +184,7 @@ def _reindex(
     None when it is gone or only touched (same content)."""
     path = vault.root / rel
     old = known.get(rel)
-    if old is not None and old.position is not None and documents.is_segment(rel):
+    if old is not None and old.mark is not None and documents.is_segment(rel):
         appended = _appended(rel, path, old, writer, words)
         if appended is not None:
             known[rel] = appended[0]
@@ -199,8 +204,9 @@ def _reindex(
     writer.delete_path(rel)
     record = FileRecord(len(data), st.st_mtime_ns, digest)
     if documents.is_segment(rel):
-        docs, end, line = documents.segment_docs(rel, data, 0, 1, words)
-        record = record.at(data, 0, end, line)
+        scan = segments.scan(data, rel, offset=0, line=1)
+        docs = documents.segment_docs(scan, words)
+        record = replace(record, mark=START.after(scan, len(data)))
     else:
         docs = list(documents.note_docs(rel, data, st.st_mtime_ns / 1e9, words))
     for doc in docs:
@@ -212,14 +218,19 @@ def _reindex(
 def _appended(
     rel: str, path: Path, old: FileRecord, writer: engine.Writer, words: Analysis
 ) -> tuple[FileRecord, int] | None:
-    """Index what was appended to a segment since ``old`` (its record), reading only the new bytes;
-    None when the segment changed otherwise (reindex it whole). Duplicates (a crash between the
-    commit and the manifest) are dropped when searching."""
-    got = old.grown(path)
-    if got is None:
+    """Index what was appended to a segment since ``old`` (its record), reading on from its mark;
+    None when the segment did not just grow or its mark no longer holds (reindex it whole).
+    Duplicates (a crash between the commit and the manifest) are dropped when searching."""
+    mark = old.mark
+    try:
+        st = os.stat(path)
+        if mark is None or st.st_size == old.size or not mark.holds(path):
+            return None
+        data, scan = mark.read(path, rel)
+    except FileNotFoundError:
         return None
-    data, base, at, mtime = got
-    docs, end, end_line = documents.segment_docs(rel, data[at.offset - base :], at.offset, at.line, words)
+    docs = documents.segment_docs(scan, words)
     for doc in docs:
         writer.add(doc)
-    return FileRecord(base + len(data), mtime, None).at(data, base, end, end_line), len(docs)
+    size = mark.offset + len(data)
+    return FileRecord(size, st.st_mtime_ns, None, mark.after(scan, size)), len(docs)

@@ -3,29 +3,30 @@
 ``.nexus/index/manifest.json`` (derived state, rewritten whole without fsync: a lost or damaged one
 means the index is rebuilt)::
 
-    {"version": 8, "dir": "ix-XXXX", "built": TIME, "updated": TIME, "languages": ["en"],
+    {"version": 9, "dir": "ix-XXXX", "built": TIME, "updated": TIME, "languages": ["en"],
      "files": {"log/2026-11.md": {"size": N, "mtime": NS, "sha": HEX|null,
-                                  "offset": N, "line": N, "tail": HEX}, "notes/x.md": {...}}}
+                                  "mark": [OFFSET, LINE, LAST_ID, SCANNED]}, "notes/x.md": {...}}}
 
-Per file its size, mtime and content hash, and for a log segment the ``Position`` indexing stopped
-at. A manifest of another version or shape reads as missing. Imports no Whoosh.
+Per file its size, mtime and content hash, and for a log segment the ``marks.Mark`` indexing reached
+(the one mark every incremental reader of the log keeps: valid while the line before it is still the
+end line of the last entry indexed; reading goes on from it). A manifest of another version or shape
+reads as missing. Imports no Whoosh.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import durable
+from ..marks import Mark
 from ..vault import Vault
 
-VERSION = 8  # 8: the package's own field class pickled in the index (7 and older are rebuilt)
+VERSION = 9  # 9: a segment's marks.Mark; 8: the package's own field class in the index (older: rebuilt)
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
-TAIL = 256  # bytes before a position that must be unchanged for an append to be read from there
 
 
 def index_dir(vault: Vault) -> Path:
@@ -37,53 +38,19 @@ def now() -> str:
 
 
 @dataclass(frozen=True)
-class Position:
-    """Where indexing stopped in a log segment: a byte offset at an entry boundary, the line there,
-    and the bytes just before it (hex), which must be unchanged for the segment to have only grown."""
-
-    offset: int
-    line: int
-    tail: str
-
-    @classmethod
-    def at(cls, data: bytes, base: int, end: int, line: int) -> Position:
-        """The position ``end`` (a file offset) in ``data``, bytes of the file from offset ``base``."""
-        return cls(end, line, data[max(0, end - TAIL - base) : end - base].hex())
-
-    def appended(self, path: Path, size_then: int) -> tuple[bytes, int, int] | None:
-        """The bytes appended after this position, with the ``TAIL`` bytes before it (only those are
-        read), the file offset they start at, and the file's mtime; None when the file did not just
-        grow from ``size_then`` bytes (read it whole again)."""
-        try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                if self.offset <= 0 or st.st_size < self.offset or st.st_size == size_then:
-                    return None
-                f.seek(max(0, self.offset - TAIL))
-                head = f.read(min(self.offset, TAIL))
-                rest = f.read()
-        except FileNotFoundError:
-            return None
-        if head.hex() != self.tail:
-            return None
-        return head + rest, self.offset - len(head), st.st_mtime_ns
-
-
-@dataclass(frozen=True)
 class FileRecord:
     """A file as indexed: size, mtime (ns), SHA-256 (None when only an append was read), and for a
-    log segment the position indexing reached."""
+    log segment the ``Mark`` indexing reached (just after the last entry indexed)."""
 
     size: int
     mtime: int
     sha: str | None
-    position: Position | None = None
+    mark: Mark | None = None
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"size": self.size, "mtime": self.mtime, "sha": self.sha}
-        if self.position is not None:
-            p = self.position
-            out.update(offset=p.offset, line=p.line, tail=p.tail)
+        if self.mark is not None:
+            out["mark"] = self.mark.to_json()
         return out
 
     @classmethod
@@ -97,28 +64,13 @@ class FileRecord:
             or not (sha is None or isinstance(sha, str))
         ):
             return None
-        position = None
-        if "offset" in data:
-            offset, line, tail = data.get("offset"), data.get("line"), data.get("tail")
-            if not isinstance(offset, int) or not isinstance(line, int) or not isinstance(tail, str):
-                return None
-            position = Position(offset, line, tail)
-        return cls(size, mtime, sha, position)
+        mark = Mark.from_json(data["mark"]) if "mark" in data else None
+        if "mark" in data and mark is None:
+            return None
+        return cls(size, mtime, sha, mark)
 
     def touched(self, size: int, mtime: int) -> FileRecord:
         return replace(self, size=size, mtime=mtime)
-
-    def at(self, data: bytes, base: int, end: int, line: int) -> FileRecord:
-        """This record with the position ``end`` (see ``Position.at``)."""
-        return replace(self, position=Position.at(data, base, end, line))
-
-    def grown(self, path: Path) -> tuple[bytes, int, Position, int] | None:
-        """What was appended to this segment since it was indexed (see ``Position.appended``): the
-        bytes from just before the position, their file offset, the position, the file's mtime."""
-        if self.position is None:
-            return None
-        got = self.position.appended(path, self.size)
-        return None if got is None else (got[0], got[1], self.position, got[2])
 
 
 @dataclass
