@@ -172,9 +172,8 @@ def time_appends(vault: Vault, signers: dict[str, Signer], watch: Watch, n: int)
 
 def time_searchable(vault: Vault, signer: Signer, rounds: int) -> list[float]:
     """From ``append`` returning until the index's manifest records the segment indexed past the entry."""
-    from nexus import search
+    from nexus.search import manifest
 
-    manifest_path = search.index_dir(vault) / search.MANIFEST
     searchable = []
     for i in range(rounds):
         res = log.append(vault, signer, channel="bench", type="note", summary=f"searchable {i}")
@@ -182,12 +181,10 @@ def time_searchable(vault: Vault, signer: Signer, rounds: int) -> list[float]:
         loc = res.located
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            try:
-                record = json.loads(manifest_path.read_bytes())["files"].get(loc.file, {})
-            except (ValueError, OSError):
-                record = {}
-            if record.get("offset", 0) >= loc.end_offset:
-                break
+            current = manifest.load(vault)  # read directly: a query would refresh the index itself
+            record = current.files.get(loc.file) if current else None
+            if record is not None and record.mark is not None and (record.mark.last or "") >= loc.entry.id:
+                break  # indexing reached this entry (ids only grow)
             time.sleep(0.002)
         else:
             raise SystemExit("the watcher never made an entry searchable")
