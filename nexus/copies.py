@@ -92,14 +92,14 @@ def missing_entries(vault: Vault, path: Path, present: set[str] | None = None) -
 
 
 def import_copy(vault: Vault, path: Path) -> Imported:
-    """Import the copy's missing valid entries into its segment, then archive the copy."""
-    from .locks import exclusive
-    from .log import note_arrivals
+    """Import the copy's missing valid entries into its segment (written by ``log.py``: its lock, its
+    durable write, its tail state), then archive the copy."""
+    from . import log
 
     name = COPY_RE.fullmatch(path.name)
     assert name is not None
     segment = vault.log_dir / f"{name['segment']}.md"
-    with exclusive(vault.lock("log")):
+    with log.locked(vault):
         present = log_ids(vault)
         missing, skipped = missing_entries(vault, path, present)
         data = path.read_bytes()
@@ -108,10 +108,13 @@ def import_copy(vault: Vault, path: Path) -> Imported:
                 segment.read_bytes() if segment.exists() else segments.preamble(name["segment"]).encode()
             )
             extra = b"".join(data[loc.offset : loc.end_offset] + b"\n" for loc in missing)
-            merged = merge.merge_segment(b"", current, current + b"\n" + extra, vault.rel(segment)).data
-            durable.replace(segment, merged)
+            rel = vault.rel(segment)
+            merged = merge.merge_segment(b"", current, current + b"\n" + extra, rel).data
+            ids = {loc.entry.id for loc in missing}
+            added = [loc for loc in segments.scan(merged, rel).entries if loc.entry.id in ids]
+            log.replace_segment(vault, segment, current if segment.exists() else b"", merged, added)
             newest = max(present, default="")
-            note_arrivals(vault, sorted(loc.entry.id for loc in missing if loc.entry.id < newest))
+            log.note_arrivals(vault, sorted(loc.entry.id for loc in missing if loc.entry.id < newest))
         target = vault.root / ARCHIVE / path.name
         if target.exists():
             target = target.with_name(f"{path.stem}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.md")

@@ -2,7 +2,8 @@
 
 This is the ONLY module that writes segments. Appends (``append``) and everything else that changes a
 segment's bytes (the watcher's notices, entries it puts back, a person's text it cuts once signed,
-``nexus log recover --restore``, quarantining a torn tail) go through here, under the log lock
+``nexus log recover --restore``, a conflict copy's entries imported, quarantining a torn tail) go
+through here, under the log lock
 (``.nexus/locks/log.lock``), written durably, with the tail state moved along.
 
 Write path (``append``): exclusive lock; check the tail of the newest segment against the derived tail
