@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import durable, properties
+from . import durable, meta, properties
 from .errors import InputError, NotFoundError
 from .locks import exclusive
 from .records import Checkpoint
@@ -61,7 +61,8 @@ def _known_agent(vault: Vault, agent: str) -> str:
 
 
 def render(cp: Checkpoint) -> str:
-    """The checkpoint note: JSON-valued properties (no YAML needed to read them) and a readable body."""
+    """The checkpoint note: JSON-valued properties (no YAML needed to read them), a readable body, and
+    its version number (``seq``) in the ``nexus:meta`` comment (older notes: a property)."""
     props = {
         "agent": cp.agent,
         "task": cp.task,
@@ -70,7 +71,6 @@ def render(cp: Checkpoint) -> str:
         "status": cp.status,
         "files": list(cp.files),
         "saved": cp.saved,
-        "seq": cp.seq,
         "tags": ["nexus/checkpoint"],
     }
     kind = {"in-progress": "info", "blocked": "warning", "done": "success"}[cp.status]
@@ -94,12 +94,12 @@ def render(cp: Checkpoint) -> str:
         "",
         f"History: [[agents/{cp.agent}/checkpoint-history]]",
     ]
-    return properties.render(props, "\n".join(lines) + "\n")
+    return properties.render(props, meta.attach("\n".join(lines), {"seq": cp.seq}))
 
 
 def parse(text: str, source: str) -> Checkpoint:
     """Read a checkpoint note back (InputError when it is not one)."""
-    props, body = properties.parse(text, source)
+    props, body = meta.merged(*properties.parse(text, source), meta.CHECKPOINT)
     notes = ""
     start, end = body.find("%% nexus:notes %%\n"), body.find("\n%% nexus:end-notes %%")
     if start >= 0 and start + 17 <= end:

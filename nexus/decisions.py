@@ -25,7 +25,7 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from . import durable, properties
+from . import durable, meta, properties
 from .errors import InputError, NotFoundError
 from .locks import exclusive
 from .records import Decision, Problem
@@ -68,9 +68,31 @@ def signed_body(body: str) -> str:
     return (body if cut < 0 else body[:cut]).rstrip()
 
 
+_LINK_RE = re.compile(r"\[\[([^\]\[|#]+)\|(D-\d{4,})\]\]")
+LINKED = ("supersedes", "superseded_by")  # decision ids a note shows as links to the named note
+
+
+def id_of(value: Any) -> Any:
+    """The decision id a ``supersedes``/``superseded_by`` value names: ``D-0001`` as older notes
+    write it, or the label of a link ``[[decisions/D-0001-slug|D-0001]]``; anything else as it is
+    (it then matches no signature)."""
+    if isinstance(value, str) and (m := _LINK_RE.fullmatch(value.strip())) is not None:
+        return m.group(2)
+    return value
+
+
+def link_target(value: Any) -> str | None:
+    """The note a ``supersedes``/``superseded_by`` link points at (None for a plain id)."""
+    if isinstance(value, str) and (m := _LINK_RE.fullmatch(value.strip())) is not None:
+        return m.group(1).strip()
+    return None
+
+
 def decision_bytes(props: dict[str, Any], body: str) -> bytes:
-    """What the author signs: id, title, author, date, supersedes, refs and the body's hash."""
+    """What the author signs: id, title, author, date, supersedes, refs and the body's hash (the
+    same logical content in both note forms: a ``supersedes`` link counts as the id it names)."""
     data = {k: props.get(k) for k in ("id", "title", "author", "date", "supersedes", "refs")}
+    data["supersedes"] = id_of(data["supersedes"])
     if props.get("renumbered_from"):  # renumbered at a merge (gitsync): signed with its first number
         data["id"] = props["renumbered_from"]
     data["v"] = 1
@@ -81,6 +103,7 @@ def decision_bytes(props: dict[str, Any], body: str) -> bytes:
 def status_bytes(props: dict[str, Any]) -> bytes:
     """What the superseding author signs when flipping a decision to ``superseded``."""
     data = {k: props.get(k) for k in ("id", "status", "superseded_by", "superseded_at")}
+    data["superseded_by"] = id_of(data["superseded_by"])
     data["v"] = 1
     return STATUS_CONTEXT + _canonical(data)
 
@@ -135,8 +158,8 @@ def _record(vault: Vault, path: Path, props: dict[str, Any], body: str) -> Decis
         decision=_section(body, "Decision"),
         rationale=_section(body, "Rationale"),
         alternatives=_section(body, "Alternatives"),
-        supersedes=_opt(props.get("supersedes")),
-        superseded_by=_opt(props.get("superseded_by")),
+        supersedes=_opt(id_of(props.get("supersedes"))),
+        superseded_by=_opt(id_of(props.get("superseded_by"))),
         refs=tuple(str(r) for r in props.get("refs") or ()),
         entry=_opt(props.get("entry")),
         path=vault.rel(path),
@@ -147,8 +170,31 @@ def _opt(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _read(vault: Vault, path: Path) -> tuple[dict[str, Any], str]:
-    return properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
+def read_note(vault: Vault, path: Path) -> tuple[dict[str, Any], str]:
+    """(properties, body) of a decision note in either form (machine fields in the ``nexus:meta``
+    comment, or in the properties as older notes have them); the body without the comment."""
+    props, body = properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
+    return meta.merged(props, body, meta.DECISION)
+
+
+_read = read_note
+
+_SHOWN_FIRST = ("id", "title", "status", "author", "date", "supersedes", "superseded_by", "superseded_at")
+
+
+def note_text(vault: Vault, props: dict[str, Any], body: str) -> str:
+    """A decision note: what a person reads as properties (a ``supersedes``/``superseded_by`` id as a
+    link to its note), the machine fields in the ``nexus:meta`` comment at its end."""
+    shown, hidden = meta.apart(props, meta.DECISION)
+    for key in LINKED:
+        value = shown.get(key)
+        if value is None:
+            shown.pop(key, None)
+        elif isinstance(value, str) and ID_RE.fullmatch(value) and (note := note_of(vault, value)):
+            shown[key] = f"[[decisions/{note.stem}|{value}]]"
+    ordered = {k: shown[k] for k in _SHOWN_FIRST if k in shown}
+    ordered.update((k, v) for k, v in shown.items() if k not in ordered)
+    return properties.render(ordered, meta.attach(body, hidden))
 
 
 _PROP_ID_RE = re.compile(r'^id:\s*["\']?(D-\d{4,})["\']?\s*$', re.M)
@@ -378,7 +424,7 @@ def decide(  # noqa: C901
             if old_props.get("status") != "active":
                 raise InputError(
                     f"{supersedes} is already {old_props.get('status')}; supersede "
-                    f"{old_props.get('superseded_by') or 'its successor'} instead"
+                    f"{id_of(old_props.get('superseded_by')) or 'its successor'} instead"
                 )
         numbers = [int(i[2:]) for i in note_ids(vault).values()]
         did = f"D-{(max(numbers) + 1 if numbers else 1):04d}"
@@ -405,7 +451,7 @@ def decide(  # noqa: C901
         props["sig"] = signer.sign(decision_bytes(props, body))
         props["tags"] = ["nexus/decision"]
         props["aliases"] = [did]
-        durable.create_exclusive(path, properties.render(props, body).encode("utf-8"))
+        durable.create_exclusive(path, note_text(vault, props, body).encode("utf-8"))
         summary = f"{did}: {title}" + (f" (supersedes {supersedes})" if supersedes else "")
         entry_body = f"{one_line(_record(vault, path, props, body), 400)}\n\nDecision note: [[{note}|{did}]]"
         if supersedes:
@@ -420,14 +466,14 @@ def decide(  # noqa: C901
             ack=tuple(refs),
         ).located
         props["entry"] = located.entry.id
-        durable.replace(path, properties.render(props, body).encode("utf-8"))
+        durable.replace(path, note_text(vault, props, body).encode("utf-8"))
         if old_path is not None:
             at = _now()
-            old_props.update(status="superseded", superseded_by=did, superseded_at=at)
+            old_props.update(status="superseded", superseded_by=f"[[{note}|{did}]]", superseded_at=at)
             old_props["superseded_key"] = signer.key_id
             old_props["superseded_sig"] = signer.sign(status_bytes(old_props))
             old_body = signed_body(old_body) + _superseded_tail(note, did, at, signer.name)
-            durable.replace(old_path, properties.render(old_props, old_body).encode("utf-8"))
+            durable.replace(old_path, note_text(vault, old_props, old_body).encode("utf-8"))
         write_register(vault)
     return _record(vault, path, props, body)
 
@@ -478,11 +524,21 @@ def write_register(vault: Vault) -> Path:
 
 
 def check_notes(
-    vault: Vault, identities: dict[str, Any], entry_ids: Container[str] | None = None
+    vault: Vault,
+    identities: dict[str, Any],
+    entry_ids: Container[str] | None = None,
+    ring: Any = None,
 ) -> list[Problem]:
-    """Problems with decision notes: a hand edit (signature mismatch), a bad status change, no entry."""
+    """Problems with decision notes: a hand edit (signature mismatch), a bad status change, no entry.
+
+    Signatures are checked with the keys ``ring`` (a ``trust.Keyring``) trusts for their author, every
+    key pinned for the name (a decision signed before a key rotation still verifies), or without a
+    ring with the key each identity note declares now."""
     from . import renames as renames_mod
-    from .identity import verify_signature
+
+    keys: dict[str, dict[str, str]] = (
+        ring.keys if ring is not None else {n: {i.key_id: i.public_key} for n, i in identities.items()}
+    )
 
     out: list[Problem] = []
     seen: dict[str, str] = {}
@@ -501,51 +557,61 @@ def check_notes(
         if did in seen:
             out.append(Problem("duplicate", rel, 1, f"decision id {did} is also used by {seen[did]}"))
         seen[did] = rel
-        if f"decisions/{path.stem}" in renames:
-            out.append(
-                Problem(
-                    "renamed",
-                    rel,
-                    1,
-                    f"{did}'s note was renamed from "
-                    f"{renames[f'decisions/{path.stem}']}.md (nothing changed in it)",
-                )
-            )
-        author = identities.get(str(props.get("author")))
-        signed = (
-            author is not None
-            and props.get("key") == author.key_id
-            and verify_signature(author.public_key, str(props.get("sig")), decision_bytes(props, body))
-        )
-        if not signed and author is not None and props.get("key") == author.key_id:
-            for before in renames_mod.originals(body, renames):
-                if verify_signature(author.public_key, str(props.get("sig")), decision_bytes(props, before)):
-                    out.append(
-                        Problem(
-                            "renamed",
-                            rel,
-                            1,
-                            f"{did}: Obsidian updated links to renamed "
-                            "notes in it; the signature holds for the text before the rename",
-                        )
-                    )
-                    body, signed = before, True
-                    break
-        if not signed:
-            out.append(
-                Problem(
-                    "decision-edited",
-                    rel,
-                    1,
-                    f"{did}: signature by {props.get('author')} does not match the note: "
-                    "edited by hand (a decision is never edited; supersede it instead)",
-                )
-            )
-        out.extend(_check_status(vault, rel, did, props, body, identities, renames))
+        found, body = _check_signature(rel, did, props, body, keys, renames)
+        out.extend(found)
+        out.extend(_check_status(vault, rel, did, props, body, keys, renames))
+        out.extend(_check_links(vault, rel, did, props))
         entry = props.get("entry")
         if entry is None or (entry_ids is not None and entry not in entry_ids):
             out.append(Problem("decision-unlogged", rel, 1, f"{did} has no decision entry in the log"))
     return out
+
+
+def _check_signature(
+    rel: str,
+    did: str,
+    props: dict[str, Any],
+    body: str,
+    keys: dict[str, dict[str, str]],
+    renames: dict[str, str],
+) -> tuple[list[Problem], str]:
+    """The author's signature over the note (problems, and the body as signed: the text before
+    Obsidian updated links to renamed notes when that is what changed)."""
+    from . import renames as renames_mod
+    from .identity import verify_signature
+
+    public = keys.get(str(props.get("author")), {}).get(str(props.get("key")), "")
+    bodies = [body, *renames_mod.originals(body, renames)] if public else []
+    sig = str(props.get("sig"))
+    signed = next((b for b in bodies if verify_signature(public, sig, decision_bytes(props, b))), None)
+    if signed is None:
+        return [
+            Problem(
+                "decision-edited",
+                rel,
+                1,
+                f"{did}: signature by {props.get('author')} does not match the note: its title, author, "
+                "date, supersedes or text was edited by hand (a decision is never edited; supersede it "
+                "instead)",
+            )
+        ], body
+    out = []
+    if f"decisions/{Path(rel).stem}" in renames:
+        was = renames[f"decisions/{Path(rel).stem}"]
+        out.append(
+            Problem("renamed", rel, 1, f"{did}'s note was renamed from {was}.md (nothing changed in it)")
+        )
+    if signed != body:
+        out.append(
+            Problem(
+                "renamed",
+                rel,
+                1,
+                f"{did}: Obsidian updated links to renamed notes in it; the signature holds for the text "
+                "before the rename",
+            )
+        )
+    return out, signed
 
 
 def _check_status(
@@ -554,7 +620,7 @@ def _check_status(
     did: str,
     props: dict[str, Any],
     body: str,
-    identities: dict[str, Any],
+    keys: dict[str, dict[str, str]],
     renames: dict[str, str] | None = None,
 ) -> list[Problem]:
     from .identity import verify_signature
@@ -566,13 +632,14 @@ def _check_status(
         return []
     if status != "superseded":
         return [Problem("decision-edited", rel, 1, f"{did} has status {status!r}: only active or superseded")]
-    succ_id = str(props.get("superseded_by"))
+    succ_id = str(id_of(props.get("superseded_by")))
     succ = note_of(vault, succ_id)
-    signer = next((i for i in identities.values() if i.key_id == props.get("superseded_key")), None)
+    kid = str(props.get("superseded_key"))
+    signer = next((name for name, known in keys.items() if kid in known), None)
     if (
         succ is None
         or signer is None
-        or not verify_signature(signer.public_key, str(props.get("superseded_sig")), status_bytes(props))
+        or not verify_signature(keys[signer][kid], str(props.get("superseded_sig")), status_bytes(props))
     ):
         return [
             Problem(
@@ -582,7 +649,7 @@ def _check_status(
                 f"{did}: the status change to superseded is not signed by its successor's author",
             )
         ]
-    tail = _superseded_tail(f"decisions/{succ.stem}", succ_id, str(props.get("superseded_at")), signer.name)
+    tail = _superseded_tail(f"decisions/{succ.stem}", succ_id, str(props.get("superseded_at")), signer)
     from . import renames as renames_mod
 
     wanted = signed_body(body) + tail.rstrip()
@@ -592,3 +659,38 @@ def _check_status(
     ):
         return [Problem("decision-edited", rel, 1, f"{did}: the superseded notice was edited")]
     return []
+
+
+def _check_links(vault: Vault, rel: str, did: str, props: dict[str, Any]) -> list[Problem]:
+    """A ``supersedes``/``superseded_by`` link must lead to the note of the id it names (its label
+    is signed; its target is not, so it is checked here). A link Obsidian updated when that note was
+    renamed still leads there."""
+    out = []
+    for key in LINKED:
+        target = link_target(props.get(key))
+        named = id_of(props.get(key))
+        if target is not None and _note_id_at(vault, target) != named:
+            out.append(
+                Problem(
+                    "decision-edited",
+                    rel,
+                    1,
+                    f"{did}: its {key} property links to {target}, which is not {named}'s note "
+                    "(edited by hand; a decision is never edited)",
+                )
+            )
+    return out
+
+
+def _note_id_at(vault: Vault, target: str) -> str | None:
+    """The id of the decision note a link target names: its vault path, or (Obsidian's shortest
+    form) its name alone."""
+    target = target.removesuffix(".md")
+    ids = note_ids(vault)
+    for path, did in ids.items():
+        if vault.rel(path)[:-3] == target:
+            return did
+    if "/" not in target:
+        found = [did for path, did in ids.items() if path.stem == target]
+        return found[0] if len(found) == 1 else None
+    return None

@@ -276,9 +276,9 @@ def _ids_at(top: Path, commit: str, path: str) -> set[str]:
 def _renumber_decisions(vault: Vault) -> list[dict[str, str]]:
     """Two machines that each recorded a decision at once both picked the next number. The earlier
     (by its log entry's id) keeps it; the other gets the next free number, its note renamed and the
-    change recorded in its properties (``renumbered_from``; the author's signature still covers the
+    change recorded in its meta comment (``renumbered_from``; the author's signature still covers the
     number it was signed with)."""
-    from . import decisions, durable, properties
+    from . import decisions, durable
     from .locks import exclusive
 
     out: list[dict[str, str]] = []
@@ -289,7 +289,7 @@ def _renumber_decisions(vault: Vault) -> list[dict[str, str]]:
             number = int(did[2:])
             top = max(top, number)
             try:
-                props, body = properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
+                props, body = decisions.read_note(vault, path)
             except Exception:  # a damaged note is verify's to report
                 continue
             notes.setdefault(number, []).append((path, props, body))
@@ -303,7 +303,7 @@ def _renumber_decisions(vault: Vault) -> list[dict[str, str]]:
                 props["id"] = new_id
                 props["aliases"] = [new_id]
                 target = path.with_name(f"{new_id}-{decisions.slug(str(props.get('title', '')))}.md")
-                durable.create_exclusive(target, properties.render(props, body).encode("utf-8"))
+                durable.create_exclusive(target, decisions.note_text(vault, props, body).encode("utf-8"))
                 path.unlink()
                 out.append({"from": old_id, "to": new_id, "note": vault.rel(target)})
         if out or notes:

@@ -1,7 +1,8 @@
 """Agent and person identities: Ed25519 key pairs and identity notes.
 
 The private key lives outside the vault (``<keys home>/<vault id>/<name>.pem``, mode 0600); the public
-key and a note a person fills in live in the vault at ``agents/NAME/identity.md``.
+key and a note a person fills in live in the vault at ``agents/NAME/identity.md`` (the key in the
+note's ``nexus:meta`` comment, see ``meta.py``; older notes hold it in their properties).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from . import durable
+from . import durable, meta
 from .errors import IdentityError, InputError
 from .records import Identity
 from .text import check_name
@@ -189,17 +191,10 @@ def add(vault: Vault, keys_home: Path, name: str, *, human: bool = False) -> Ide
         "created": created,
         "tags": [f"nexus/{kind}"],
     }
-    from . import notes
-
+    body = (_HUMAN_BODY if human else _IDENTITY_BODY).format(name=name, kind=kind, article="an")
     try:
         note.parent.mkdir(parents=True, exist_ok=True)
-        durable.create_exclusive(
-            note,
-            notes.render(
-                props,
-                (_HUMAN_BODY if human else _IDENTITY_BODY).format(name=name, kind=kind, article="an"),
-            ).encode("utf-8"),
-        )
+        durable.create_exclusive(note, note_text(props, body).encode("utf-8"))
     except BaseException:
         key_path.unlink(missing_ok=True)
         raise
@@ -217,13 +212,37 @@ def _set_vault_human(vault: Vault, name: str) -> None:
     notes.write(vault.root / MARKER, props, body)
 
 
-def load(vault: Vault, name: str) -> Identity:
+def note_text(props: dict[str, Any], body: str) -> str:
+    """An identity note: what a person reads as properties (name, kind, created, tags), the key in
+    the ``nexus:meta`` comment at its end."""
     from . import notes
 
+    shown, hidden = meta.apart(props, meta.IDENTITY)
+    return notes.render(shown, meta.attach(body, hidden))
+
+
+def read_note(vault: Vault, name: str) -> tuple[dict[str, Any], str]:
+    """(properties, body) of ``name``'s identity note, in either form (key in the meta comment, or
+    in the properties as older notes have it); the body without the comment."""
+    from . import notes
+
+    props, body = notes.read(vault.identity_path(check_name(name)), vault.root)
+    return meta.merged(props, body, meta.IDENTITY)
+
+
+def set_key(vault: Vault, name: str, public_key: str, kid: str) -> None:
+    """Declare a new key in ``name``'s identity note (a rotation); the note is written in the current
+    form whatever form it had."""
+    props, body = read_note(vault, name)
+    props["public_key"], props["key_id"] = public_key, kid
+    durable.replace(vault.identity_path(name), note_text(props, body).encode("utf-8"))
+
+
+def load(vault: Vault, name: str) -> Identity:
     path = vault.identity_path(check_name(name))
     if not path.is_file():
         raise IdentityError(f"unknown agent {name!r}")
-    props, _ = notes.read(path, vault.root)
+    props, _ = read_note(vault, name)
     try:
         return Identity(
             name=str(props["name"]),
@@ -234,7 +253,7 @@ def load(vault: Vault, name: str) -> Identity:
             path=vault.rel(path),
         )
     except KeyError as err:
-        raise IdentityError(f"{vault.rel(path)} lacks the property {err}") from None
+        raise IdentityError(f"{vault.rel(path)} lacks the field {err}") from None
 
 
 def all_identities(vault: Vault) -> dict[str, Identity]:
@@ -253,7 +272,4 @@ def all_identities(vault: Vault) -> dict[str, Identity]:
 
 def identity_text(vault: Vault, name: str) -> str:
     """The identity note's body (what a person wrote about the agent)."""
-    from . import notes
-
-    _, body = notes.read(vault.identity_path(check_name(name)), vault.root)
-    return body
+    return read_note(vault, name)[1]

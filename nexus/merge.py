@@ -201,6 +201,14 @@ def _block(text: bytes) -> bytes:
 
 
 def _prop(text: str, name: str) -> str | None:
+    """A note's property ``name``; a machine field (``meta.ALL``) from its ``nexus:meta`` comment
+    when it has one (see meta.py), else from its frontmatter as older notes keep it."""
+    from . import meta
+
+    fields = meta.fields_of(text.encode("utf-8")) if name in meta.ALL else None
+    if fields is not None:
+        value = fields.get(name)
+        return None if value is None else str(value)
     m = re.search(rf"^{name}: (.*)$", text.split("\n---", 1)[0], re.M)
     if not m:
         return None

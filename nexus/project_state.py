@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import durable, properties
+from . import durable, meta, properties
 from .errors import IdentityError, InputError, NotFoundError, StaleEditError
 from .locks import exclusive
 from .records import StateVersion
@@ -84,7 +84,9 @@ def _current_number(vault: Vault) -> int:
 def load_version(vault: Vault, version: int) -> StateVersion:
     path = _version_path(vault, version)
     try:
-        props, body = properties.parse(path.read_text(encoding="utf-8"), vault.rel(path))
+        props, body = meta.merged(
+            *properties.parse(path.read_text(encoding="utf-8"), vault.rel(path)), meta.STATE_VERSION
+        )
     except FileNotFoundError:
         raise NotFoundError(
             f"no version {version} of the project state (see `nexus state history`)"
@@ -134,7 +136,10 @@ def _write(
         props["restored_from"] = restored_from
     props["tags"] = ["nexus/state-version"]
     path = _version_path(vault, version)
-    durable.create_exclusive(path, properties.render(props, _norm(content)).encode("utf-8"))
+    shown, hidden = meta.apart(props, meta.STATE_VERSION)  # (the hash in the meta comment)
+    durable.create_exclusive(
+        path, properties.render(shown, meta.attach(_norm(content), hidden)).encode("utf-8")
+    )
     current = {"version": version, "updated": ts, "updated_by": author, "tags": ["nexus/state"]}
     durable.replace(note_path(vault), properties.render(current, _norm(content)).encode("utf-8"))
     return StateVersion(

@@ -75,11 +75,13 @@ def _valid(name: str) -> bool:
 
 
 def _parse(vault: Vault, name: str, stamp: list[int]) -> dict[str, Any] | None:
-    from . import notes
+    from . import meta, notes
     from .errors import InputError
 
     try:
-        props, body = notes.read(vault.identity_path(name), vault.root)
+        props, body = meta.merged(
+            *notes.read(vault.identity_path(name), vault.root), meta.IDENTITY
+        )  # (as identity.read_note, without importing the crypto library)
     except (InputError, OSError, UnicodeDecodeError):
         return None
     kind = props.get("kind", "agent")

@@ -63,15 +63,6 @@ def _next_key(path: Path) -> tuple[bytes, str]:
     return pem, public
 
 
-def _set_note_key(vault: Vault, name: str, public: str, kid: str) -> None:
-    from . import notes
-
-    path = vault.identity_path(name)
-    props, body = notes.read(path, vault.root)
-    props["public_key"], props["key_id"] = public, kid
-    notes.write(path, props, body)
-
-
 def rotate(vault: Vault, keys_home: Path, name: str) -> Rotation:
     """Rotate ``name``'s signing key (see the module docstring); returns what was written."""
     key_path = identity.private_key_path(vault, keys_home, name)
@@ -102,7 +93,7 @@ def rotate(vault: Vault, keys_home: Path, name: str) -> Rotation:
         summary=f"{name} rotates its signing key {old.key_id} → {new_kid}",
         body=_BODY_PREFIX + public,
     ).located.entry
-    _set_note_key(vault, name, public, new_kid)
+    identity.set_key(vault, name, public, new_kid)
     _take_over(waiting, key_path)
     return _finish(vault, keys_home, name, (entry.id, entry.key), new_kid)
 

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import durable
+from . import durable, meta
 from .errors import VaultError
 
 MARKER = "nexus.md"
@@ -58,12 +58,17 @@ class Vault:
         return self.agent_dir(name) / "identity.md"
 
     def key_id_of(self, name: str) -> str | None:
-        """The ``key_id`` property of ``name``'s identity note, read without YAML (hot paths), or
-        None when there is no such note or property."""
+        """The ``key_id`` of ``name``'s identity note (its ``nexus:meta`` comment, or a property in
+        notes written before the comment existed), read without YAML (hot paths), or None when there
+        is no such note or field."""
         try:
             data = self.identity_path(name).read_bytes()
         except OSError:
             return None
+        fields = meta.fields_of(data)
+        if fields is not None:  # a note with a meta comment keeps its key there, and only there
+            kid = fields.get("key_id")
+            return kid if isinstance(kid, str) else None
         found = _KEY_ID_RE.search(data)
         return found.group(1).decode("ascii") if found else None
 

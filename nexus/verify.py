@@ -249,7 +249,7 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
     report.problems.extend(vault_problems(vault, ring, tops))
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
-    report.problems.extend(check_notes(vault, note_identities(vault), set(seen_ids)))
+    report.problems.extend(check_notes(vault, note_identities(vault), set(seen_ids), ring))
     check_copies(report, vault, set(seen_ids))
     return report
 

@@ -540,7 +540,7 @@ def _report(
     )
     from .decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
-    report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions)))
+    report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions), _RING[0]))
     check_copies(report, vault, None)  # file-sync conflict copies, merge conflict notes
     return report
 

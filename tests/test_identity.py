@@ -72,9 +72,12 @@ def test_agent_add_creates_key_outside_and_note_inside(env: Env) -> None:
     assert not str(key.resolve()).startswith(str(env.vault.root))
     assert not list(env.vault.root.rglob("*.pem"))
     note = env.vault.root / "agents" / "nova" / "identity.md"
-    props, body = notes.read(note)
+    shown, _ = notes.read(note)  # what Obsidian's Properties panel shows: no key material
+    assert set(shown) == {"name", "kind", "created", "tags"}
+    props, body = identity.read_note(env.vault, "nova")
     assert props["public_key"].startswith("ed25519:") and props["key_id"] == data["key_id"]
     assert props["kind"] == "agent" and props["tags"] == ["nexus/agent"]
+    assert "nexus:meta" not in body and note.read_text().rstrip().endswith(" %%")
     for section in (
         "## Role",
         "## Priorities",

@@ -98,7 +98,7 @@ def test_checkpoint_newer_wins_and_history_is_a_union(env: Env) -> None:
     checkpoints.save(env.vault, "ella", task="t", step="elsewhere", next="n")
     theirs_cp, theirs_h = cp.read_bytes(), hist.read_bytes()
     assert merge.merge("checkpoint", base_cp, ours_cp, theirs_cp, "x").data == ours_cp
-    fork = merge.merge("checkpoint", base_cp, theirs_cp, ours_cp.replace(b"seq: 3", b"seq: 2"), "x")
+    fork = merge.merge("checkpoint", base_cp, theirs_cp, ours_cp.replace(b'{"seq":3}', b'{"seq":2}'), "x")
     assert fork.conflicts and fork.conflicts[0].kind == "checkpoint"
     merged = merge.merge("cp-history", base_h, ours_h, theirs_h, "x").data.decode()
     for step in ("one", "two", "three", "elsewhere"):

@@ -137,11 +137,9 @@ def test_a_key_swapped_into_an_identity_note_is_not_trusted(env: Env) -> None:
     assert _kinds(env) == []  # (this machine pins ella's and lyra's keys now)
     note = env.vault.identity_path("ella")
     lyra_note = env.vault.identity_path("lyra").read_text(encoding="utf-8")
-    lyra_key = re.search(r"public_key: (\S+)", lyra_note).group(1)  # type: ignore[union-attr]
-    lyra_id = re.search(r"key_id: (\S+)", lyra_note).group(1)  # type: ignore[union-attr]
-    text = note.read_text(encoding="utf-8")
-    text = re.sub(r"public_key: \S+", f"public_key: {lyra_key}", text)
-    note.write_text(re.sub(r"key_id: \S+", f"key_id: {lyra_id}", text), encoding="utf-8")
+    lyra_meta = re.search(r"^%% nexus:meta .*$", lyra_note, re.M).group(0)  # type: ignore[union-attr]
+    text = note.read_text(encoding="utf-8")  # (the key lives in the note's meta comment)
+    note.write_text(re.sub(r"^%% nexus:meta .*$", lyra_meta, text, flags=re.M), encoding="utf-8")
     # lyra signs an entry in ella's name with her own key
     lyra = env.signer("lyra")
     last = list(log.iter_entries(env.vault))[-1]
