@@ -1,7 +1,8 @@
 """The decision register: each decision a signed note that is never edited, only superseded.
 
-* ``decisions/D-0007-slug.md`` – one note per decision (properties + Decision / Rationale /
-  Alternatives / Sources sections), signed by its author over its canonical fields and body.
+* ``decisions/D-0007-slug.md`` – one note per decision (properties a person reads + Decision /
+  Rationale / Alternatives / Sources sections + the machine fields in a ``%% nexus:meta %%`` comment,
+  see meta.py), signed by its author over its canonical fields and body.
 * ``Decisions.md`` – the register a person reads: every decision, active first, with links.
 * a ``decision`` entry in the live log for each one (agents must acknowledge it).
 

@@ -118,8 +118,8 @@ _IDENTITY_BODY = """\
 # {name}
 
 > [!note] Identity of {article} {kind}
-> nexus signs every entry {name} writes with the key above. Fill in the sections below: every agent
-> reads them in its brief.
+> nexus signs every entry {name} writes with {name}'s key (kept in the comment at the end of this
+> note). Fill in the sections below: every agent reads them in its brief.
 
 ## Role
 _What {name} is responsible for._

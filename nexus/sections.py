@@ -34,6 +34,19 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int]:
     return {}, 0
 
 
+def _without_meta(lines: list[str], fm_lines: int) -> int:
+    """How many body lines count: all but a last ``%% nexus:meta`` line (machine fields, see
+    meta.py: no one searches for a signature) and the blank lines after it."""
+    from .meta import MARK
+
+    n = len(lines)
+    while n > fm_lines and not lines[n - 1].strip():
+        n -= 1
+    if n > fm_lines and lines[n - 1].startswith(MARK):
+        return n - 1 - fm_lines
+    return len(lines) - fm_lines
+
+
 def split(text: str) -> tuple[dict[str, Any], list[Section]]:
     """A note's properties and its sections, in order. Never raises on odd Markdown."""
     from markdown_it import MarkdownIt
@@ -57,7 +70,7 @@ def split(text: str) -> tuple[dict[str, Any], list[Section]]:
     def offset(line0: int) -> int:
         return min(starts[line0], total) if line0 < len(starts) else total
 
-    n_body = len(lines) - fm_lines
+    n_body = _without_meta(lines, fm_lines)
     bounds: list[tuple[int, int, str, int]] = []  # (start line, end line exclusive, heading, level)
     first = heads[0][0] if heads else n_body
     if first > 0:

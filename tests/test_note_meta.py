@@ -90,6 +90,8 @@ def test_no_note_shows_a_machine_field_and_ids_are_links(env: Env) -> None:
     assert env.run("state", "history", "--json").json()[0]["sha256"]
     brief = env.run("brief", "--agent", "nova").stdout
     assert "nexus:meta" not in brief and "ed25519:" not in brief
+    found = env.run("search", "tokens", "--json").stdout  # (a hit's text never shows the machine fields)
+    assert "secret store" in found.lower() and "nexus:meta" not in found
     report = env.run("verify", "--json").json()
     assert report["ok"] and not report["problems"], report
     # the key in the comment is the one appends are checked against (vault.key_id_of, hot path)
