@@ -122,7 +122,8 @@ def fill_identity(vault: Path, name: str, sections: str) -> None:
     note = vault / "agents" / name / "identity.md"
     text = note.read_text(encoding="utf-8")
     head = text[: text.index("\n> [!note]")]
-    note.write_text(head + "\n" + sections, encoding="utf-8")
+    keep = text.rfind("\n%% nexus:meta ")  # the key, in the comment at the end: a person leaves it
+    note.write_text(head + "\n" + sections + (text[keep:] if keep >= 0 else ""), encoding="utf-8")
 
 
 def play(vault: Path, keys: Path) -> str:

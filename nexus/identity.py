@@ -90,7 +90,14 @@ def load_signer(vault: Vault, keys_home: Path, name: str) -> Signer:
     signer = Signer(name, key_id(_raw_public(key.public_key())), key)
     # The identity note's key_id, read without YAML (hot path): a key from another vault or an old
     # key would sign entries that verify reports as forged, so refuse it before writing anything.
-    if vault.key_id_of(name) != signer.key_id:
+    declared = vault.key_id_of(name)
+    if declared is None:
+        raise IdentityError(
+            f"agents/{name}/identity.md declares no key: its last line, the %% nexus:meta %% comment "
+            "holding the public key, was removed or damaged; put it back (git, or Obsidian's file "
+            "recovery)"
+        )
+    if declared != signer.key_id:
         raise IdentityError(
             f"the private key at {path} does not match {name}'s public key in "
             f"agents/{name}/identity.md (key {signer.key_id})"

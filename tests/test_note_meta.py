@@ -278,3 +278,14 @@ def test_decisions_signed_before_a_key_rotation_still_verify(env: Env) -> None:
     _decide(env, "Logs in English")
     report = env.run("verify", "--json", check=False).json()
     assert report["ok"] and not report["problems"], report
+
+
+def test_an_identity_note_whose_key_comment_was_deleted_says_so(env: Env) -> None:
+    note = env.vault.identity_path("ella")
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text[: text.rindex("\n%% nexus:meta ")] + "\n", encoding="utf-8")  # a person cut it
+    run = env.run(
+        "log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "x", check=False
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "declares no key" in run.stderr
