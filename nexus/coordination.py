@@ -12,7 +12,8 @@ Files (``P`` is a short hash of the parameters, so two settings never fight over
 
 * ``state-P.json`` – a :class:`State`: per segment its :class:`SegmentMark`, every entry of an
   ack-needing type (:class:`Pending`: where it is, its type, who acked it), the entries inside the
-  race window of the newest one (:class:`Recent`) and every race (:class:`RacePair`);
+  race window of the newest one (:class:`Recent`) and every race (:class:`RacePair`); those three
+  and :class:`Ref` are named tuples, written as JSON lists;
 * ``view-P-AGENT.json`` – a :class:`View`: what one agent owes and its unresolved races, with the
   marks it was computed at: all ``nexus brief`` reads when nothing changed.
 
@@ -24,9 +25,9 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import durable, entries, segments
 from .marks import START, Mark
@@ -43,8 +44,12 @@ _SHAPE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
 # ------------------------------------------------------------------ records
 
 
-@dataclass(frozen=True, slots=True)
-class Ref:
+# The records held by the thousand (a ref per pending entry, per recent entry, per race side) are typed
+# named tuples: immutable, read by field name, built about three times faster than a frozen dataclass
+# and written by ``json`` as lists without a conversion (a refresh loads and saves them all).
+
+
+class Ref(NamedTuple):
     """Where an entry is: its id and author, segment file, byte range and first line."""
 
     id: str
@@ -59,19 +64,12 @@ class Ref:
         e = located.entry
         return cls(e.id, e.agent, located.file, located.offset, located.end_offset, located.line_start)
 
-    def to_json(self) -> list[Any]:
-        return [self.id, self.agent, self.file, self.offset, self.end, self.line]
-
     @classmethod
     def from_json(cls, raw: Any) -> Ref:
-        entry_id, agent, file, offset, end, line = raw
-        if not (isinstance(entry_id, str) and isinstance(agent, str) and isinstance(file, str)):
-            raise TypeError("a ref names an entry, its author and its file")
-        return cls(entry_id, agent, file, int(offset), int(end), int(line))
+        return cls._make(raw)  # (TypeError: another shape; the file is then rebuilt)
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
+class Pending(NamedTuple):
     """An entry of an ack-needing type, and the agents (other than its author) that acked it."""
 
     ref: Ref
@@ -81,47 +79,38 @@ class Pending:
     def owed_by(self, agent: str) -> bool:
         return self.ref.agent != agent and agent not in self.acked
 
-    def to_json(self) -> dict[str, Any]:
-        return {"ref": self.ref.to_json(), "type": self.type, "acked": list(self.acked)}
-
     @classmethod
     def from_json(cls, raw: Any) -> Pending:
-        return cls(Ref.from_json(raw["ref"]), str(raw["type"]), tuple(str(a) for a in raw["acked"]))
+        ref, type_, acked = raw
+        return cls(Ref._make(ref), type_, tuple(acked))
 
 
-@dataclass(frozen=True, slots=True)
-class Recent:
+class Recent(NamedTuple):
     """An entry inside the race window of the newest one: its time (ms) and whether it can race."""
 
     ref: Ref
     ms: int
     skip: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {"ref": self.ref.to_json(), "ms": self.ms, "skip": self.skip}
-
     @classmethod
     def from_json(cls, raw: Any) -> Recent:
-        return cls(Ref.from_json(raw["ref"]), int(raw["ms"]), bool(raw["skip"]))
+        ref, ms, skip = raw
+        return cls(Ref._make(ref), ms, skip)
 
 
-@dataclass(frozen=True, slots=True)
-class RacePair:
+class RacePair(NamedTuple):
     """Two entries that race (``a`` the older), and the reconcile entry that resolved them, if any."""
 
     a: Ref
     b: Ref
     resolved_by: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"a": self.a.to_json(), "b": self.b.to_json(), "resolved_by": self.resolved_by}
-
     @classmethod
     def from_json(cls, raw: Any) -> RacePair:
-        by = raw["resolved_by"]
+        a, b, by = raw
         if by is not None and not isinstance(by, str):
             raise TypeError("resolved_by is an entry id")
-        return cls(Ref.from_json(raw["a"]), Ref.from_json(raw["b"]), by)
+        return cls(Ref._make(a), Ref._make(b), by)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,9 +157,9 @@ class State:
             "ack_types": list(self.ack_types),
             "window_ms": self.window_ms,
             "marks": _marks_json(self.marks),
-            "pending": {entry_id: p.to_json() for entry_id, p in self.pending.items()},
-            "recent": [r.to_json() for r in self.recent],
-            "races": [r.to_json() for r in self.races],
+            "pending": self.pending,  # (named tuples: json writes them as lists)
+            "recent": self.recent,
+            "races": self.races,
         }
 
     @classmethod
@@ -205,8 +194,8 @@ class View:
             "v": VERSION,
             "agent": self.agent,
             "marks": _marks_json(self.marks),
-            "owed": [r.to_json() for r in self.owed],
-            "races": [r.to_json() for r in self.races],
+            "owed": self.owed,  # (named tuples: json writes them as lists)
+            "races": self.races,
         }
 
     @classmethod
@@ -217,7 +206,7 @@ class View:
             return cls(
                 str(raw["agent"]),
                 _marks_from(raw["marks"]),
-                tuple(Ref.from_json(r) for r in raw["owed"]),
+                tuple(map(Ref._make, raw["owed"])),
                 tuple(RacePair.from_json(r) for r in raw["races"]),
             )
         except _SHAPE_ERRORS:
@@ -302,14 +291,14 @@ def absorb(state: State, located: Located, update: Update) -> None:
     for acked in e.ack:
         item = state.pending.get(acked)
         if item is not None and item.owed_by(e.agent):
-            state.pending[acked] = replace(item, acked=(*item.acked, e.agent))
+            state.pending[acked] = item._replace(acked=(*item.acked, e.agent))
     if e.type in state.ack_types:
         state.pending[e.id] = Pending(Ref.of(located), e.type)
     if e.type == RECONCILE and e.ack:
         acked_ids = set(e.ack)
         for i, race in enumerate(state.races):
             if race.resolved_by is None and race.a.id in acked_ids and race.b.id in acked_ids:
-                state.races[i] = replace(race, resolved_by=e.id)
+                state.races[i] = race._replace(resolved_by=e.id)
                 update.resolved.append((race.a.id, race.b.id, e.id))
     _race_check(state, located, update)
 
@@ -435,19 +424,19 @@ def _move_refs(state: State, file: str, where: dict[str, Located]) -> bool:
         ref = moved(item.ref)
         if ref is None:
             return False
-        pending[entry_id] = replace(item, ref=ref)
+        pending[entry_id] = item._replace(ref=ref)
     recent = []
     for r in state.recent:
         ref = moved(r.ref)
         if ref is None:
             return False
-        recent.append(replace(r, ref=ref))
+        recent.append(r._replace(ref=ref))
     races = []
     for race in state.races:
         a, b = moved(race.a), moved(race.b)
         if a is None or b is None:
             return False
-        races.append(replace(race, a=a, b=b))
+        races.append(race._replace(a=a, b=b))
     state.pending.update(pending)
     state.recent[:] = recent
     state.races[:] = races
