@@ -13,18 +13,16 @@ from __future__ import annotations
 
 from . import coordination, roster
 from .records import Located
-from .settings import DEFAULT_ACK_TYPES
+from .settings import DEFAULTS
 from .vault import Vault
-
-DEFAULT_WINDOW = 60.0
 
 
 def owed(
     vault: Vault,
     agent: str,
-    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    ack_types: tuple[str, ...] = DEFAULTS.ack_types,
     *,
-    race_window: float = DEFAULT_WINDOW,
+    race_window: float = DEFAULTS.race_window_seconds,
 ) -> list[Located]:
     """Entries of an ack-needing type by others that ``agent`` has not acked yet, oldest first.
 
@@ -46,9 +44,9 @@ def owed(
 
 def unacknowledged(
     vault: Vault,
-    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    ack_types: tuple[str, ...] = DEFAULTS.ack_types,
     *,
-    race_window: float = DEFAULT_WINDOW,
+    race_window: float = DEFAULTS.race_window_seconds,
 ) -> dict[str, list[str]]:
     """Entry id -> the agents that still owe it an acknowledgement (only ids someone still owes)."""
     state = coordination.refresh(vault, ack_types, race_window).state

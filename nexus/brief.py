@@ -27,7 +27,7 @@ import time
 from . import coordination, log, roster, trust
 from .hints import say
 from .records import Brief, BriefSection, Located
-from .settings import DEFAULT_ACK_TYPES
+from .settings import DEFAULTS, Settings
 from .vault import Vault
 
 IDENTITY_SHARE = 0.25  # at most this share of the budget for the identity note
@@ -360,20 +360,21 @@ def _section_text(section: BriefSection) -> str:
 def build(
     vault: Vault,
     agent: str,
+    settings: Settings = DEFAULTS,
     *,
-    max_chars: int = 10_000,
-    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
-    race_window: float = 60.0,
-    stale_minutes: int = 30,
     peek: bool = False,
     surface: str = "cli",
 ) -> Brief:
-    """Assemble ``agent``'s brief within ``max_chars`` (see the module docstring for the cursor).
+    """Assemble ``agent``'s brief within ``settings.brief_max_chars`` (see the module docstring for the
+    cursor); ``settings`` also says which types are owed, the race window and when a checkpoint is stale.
     ``surface`` (``cli`` or ``mcp``) decides how its instructions name the next action (``hints``)."""
     from .errors import InputError
     from .text import check_name
 
     check_name(agent)
+    max_chars = settings.brief_max_chars
+    ack_types, race_window = settings.ack_types, settings.race_window_seconds
+    stale_minutes = int(settings.stale_checkpoint_minutes)
     if max_chars < 200:
         raise InputError(f"--max-chars {max_chars} is too small; the least is 200")
     generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -36,15 +36,28 @@ def _keys_home() -> Path:
     return keys_home()
 
 
-def _settings(args: argparse.Namespace, vault: Any) -> Any:
-    from .settings import resolve
+# command-line options that give a setting (argument -> Settings field)
+SETTING_ARGS = {
+    "brief_max_chars": "brief_max_chars",
+    "sweep_days": "sweep_days",
+    "rescan_seconds": "rescan_seconds",
+    "tools": "mcp_tools",
+}
 
-    cli_args = {
-        k: getattr(args, k)
-        for k in ("brief_max_chars", "sweep_days", "rescan_seconds")
-        if getattr(args, k, None) is not None
-    }
-    return resolve(cli_args, os.environ, vault.config())
+
+def _workspace(args: argparse.Namespace, vault: Any = None) -> Any:
+    """The vault, the settings (argument, ``NEXUS_*``, ``nexus.md``, default) and the keys folder."""
+    from . import workspace
+
+    given = {f: getattr(args, a) for a, f in SETTING_ARGS.items() if getattr(args, a, None) is not None}
+    vault = vault if vault is not None else _vault(args)
+    ws = workspace.for_vault(vault, os.environ, args=given)
+    # (a float given here is kept as given: the resolver's coercion would round 0.5 minute to 0)
+    return ws.with_settings(stale_checkpoint_minutes=getattr(args, "stale_minutes", None))
+
+
+def _settings(args: argparse.Namespace, vault: Any) -> Any:
+    return _workspace(args, vault).settings
 
 
 def _progress(args: argparse.Namespace, label: str) -> Any:
@@ -326,14 +339,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 # -------------------------------------------------------- handlers: decisions, state, checkpoints, handoff
 
 
-def _stale_minutes(args: argparse.Namespace, vault: Any) -> float:
-    if getattr(args, "stale_minutes", None) is not None:
-        return float(args.stale_minutes)
-    from .settings import resolve
-
-    return float(resolve({}, os.environ, vault.config()).stale_checkpoint_minutes)
-
-
 def cmd_decide(args: argparse.Namespace) -> int:
     from . import decisions, identity
 
@@ -510,7 +515,7 @@ def cmd_checkpoint_show(args: argparse.Namespace) -> int:
     cp = checkpoints.load(vault, args.agent)
     if cp is None:
         raise NotFoundError(f"{args.agent} has no checkpoint yet")
-    crashed = checkpoints.probable_crash(cp, _stale_minutes(args, vault))
+    crashed = checkpoints.probable_crash(cp, _settings(args, vault).stale_checkpoint_minutes)
     data = {**cp.to_json(), "probable_crash": crashed}
     if args.history:
         data["history"] = [c.to_json() for c in checkpoints.history(vault, args.agent)]
@@ -550,10 +555,7 @@ def cmd_handoff(args: argparse.Namespace) -> int:
 
     vault = _vault(args)
     report = handoff.build(
-        vault,
-        since=args.since,
-        stale_minutes=_stale_minutes(args, vault),
-        progress=_progress(args, "verifying the log"),
+        vault, _settings(args, vault), since=args.since, progress=_progress(args, "verifying the log")
     )
     path = handoff.write(vault, report)
     if args.json:
@@ -1144,16 +1146,7 @@ def cmd_brief(args: argparse.Namespace) -> int:
     from . import brief
 
     vault = _vault(args)
-    st = _settings(args, vault)
-    result = brief.build(
-        vault,
-        args.agent,
-        max_chars=st.brief_max_chars,
-        ack_types=st.ack_types,
-        race_window=st.race_window_seconds,
-        stale_minutes=int(_stale_minutes(args, vault)),
-        peek=args.peek,
-    )
+    result = brief.build(vault, args.agent, _settings(args, vault), peek=args.peek)
     _emit(args, result.to_json(), brief.render(result))
     return 0
 
@@ -1192,17 +1185,12 @@ def cmd_races(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     from . import watcher
 
-    vault = _vault(args)
-    st = _settings(args, vault)
     watcher.run(
-        vault,
-        _keys_home(),
-        rescan_seconds=st.rescan_seconds,
+        _workspace(args),
         settle_seconds=args.settle,
-        ack_types=st.ack_types,
-        race_window=st.race_window_seconds,
         once=args.once,
         as_json=args.json,
+        child_env=os.environ,
     )
     return 0
 
@@ -1388,11 +1376,8 @@ def cmd_index_status(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server
-    from .settings import resolve
 
-    vault = _vault(args)
-    tools = resolve({"mcp_tools": args.tools}, os.environ, vault.config()).mcp_tools
-    return mcp_server.run(vault, _keys_home(), args.agent, tools)
+    return mcp_server.run(_workspace(args), args.agent)
 
 
 def _add_search_commands(sub: Any) -> None:

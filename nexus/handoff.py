@@ -29,6 +29,7 @@ from typing import Any
 from . import durable, properties
 from .errors import InputError
 from .records import Located
+from .settings import DEFAULTS, Settings
 from .vault import Vault
 
 SHOWN_PER_CHANNEL = 12
@@ -134,12 +135,12 @@ def _acks_owed(
     return out
 
 
-def _races(vault: Vault, window_seconds: int) -> tuple[list[Any] | None, str | None]:
+def _races(vault: Vault, settings: Settings) -> tuple[list[Any] | None, str | None]:
     try:
         from . import races
     except ImportError:
         return None, "race detection is not installed (nexus/races.py)"
-    found: list[Any] = races.find_races(vault, window_seconds)
+    found: list[Any] = races.find_races(vault, settings.race_window_seconds, ack_types=settings.ack_types)
     return found, None
 
 
@@ -167,9 +168,9 @@ def _pending_line(item: Any) -> str:
 
 def build(  # noqa: C901
     vault: Vault,
+    settings: Settings = DEFAULTS,
     *,
     since: str | None = "last",
-    stale_minutes: float = 30.0,
     now: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Handoff:
@@ -177,7 +178,6 @@ def build(  # noqa: C901
     ``progress`` follows the verification (long only when it must check the log from scratch)."""
     from . import checkpoints, decisions, entries, log, project_state, verify
     from .identity import all_identities
-    from .settings import resolve
 
     now = time.time() if now is None else now
     start = resolve_since(vault, since, now)
@@ -185,7 +185,7 @@ def build(  # noqa: C901
     after_entry = prev[2].get("last_entry") if prev else None
     after_version = int(prev[2].get("last_state_version") or 0) if prev else 0
     until = _utc(now)
-    settings = resolve({}, os.environ, vault.config())
+    stale_minutes = float(settings.stale_checkpoint_minutes)
     idents = all_identities(vault)
     agents = [n for n, i in idents.items() if i.kind == "agent"]
     start_ms = None if start is None else int(checkpoints.epoch(start) * 1000)
@@ -300,7 +300,7 @@ def build(  # noqa: C901
         shown.add(e.id)
 
     # ---- races
-    found, race_note = _races(vault, settings.race_window_seconds)
+    found, race_note = _races(vault, settings)
     open_races = [r for r in (found or []) if r.resolved_by is None]  # until reconciled, every time
     items["races"] = [list(r.key) for r in open_races]
     race_lines = [

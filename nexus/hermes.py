@@ -27,19 +27,24 @@ everything is in the nexus vault.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import re
 import threading
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:  # inside Hermes Agent; outside it (tests of nexus alone) the class stands on its own
     from agent.memory_provider import MemoryProvider  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - depends on the runtime
     MemoryProvider = object
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 logger = logging.getLogger("nexus.hermes")
 PREFETCH_CHARS = 4_000
@@ -59,10 +64,10 @@ def _one_line(text: str, limit: int = 110) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _config(hermes_home: str | None) -> dict[str, Any]:
+def _config(hermes_home: str | None, env: Mapping[str, str]) -> dict[str, Any]:
     import yaml
 
-    home = Path(hermes_home or os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
+    home = Path(hermes_home or env.get("HERMES_HOME") or Path.home() / ".hermes")
     try:
         data = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8")) or {}
         plugins = data.get("plugins") if isinstance(data, dict) else None
@@ -94,61 +99,48 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
     def name(self) -> str:
         return "nexus"
 
-    def _resolve(self, hermes_home: str | None, profile: str | None) -> tuple[Any, str, Path]:
-        from . import settings
+    @staticmethod
+    def _resolve(
+        env: Mapping[str, str], hermes_home: str | None, profile: str | None
+    ) -> tuple[Workspace, str]:
+        """The workspace and agent from ``env`` (``NEXUS_*`` wins), else the plugin's config."""
+        from . import workspace
         from .vault import find
 
-        cfg = _config(hermes_home)
-        vault = find(os.environ.get("NEXUS_VAULT") or cfg.get("vault"), None, Path.cwd())
+        cfg = _config(hermes_home, env)
         agents: dict[str, Any] = cfg["agents"] if isinstance(cfg.get("agents"), dict) else {}
         agent = (
-            os.environ.get("NEXUS_AGENT")
+            env.get("NEXUS_AGENT")
             or (agents.get(profile) if profile else None)
             or cfg.get("agent")
             or profile
             or ""
         )
-        keys = (
-            Path(os.environ["NEXUS_HOME"])
-            if os.environ.get("NEXUS_HOME")
-            else Path(cfg["keys_home"])
-            if cfg.get("keys_home")
-            else settings.keys_home()
-        )
-        return vault, str(agent), keys.expanduser()
+        keys = None if env.get("NEXUS_HOME") or not cfg.get("keys_home") else Path(cfg["keys_home"])
+        vault = find(env.get("NEXUS_VAULT") or cfg.get("vault"), None, Path.cwd())
+        return workspace.for_vault(vault, env, keys=keys), str(agent)
 
     def is_available(self) -> bool:
         """Configured and the vault and agent exist (no network, nothing written)."""
         try:
-            vault, agent, _keys = self._resolve(None, None)
-            return bool(agent) and vault.identity_path(agent).is_file()
+            ws, agent = self._resolve(os.environ, None, None)
+            return bool(agent) and ws.vault.identity_path(agent).is_file()
         except Exception:
             return False
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         from . import session
-        from .settings import resolve
 
         hermes_home = kwargs.get("hermes_home")
         profile = kwargs.get("agent_identity")
-        self._vault, self._agent, self._keys_home = self._resolve(
-            str(hermes_home) if hermes_home else None, str(profile) if profile else None
+        ws, self._agent = self._resolve(
+            os.environ, str(hermes_home) if hermes_home else None, str(profile) if profile else None
         )
+        self._vault, self._keys_home, self._settings = ws.vault, ws.keys_home, ws.settings
         self._session_id = session_id or "default"
         # cron, subagent and flush contexts read but never write (Hermes' own advice)
         self._writes = kwargs.get("agent_context", "primary") == "primary"
-        self._settings = resolve({}, os.environ, self._vault.config())
-        st = self._settings
-        self._frozen = session.start(
-            self._vault,
-            self._agent,
-            self._session_id,
-            source="startup",
-            max_chars=st.brief_max_chars,
-            ack_types=st.ack_types,
-            race_window=st.race_window_seconds,
-            stale_minutes=st.stale_checkpoint_minutes,
-        )
+        self._frozen = session.start(self._vault, self._agent, self._session_id, self._settings)
 
     def system_prompt_block(self) -> str:
         return self._frozen
@@ -164,10 +156,8 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
                 self._vault,
                 self._agent,
                 self._session_id,
+                dataclasses.replace(st, brief_max_chars=PREFETCH_CHARS),
                 prompt=query,
-                max_chars=PREFETCH_CHARS,
-                ack_types=st.ack_types,
-                race_window=st.race_window_seconds,
             ).strip()
         ]
         words = _words(query)
@@ -186,10 +176,13 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         from . import search
 
         lines: list[str] = []
+        langs = self._settings.search_languages
         try:
-            hits = search.search(self._vault, words, path="memory/", limit=3)
+            hits = search.search(self._vault, words, path="memory/", limit=3, languages=langs)
             hits += [
-                h for h in search.search(self._vault, words, limit=5) if h.path not in {x.path for x in hits}
+                h
+                for h in search.search(self._vault, words, limit=5, languages=langs)
+                if h.path not in {x.path for x in hits}
             ][:3]
         except Exception as err:  # a search problem never costs the turn
             logger.warning("nexus search failed: %s", err)
@@ -369,23 +362,12 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
 
         st = self._settings
         if name == "nexus_brief":
-            return {
-                "text": brief.render(
-                    brief.build(
-                        self._vault,
-                        self._agent,
-                        max_chars=st.brief_max_chars,
-                        ack_types=st.ack_types,
-                        race_window=st.race_window_seconds,
-                        stale_minutes=st.stale_checkpoint_minutes,
-                    )
-                )
-            }
+            return {"text": brief.render(brief.build(self._vault, self._agent, st))}
         if name == "nexus_search":
             return {
                 "items": [
                     {"title": h.title, "snippet": h.snippet, "link": h.link, "agent": h.agent, "time": h.time}
-                    for h in search.search(self._vault, args["query"], limit=8)
+                    for h in search.search(self._vault, args["query"], limit=8, languages=st.search_languages)
                 ]
             }
         if name == "nexus_checkpoint":

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ BLOCK_REASON = (
 )
 
 
-def _parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
+def _parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     if not argv or argv[0] not in EVENTS:
         raise ValueError(USAGE)
     opts: dict[str, str] = {}
@@ -68,7 +68,7 @@ def _parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
             raise ValueError(USAGE)
         opts[key[2:]] = rest.pop(0)
     if "agent" not in opts:
-        opts["agent"] = os.environ.get("NEXUS_AGENT", "")
+        opts["agent"] = env.get("NEXUS_AGENT", "")
     if not opts["agent"]:
         raise ValueError(USAGE + " (or set NEXUS_AGENT)")
     return argv[0], opts
@@ -82,48 +82,40 @@ def _event(raw: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def run(event: str, opts: dict[str, str], data: dict[str, Any]) -> dict[str, Any] | None:
-    """Do what ``event`` asks; return the JSON to print (None: print nothing). Raises on failure."""
+def run(
+    event: str, opts: dict[str, str], data: dict[str, Any], env: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """Do what ``event`` asks; return the JSON to print (None: print nothing). Raises on failure.
+    ``env``: the environment the settings come from (default: this process's)."""
     from . import session
     from .vault import find
 
+    env = os.environ if env is None else env
     cwd = data.get("cwd")
     start = Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
-    vault = find(opts.get("vault"), os.environ.get("NEXUS_VAULT"), start)
+    vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), start)
     agent = opts["agent"]
-    sid = str(data.get("session_id") or os.environ.get("NEXUS_SESSION") or "default")
+    sid = str(data.get("session_id") or env.get("NEXUS_SESSION") or "default")
     prompt = data.get("prompt") if isinstance(data.get("prompt"), str) else None
     if event == "prompt" and session.quiet(vault, agent, sid, prompt=prompt):
         return None  # nothing moved since the last injection: the fastest answer is none
-    from .settings import keys_home, resolve
+    from . import workspace
 
     max_chars = int(opts["max-chars"]) if "max-chars" in opts else None
-    st = resolve({"brief_max_chars": max_chars} if max_chars else {}, os.environ, vault.config())
-    home = Path(opts["home"]).expanduser() if "home" in opts else keys_home()
+    ws = workspace.for_vault(
+        vault,
+        env,
+        args={"brief_max_chars": max_chars} if max_chars else {},
+        keys=Path(opts["home"]) if "home" in opts else None,
+    )
     from . import trust
 
-    trust.configure(home)  # the keys this machine pinned decide what the context shows as verified
+    trust.configure(ws.keys_home)  # the keys this machine pinned decide what the context shows as verified
+    home = ws.keys_home
     if event == "session-start":
-        text = session.start(
-            vault,
-            agent,
-            sid,
-            source=str(data.get("source") or "startup"),
-            max_chars=st.brief_max_chars,
-            ack_types=st.ack_types,
-            race_window=st.race_window_seconds,
-            stale_minutes=st.stale_checkpoint_minutes,
-        )
+        text = session.start(vault, agent, sid, ws.settings, source=str(data.get("source") or "startup"))
     elif event == "prompt":
-        text = session.turn(
-            vault,
-            agent,
-            sid,
-            prompt=prompt,
-            max_chars=st.brief_max_chars,
-            ack_types=st.ack_types,
-            race_window=st.race_window_seconds,
-        )
+        text = session.turn(vault, agent, sid, ws.settings, prompt=prompt)
     elif event == "pre-compact":
         transcript = data.get("transcript_path")
         session.pre_compact(
@@ -163,8 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     event = argv[0] if argv else ""
     try:
-        name, opts = _parse(argv)
-        out = run(name, opts, _event(raw))
+        name, opts = _parse(argv, os.environ)
+        out = run(name, opts, _event(raw), os.environ)
         if out is not None:
             sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     except Exception as err:  # a hook must never block the agent: one line, exit 0

@@ -17,9 +17,7 @@ Tools with no CLI command of the same name: ``acknowledge`` (``log append --ack`
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server import MCPServer
@@ -29,6 +27,7 @@ from pydantic import Field, ValidationError
 
 from .errors import NexusError, StaleEditError
 from .vault import Vault
+from .workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -261,14 +260,16 @@ def _entry_ref(result: Any) -> dict[str, Any]:
 
 
 def build_server(  # noqa: C901
-    vault: Vault, keys_home: Path, agent: str, env: dict[str, str] | None = None, *, tools: str = "agent"
+    ws: Workspace, agent: str, *, tools: str | None = None
 ) -> MCPServer:
     """The server, with the ``tools`` set (``agent``: the few an agent's turns need; ``all``: every
-    tool) bound to ``vault`` and acting as ``agent``."""
+    tool; default: the ``mcp_tools`` setting) bound to the workspace's vault and acting as ``agent``."""
     from . import identity, log
     from .errors import InputError
-    from .settings import resolve
     from .text import check_name
+
+    vault, keys_home, st = ws.vault, ws.keys_home, ws.settings
+    tools = st.mcp_tools if tools is None else tools
 
     check_name(agent)
     if tools not in TOOL_SETS:
@@ -280,7 +281,6 @@ def build_server(  # noqa: C901
         from .errors import IdentityError
 
         raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
-    st = resolve({}, os.environ if env is None else env, vault.config())
     limits = {"memory": int(st.memory_chars), "user": int(st.user_chars)}
     server = NexusMCPServer(
         "nexus",
@@ -325,14 +325,7 @@ def build_server(  # noqa: C901
         from . import brief as brief_mod
 
         b = brief_mod.build(
-            vault,
-            agent,
-            max_chars=max_chars or st.brief_max_chars,
-            ack_types=st.ack_types,
-            race_window=st.race_window_seconds,
-            stale_minutes=st.stale_checkpoint_minutes,
-            peek=peek,
-            surface="mcp",
+            vault, agent, ws.with_settings(brief_max_chars=max_chars).settings, peek=peek, surface="mcp"
         )
         return brief_mod.render(b)
 
@@ -623,7 +616,7 @@ def build_server(  # noqa: C901
         """Write the morning handoff note (handoff/YYYY-MM-DD.md) and return it."""
         from . import handoff as handoff_mod
 
-        report = handoff_mod.build(vault, since=since, stale_minutes=st.stale_checkpoint_minutes)
+        report = handoff_mod.build(vault, st, since=since)
         path = handoff_mod.write(vault, report)
         return {**report.to_json(), "path": vault.rel(path)}
 
@@ -912,8 +905,8 @@ def _version() -> str:
     return str(__version__)
 
 
-def run(vault: Vault, keys_home: Path, agent: str, tools: str = "agent") -> int:
-    """Serve over stdio until the client closes the stream."""
-    server = build_server(vault, keys_home, agent, tools=tools)
+def run(ws: Workspace, agent: str) -> int:
+    """Serve over stdio until the client closes the stream (the tool set: ``ws.settings.mcp_tools``)."""
+    server = build_server(ws, agent)
     server.run("stdio")
     return 0

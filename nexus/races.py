@@ -2,11 +2,12 @@
 
 Definition (deterministic, from the log alone): entries X (by agent A) and Y (by agent B ≠ A) with
 X.id < Y.id race when B had not seen X – ``Y.seen`` is null or older than X.id – and Y does not ack X,
-and Y was written at most ``window`` seconds after X (times from the ids' milliseconds; default 60 s).
-A could never have seen the later Y. Entries of type ``reconcile`` never race, nor do refused stale
-state edits (``state-conflict``: nothing changed, so nothing competed), nor a person's notes signed by
-the watcher (``via``). A race is resolved by the first entry of type ``reconcile`` that acks
-both ids; meaning is never merged automatically and both entries always stay.
+and Y was written at most ``window`` seconds after X (times from the ids' milliseconds; the
+``race_window_seconds`` setting). A could never have seen the later Y. Entries of type ``reconcile``
+never race, nor do refused stale state edits (``state-conflict``: nothing changed, so nothing
+competed), nor a person's notes signed by the watcher (``via``). A race is resolved by the first
+entry of type ``reconcile`` that acks both ids; meaning is never merged automatically and both
+entries always stay.
 
 Answers come from the derived state in ``coordination.py`` (incremental; no full parse per call).
 """
@@ -15,15 +16,15 @@ from __future__ import annotations
 
 from . import coordination
 from .records import Race
-from .settings import DEFAULT_ACK_TYPES
+from .settings import DEFAULTS
 from .vault import Vault
 
 
 def find_races(
     vault: Vault,
-    window_seconds: float = 60.0,
+    window_seconds: float = DEFAULTS.race_window_seconds,
     *,
-    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    ack_types: tuple[str, ...] = DEFAULTS.ack_types,
     unresolved: bool = False,
 ) -> list[Race]:
     """Every race in the log, ordered by (a id, b id); only unresolved ones when ``unresolved``."""
@@ -45,9 +46,9 @@ def find_races(
 def agent_races(
     vault: Vault,
     agent: str,
-    window_seconds: float = 60.0,
+    window_seconds: float = DEFAULTS.race_window_seconds,
     *,
-    ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES,
+    ack_types: tuple[str, ...] = DEFAULTS.ack_types,
 ) -> list[Race]:
     """The unresolved races ``agent`` is part of (what its brief lists)."""
     data = coordination.view(vault, agent, ack_types, window_seconds)

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import durable
+from .settings import DEFAULTS, Settings
 
 if TYPE_CHECKING:
     from .records import BankFact, Checkpoint, Located
     from .vault import Vault
 
-DEFAULT_ACK = ("correction", "decision", "handoff", "question")  # = settings.DEFAULT_ACK_TYPES (test)
 RETAINED_TYPES = {"decision": "decision", "correction": "fact"}  # entry type -> bank fact type
 RECENT_ENTRIES = 200  # how far back end() and wrote_this_turn() look in the log
 
@@ -108,12 +108,9 @@ def start(
     vault: Vault,
     agent: str,
     session_id: str,
+    settings: Settings = DEFAULTS,
     *,
     source: str = "startup",
-    max_chars: int = 10_000,
-    ack_types: tuple[str, ...] = DEFAULT_ACK,
-    race_window: float = 60.0,
-    stale_minutes: int = 30,
     surface: str = "cli",
 ) -> str:
     """The session-start context (the whole brief; after ``resume`` or ``compact`` the checkpoint is
@@ -121,15 +118,7 @@ def start(
     from . import brief
 
     moment = stamp(vault)
-    built = brief.build(
-        vault,
-        agent,
-        max_chars=max_chars,
-        ack_types=ack_types,
-        race_window=race_window,
-        stale_minutes=stale_minutes,
-        surface=surface,
-    )
+    built = brief.build(vault, agent, settings, surface=surface)
     text = brief.render(built)
     if source in ("resume", "compact"):
         text = text.replace("\n", f" (session {source}d: continue from your checkpoint below)\n", 1)
@@ -156,11 +145,9 @@ def turn(
     vault: Vault,
     agent: str,
     session_id: str,
+    settings: Settings = DEFAULTS,
     *,
     prompt: str | None = None,
-    max_chars: int = 10_000,
-    ack_types: tuple[str, ...] = DEFAULT_ACK,
-    race_window: float = 60.0,
     surface: str = "cli",
 ) -> str:
     """What is new for ``agent`` since this session's last injection, as Markdown; "" when nothing is."""
@@ -172,7 +159,8 @@ def turn(
     moment = stamp(vault)
     record = _load(vault, agent, session_id) or {"owed": [], "races": [], "decisions": [], "started_at": None}
     items, cursor = log.scan_unread(vault, agent)
-    data = coordination.view(vault, agent, ack_types, race_window)
+    max_chars = settings.brief_max_chars
+    data = coordination.view(vault, agent, settings.ack_types, settings.race_window_seconds)
     told_owed, told_races = set(record.get("owed", [])), {tuple(r) for r in record.get("races", [])}
     new_owed = [ref for ref in data.owed if ref.id not in told_owed]
     new_races = [(r.a, r.b) for r in data.races if (r.a.id, r.b.id) not in told_races]

@@ -1,8 +1,10 @@
 """Settings, resolved in one visible order: argument, ``NEXUS_*`` environment, vault config, default.
 
 The vault config is the frontmatter of the vault's ``nexus.md`` note (Markdown stays canonical). Only
-entry points (``cli.py``, ``mcp_server.py``, hooks) call :func:`resolve`; library functions take plain
-parameters.
+entry points (``cli.py``, ``mcp_server.py``, ``hooks.py``, the Hermes provider's ``initialize``) call
+:func:`resolve` (through :func:`nexus.workspace.resolve`); library code never reads the environment, it
+takes the resolved :class:`Settings` (or one of its values) as a parameter. The defaults live here only:
+a library parameter that has a default takes it from :data:`DEFAULTS`.
 
 Settings (argument / environment / ``nexus.md`` property, default):
 
@@ -37,7 +39,7 @@ class Settings:
     brief_max_chars: int = 10_000
     ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES
     race_window_seconds: int = 60
-    stale_checkpoint_minutes: int = 30
+    stale_checkpoint_minutes: float = 30.0
     memory_chars: int = 2_200
     user_chars: int = 1_375
     sweep_days: int = 7
@@ -45,6 +47,8 @@ class Settings:
     mcp_tools: str = "agent"
     search_languages: tuple[str, ...] = ("en",)
 
+
+DEFAULTS = Settings()
 
 _ENV = {
     "brief_max_chars": "NEXUS_BRIEF_MAX_CHARS",
@@ -61,7 +65,7 @@ _ENV = {
 
 
 def _coerce(name: str, value: Any) -> Any:
-    default = getattr(Settings(), name)
+    default = getattr(DEFAULTS, name)
     if isinstance(default, tuple):
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())

@@ -32,16 +32,20 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import coordination, copies, heartbeat
 from .errors import BusyError
 from .keeper import RECENT_SECONDS, SegmentKeeper, git_busy, now
+from .settings import DEFAULTS
 from .vault import Vault
 from .workers import IndexRefresher, LogVerifier
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 # Only these change a file: watchdog's inotify observer also reports opened/closed events, and a note
 # handler that reads its note would otherwise trigger itself again, forever.
@@ -254,31 +258,40 @@ class Options:
     """How ``nexus watch`` runs: rescan period, how long a person's text settles, the coordination
     settings, one pass only (``--once``), and the note handlers (default :func:`note_handlers`)."""
 
-    rescan_seconds: float = 5.0
+    rescan_seconds: float = DEFAULTS.rescan_seconds
     settle_seconds: float = 3.0
-    ack_types: tuple[str, ...] = ("correction", "decision", "handoff", "question")
-    race_window: float = 60.0
+    ack_types: tuple[str, ...] = DEFAULTS.ack_types
+    race_window: float = DEFAULTS.race_window_seconds
     once: bool = False
     handlers: tuple[NoteHandler, ...] | None = None
+    # the environment of the `nexus verify` processes it starts (the entry point's); None: only
+    # NEXUS_HOME, the keys folder
+    verify_env: Mapping[str, str] | None = None
 
 
 def run(
-    vault: Vault,
-    keys_home: Path,
+    ws: Workspace,
     *,
-    rescan_seconds: float = 5.0,
     settle_seconds: float = 3.0,
-    ack_types: tuple[str, ...] = ("correction", "decision", "handoff", "question"),
-    race_window: float = 60.0,
     once: bool = False,
     as_json: bool = False,
+    child_env: Mapping[str, str] | None = None,
 ) -> None:
-    """Watch ``vault`` until SIGINT/SIGTERM (or one pass with ``once``). BusyError if another watcher
-    holds the vault."""
+    """Watch ``ws.vault`` until SIGINT/SIGTERM (or one pass with ``once``), with its settings (rescan
+    period, ack types, race window). BusyError if another watcher holds the vault. ``child_env``: the
+    environment of the ``nexus verify`` processes it starts (the entry point's)."""
     from . import trust
     from .locks import exclusive
 
-    options = Options(rescan_seconds, settle_seconds, ack_types, race_window, once)
+    vault, keys_home, st = ws.vault, ws.keys_home, ws.settings
+    options = Options(
+        float(st.rescan_seconds),
+        settle_seconds,
+        st.ack_types,
+        float(st.race_window_seconds),
+        once,
+        verify_env={**(child_env or {}), "NEXUS_HOME": os.fspath(keys_home)},
+    )
     trust.configure(keys_home)  # what the watcher verifies (and shadows) uses this machine's pins
     lock = vault.lock("watch")
     pid_file = vault.state / "watch" / "pid"
@@ -401,7 +414,8 @@ def _observe(watcher: Watcher, options: Options, stop: threading.Event, wake: th
     changed: queue.SimpleQueue[str] = queue.SimpleQueue()
     indexer = IndexRefresher(vault, emit)
     indexer.start()
-    verifier = LogVerifier(vault, watcher.keys_home, emit)
+    env = options.verify_env or {"NEXUS_HOME": os.fspath(watcher.keys_home)}
+    verifier = LogVerifier(vault, env, emit)
     verifier.start()
     verifier.poke()  # what was appended while no watcher ran
     observer = Observer()

@@ -11,8 +11,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .vault import Vault
@@ -123,9 +122,9 @@ class LogVerifier(_Debounced):
     delay = VERIFY_DELAY
     name = "nexus-verify"
 
-    def __init__(self, vault: Vault, keys_home: Path, emit: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, vault: Vault, env: Mapping[str, str], emit: Callable[[dict[str, Any]], None]) -> None:
         self.vault = vault
-        self.keys_home = keys_home
+        self.env = dict(env)  # the verify process's environment (NEXUS_HOME: the keys this machine pins)
         self.emit = emit
         self.problems: int | None = None
         self.proc: Any = None
@@ -145,11 +144,10 @@ class LogVerifier(_Debounced):
         from .verify import WARNING_KINDS
 
         cmd = [sys.executable, "-m", "nexus", "--vault", os.fspath(self.vault.root), "verify", "--json"]
-        env = dict(os.environ, NEXUS_HOME=os.fspath(self.keys_home))
         err = b""
         try:
             self.proc = subprocess.Popen(
-                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, stdin=subprocess.DEVNULL
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, stdin=subprocess.DEVNULL
             )
             out, err = self.proc.communicate()
             report = json.loads(out)

@@ -211,7 +211,16 @@ def test_every_failure_exits_0_with_one_readable_line(env: Env, tmp_path: Path) 
     )
 
 
-def test_the_session_default_ack_types_are_the_settings_defaults() -> None:
-    from nexus import session, settings
+def test_library_defaults_are_the_settings_defaults() -> None:
+    """A library parameter with a default takes it from settings.DEFAULTS: the values live once."""
+    import inspect
 
-    assert session.DEFAULT_ACK == settings.DEFAULT_ACK_TYPES
+    from nexus import acks, brief, handoff, races, session, settings
+
+    for fn in (brief.build, session.start, session.turn, handoff.build):
+        assert inspect.signature(fn).parameters["settings"].default is settings.DEFAULTS, fn
+    for fn in (acks.owed, acks.unacknowledged, races.find_races, races.agent_races):
+        params = inspect.signature(fn).parameters
+        window = params.get("race_window") or params["window_seconds"]
+        assert window.default == settings.DEFAULTS.race_window_seconds, fn
+        assert params["ack_types"].default == settings.DEFAULTS.ack_types, fn

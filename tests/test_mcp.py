@@ -31,9 +31,10 @@ def _cli_commands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator
 
 
 def _server(env: Env, agent: str = "ella", tools: str = "all") -> Any:
-    from nexus import mcp_server
+    from nexus import mcp_server, workspace
 
-    return mcp_server.build_server(env.vault, env.keys_home, agent, tools=tools)
+    ws = workspace.for_vault(env.vault, {}, keys=env.keys_home)
+    return mcp_server.build_server(ws, agent, tools=tools)
 
 
 def _call(env: Env, *calls: tuple[str, dict[str, Any]], agent: str = "ella") -> list[Any]:

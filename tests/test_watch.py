@@ -546,7 +546,12 @@ def _run_in_thread(
     """The real watcher loop (real watchdog observer) in a thread of this process, with ``handlers``
     as its note handlers."""
     stop, wake = threading.Event(), threading.Event()
-    options = watcher.Options(rescan_seconds=60.0, ack_types=("decision",), handlers=handlers)
+    options = watcher.Options(
+        rescan_seconds=60.0,
+        ack_types=("decision",),
+        handlers=handlers,
+        verify_env=dict(os.environ, NEXUS_HOME=str(env.keys_home)),
+    )
     t = threading.Thread(
         target=watcher.watch,
         daemon=True,
