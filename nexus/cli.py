@@ -121,29 +121,6 @@ def _read_body(args: argparse.Namespace) -> str | None:
     return body
 
 
-def _entries_text(items: list[Any], empty: str) -> str:
-    """Verified entries as their authors' words; anything else after them, apart and marked."""
-    from .brief import UNVERIFIED_TITLE, split_verified, unverified_line
-
-    good, suspect = split_verified(items)
-    parts = [_entry_text(i) for i in good]
-    if suspect:
-        parts.append(
-            f"{UNVERIFIED_TITLE} ({len(suspect)}):\n" + "\n".join(unverified_line(i) for i in suspect)
-        )
-    return "\n\n".join(parts) or empty
-
-
-def _entry_text(located: Any) -> str:
-    e = located.entry
-    head = f"{e.ts} · {e.agent} · {e.channel} · {e.type} — {e.summary}  [{e.id}]"
-    if e.ack:
-        head += f"\n  acks: {', '.join(e.ack)}"
-    if e.body:
-        head += "\n" + "\n".join("  " + line for line in e.body.split("\n"))
-    return head
-
-
 # ------------------------------------------------------------------ handlers: vault and identities
 
 
@@ -260,63 +237,12 @@ def cmd_agent_list(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ handlers: the log
 
 
-def cmd_log_append(args: argparse.Namespace) -> int:
-    from . import identity, log
-    from .text import body_notice
-
-    vault = _vault(args)
-    signer = identity.load_signer(vault, _keys_home(), args.agent)
-    result = log.append(
-        vault,
-        signer,
-        channel=args.channel,
-        type=args.type,
-        summary=args.summary,
-        body=_read_body(args),
-        ack=tuple(args.ack or ()),
-    )
-    for q in result.quarantined:
-        sys.stderr.write(f"nexus: moved a torn tail (a writer killed mid-write) to {q}\n")
-    if result.body_changed:
-        sys.stderr.write(f"nexus: note: {body_notice(list(result.body_changed))}\n")
-    _emit(args, result.to_json(), result.located.entry.id)
-    return 0
-
-
-def cmd_log_read(args: argparse.Namespace) -> int:
-    from . import log
-
-    vault = _vault(args)
-    items = log.unread(vault, args.agent, advance=not args.peek)
-    _emit(args, [i.to_json() for i in items], _entries_text(items, "nothing new"))
-    return 0
-
-
-def cmd_log_tail(args: argparse.Namespace) -> int:
-    from . import log
-
-    vault = _vault(args)
-    items = log.tail(vault, args.n)
-    _emit(args, [i.to_json() for i in items], _entries_text(items, "the log is empty"))
-    return 0
-
-
 def cmd_log_resolve_fork(args: argparse.Namespace) -> int:
     from . import identity, log
 
     vault = _vault(args)
     result = log.resolve_fork(vault, identity.load_signer(vault, _keys_home(), args.agent), args.keep)
     _emit(args, result.to_json(), f"{result.located.entry.id}: {result.located.entry.summary}")
-    return 0
-
-
-def cmd_log_repair(args: argparse.Namespace) -> int:
-    from . import log
-
-    moved = log.repair_tail(_vault(args))
-    _emit(
-        args, {"quarantined": moved}, "\n".join(f"moved a torn tail to {m}" for m in moved) or "no torn tail"
-    )
     return 0
 
 
@@ -470,86 +396,6 @@ def cmd_state_restore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checkpoint_text(cp: Any, crashed: bool) -> str:
-    flag = "  ⚠ probable crash: in-progress with no activity since it was saved" if crashed else ""
-    lines = [
-        f"{cp.agent} · {cp.status} · version {cp.seq} · saved {cp.saved}{flag}",
-        f"task:  {cp.task}",
-        f"done:  {cp.step}",
-        f"next:  {cp.next}",
-    ]
-    if cp.files:
-        lines.append("files: " + ", ".join(cp.files))
-    if cp.notes.strip():
-        lines += ["notes:", *("  " + line for line in cp.notes.rstrip().split("\n"))]
-    return "\n".join(lines)
-
-
-def cmd_checkpoint_save(args: argparse.Namespace) -> int:
-    from . import checkpoints
-
-    vault = _vault(args)
-    notes = None
-    if args.notes_file:
-        notes = _read_file(args.notes_file, "--notes-file")
-    cp, logged = checkpoints.save(
-        vault,
-        args.agent,
-        task=args.task,
-        step=args.step,
-        next=args.next,
-        status=args.status,
-        files=tuple(args.files or ()),
-        notes=notes,
-        keys_home=_keys_home(),
-    )
-    _emit(args, {**cp.to_json(), "logged": logged}, f"checkpoint {cp.seq} saved ({cp.status})")
-    return 0
-
-
-def cmd_checkpoint_show(args: argparse.Namespace) -> int:
-    from . import checkpoints
-    from .errors import NotFoundError
-
-    vault = _vault(args)
-    cp = checkpoints.load(vault, args.agent)
-    if cp is None:
-        raise NotFoundError(f"{args.agent} has no checkpoint yet")
-    crashed = checkpoints.probable_crash(cp, _settings(args, vault).stale_checkpoint_minutes)
-    data = {**cp.to_json(), "probable_crash": crashed}
-    if args.history:
-        data["history"] = [c.to_json() for c in checkpoints.history(vault, args.agent)]
-    text = _checkpoint_text(cp, crashed)
-    if args.history:
-        text += "\n\nhistory:\n" + "\n".join(
-            f"  #{c.seq} {c.saved} {c.status:<11} {c.step} → {c.next}"
-            for c in checkpoints.history(vault, args.agent)
-        )
-    _emit(args, data, text)
-    return 0
-
-
-def cmd_checkpoint_resume(args: argparse.Namespace) -> int:
-    from . import checkpoints
-
-    vault = _vault(args)
-    got = checkpoints.resume(vault, args.agent, keys_home=None if args.no_log else _keys_home())
-    cp = got["checkpoint"]
-    since = got["since"]
-    data = {
-        "checkpoint": cp.to_json(),
-        "since": [loc.to_json() for loc in since],
-        "resume_entry": got["resume_entry"].entry.id if got["resume_entry"] else None,
-    }
-    text = "Resume from this checkpoint:\n" + _checkpoint_text(cp, False)
-    others = [loc for loc in since if loc.entry.id != data["resume_entry"]]
-    text += f"\n\n{len(others)} log entries since it was saved:\n" + (
-        "\n\n".join(_entry_text(loc) for loc in others) or "  (none)"
-    )
-    _emit(args, data, text)
-    return 0
-
-
 def cmd_handoff(args: argparse.Namespace) -> int:
     from . import handoff
 
@@ -638,44 +484,6 @@ def _add_continuity_commands(sub: Any) -> None:
     p.add_argument("--agent", required=True)
     p.add_argument("--version", type=int, required=True)
     p.add_argument("--expect", type=int, required=True, metavar="VERSION")
-
-    cp = sub.add_parser("checkpoint", help="per-agent checkpoints").add_subparsers(
-        title="checkpoint commands", metavar="COMMAND"
-    )
-    p = _cmd(
-        cp,
-        "save",
-        cmd_checkpoint_save,
-        "save the agent's working context (atomic replace)",
-        'nexus checkpoint save --agent ella --task "Port the parser" --step "lexer done" '
-        '--next "write the grammar" --files nexus/lexer.py',
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--task", required=True)
-    p.add_argument("--step", required=True, help="what is done so far")
-    p.add_argument("--next", required=True, help="what comes next")
-    p.add_argument("--status", default="in-progress", choices=("in-progress", "blocked", "done"))
-    p.add_argument("--files", nargs="*", help="files touched")
-    p.add_argument("--notes-file", help="open questions and notes (Markdown file, or - for stdin)")
-    p = _cmd(
-        cp,
-        "show",
-        cmd_checkpoint_show,
-        "the agent's checkpoint (flags a probable crash)",
-        "nexus checkpoint show --agent ella --history",
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--history", action="store_true", help="list earlier versions too")
-    p.add_argument("--stale-minutes", type=float, help="idle time that counts as a probable crash")
-    p = _cmd(
-        cp,
-        "resume",
-        cmd_checkpoint_resume,
-        "what a new session needs: the checkpoint and the log entries since it was saved",
-        "nexus checkpoint resume --agent ella",
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--no-log", action="store_true", help="do not log a resume entry")
 
     p = _cmd(
         sub,
@@ -1142,46 +950,6 @@ def _add_memory_commands(sub: Any) -> None:
 # ------------------------------------------------------------------ handlers: coordination
 
 
-def cmd_brief(args: argparse.Namespace) -> int:
-    from . import brief
-
-    vault = _vault(args)
-    result = brief.build(vault, args.agent, _settings(args, vault), peek=args.peek)
-    _emit(args, result.to_json(), brief.render(result))
-    return 0
-
-
-def cmd_log_owed(args: argparse.Namespace) -> int:
-    from . import acks
-
-    vault = _vault(args)
-    st = _settings(args, vault)
-    items = acks.owed(vault, args.agent, st.ack_types, race_window=st.race_window_seconds)
-    _emit(
-        args,
-        [i.to_json() for i in items],
-        "\n\n".join(_entry_text(i) for i in items) or f"{args.agent} owes no acknowledgements",
-    )
-    return 0
-
-
-def cmd_races(args: argparse.Namespace) -> int:
-    from . import races
-
-    vault = _vault(args)
-    st = _settings(args, vault)
-    found = races.find_races(
-        vault, st.race_window_seconds, ack_types=st.ack_types, unresolved=args.unresolved
-    )
-    lines = []
-    for race in found:
-        a, b = race.a.entry, race.b.entry
-        state = f"resolved by {race.resolved_by}" if race.resolved_by else "UNRESOLVED"
-        lines.append(f"{a.id} ({a.agent}: {a.summary})  ×  {b.id} ({b.agent}: {b.summary})  {state}")
-    _emit(args, [r.to_json() for r in found], "\n".join(lines) or "no races")
-    return 0
-
-
 def cmd_watch(args: argparse.Namespace) -> int:
     from . import watcher
 
@@ -1195,69 +963,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_log_recover(args: argparse.Namespace) -> int:
-    from . import shadow
-
-    vault = _vault(args)
-    original = shadow.original(vault, args.id)
-    text = original.text
-    if args.restore:
-        shadow.restore_entry(vault, args.id)
-        text = f"restored {args.id} in {original.file} from the shadow"
-    _emit(args, original.to_json(), text)
-    return 0
-
-
 def _add_coordination_commands(sub: Any, logp: Any) -> None:
-    p = _cmd(
-        sub,
-        "brief",
-        cmd_brief,
-        "what an agent loads before a turn: identity, what it owes, unread entries (bounded)",
-        "nexus brief --agent ella --max-chars 8000",
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument(
-        "--max-chars",
-        dest="brief_max_chars",
-        type=int,
-        help="the size bound (default: the vault's brief_max_chars, 10000)",
-    )
-    p.add_argument("--peek", action="store_true", help="leave the read cursor where it is")
-    p.add_argument(
-        "--stale-minutes",
-        type=float,
-        help="idle time that counts as a probable crash (default: the vault's setting, 30)",
-    )
-    p = _cmd(
-        logp,
-        "owed",
-        cmd_log_owed,
-        "entries waiting for this agent's acknowledgement",
-        "nexus log owed --agent lyra --json",
-    )
-    p.add_argument("--agent", required=True)
-    p = _cmd(
-        logp,
-        "recover",
-        cmd_log_recover,
-        "print an entry's original text from the watcher's shadow (--restore puts it back)",
-        "nexus log recover 01KB7Q2V4J6M8P0R2T4W6Y8A0C --restore",
-    )
-    p.add_argument("id", help="the entry id")
-    p.add_argument(
-        "--restore",
-        action="store_true",
-        help="replace the edited (or re-insert the missing) entry with the original",
-    )
-    p = _cmd(
-        sub,
-        "races",
-        cmd_races,
-        "entries by different agents written without seeing each other",
-        "nexus races --unresolved --json",
-    )
-    p.add_argument("--unresolved", action="store_true", help="only races no reconcile entry resolves")
     p = _cmd(
         sub,
         "watch",
@@ -1645,6 +1351,125 @@ def _add_sync_commands(sub: Any, logp: Any) -> None:
     )
 
 
+# ------------------------------------------------------------------ commands generated from the operations
+
+# the help of each group of commands (``nexus log``, ``nexus checkpoint``…)
+GROUPS = {
+    "agent": "identities: agents and people",
+    "log": "the live-context log",
+    "checkpoint": "per-agent checkpoints",
+}
+
+
+def _group(groups: dict[str, Any], words: str) -> Any:
+    """The subparsers a command with these leading words is added to (made when first asked)."""
+    if words not in groups:
+        parent, _, last = words.rpartition(" ")
+        groups[words] = (
+            _group(groups, parent)
+            .add_parser(last, help=GROUPS.get(words, ""))
+            .add_subparsers(title=f"{last} commands", metavar="COMMAND")
+        )
+    return groups[words]
+
+
+def _add_operations(groups: dict[str, Any]) -> None:
+    """One subcommand per operation that has a command, with its parameters as options."""
+    from .operations import CLI, OPERATIONS
+
+    for op in OPERATIONS:
+        if not op.command:
+            continue
+        prefix, _, last = op.command.rpartition(" ")
+        p = _cmd(_group(groups, prefix), last, _run_operation, op.summary, op.example, json_flag=op.json_flag)
+        p.set_defaults(operation=op.name)
+        if op.acts != "none":
+            p.add_argument("--agent", required=op.acts == "required", help=op.agent_help)
+        for param in op.params_for(CLI):
+            _add_param(p, param)
+
+
+def _add_param(p: argparse.ArgumentParser, param: Any) -> None:
+    """A parameter as an option (or a positional argument, or a --X-file option reading a file)."""
+    kw: dict[str, Any] = {"help": param.help}
+    if "metavar" in param.cli:
+        kw["metavar"] = param.cli["metavar"]
+    if param.kind == "bool":
+        kw["action"] = "store_true"
+    elif param.kind in ("int", "float"):
+        kw["type"] = (
+            _positive
+            if param.kind == "int" and param.mcp.get("ge") == 1
+            else {"int": int, "float": float}[param.kind]
+        )
+    elif param.kind == "list":
+        if "nargs" in param.cli:
+            kw["nargs"] = param.cli["nargs"]
+        else:
+            kw["action"] = "append"
+    if param.choices and param.cli_choices:
+        kw["choices"] = param.choices
+    if param.default is not None and param.kind != "bool":
+        kw["default"] = param.default
+    target: Any = p
+    if param.file_flag and param.flag is not None:
+        target = p.add_mutually_exclusive_group(required=param.required)
+    elif param.flag is not None and not param.cli_flag.startswith("-"):
+        p.add_argument(param.cli_flag, **kw)
+        return
+    if param.flag is not None:
+        target.add_argument(
+            param.cli_flag, dest=param.name, required=param.required and not param.file_flag, **kw
+        )
+    if param.file_flag:
+        target.add_argument(param.file_flag, dest=f"{param.name}_file", help=param.cli.get("file_help"))
+
+
+def _param_value(args: argparse.Namespace, param: Any) -> Any:
+    """A parameter's value from the command line (a --X-file option's file read as text)."""
+    source = getattr(args, f"{param.name}_file", None) if param.file_flag else None
+    if not source:
+        return getattr(args, param.name, None)
+    if param.cli.get("decode") == "lenient":
+        from .errors import InputError
+
+        try:  # undecodable bytes become lone surrogates, which the text rules make visible
+            raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        except OSError as err:
+            raise InputError(f"cannot read the {param.name} file {source}: {err.strerror}") from None
+        return raw.decode("utf-8", errors="surrogateescape")
+    return _read_file(source, param.file_flag)
+
+
+def _run_operation(args: argparse.Namespace) -> int:
+    """Run the operation a generated command stands for, and print its result."""
+    from .operations import BY_NAME, CLI, Call
+
+    op = BY_NAME[args.operation]
+    kwargs: dict[str, Any] = {}
+    overrides: dict[str, Any] = {}
+    for param in op.params_for(CLI):
+        value = _param_value(args, param)
+        if param.setting:
+            overrides[param.setting] = value
+        else:
+            kwargs[param.name] = value
+    vault = _vault(args)
+    call = Call(
+        vault,
+        agent=getattr(args, "agent", None) or "",
+        surface=CLI,
+        settings=lambda: _workspace(args, vault).with_settings(**overrides).settings,
+        keys=_keys_home,
+        progress=lambda label: _progress(args, label),
+    )
+    result = op.function()(call, **{k: v for k, v in kwargs.items() if v is not None})
+    for note in getattr(result, "notes", ()):
+        sys.stderr.write(f"nexus: {note}\n")
+    _emit(args, result.to_json(), result.text())
+    return int(getattr(result, "exit_code", 0))
+
+
 # ------------------------------------------------------------------ parser
 
 
@@ -1688,9 +1513,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=".", help="folder to create the vault in")
     p.add_argument("--force", action="store_true", help="use a folder that holds other files")
 
-    agent = sub.add_parser("agent", help="identities: agents and people").add_subparsers(
-        title="agent commands", metavar="COMMAND"
-    )
+    groups: dict[str, Any] = {"": sub}
+    agent = _group(groups, "agent")
     p = _cmd(
         agent,
         "add",
@@ -1725,35 +1549,8 @@ def build_parser() -> argparse.ArgumentParser:
         "nexus agent trusted --json",
     )
 
-    logp = sub.add_parser("log", help="the live-context log").add_subparsers(
-        title="log commands", metavar="COMMAND"
-    )
-    p = _cmd(
-        logp,
-        "append",
-        cmd_log_append,
-        "append one signed entry; prints its id",
-        'nexus log append --agent ella --channel build --type note --summary "CI is green"',
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--channel", required=True)
-    p.add_argument("--type", required=True)
-    p.add_argument("--summary", required=True, help="one line")
-    body = p.add_mutually_exclusive_group()
-    body.add_argument("--body", help="the entry's body (Markdown)")
-    body.add_argument("--body-file", help="read the body from a file, or - for standard input")
-    p.add_argument("--ack", action="append", metavar="ID", help="an entry this one acknowledges")
-    p = _cmd(
-        logp,
-        "read",
-        cmd_log_read,
-        "entries by others this agent has not read; advances its cursor",
-        "nexus log read --agent lyra --json",
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--peek", action="store_true", help="leave the cursor where it is")
-    p = _cmd(logp, "tail", cmd_log_tail, "the last entries of the log", "nexus log tail -n 5")
-    p.add_argument("-n", type=_positive, default=10, help="how many (default 10)")
+    logp = _group(groups, "log")
+    _add_operations(groups)
     p = _cmd(
         logp,
         "resolve-fork",
@@ -1763,7 +1560,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--agent", required=True)
     p.add_argument("--keep", required=True, metavar="ID", help="an entry on the branch to go on from")
-    _cmd(logp, "repair", cmd_log_repair, "move a torn tail to .nexus/quarantine/", "nexus log repair")
 
     p = _cmd(
         sub,

@@ -17,6 +17,7 @@ Tools with no CLI command of the same name: ``acknowledge`` (``log append --ack`
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -26,6 +27,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from .errors import NexusError, StaleEditError
+from .operations import BY_COMMAND, MCP, OPERATIONS, Call, Operation, Param
 from .vault import Vault
 from .workspace import Workspace
 
@@ -51,21 +53,15 @@ CLI_WITHOUT_TOOL = {
 # CLI command -> its MCP tool, when the names differ. `review` lists pending facts only: approving or
 # rejecting is the human gate, a person's act (`nexus review --approve ID --agent PERSON`), never a tool.
 TOOL_FOR_CLI = {"review": "review_pending"}
-TOOLS_WITHOUT_CLI = {
-    "acknowledge": "log append --ack",
-    "reconcile": "log append --type reconcile --ack A --ack B",
-}
+TOOLS_WITHOUT_CLI: dict[str, str] = {}  # (the operations say it themselves: ``why_not``)
 
 # The tools an agent needs on its turns (served by default: every tool definition is paid for in every
 # session's context). `--tools all` serves every tool, for maintenance and for people.
 AGENT_TOOLS = (
-    "brief",
-    "log_append",
-    "acknowledge",
-    "reconcile",
+    *(op.tool for op in OPERATIONS if op.tool and op.agent_tool),
+    # (tools not yet declared as operations)
     "decide",
     "search",
-    "checkpoint_save",
     "retain",
     "memory_add",
 )
@@ -201,6 +197,9 @@ def _says_nothing(schema: dict[str, Any] | None) -> bool:
 
 def tool_for_cli(command: str) -> str:
     """The MCP tool of a CLI command (``log append`` → ``log_append``, ``review`` → ``review_pending``)."""
+    op = BY_COMMAND.get(command)
+    if op is not None and op.tool:
+        return op.tool
     return TOOL_FOR_CLI.get(command, command.replace(" ", "_").replace("-", "_"))
 
 
@@ -241,22 +240,68 @@ def _items(values: list[Any]) -> dict[str, Any]:
     return {"items": [v.to_json() if hasattr(v, "to_json") else v for v in values]}
 
 
-def _entry_ref(result: Any) -> dict[str, Any]:
-    """What an append acknowledges to the agent: the id and where the entry is (it wrote the rest)."""
-    located = result.located
-    data = {
-        "id": located.entry.id,
-        "file": located.file,
-        "lines": [located.line_start, located.line_end],
-        "link": located.link,
-    }
-    if result.quarantined:
-        data["quarantined"] = list(result.quarantined)
-    if result.body_changed:
-        from .text import body_notice
+# ------------------------------------------------------------ tools generated from the operations
 
-        data["note"] = body_notice(list(result.body_changed))
-    return data
+ANNOTATIONS = {"read": READ, "add": ADD, "set": SET, "change": CHANGE, "cursor": CURSOR}
+_KINDS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list[str]}
+
+
+def _annotation(param: Param) -> Any:
+    """A parameter's type as the SDK reads it: the type (a closed set as a Literal), optional when it
+    may be left out with nothing, described for a model."""
+    kind: Any = Literal[param.choices] if param.choices else _KINDS[param.kind]
+    if not param.required and param.default is None and param.kind != "bool":
+        kind = kind | None
+    return Annotated[kind, Field(description=param.description, **dict(param.mcp))]
+
+
+def _signature(op: Operation) -> inspect.Signature:
+    params = [
+        inspect.Parameter(
+            p.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=_annotation(p),
+            default=inspect.Parameter.empty if p.required else p.default,
+        )
+        for p in op.params_for(MCP)
+    ]
+    if op.full:
+        params.append(
+            inspect.Parameter("full", inspect.Parameter.KEYWORD_ONLY, annotation=Full, default=False)
+        )
+    returns = str if op.name == "brief" else dict[str, Any]
+    return inspect.Signature(params, return_annotation=returns)
+
+
+def _tool_function(op: Operation, ws: Workspace, agent: str) -> Callable[..., Any]:
+    """The function the SDK calls for ``op``: its parameters are the operation's (so the schema is
+    generated from them), it runs the operation and answers with its result's JSON."""
+    settings_params = {p.name: p.setting for p in op.params_for(MCP) if p.setting}
+
+    def tool(**kwargs: Any) -> Any:
+        kwargs.pop("full", None)
+        overrides = {settings_params[k]: kwargs.pop(k) for k in list(kwargs) if k in settings_params}
+        call = Call.of(ws.with_settings(**overrides), agent=agent, surface=MCP)
+        result = op.function()(call, **kwargs)
+        return result.for_mcp() if hasattr(result, "for_mcp") else result.to_json()
+
+    tool.__name__ = op.tool or op.name
+    tool.__doc__ = op.description or op.summary
+    tool.__signature__ = _signature(op)  # type: ignore[attr-defined]
+    return tool
+
+
+def _add_operations(server: MCPServer, ws: Workspace, agent: str, tools: str) -> None:
+    for op in OPERATIONS:
+        if op.tool and (tools == "all" or op.agent_tool):
+            server.add_tool(
+                _adapter(_tool_function(op, ws, agent)),
+                name=op.tool,
+                title=op.title,
+                description=op.description or op.summary,
+                annotations=ANNOTATIONS[op.kind],
+                structured_output=False if op.name == "brief" else None,
+            )
 
 
 def build_server(  # noqa: C901
@@ -264,7 +309,7 @@ def build_server(  # noqa: C901
 ) -> MCPServer:
     """The server, with the ``tools`` set (``agent``: the few an agent's turns need; ``all``: every
     tool; default: the ``mcp_tools`` setting) bound to the workspace's vault and acting as ``agent``."""
-    from . import identity, log
+    from . import identity
     from .errors import InputError
     from .text import check_name
 
@@ -294,6 +339,8 @@ def build_server(  # noqa: C901
         ),
     )
 
+    _add_operations(server, ws, agent, tools)
+
     def signer() -> Any:
         return identity.load_signer(vault, keys_home, agent)
 
@@ -312,110 +359,6 @@ def build_server(  # noqa: C901
         return register
 
     # ------------------------------------------------------------ brief and the log
-    @tool(CURSOR, "Read your brief")
-    def brief(
-        peek: Peek = False,
-        max_chars: Annotated[
-            int | None, Field(description="Budget in characters (default 10000).", ge=200)
-        ] = None,
-    ) -> str:
-        """Your brief, as Markdown: identity, what you owe (acks, races), decisions in force, your
-        checkpoint and memory, and what the others wrote since you last read. Call it before each
-        response. Advances your read cursor unless peek."""
-        from . import brief as brief_mod
-
-        b = brief_mod.build(
-            vault, agent, ws.with_settings(brief_max_chars=max_chars).settings, peek=peek, surface="mcp"
-        )
-        return brief_mod.render(b)
-
-    @tool(ADD, "Append to the live log")
-    def log_append(
-        channel: Channel,
-        type: EntryType,
-        summary: Summary,
-        body: Body = None,
-        ack: Annotated[
-            list[str] | None, Field(description="Ids of entries by others that this entry answers.")
-        ] = None,
-    ) -> dict[str, Any]:
-        """Append one signed entry to the live log after a meaningful turn. Returns its id and link."""
-        return _entry_ref(
-            log.append(
-                vault, signer(), channel=channel, type=type, summary=summary, body=body, ack=tuple(ack or ())
-            )
-        )
-
-    @tool(ADD, "Acknowledge entries")
-    def acknowledge(
-        ids: EntryIds,
-        summary: Annotated[str, Field(description="One line: what you take from them.")] = "acknowledged",
-        channel: Channel = "general",
-        body: Body = None,
-    ) -> dict[str, Any]:
-        """Acknowledge entries by the others (an `ack` entry naming them), so you no longer owe them."""
-        return _entry_ref(
-            log.append(
-                vault, signer(), channel=channel, type="ack", summary=summary, body=body, ack=tuple(ids)
-            )
-        )
-
-    @tool(CURSOR, "Read new entries")
-    def log_read(peek: Peek = False, full: Full = False) -> dict[str, Any]:
-        """Entries by the others you have not read, oldest first; advances your cursor unless peek."""
-        return _items(log.unread(vault, agent, advance=not peek))
-
-    @tool(READ, "Last log entries")
-    def log_tail(n: Count = 10, full: Full = False) -> dict[str, Any]:
-        """The last n entries of the live log, oldest first."""
-        return _items(log.tail(vault, n))
-
-    @tool(READ, "What you owe")
-    def log_owed(full: Full = False) -> dict[str, Any]:
-        """Entries by the others that wait for your acknowledgement."""
-        from . import acks
-
-        return _items(acks.owed(vault, agent, st.ack_types, race_window=st.race_window_seconds))
-
-    @tool(SET, "Repair a torn log tail")
-    def log_repair() -> dict[str, Any]:
-        """Move a torn tail (a writer killed mid-write) out of the log into .nexus/quarantine/."""
-        return {"quarantined": log.repair_tail(vault)}
-
-    @tool(READ, "Recover an entry's original")
-    def log_recover(id: EntryId, full: Full = False) -> dict[str, Any]:
-        """The original text of an entry as the watcher first saw it (after a history edit)."""
-        from . import shadow
-
-        return shadow.original(vault, id).to_json()
-
-    @tool(READ, "Races to reconcile")
-    def races(
-        unresolved: Annotated[bool, Field(description="true: only races not reconciled yet.")] = False,
-        full: Full = False,
-    ) -> dict[str, Any]:
-        """Pairs of entries by different agents written without seeing each other."""
-        from . import races as races_mod
-
-        return _items(
-            races_mod.find_races(vault, st.race_window_seconds, ack_types=st.ack_types, unresolved=unresolved)
-        )
-
-    @tool(ADD, "Reconcile a race")
-    def reconcile(
-        a: Annotated[str, Field(description="The id of the first entry of the race.")],
-        b: Annotated[str, Field(description="The id of the second entry of the race.")],
-        summary: Annotated[str, Field(description="One line: what now holds.")],
-        body: Body = None,
-        channel: Channel = "general",
-    ) -> dict[str, Any]:
-        """Resolve a race: a `reconcile` entry that acknowledges both entries (both stay in the log)."""
-        return _entry_ref(
-            log.append(
-                vault, signer(), channel=channel, type="reconcile", summary=summary, body=body, ack=(a, b)
-            )
-        )
-
     @tool(READ, "Verify the vault")
     def verify() -> dict[str, Any]:
         """Check the log's framing, signatures, chains and ids, and the decision notes."""
@@ -542,70 +485,6 @@ def build_server(  # noqa: C901
 
         v = project_state.restore(vault, signer(), version=version, expect=expect, keys_home=keys_home)
         return {k: val for k, val in v.to_json().items() if k != "content"}
-
-    @tool(SET, "Save your checkpoint")
-    def checkpoint_save(
-        task: Annotated[str, Field(description="The task you are on, one line.")],
-        step: Annotated[str, Field(description="The step you just finished.")],
-        next: Annotated[str, Field(description="The next step.")],
-        status: Status = "in-progress",
-        files: Annotated[list[str] | None, Field(description="Files you are working on.")] = None,
-        notes: Annotated[
-            str | None, Field(description="Anything else a new session needs, Markdown.")
-        ] = None,
-    ) -> dict[str, Any]:
-        """Save your working context (task, step done, next step, status, files, notes), atomically.
-        Do it every few tool calls: a new session resumes from it."""
-        from . import checkpoints
-
-        cp, logged = checkpoints.save(
-            vault,
-            agent,
-            task=task,
-            step=step,
-            next=next,
-            status=status,
-            files=tuple(files or ()),
-            notes=notes,
-            keys_home=keys_home,
-        )
-        return {
-            "agent": cp.agent,
-            "saved": cp.saved,
-            "version": cp.seq,
-            "status": cp.status,
-            "logged": logged,
-        }
-
-    @tool(READ, "Show a checkpoint")
-    def checkpoint_show(
-        of: Annotated[str | None, Field(description="Another agent's name (default: yours).")] = None,
-        history: Annotated[bool, Field(description="true: earlier versions too.")] = False,
-    ) -> dict[str, Any]:
-        """A checkpoint (yours unless `of` names another agent), flagged when it looks like a crash."""
-        from . import checkpoints
-        from .errors import NotFoundError
-
-        who = of or agent
-        cp = checkpoints.load(vault, who)
-        if cp is None:
-            raise NotFoundError(f"{who} has no checkpoint yet")
-        data = {**cp.to_json(), "probable_crash": checkpoints.probable_crash(cp, st.stale_checkpoint_minutes)}
-        if history:
-            data["history"] = [c.to_json() for c in checkpoints.history(vault, who)]
-        return data
-
-    @tool(ADD, "Resume from your checkpoint")
-    def checkpoint_resume(full: Full = False) -> dict[str, Any]:
-        """What a new session needs to continue: your checkpoint and the log entries since it."""
-        from . import checkpoints
-
-        got = checkpoints.resume(vault, agent, keys_home=keys_home)
-        return {
-            "checkpoint": got["checkpoint"].to_json(),
-            "since": [x.to_json() for x in got["since"]],
-            "resume_entry": got["resume_entry"].entry.id if got["resume_entry"] else None,
-        }
 
     @tool(ADD, "Write the morning handoff")
     def handoff(

@@ -502,3 +502,101 @@ class RefreshStats:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class CheckpointView:
+    """A checkpoint as shown (``checkpoint show``): flagged when it looks like a crash, with its earlier
+    versions when asked."""
+
+    checkpoint: Checkpoint
+    probable_crash: bool
+    history: tuple[Checkpoint, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {**self.checkpoint.to_json(), "probable_crash": self.probable_crash}
+        if self.history is not None:
+            data["history"] = [c.to_json() for c in self.history]
+        return data
+
+    def text(self) -> str:
+        text = checkpoint_text(self.checkpoint, self.probable_crash)
+        if self.history is not None:
+            text += "\n\nhistory:\n" + "\n".join(
+                f"  #{c.seq} {c.saved} {c.status:<11} {c.step} → {c.next}" for c in self.history
+            )
+        return text
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """What a new session needs (``checkpoint resume``): the checkpoint, the log entries since it was
+    saved, and the ``resume`` entry that says so (None when none was logged)."""
+
+    checkpoint: Checkpoint
+    since: tuple[Located, ...]
+    resume_entry: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "checkpoint": self.checkpoint.to_json(),
+            "since": [loc.to_json() for loc in self.since],
+            "resume_entry": self.resume_entry,
+        }
+
+    def text(self) -> str:
+        others = [loc for loc in self.since if loc.entry.id != self.resume_entry]
+        return (
+            "Resume from this checkpoint:\n"
+            + checkpoint_text(self.checkpoint, False)
+            + f"\n\n{len(others)} log entries since it was saved:\n"
+            + ("\n\n".join(located_text(loc) for loc in others) or "  (none)")
+        )
+
+
+def located_text(located: Located) -> str:
+    """An entry as the command line prints it (header, acks, indented body)."""
+    e = located.entry
+    head = f"{e.ts} · {e.agent} · {e.channel} · {e.type} — {e.summary}  [{e.id}]"
+    if e.ack:
+        head += f"\n  acks: {', '.join(e.ack)}"
+    if e.body:
+        head += "\n" + "\n".join("  " + line for line in e.body.split("\n"))
+    return head
+
+
+def checkpoint_text(cp: Checkpoint, crashed: bool) -> str:
+    """A checkpoint as a person reads it in a terminal."""
+    flag = "  ⚠ probable crash: in-progress with no activity since it was saved" if crashed else ""
+    lines = [
+        f"{cp.agent} · {cp.status} · version {cp.seq} · saved {cp.saved}{flag}",
+        f"task:  {cp.task}",
+        f"done:  {cp.step}",
+        f"next:  {cp.next}",
+    ]
+    if cp.files:
+        lines.append("files: " + ", ".join(cp.files))
+    if cp.notes.strip():
+        lines += ["notes:", *("  " + line for line in cp.notes.rstrip().split("\n"))]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A result as data (its JSON) and text; ``notes``: lines a person should see beside it (stderr
+    on the command line); ``mcp``: the answer a tool gives when it differs from the JSON."""
+
+    data: Any
+    words: str = ""
+    notes: tuple[str, ...] = ()
+    mcp: Any = None
+    exit_code: int = 0
+
+    def to_json(self) -> Any:
+        return self.data
+
+    def text(self) -> str:
+        return self.words
+
+    def for_mcp(self) -> Any:
+        return self.data if self.mcp is None else self.mcp
