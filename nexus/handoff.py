@@ -106,182 +106,170 @@ def resolve_since(vault: Vault, since: str | None, now: float) -> str | None:
 # ------------------------------------------------------------------ gathering
 
 
-def _acks_owed(
-    vault: Vault,
-    window: list[Located],
-    everything: list[Located],
-    ack_types: tuple[str, ...],
-    agents: list[str],
-) -> dict[str, list[str]]:
-    """entry id -> agents that still owe an acknowledgement (from the acks module)."""
-    try:
-        from . import acks
+@dataclass
+class _Window:
+    """What the handoff covers: the entries of the window (verified only), and what it knows of them."""
 
-        owed: dict[str, list[str]] = acks.unacknowledged(vault, ack_types)
-        return owed
-    except ImportError:
-        pass
-    acked: dict[str, set[str]] = {}
-    for loc in everything:
-        for a in loc.entry.ack:
-            acked.setdefault(a, set()).add(loc.entry.agent)
-    out: dict[str, list[str]] = {}
-    for loc in window:
-        e = loc.entry
-        if e.type in ack_types:
-            missing = [a for a in agents if a != e.agent and a not in acked.get(e.id, set())]
-            if missing:
-                out[e.id] = missing
-    return out
+    start: str | None
+    until: str
+    now: float
+    after_entry: str | None  # the previous handoff's last entry (the window starts after it)
+    after_version: int  # the previous handoff's last state version
+    start_ms: int | None
+    entries: list[Located]
+    by_id: dict[str, Located]
+    marks: dict[str, Any]  # where the scan stopped in each segment
+    activity: dict[str, str]  # agent -> the time of its last entry
+    report: Any  # verify's report
+    agents: list[str]
 
+    def fresh(self, entry_id: str | None, ts: str) -> bool:
+        """In the window: after the previous handoff's last entry, or at/after --since."""
+        from .entries import decode_id_ms
 
-def _races(vault: Vault, settings: Settings) -> tuple[list[Any] | None, str | None]:
-    try:
-        from . import races
-    except ImportError:
-        return None, "race detection is not installed (nexus/races.py)"
-    found: list[Any] = races.find_races(vault, settings.race_window_seconds, ack_types=settings.ack_types)
-    return found, None
+        if isinstance(self.after_entry, str):
+            return entry_id is not None and entry_id > self.after_entry
+        if self.start_ms is None:
+            return True
+        return decode_id_ms(entry_id) >= self.start_ms if entry_id else ts >= (self.start or "")
 
 
-def _pending(vault: Vault) -> list[Any] | None:
-    """Facts waiting for a person's approval, from the retention bank."""
-    try:
-        from . import bank
-    except ImportError:
-        return None  # HOOK: without the retention bank (nexus/bank.py) the handoff skips pending facts
-    items: list[Any] = bank.pending(vault)
-    return items
-
-
-def _pending_line(item: Any) -> str:
-    text = next(
-        (v for a in ("content", "summary", "text") if isinstance(v := getattr(item, a, None), str) and v),
-        str(item),
-    )
-    who = " · ".join(str(v) for a in ("agent", "type") if (v := getattr(item, a, None)))
-    link = getattr(item, "link", None)
-    return f"- {who + ': ' if who else ''}{' '.join(text.split())[:200]}" + (
-        f" — {link}" if isinstance(link, str) else ""
-    )
-
-
-def build(  # noqa: C901
-    vault: Vault,
-    settings: Settings = DEFAULTS,
-    *,
-    since: str | None = "last",
-    now: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> Handoff:
-    """Gather and render the handoff for the window since ``since`` (see :func:`resolve_since`).
-    ``progress`` follows the verification (long only when it must check the log from scratch)."""
-    from . import checkpoints, decisions, entries, log, project_state, verify
+def _window(
+    vault: Vault, since: str | None, now: float, progress: Callable[[int, int], None] | None
+) -> _Window:
+    """The window since ``since``, read from where the previous handoff's scan stopped in each segment
+    (``.nexus/handoff.json``, saved by ``write``) when it follows that handoff, else the whole log,
+    streamed; only entries that verify are anyone's words (the others are listed under integrity)."""
+    from . import checkpoints, log, verify
     from .identity import all_identities
 
-    now = time.time() if now is None else now
     start = resolve_since(vault, since, now)
     prev = previous(vault) if since in (None, "last") else None
     after_entry = prev[2].get("last_entry") if prev else None
-    after_version = int(prev[2].get("last_state_version") or 0) if prev else 0
-    until = _utc(now)
-    stale_minutes = float(settings.stale_checkpoint_minutes)
-    idents = all_identities(vault)
-    agents = [n for n, i in idents.items() if i.kind == "agent"]
-    start_ms = None if start is None else int(checkpoints.epoch(start) * 1000)
-
-    def fresh(entry_id: str | None, ts: str) -> bool:
-        """In the window: after the previous handoff's last entry, or at/after --since."""
-        if isinstance(after_entry, str):
-            return entry_id is not None and entry_id > after_entry
-        if start_ms is None:
-            return True
-        return entries.decode_id_ms(entry_id) >= start_ms if entry_id else ts >= (start or "")
-
-    # Only the window is read: after the previous handoff, from where its scan stopped in each
-    # segment (``.nexus/handoff.json``, saved by ``write``); otherwise the whole log, streamed.
+    w = _Window(
+        start=start,
+        until=_utc(now),
+        now=now,
+        after_entry=after_entry if isinstance(after_entry, str) else None,
+        after_version=int(prev[2].get("last_state_version") or 0) if prev else 0,
+        start_ms=None if start is None else int(checkpoints.epoch(start) * 1000),
+        entries=[],
+        by_id={},
+        marks={},
+        activity={},
+        report=None,
+        agents=[n for n, i in all_identities(vault).items() if i.kind == "agent"],
+    )
     saved = _load_scan(vault)
-    resume = saved is not None and isinstance(after_entry, str) and saved["last_entry"] == after_entry
-    last_activity: dict[str, str] = dict(saved["activity"]) if resume and saved else {}
+    resume = saved is not None and w.after_entry is not None and saved["last_entry"] == w.after_entry
+    w.activity = dict(saved["activity"]) if resume and saved else {}
 
     def keep(e: Any) -> bool:
-        if e.ts > last_activity.get(e.agent, ""):
-            last_activity[e.agent] = e.ts
-        return fresh(e.id, e.ts)
+        if e.ts > w.activity.get(e.agent, ""):
+            w.activity[e.agent] = e.ts
+        return w.fresh(e.id, e.ts)
 
     # (resuming, older ids are skipped before ``keep``: their activity is in the saved scan)
-    from .cursors import marks_from_json, marks_to_json
+    from .cursors import marks_from_json
 
-    window, marks, _newest = log.scan_after(
+    found, w.marks, _newest = log.scan_after(
         vault,
         marks_from_json(saved["segments"]) if resume and saved else {},
-        after_entry if resume else None,
+        w.after_entry if resume else None,
         keep,
     )
-    report = verify.verify(vault, progress=progress)
-    # Only entries that verify are anyone's words here; the others are listed under integrity.
-    suspect = {p.entry_id for p in report.problems if p.entry_id and p.kind in verify.ENTRY_KINDS}
-    window = [loc for loc in window if loc.entry.id not in suspect]
-    by_id = {loc.entry.id: loc for loc in window}  # (links go to the window's entries only)
-    newest = log.tail(vault, 1)
-    shown: set[str] = set()
-    out = Handoff(
-        since=start,
-        until=until,
-        last_entry=newest[-1].entry.id if newest else after_entry,
-        last_state_version=max([v.version for v in project_state.versions(vault)], default=0),
-    )
-    out.scan = {"last_entry": out.last_entry, "segments": marks_to_json(marks), "activity": last_activity}
-    md: list[str] = []
-    items = out.items
+    w.report = verify.verify(vault, progress=progress)
+    suspect = {p.entry_id for p in w.report.problems if p.entry_id and p.kind in verify.ENTRY_KINDS}
+    w.entries = [loc for loc in found if loc.entry.id not in suspect]
+    w.by_id = {loc.entry.id: loc for loc in w.entries}  # (links go to the window's entries only)
+    return w
 
-    # ---- waiting for a person
-    waiting: list[str] = []
-    items["integrity"] = [p.to_json() for p in report.errors]
-    for p in report.errors:
+
+@dataclass
+class _Page:
+    """The handoff's sections as lines of Markdown, gathered before the page is put together."""
+
+    waiting: list[str] = field(default_factory=list)
+    corrections: list[str] = field(default_factory=list)
+    races: list[str] = field(default_factory=list)
+    reconciled: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    state: list[str] = field(default_factory=list)
+    work: dict[str, dict[str, list[Located]]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    shown: set[str] = field(default_factory=set)  # entries a section already shows
+
+
+def _integrity(w: _Window, page: _Page, items: dict[str, Any]) -> None:
+    items["integrity"] = [p.to_json() for p in w.report.errors]
+    for p in w.report.errors:
         target = p.file.removesuffix(".md")
         # an entry verify could read has its block id; broken framing may not
         link = f"[[{target}#^{p.entry_id}]]" if p.entry_id and p.kind != "framing" else f"[[{target}]]"
         what = f"{p.kind} {p.entry_id}" if p.entry_id else p.kind
-        waiting.append(f"- ⚠ **integrity** {what}: {p.message} — {link}")
+        page.waiting.append(f"- ⚠ **integrity** {what}: {p.message} — {link}")
+
+
+def _crashes(
+    vault: Vault, w: _Window, settings: Settings, page: _Page, items: dict[str, Any]
+) -> tuple[dict[str, Any], set[str]]:
+    """Every agent's checkpoint, and the agents whose checkpoint looks like a crash."""
+    from . import checkpoints
+
     cps = checkpoints.all_checkpoints(vault)
+    stale = float(settings.stale_checkpoint_minutes)
     crashed = {
         a
         for a, cp in cps.items()
-        if checkpoints.probable_crash(cp, stale_minutes, last_activity=last_activity.get(a), now=now)
+        if checkpoints.probable_crash(cp, stale, last_activity=w.activity.get(a), now=w.now)
     }
     items["checkpoints"] = [{**cp.to_json(), "probable_crash": a in crashed} for a, cp in cps.items()]
     for a in sorted(crashed):
         cp = cps[a]
-        waiting.append(
+        page.waiting.append(
             f"- ⚠ **{a} probably crashed** during “{cp.task}”: in progress, idle since "
             f"{cp.saved.replace('T', ' ')}; last step “{cp.step}”, next “{cp.next}” — "
             f"[[agents/{a}/checkpoint]] (`nexus checkpoint resume --agent {a}`)"
         )
     for a, cp in sorted(cps.items()):
         if cp.status == "blocked":
-            waiting.append(
+            page.waiting.append(
                 f"- ⛔ **{a} is blocked** on “{cp.task}”: {cp.step}; needs: {cp.next} — "
                 f"[[agents/{a}/checkpoint]]"
             )
-    pending = _pending(vault)
-    items["pending_facts"] = None if pending is None else [str(getattr(x, "id", x)) for x in pending]
+    page.counts["crashed"] = len(crashed)
+    return cps, crashed
+
+
+def _pending_facts(vault: Vault, page: _Page, items: dict[str, Any]) -> None:
+    from . import bank
+
+    pending = bank.pending(vault)
+    items["pending_facts"] = [f.id for f in pending]
     if pending:
-        waiting.append(
+        page.waiting.append(
             f"- 📥 **{len(pending)} fact(s) wait for your approval** in the retention bank "
             "(tick them in memory/REVIEW.md, or `nexus review`):"
         )
-        waiting += ["  " + _pending_line(x) for x in pending]
-    owed = _acks_owed(vault, window, window, settings.ack_types, agents)
-    questions = [loc for loc in window if loc.entry.type == "question" and loc.entry.id in owed]
+        page.waiting += [
+            f"  - {f.agent} · {f.type}: {' '.join(f.content.split())[:200]} — {f.link}" for f in pending
+        ]
+
+
+def _questions_and_corrections(
+    vault: Vault, w: _Window, settings: Settings, page: _Page, items: dict[str, Any]
+) -> None:
+    from . import acks
+
+    owed = acks.unacknowledged(vault, settings.ack_types, race_window=settings.race_window_seconds)
+    questions = [loc for loc in w.entries if loc.entry.type == "question" and loc.entry.id in owed]
     for loc in questions:
         e = loc.entry
-        waiting.append(f"- ❓ open question from {e.agent}: {e.summary} — {loc.link}")
-        shown.add(e.id)
+        page.waiting.append(f"- ❓ open question from {e.agent}: {e.summary} — {loc.link}")
+        page.shown.add(e.id)
     items["open_questions"] = [q.entry.id for q in questions]
-
-    # ---- corrections
-    corrections = [loc for loc in window if loc.entry.type == "correction"]
+    corrections = [loc for loc in w.entries if loc.entry.type == "correction"]
     items["corrections"] = [
         {
             "id": c.entry.id,
@@ -291,140 +279,187 @@ def build(  # noqa: C901
         }
         for c in corrections
     ]
-    corr_lines = []
     for loc in corrections:
         e = loc.entry
         missing = owed.get(e.id, [])
         status = f"**not acknowledged by {', '.join(missing)}**" if missing else "acknowledged by all"
-        corr_lines.append(f"- {e.agent}: {e.summary} — {status} — {loc.link}")
-        shown.add(e.id)
+        page.corrections.append(f"- {e.agent}: {e.summary} — {status} — {loc.link}")
+        page.shown.add(e.id)
+    page.counts["corrections"] = len(corrections)
 
-    # ---- races
-    found, race_note = _races(vault, settings)
-    open_races = [r for r in (found or []) if r.resolved_by is None]  # until reconciled, every time
+
+def _races(vault: Vault, w: _Window, settings: Settings, page: _Page, items: dict[str, Any]) -> None:
+    from . import races
+
+    found = races.find_races(vault, settings.race_window_seconds, ack_types=settings.ack_types)
+    open_races = [r for r in found if r.resolved_by is None]  # until reconciled, every time
     items["races"] = [list(r.key) for r in open_races]
-    race_lines = [
+    page.races = [
         f"- {r.a.entry.agent} “{r.a.entry.summary}” {r.a.link} and {r.b.entry.agent} "
         f"“{r.b.entry.summary}” {r.b.link} were written without seeing each other — reconcile "
         "with an entry of type `reconcile` acking both"
         for r in open_races[:SHOWN_RACES]
     ]
     if len(open_races) > SHOWN_RACES:
-        race_lines.append(f"- … {len(open_races) - SHOWN_RACES} more: `nexus races --unresolved`")
+        page.races.append(f"- … {len(open_races) - SHOWN_RACES} more: `nexus races --unresolved`")
     for r in open_races:
-        shown.update((r.a.entry.id, r.b.entry.id))
-    resolved = [r for r in (found or []) if r.resolved_by is not None and r.resolved_by in by_id]
+        page.shown.update((r.a.entry.id, r.b.entry.id))
+    resolved = [r for r in found if r.resolved_by is not None and r.resolved_by in w.by_id]
     items["races_reconciled"] = [list(r.key) for r in resolved]
+    for r in resolved:
+        fix = w.by_id[r.resolved_by or ""]
+        page.reconciled.append(f"- reconciled by {fix.entry.agent}: {fix.entry.summary} — {fix.link}")
+    page.counts["races"] = len(open_races)
 
-    # ---- decisions
+
+def _decisions(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None:
+    from . import decisions
+
     all_dec = decisions.all_decisions(vault)
-    made = [d for d in all_dec if fresh(d.entry, d.date)]
+    made = [d for d in all_dec if w.fresh(d.entry, d.date)]
     made_ids = {d.id for d in made}
     superseded = [d for d in all_dec if d.superseded_by in made_ids and d.id not in made_ids]
     items["decisions_made"] = [d.id for d in made]
     items["decisions_superseded"] = [d.id for d in all_dec if d.superseded_by in made_ids]
-    dec_lines = []
     for d in made:
         status = "" if d.status == "active" else f" (since superseded by {d.superseded_by})"
-        entry = by_id.get(d.entry or "")
-        dec_lines.append(
+        entry = w.by_id.get(d.entry or "")
+        page.decisions.append(
             f"- {d.link} **{d.title}** by {d.author}{status}: {decisions.one_line(d)}"
             + (f" — {entry.link}" if entry else "")
         )
         if d.entry:
-            shown.add(d.entry)
+            page.shown.add(d.entry)
     for d in superseded:
-        dec_lines.append(f"- ~~{d.link} {d.title}~~ superseded by {d.superseded_by}")
+        page.decisions.append(f"- ~~{d.link} {d.title}~~ superseded by {d.superseded_by}")
+    page.counts["decisions"] = len(made)
 
-    # ---- checkpoints
-    cp_lines = []
-    resumes = [loc for loc in window if loc.entry.type == "resume"]
+
+def _checkpoints(
+    w: _Window, cps: dict[str, Any], crashed: set[str], page: _Page, items: dict[str, Any]
+) -> None:
+    resumes = [loc for loc in w.entries if loc.entry.type == "resume"]
     for loc in resumes:
-        cp_lines.append(f"- ↻ {loc.entry.agent} recovered after a crash: {loc.entry.summary} — {loc.link}")
-        shown.add(loc.entry.id)
+        page.checkpoints.append(
+            f"- ↻ {loc.entry.agent} recovered after a crash: {loc.entry.summary} — {loc.link}"
+        )
+        page.shown.add(loc.entry.id)
     for a, cp in sorted(cps.items()):
         if a in crashed or cp.status == "blocked":
             continue
         mark = "✓ done" if cp.status == "done" else "… in progress"
-        cp_lines.append(f"- {mark}: {a} — {cp.task}: {cp.step}; next: {cp.next} — [[agents/{a}/checkpoint]]")
+        page.checkpoints.append(
+            f"- {mark}: {a} — {cp.task}: {cp.step}; next: {cp.next} — [[agents/{a}/checkpoint]]"
+        )
     items["resumed"] = [loc.entry.id for loc in resumes]
 
-    # ---- project state
+
+def _state(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None:
+    from . import project_state
+
     changes = [
         v
         for v in project_state.versions(vault)
-        if v.version > after_version and (after_version or start is None or v.ts >= start)
+        if v.version > w.after_version and (w.after_version or w.start is None or v.ts >= w.start)
     ]
     items["state_changes"] = [v.version for v in changes]
-    state_lines = [
+    page.state = [
         f"- v{v.version} by {v.author}{' (a person, in Obsidian)' if v.kind == 'human' else ''}: "
         f"{v.summary} — [[{v.path.removesuffix('.md')}|v{v.version}]]"
         for v in changes
     ]
-    conflicts = [loc for loc in window if loc.entry.type == "state-conflict"]
-    state_lines += [
-        f"- refused a stale edit by {loc.entry.agent}: {loc.entry.summary} — {loc.link}" for loc in conflicts
+    page.state += [
+        f"- refused a stale edit by {loc.entry.agent}: {loc.entry.summary} — {loc.link}"
+        for loc in w.entries
+        if loc.entry.type == "state-conflict"
     ]
-    for loc in window:
+    for loc in w.entries:
         if loc.entry.type in ("state", "state-conflict", "checkpoint", "reconcile"):
-            shown.add(loc.entry.id)
+            page.shown.add(loc.entry.id)
+    page.counts["state"] = len(changes)
 
-    # ---- work by agent (everything not shown above)
-    work: dict[str, dict[str, list[Located]]] = {}
-    for loc in window:
-        if loc.entry.id not in shown:
-            work.setdefault(loc.entry.agent, {}).setdefault(loc.entry.channel, []).append(loc)
+
+def _work(w: _Window, page: _Page, items: dict[str, Any]) -> None:
+    """Everything no section above shows, by agent and channel."""
+    for loc in w.entries:
+        if loc.entry.id not in page.shown:
+            page.work.setdefault(loc.entry.agent, {}).setdefault(loc.entry.channel, []).append(loc)
     items["work"] = {
-        a: {c: [x.entry.id for x in locs] for c, locs in chans.items()} for a, chans in work.items()
+        a: {c: [x.entry.id for x in locs] for c, locs in chans.items()} for a, chans in page.work.items()
     }
 
-    # ---- render
-    day = until[:10]
+
+def build(
+    vault: Vault,
+    settings: Settings = DEFAULTS,
+    *,
+    since: str | None = "last",
+    now: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Handoff:
+    """Gather the handoff for the window since ``since`` (see :func:`resolve_since`), then render it.
+    ``progress`` follows the verification (long only when it must check the log from scratch)."""
+    from . import log, project_state
+
+    w = _window(vault, since, time.time() if now is None else now, progress)
+    newest = log.tail(vault, 1)
+    out = Handoff(
+        since=w.start,
+        until=w.until,
+        last_entry=newest[-1].entry.id if newest else w.after_entry,
+        last_state_version=max([v.version for v in project_state.versions(vault)], default=0),
+    )
+    from .cursors import marks_to_json
+
+    out.scan = {"last_entry": out.last_entry, "segments": marks_to_json(w.marks), "activity": w.activity}
+    page, items = _Page(), out.items
+    _integrity(w, page, items)
+    cps, crashed = _crashes(vault, w, settings, page, items)
+    _pending_facts(vault, page, items)
+    _questions_and_corrections(vault, w, settings, page, items)
+    _races(vault, w, settings, page, items)
+    _decisions(vault, w, page, items)
+    _checkpoints(w, cps, crashed, page, items)
+    _state(vault, w, page, items)
+    _work(w, page, items)
+    out.markdown = _render(vault, w, page)
+    return out
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def _summary(w: _Window, page: _Page) -> list[str]:
     counts = [
-        f"{len(window)} entries by {len({x.entry.agent for x in window})} author(s)",
-        f"{len(made)} decision(s)",
-        f"{len(corrections)} correction(s)",
-        f"{len(open_races)} unreconciled race(s)",
-        f"{len(crashed)} probable crash(es)",
-        f"{len(changes)} state change(s)",
-        "integrity clean" if report.ok else f"**{len(report.errors)} integrity problem(s)**",
+        f"{len(w.entries)} entries by {len({x.entry.agent for x in w.entries})} author(s)",
+        f"{page.counts['decisions']} decision(s)",
+        f"{page.counts['corrections']} correction(s)",
+        f"{page.counts['races']} unreconciled race(s)",
+        f"{page.counts['crashed']} probable crash(es)",
+        f"{page.counts['state']} state change(s)",
+        "integrity clean" if w.report.ok else f"**{len(w.report.errors)} integrity problem(s)**",
     ]
-    if open_races:  # agents must reconcile these; a person reading "nothing needs you" would skip them
-        waiting.append(f"- ⚔ **{len(open_races)} unreconciled race(s)** between agents: see Races below")
-    if start:
-        window_text = f"From {start.replace('T', ' ')} to {until.replace('T', ' ')}"
-    elif window:
+    until = w.until.replace("T", " ")
+    if w.start:
+        window_text = f"From {w.start.replace('T', ' ')} to {until}"
+    elif w.entries:
         window_text = (
-            f"From the first entry of the log ({window[0].entry.ts.replace('T', ' ')}) "
-            f"to {until.replace('T', ' ')}"
+            f"From the first entry of the log ({w.entries[0].entry.ts.replace('T', ' ')}) to {until}"
         )
     else:
-        window_text = f"Everything up to {until.replace('T', ' ')}"
-    kind = "success" if not waiting else "warning"
-    md += [
-        f"# Morning handoff — {day}",
+        window_text = f"Everything up to {until}"
+    kind = "success" if not page.waiting else "warning"
+    return [
+        f"# Morning handoff — {w.until[:10]}",
         "",
         f"> [!{kind}] {window_text} (UTC)",
         "> " + " · ".join(counts),
         "",
     ]
-    md += ["## Waiting for you", ""] + (waiting or ["Nothing needs you. ✓"]) + [""]
-    if corr_lines:
-        md += ["## Corrections", "", *corr_lines, ""]
-    if race_lines or race_note or resolved:
-        md += ["## Races", ""] + (race_lines or ["- none unreconciled"])
-        for r in resolved:
-            fix = by_id[r.resolved_by or ""]
-            md.append(f"- reconciled by {fix.entry.agent}: {fix.entry.summary} — {fix.link}")
-        md += [f"- _{race_note}_"] if race_note else []
-        md += [""]
-    if dec_lines:
-        md += ["## Decisions", "", *dec_lines, ""]
-    if cp_lines:
-        md += ["## Checkpoints", "", *cp_lines, ""]
-    if state_lines:
-        md += ["## Project state", "", *state_lines, ""]
-    md += ["## Work by agent", ""]
+
+
+def _work_lines(work: dict[str, dict[str, list[Located]]]) -> list[str]:
+    md = ["## Work by agent", ""]
     if not work:
         md += ["_No other entries in this window._", ""]
     for agent in sorted(work):
@@ -439,16 +474,38 @@ def build(  # noqa: C901
                 more = len(locs) - SHOWN_PER_CHANNEL
                 md.append(f"  - … {more} more in [[{locs[-1].file.removesuffix('.md')}]]")
         md.append("")
-    md += [
-        "---",
-        "See the [[Decisions]] register and [[state/project|the project state]]."
-        if (vault.root / "state" / "project.md").exists()
-        else "See the [[Decisions]] register.",
-    ]
+    return md
+
+
+def _footer(vault: Vault) -> str:
     if not (vault.root / "Decisions.md").exists():
-        md[-1] = "Decisions are listed with `nexus decisions`."
-    out.markdown = "\n".join(md) + "\n"
-    return out
+        return "Decisions are listed with `nexus decisions`."
+    if (vault.root / "state" / "project.md").exists():
+        return "See the [[Decisions]] register and [[state/project|the project state]]."
+    return "See the [[Decisions]] register."
+
+
+def _render(vault: Vault, w: _Window, page: _Page) -> str:
+    """The page: the summary callout, then each section that has something, most important first."""
+    races = page.counts["races"]
+    if races:  # agents must reconcile these; a person reading "nothing needs you" would skip them
+        page.waiting.append(f"- ⚔ **{races} unreconciled race(s)** between agents: see Races below")
+    md = _summary(w, page)
+    md += ["## Waiting for you", ""] + (page.waiting or ["Nothing needs you. ✓"]) + [""]
+    if page.corrections:
+        md += ["## Corrections", "", *page.corrections, ""]
+    if page.races or page.reconciled:
+        md += ["## Races", "", *(page.races or ["- none unreconciled"]), *page.reconciled, ""]
+    for title, lines in (
+        ("Decisions", page.decisions),
+        ("Checkpoints", page.checkpoints),
+        ("Project state", page.state),
+    ):
+        if lines:
+            md += [f"## {title}", "", *lines, ""]
+    md += _work_lines(page.work)
+    md += ["---", _footer(vault)]
+    return "\n".join(md) + "\n"
 
 
 def write(vault: Vault, handoff: Handoff) -> Path:
