@@ -308,46 +308,64 @@ A merged text may go on over lines that start with two spaces. JSON works too:
 {"keep": [1, 4], "merge": [{"from": [2, 3], "text": "…"}], "archive": [5]}"""
 
 
-def parse_plan(text: str, count: int) -> tuple[list[int], list[tuple[list[int], str]], list[int]]:  # noqa: C901
+Plan = tuple[list[int], list[tuple[list[int], str]], list[int]]  # (keep, [(merged, new text)], archive)
+
+
+def parse_plan(text: str, count: int) -> Plan:
     """(keep, [(merged numbers, new text)], archive) from a plan over ``count`` entries, checked: every
     number in range, named once, every entry named."""
+    stripped = text.strip()
+    plan = _json_plan(stripped) if stripped.startswith("{") else _line_plan(text)
+    _check_plan(plan, count)
+    return plan
+
+
+def _json_plan(text: str) -> Plan:
     import json
+
+    try:
+        data = json.loads(text)
+        keep = [int(n) for n in data.get("keep", [])]
+        merges = [([int(n) for n in m["from"]], str(m["text"])) for m in data.get("merge", [])]
+        drop = [int(n) for n in data.get("archive", [])]
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise InputError(f"the plan is not valid JSON of keep/merge/archive: {err}") from None
+    return keep, merges, drop
+
+
+def _line_plan(text: str) -> Plan:
+    """A plan one action a line ('#' starts a comment; a line starting with two spaces goes on the
+    merged text above it)."""
     import re
 
     keep: list[int] = []
     merges: list[tuple[list[int], str]] = []
     drop: list[int] = []
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        try:
-            data = json.loads(stripped)
-            keep = [int(n) for n in data.get("keep", [])]
-            merges = [([int(n) for n in m["from"]], str(m["text"])) for m in data.get("merge", [])]
-            drop = [int(n) for n in data.get("archive", [])]
-        except (ValueError, TypeError, KeyError, AttributeError) as err:
-            raise InputError(f"the plan is not valid JSON of keep/merge/archive: {err}") from None
-    else:
-        for i, raw in enumerate(text.splitlines(), 1):
-            line = raw.split("#", 1)[0].rstrip() if not raw.startswith("  ") else raw
-            if not line.strip():
-                continue
-            if raw.startswith("  ") and merges:
-                merges[-1] = (merges[-1][0], merges[-1][1] + "\n" + raw.strip())
-                continue
-            m = re.fullmatch(r"\s*(keep|archive)\s+([\d ,]+)\s*", line) or re.fullmatch(
-                r"\s*(merge)\s+([\d ,]+):\s*(.+)", line
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].rstrip() if not raw.startswith("  ") else raw
+        if not line.strip():
+            continue
+        if raw.startswith("  ") and merges:
+            merges[-1] = (merges[-1][0], merges[-1][1] + "\n" + raw.strip())
+            continue
+        m = re.fullmatch(r"\s*(keep|archive)\s+([\d ,]+)\s*", line) or re.fullmatch(
+            r"\s*(merge)\s+([\d ,]+):\s*(.+)", line
+        )
+        if m is None:
+            raise InputError(
+                f"plan line {i} {raw.strip()!r}: use 'keep N…', 'merge N…: TEXT' or 'archive N…'"
             )
-            if m is None:
-                raise InputError(
-                    f"plan line {i} {raw.strip()!r}: use 'keep N…', 'merge N…: TEXT' or 'archive N…'"
-                )
-            numbers = [int(n) for n in re.findall(r"\d+", m.group(2))]
-            if m.group(1) == "keep":
-                keep += numbers
-            elif m.group(1) == "archive":
-                drop += numbers
-            else:
-                merges.append((numbers, m.group(3).strip()))
+        numbers = [int(n) for n in re.findall(r"\d+", m.group(2))]
+        if m.group(1) == "merge":
+            merges.append((numbers, m.group(3).strip()))
+        else:
+            (keep if m.group(1) == "keep" else drop).extend(numbers)
+    return keep, merges, drop
+
+
+def _check_plan(plan: Plan, count: int) -> None:
+    """Every number in range, named once, every entry named, every merge with a text."""
+    keep, merges, drop = plan
     named = keep + drop + [n for nums, _ in merges for n in nums]
     bad = sorted({n for n in named if not 1 <= n <= count})
     if bad:
@@ -366,7 +384,6 @@ def parse_plan(text: str, count: int) -> tuple[list[int], list[tuple[list[int], 
         )
     if any(not t.strip() for _, t in merges):
         raise InputError("a merge in the plan has no text")
-    return keep, merges, drop
 
 
 def consolidate_plan(

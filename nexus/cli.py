@@ -1274,7 +1274,7 @@ def cmd_git_refresh(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     from . import gitsync
 
-    data = gitsync.sync(_vault(args), args.remote)
+    data = gitsync.sync(_vault(args), args.remote, env=os.environ)
     for line in data["conflicts"]:
         if not args.json:
             sys.stderr.write(f"nexus: listed: {line}\n")

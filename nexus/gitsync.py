@@ -17,10 +17,11 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -347,10 +348,25 @@ def _locks(vault: Vault) -> list[Path]:
     return [vault.lock(n) for n in names]
 
 
-def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[str, Any]:  # noqa: C901
-    """Commit, fetch, merge, refresh, verify, push. SyncError (nothing pushed) when any step fails or
-    the merged vault does not verify."""
-    # (few git processes: `nexus sync` with nothing to do should cost little more than `git pull`)
+@dataclass(frozen=True)
+class _Repository:
+    """The git repository a vault syncs through: its work tree, the branch and the remote."""
+
+    top: Path
+    git_dir: Path
+    branch: str
+    remote: str
+    prefix: str  # the vault's folder inside the work tree ("" at the top)
+
+    @property
+    def upstream(self) -> str:
+        return f"{self.remote}/{self.branch}"
+
+
+def _repository(vault: Vault, remote: str | None) -> _Repository:
+    """The vault's repository, checked ready to sync (set up, on a branch, with the remote, no merge in
+    progress), or SyncError saying what to do. (Few git processes: `nexus sync` with nothing to do
+    should cost little more than `git pull`.)"""
     where = _git(vault.root, "rev-parse", "--show-toplevel", "--absolute-git-dir", check=False).stdout.split(
         "\n"
     )
@@ -358,17 +374,9 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
         raise SyncError("this vault is not in a git repository: run `nexus git setup` first")
     top, git_dir = Path(where[0]), Path(where[1])
     branch = _git(top, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip() or "HEAD"
-    config = dict(
-        line.split(" ", 1)
-        for line in _git(
-            top,
-            "config",
-            "--get-regexp",
-            r"^(merge\.nexus\.driver|branch\..*\.remote|remote\..*\.url)$",
-            check=False,
-        ).stdout.splitlines()
-        if " " in line
-    )
+    wanted = r"^(merge\.nexus\.driver|branch\..*\.remote|remote\..*\.url)$"
+    lines = _git(top, "config", "--get-regexp", wanted, check=False).stdout.splitlines()
+    config = dict(line.split(" ", 1) for line in lines if " " in line)
     if "merge.nexus.driver" not in config:
         raise SyncError("this vault is not set up for git: run `nexus git setup` first")
     if branch == "HEAD":
@@ -378,89 +386,128 @@ def sync(vault: Vault, remote: str | None = None, *, attempts: int = 3) -> dict[
         raise SyncError(f"no git remote {remote!r}: add one (`git remote add {remote} URL`) or pass --remote")
     if (git_dir / "MERGE_HEAD").exists():
         raise SyncError("a git merge is in progress: finish it (or `git merge --abort`) first")
-    env = dict(os.environ, **{IN_SYNC_ENV: "1"})
-    prefix = _prefix(vault, top)
-    before: str | None = None  # HEAD before the merge (what arrived is what it lacked)
+    return _Repository(top, git_dir, branch, remote, _prefix(vault, top))
+
+
+def sync(
+    vault: Vault, remote: str | None = None, *, env: Mapping[str, str], attempts: int = 3
+) -> dict[str, Any]:
+    """Commit, fetch, merge, refresh, verify, push. SyncError (nothing pushed) when any step fails or
+    the merged vault does not verify. ``env``: the environment git runs in (the caller's)."""
+    repo = _repository(vault, remote)
+    git_env = {**env, IN_SYNC_ENV: "1"}
     result: dict[str, Any] = {
-        "remote": remote,
-        "branch": branch,
+        "remote": repo.remote,
+        "branch": repo.branch,
         "committed": 0,
         "merged": False,
         "pushed": False,
         "conflicts": [],
     }
     for attempt in range(attempts):
-        _git(top, "fetch", "-q", remote, env=env)
-        upstream = f"{remote}/{branch}"
-        revs = _git(top, "rev-parse", "HEAD", upstream, check=False)
-        has_remote = revs.returncode == 0
-        in_step = has_remote and len(set(revs.stdout.split())) == 1
-        with contextlib.ExitStack() as stack:
-            from .locks import exclusive
-
-            for lock in _locks(vault):
-                stack.enter_context(exclusive(lock))
-            result["committed"] += _commit(top, prefix, "nexus sync: changes on this machine", env)
-            if result["committed"]:
-                in_step = False
-            if (
-                has_remote
-                and not in_step
-                and _git(top, "merge-base", "--is-ancestor", upstream, "HEAD", check=False).returncode != 0
-            ):
-                before = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip() or None
-                proc = _git(top, "merge", "--no-edit", "-q", upstream, check=False, env=env)
-                result["merged"] = True
-                result["conflicts"] += [
-                    ln[len(DRIVER_SAYS) :] for ln in proc.stderr.splitlines() if ln.startswith(DRIVER_SAYS)
-                ]
-                if proc.returncode != 0:
-                    left = _git(top, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
-                    if not left and "would be overwritten" in proc.stderr and attempt < attempts - 1:
-                        continue  # a file written meanwhile by a writer without a lock: commit it too
-                    _git(top, "merge", "--abort", check=False)
-                    why = [ln for ln in proc.stderr.splitlines() if ln.startswith(("error", "fatal"))]
-                    raise SyncError(
-                        "git could not merge "
-                        + (", ".join(left) or "the remote branch")
-                        + (f" ({why[0]})" if why and not left else "")
-                        + ": resolve by hand (`git pull`), then run `nexus sync` again"
-                    )
+        _git(repo.top, "fetch", "-q", repo.remote, env=git_env)
+        merged = _commit_and_merge(vault, repo, result, git_env, retry=attempt < attempts - 1)
+        if merged is None:
+            continue  # a file written meanwhile by a writer without a lock: commit it too
+        has_remote, in_step, before = merged
         if in_step:
             return result  # nothing to do: nothing committed, nothing fetched
         if result["merged"]:
             result["refresh"] = refresh(vault, before)
-        from .verify import verify
-
-        with contextlib.ExitStack() as stack:  # (verified as committed: no append or decision half-done)
-            from .locks import exclusive
-
-            stack.enter_context(exclusive(vault.lock("decisions")))
-            stack.enter_context(exclusive(vault.lock("log")))
-            result["committed"] += _commit(top, prefix, "nexus sync: derived notes after the merge", env)
-            report = verify(vault)
-        if not report.ok:
-            first = report.errors[0]
-            raise SyncError(
-                f"not pushed: the vault does not verify ({len(report.errors)} problem(s); "
-                f"first: {first.file}:{first.line}: {first.kind}: {first.message}); "
-                "run `nexus verify`"
-            )
-        if (
-            has_remote
-            and _git(top, "merge-base", "--is-ancestor", "HEAD", upstream, check=False).returncode == 0
-        ):
-            return result  # nothing to push
-        proc = _git(top, "push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False, env=env)
-        if proc.returncode == 0:
-            if not has_remote:
-                _git(top, "branch", "-q", f"--set-upstream-to={upstream}", check=False)
-            result["pushed"] = True
+        _commit_and_verify(vault, repo, result, git_env)
+        if _push(repo, result, git_env, has_remote, last=attempt == attempts - 1):
             return result
-        if attempt == attempts - 1:
-            why = proc.stderr.strip().splitlines()
-            raise SyncError(f"git push failed: {why[-1] if why else 'rejected'}")
     return result
+
+
+def _commit_and_merge(
+    vault: Vault, repo: _Repository, result: dict[str, Any], env: dict[str, str], *, retry: bool
+) -> tuple[bool, bool, str | None] | None:
+    """Under every lock: commit what changed here, merge the remote branch through the driver.
+    (has the remote branch, already in step, HEAD before the merge); None: try again."""
+    from .locks import exclusive
+
+    revs = _git(repo.top, "rev-parse", "HEAD", repo.upstream, check=False)
+    has_remote = revs.returncode == 0
+    in_step = has_remote and len(set(revs.stdout.split())) == 1
+    before: str | None = None  # HEAD before the merge (what arrived is what it lacked)
+    with contextlib.ExitStack() as stack:
+        for lock in _locks(vault):
+            stack.enter_context(exclusive(lock))
+        result["committed"] += _commit(repo.top, repo.prefix, "nexus sync: changes on this machine", env)
+        if result["committed"]:
+            in_step = False
+        behind = _git(repo.top, "merge-base", "--is-ancestor", repo.upstream, "HEAD", check=False).returncode
+        if has_remote and not in_step and behind != 0:
+            before = _git(repo.top, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip() or None
+            if not _merge(repo, result, env, retry=retry):
+                return None
+    return has_remote, in_step, before
+
+
+def _merge(repo: _Repository, result: dict[str, Any], env: dict[str, str], *, retry: bool) -> bool:
+    """Merge the remote branch; False: a file in the way was written meanwhile (commit it, try again);
+    SyncError when git cannot merge."""
+    proc = _git(repo.top, "merge", "--no-edit", "-q", repo.upstream, check=False, env=env)
+    result["merged"] = True
+    result["conflicts"] += [
+        ln[len(DRIVER_SAYS) :] for ln in proc.stderr.splitlines() if ln.startswith(DRIVER_SAYS)
+    ]
+    if proc.returncode == 0:
+        return True
+    left = _git(repo.top, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
+    if not left and "would be overwritten" in proc.stderr and retry:
+        return False
+    _git(repo.top, "merge", "--abort", check=False)
+    why = [ln for ln in proc.stderr.splitlines() if ln.startswith(("error", "fatal"))]
+    raise SyncError(
+        "git could not merge "
+        + (", ".join(left) or "the remote branch")
+        + (f" ({why[0]})" if why and not left else "")
+        + ": resolve by hand (`git pull`), then run `nexus sync` again"
+    )
+
+
+def _commit_and_verify(vault: Vault, repo: _Repository, result: dict[str, Any], env: dict[str, str]) -> None:
+    """Commit the notes the merge derived and verify the vault as committed (no append or decision
+    half-done); SyncError when it does not verify."""
+    from .locks import exclusive
+    from .verify import verify
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(exclusive(vault.lock("decisions")))
+        stack.enter_context(exclusive(vault.lock("log")))
+        result["committed"] += _commit(
+            repo.top, repo.prefix, "nexus sync: derived notes after the merge", env
+        )
+        report = verify(vault)
+    if not report.ok:
+        first = report.errors[0]
+        raise SyncError(
+            f"not pushed: the vault does not verify ({len(report.errors)} problem(s); "
+            f"first: {first.file}:{first.line}: {first.kind}: {first.message}); "
+            "run `nexus verify`"
+        )
+
+
+def _push(
+    repo: _Repository, result: dict[str, Any], env: dict[str, str], has_remote: bool, *, last: bool
+) -> bool:
+    """Push when there is something to push; True when done, False to try again (rejected: the remote
+    moved), SyncError after the last attempt."""
+    ahead = _git(repo.top, "merge-base", "--is-ancestor", "HEAD", repo.upstream, check=False).returncode
+    if has_remote and ahead == 0:
+        return True  # nothing to push
+    proc = _git(repo.top, "push", "-q", repo.remote, f"HEAD:refs/heads/{repo.branch}", check=False, env=env)
+    if proc.returncode == 0:
+        if not has_remote:
+            _git(repo.top, "branch", "-q", f"--set-upstream-to={repo.upstream}", check=False)
+        result["pushed"] = True
+        return True
+    if last:
+        why = proc.stderr.strip().splitlines()
+        raise SyncError(f"git push failed: {why[-1] if why else 'rejected'}")
+    return False
 
 
 def _commit(top: Path, prefix: str, message: str, env: dict[str, str]) -> int:

@@ -160,7 +160,7 @@ def _redacted(f: Finding) -> Finding:
     return Finding(f.rule, f.category, f.why, f"[redacted, {len(f.excerpt)} characters around it]")
 
 
-def findings(  # noqa: C901
+def findings(
     text: str, vault_root: Path | None = None, *, categories: tuple[str, ...] = CATEGORIES, depth: int = 0
 ) -> list[Finding]:
     """Every rule ``text`` breaks (empty when it is safe); secrets' excerpts are redacted."""
@@ -176,58 +176,71 @@ def findings(  # noqa: C901
         )
         text = text[:MAX_SCAN_CHARS]
     if "invisible-unicode" in categories:
-        inv = first_invisible(text, controls=False)
-        if inv is not None:
-            at = text.index(inv)
-            found.append(
-                Finding(
-                    f"invisible-{describe_char(inv)}",
-                    "invisible-unicode",
-                    "an invisible or bidirectional-control character",
-                    _excerpt(text, at, at + 1),
-                )
-            )
+        found += _invisible(text)
+    found += _rule_findings(text, vault_root, categories)
+    if "secrets" in categories and not any(f.category == "secrets" for f in found):
+        found += _generated_token(text)
+    if depth == 0:
+        found += _encoded(text, vault_root, categories)
+    return [_redacted(f) for f in found]
+
+
+def _invisible(text: str) -> list[Finding]:
+    inv = first_invisible(text, controls=False)
+    if inv is None:
+        return []
+    at = text.index(inv)
+    why = "an invisible or bidirectional-control character"
+    return [Finding(f"invisible-{describe_char(inv)}", "invisible-unicode", why, _excerpt(text, at, at + 1))]
+
+
+def _rule_findings(text: str, vault_root: Path | None, categories: tuple[str, ...]) -> list[Finding]:
+    """The rules of ``scan_rules.toml`` matched against the text folded (NFKC) and with lookalike
+    letters mapped to Latin (Russian or Greek text is matched as written too)."""
     import unicodedata
 
     folded = unicodedata.normalize("NFKC", text)
-    skeleton = folded.translate(_LOOKALIKES)  # (Russian or Greek text is matched as written too)
+    skeleton = folded.translate(_LOOKALIKES)
+    found = []
     for rule in rules(vault_root):
         if rule.category not in categories:
             continue
         m = rule.regex.search(skeleton) or (rule.regex.search(folded) if skeleton != folded else None)
         if m:
             found.append(Finding(rule.id, rule.category, rule.why, _excerpt(m.string, m.start(), m.end())))
-    if "secrets" in categories and not any(f.category == "secrets" for f in found):
-        for m in _TOKEN_RE.finditer(text):
-            if text[max(0, m.start() - len(_PUBLIC_KEY_PREFIX)) : m.start()] == _PUBLIC_KEY_PREFIX:
-                continue  # a public key as nexus writes it (a key rotation names one): public by design
-            if looks_generated(m.group()) and _decoded(m.group()) is None:
-                found.append(
-                    Finding(
-                        "high-entropy-token",
-                        "secrets",
-                        "a long random-looking token (a generated key or password)",
-                        m.group(),
-                    )
+    return found
+
+
+def _generated_token(text: str) -> list[Finding]:
+    """The first long random-looking token (a generated key or password), if any."""
+    for m in _TOKEN_RE.finditer(text):
+        if text[max(0, m.start() - len(_PUBLIC_KEY_PREFIX)) : m.start()] == _PUBLIC_KEY_PREFIX:
+            continue  # a public key as nexus writes it (a key rotation names one): public by design
+        if looks_generated(m.group()) and _decoded(m.group()) is None:
+            why = "a long random-looking token (a generated key or password)"
+            return [Finding("high-entropy-token", "secrets", why, m.group())]
+    return []
+
+
+def _encoded(text: str, vault_root: Path | None, categories: tuple[str, ...]) -> list[Finding]:
+    """What base64 in the text decodes to, scanned once more (the first encoded text that breaks a
+    rule is enough)."""
+    for m in _BASE64_RE.finditer(text):
+        inner = _decoded(m.group())
+        if inner is None:
+            continue
+        inner_found = findings(inner, vault_root, categories=categories, depth=1)
+        if inner_found:
+            return [
+                Finding(
+                    f"encoded-{f.rule}",
+                    f.category,
+                    f"base64 that decodes to text that {f.why}",
+                    m.group()[:40],
                 )
-                break
-    if depth == 0:
-        for m in _BASE64_RE.finditer(text):
-            inner = _decoded(m.group())
-            if inner is None:
-                continue
-            for f in findings(inner, vault_root, categories=categories, depth=1):
-                found.append(
-                    Finding(
-                        f"encoded-{f.rule}",
-                        f.category,
-                        f"base64 that decodes to text that {f.why}",
-                        m.group()[:40],
-                    )
-                )
-            if any(f.rule.startswith("encoded-") for f in found):
-                break
-    return [_redacted(f) for f in found]
+                for f in inner_found
+            ]
+    return []
 
 
 def check_secrets(text: str, what: str = "content", vault_root: Path | None = None) -> str:

@@ -251,7 +251,7 @@ def _unhide(line: str) -> str:
     return _HIDDEN_MARKUP_RE.sub(lambda m: "\\%" if m.group() == "%" else "<\\!--", line)
 
 
-def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str | None, list[str]]:  # noqa: C901
+def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str | None, list[str]]:
     """A body as nexus stores it, and one line for each kind of change made (empty: stored as given).
 
     CRLF becomes LF; invisible and control characters are made visible; outside fenced code ``%%`` and
@@ -270,22 +270,7 @@ def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str
         count = sum(1 for m in pattern.finditer(body) if m.group(1) is None)
         changes.append(f"{count} invisible or control character(s) were made visible as ⟦U+XXXX⟧")
         body = shown
-    lines = body.split("\n")
-    fence: tuple[str, int] | None = None
-    hidden = 0
-    for i, line in enumerate(lines):
-        if fence is None:
-            opened = _FENCE_OPEN_RE.fullmatch(line)
-            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-                fence = (opened.group(1)[0], len(opened.group(1)))
-            fixed = _unhide(line)
-            if fixed != line:
-                hidden += 1
-                lines[i] = fixed
-        else:
-            closed = _FENCE_CLOSE_RE.fullmatch(line)
-            if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= fence[1]:
-                fence = None
+    lines, hidden, fence = _unhide_outside_code(body.split("\n"))
     if hidden:
         changes.append(
             r"'%%' and '<!--' (hidden by Obsidian) were written as '%\%' and '<\!--' on "
@@ -301,6 +286,28 @@ def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str
     if size > max_bytes:
         raise InputError(f"body is {size} bytes; the limit is {max_bytes} bytes")
     return body, changes
+
+
+def _unhide_outside_code(lines: list[str]) -> tuple[list[str], int, tuple[str, int] | None]:
+    """The lines with hidden markup neutralised outside fenced code, how many lines changed, and the
+    fence still open at the end (its character and length), if any."""
+    fence: tuple[str, int] | None = None
+    hidden = 0
+    out = []
+    for line in lines:
+        if fence is None:
+            opened = _FENCE_OPEN_RE.fullmatch(line)
+            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+                fence = (opened.group(1)[0], len(opened.group(1)))
+            fixed = _unhide(line)
+            hidden += fixed != line
+            out.append(fixed)
+        else:
+            closed = _FENCE_CLOSE_RE.fullmatch(line)
+            if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= fence[1]:
+                fence = None
+            out.append(line)
+    return out, hidden, fence
 
 
 def check_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> str | None:
