@@ -384,7 +384,33 @@ def brief_lines(vault: Vault) -> list[str]:
 # ------------------------------------------------------------------ deciding
 
 
-def decide(  # noqa: C901
+def _checked_input(
+    title: str,
+    texts: dict[str, str | None],
+    supersedes: str | None,
+    refs: tuple[str, ...],
+) -> tuple[str, dict[str, str | None]]:
+    """The title and the decision's texts as stored (decision and rationale required), or InputError."""
+    from . import entries
+
+    title = check_line(title, "title")
+    clean_texts = {}
+    for label, value in texts.items():
+        clean = check_body(value, 16 * 1024)
+        if clean is None and label != "alternatives":
+            raise InputError(f"{label} is empty")
+        if clean is not None and ("%% nexus:" in clean or re.search(r"^## ", clean, re.M)):
+            raise InputError(f"{label} must not contain '%% nexus:' or a line starting with '## '")
+        clean_texts[label] = clean
+    if supersedes is not None and not ID_RE.fullmatch(supersedes):
+        raise InputError(f"--supersedes {supersedes!r} is not a decision id like D-0007")
+    for ref in refs:
+        if not entries.ID_RE.fullmatch(ref):
+            raise InputError(f"--ref {ref!r} is not an entry id (26 characters, as printed by append)")
+    return title, clean_texts
+
+
+def decide(
     vault: Vault,
     signer: Any,
     *,
@@ -396,22 +422,10 @@ def decide(  # noqa: C901
     refs: tuple[str, ...] = (),
 ) -> Decision:
     """Record a decision (note + signed log entry); flip the one it supersedes. Returns the new one."""
-    from . import entries, log
+    from . import log
 
-    title = check_line(title, "title")
-    texts = {}
-    for label, value in (("decision", decision), ("rationale", rationale), ("alternatives", alternatives)):
-        clean = check_body(value, 16 * 1024)
-        if clean is None and label != "alternatives":
-            raise InputError(f"{label} is empty")
-        if clean is not None and ("%% nexus:" in clean or re.search(r"^## ", clean, re.M)):
-            raise InputError(f"{label} must not contain '%% nexus:' or a line starting with '## '")
-        texts[label] = clean
-    if supersedes is not None and not ID_RE.fullmatch(supersedes):
-        raise InputError(f"--supersedes {supersedes!r} is not a decision id like D-0007")
-    for ref in refs:
-        if not entries.ID_RE.fullmatch(ref):
-            raise InputError(f"--ref {ref!r} is not an entry id (26 characters, as printed by append)")
+    given = {"decision": decision, "rationale": rationale, "alternatives": alternatives}
+    title, texts = _checked_input(title, given, supersedes, refs)
     folder(vault).mkdir(exist_ok=True)
     with exclusive(vault.lock("decisions")):
         old_path: Path | None = None
