@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, MemoryFullError, NexusError
+from .errors import InputError, MemoryFullError, NexusError, StaleEditError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -265,137 +265,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 # -------------------------------------------------------- handlers: decisions, state, checkpoints, handoff
 
 
-def cmd_decide(args: argparse.Namespace) -> int:
-    from . import decisions, identity
-
-    vault = _vault(args)
-    signer = identity.load_signer(vault, _keys_home(), args.agent)
-    d = decisions.decide(
-        vault,
-        signer,
-        title=args.title,
-        decision=args.decision,
-        rationale=args.rationale,
-        alternatives=args.alternatives,
-        supersedes=args.supersedes,
-        refs=tuple(args.ref or ()),
-    )
-    extra = f" (supersedes {d.supersedes})" if d.supersedes else ""
-    _emit(args, d.to_json(), f"{d.id} recorded: {d.path}{extra}")
-    return 0
-
-
-def cmd_decisions(args: argparse.Namespace) -> int:
-    from . import decisions
-
-    items = decisions.all_decisions(_vault(args))
-    if not args.all:
-        items = [d for d in items if d.status == "active"]
-    lines = [
-        f"{d.id}  {d.status:<10} {d.title} — {decisions.one_line(d, 100)}  ({d.author}, {d.date[:10]})"
-        for d in items
-    ]
-    _emit(args, [d.to_json() for d in items], "\n".join(lines) or "no decisions yet")
-    return 0
-
-
-def cmd_decisions_show(args: argparse.Namespace) -> int:
-    from . import decisions
-
-    info = decisions.show(_vault(args), args.id)
-    _emit(args, info, decisions.show_text(info))
-    return 0
-
-
-def cmd_state_show(args: argparse.Namespace) -> int:
-    from . import project_state
-
-    vault = _vault(args)
-    version, content, absorbed = project_state.show(vault, _keys_home())
-    if absorbed is not None:
-        sys.stderr.write(f"nexus: recorded a hand edit of state/project.md as version {absorbed.version}\n")
-    conflicts = sorted(f"conflicts/{p.name}" for p in (vault.root / "conflicts").glob("state-*.md"))
-    for note in conflicts if not args.json else []:  # versions two machines recorded at once (sync)
-        sys.stderr.write(
-            f"nexus: state conflict: another machine's version is in {note}; read it, set "
-            "the state that should stand, then delete the note\n"
-        )
-    _emit(
-        args,
-        {
-            "version": version,
-            "content": content,
-            "hand_edit": absorbed.to_json() if absorbed else None,
-            "conflicts": conflicts,
-        },
-        f"version {version}\n\n{content}" if version else "version 0 (no project state yet)",
-    )
-    return 0
-
-
-def cmd_state_set(args: argparse.Namespace) -> int:
-    from . import identity, project_state
-    from .errors import StaleEditError
-
-    vault = _vault(args)
-    signer = identity.load_signer(vault, _keys_home(), args.agent)
-    content = _read_file(args.file, "--file")
-    try:
-        v = project_state.set_state(
-            vault, signer, expect=args.expect, content=content, summary=args.summary, keys_home=_keys_home()
-        )
-    except StaleEditError as err:
-        sys.stderr.write(f"nexus: error: {err}\n{err.diff}")
-        if args.json:
-            _emit(args, {"error": str(err), "current": err.current, "diff": err.diff}, "")
-        return err.exit_code
-    _emit(
-        args,
-        {k: val for k, val in v.to_json().items() if k != "content"},
-        f"project state is now version {v.version}",
-    )
-    return 0
-
-
-def cmd_state_history(args: argparse.Namespace) -> int:
-    from . import project_state
-
-    items = project_state.versions(_vault(args))
-    lines = [f"v{v.version:<4} {v.ts}  {v.author:<12} {v.kind:<6} {v.summary}" for v in items]
-    _emit(
-        args,
-        [{k: val for k, val in v.to_json().items() if k != "content"} for v in items],
-        "\n".join(lines) or "no versions yet",
-    )
-    return 0
-
-
-def cmd_state_diff(args: argparse.Namespace) -> int:
-    from . import project_state
-
-    vault = _vault(args)
-    old = project_state.load_version(vault, args.old)
-    new_version = args.new if args.new is not None else project_state.show(vault)[0]
-    new = project_state.load_version(vault, new_version)
-    text = project_state.diff(old.content, new.content, f"v{old.version}", f"v{new.version}")
-    _emit(args, {"old": old.version, "new": new.version, "diff": text}, text or "no difference")
-    return 0
-
-
-def cmd_state_restore(args: argparse.Namespace) -> int:
-    from . import identity, project_state
-
-    vault = _vault(args)
-    signer = identity.load_signer(vault, _keys_home(), args.agent)
-    v = project_state.restore(vault, signer, version=args.version, expect=args.expect, keys_home=_keys_home())
-    _emit(
-        args,
-        {k: val for k, val in v.to_json().items() if k != "content"},
-        f"restored version {args.version} as version {v.version}",
-    )
-    return 0
-
-
 def cmd_handoff(args: argparse.Namespace) -> int:
     from . import handoff
 
@@ -415,76 +284,6 @@ def cmd_handoff(args: argparse.Namespace) -> int:
 
 def _add_continuity_commands(sub: Any) -> None:
     """Parsers for decide, decisions, state, checkpoint and handoff."""
-    p = _cmd(
-        sub,
-        "decide",
-        cmd_decide,
-        "record a decision (a signed note + a decision entry)",
-        'nexus decide --agent ella --title "Secrets live in the OS keychain" '
-        '--decision "Never in .env files" --rationale "Leaked twice" [--supersedes D-0001]',
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--title", required=True, help="one line")
-    p.add_argument("--decision", required=True, help="what was decided")
-    p.add_argument("--rationale", required=True, help="why")
-    p.add_argument("--alternatives", help="what else was considered")
-    p.add_argument("--supersedes", metavar="ID", help="the decision this one replaces (D-NNNN)")
-    p.add_argument("--ref", action="append", metavar="ENTRY", help="a log entry the decision came from")
-    p = _cmd(
-        sub,
-        "decisions",
-        cmd_decisions,
-        "list the active decisions (--all: superseded too)",
-        "nexus decisions --all --json",
-    )
-    p.add_argument("--all", action="store_true", help="include superseded decisions")
-    dsub = p.add_subparsers(title="decisions commands", metavar="COMMAND")
-    p = _cmd(
-        dsub,
-        "show",
-        cmd_decisions_show,
-        "one decision: rationale, alternatives, who decided, sources, what it superseded and what "
-        "superseded it",
-        "nexus decisions show D-0001 --json",
-    )
-    p.add_argument("id", metavar="ID", help="the decision, like D-0001")
-
-    state = sub.add_parser("state", help="the project state note (versioned)").add_subparsers(
-        title="state commands", metavar="COMMAND"
-    )
-    _cmd(state, "show", cmd_state_show, "the project state and its version", "nexus state show --json")
-    p = _cmd(
-        state,
-        "set",
-        cmd_state_set,
-        "replace the project state if it is still at --expect VERSION (else exit 3 with a diff)",
-        "nexus state set --agent ella --expect 3 --file state.md",
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--expect", type=int, required=True, metavar="VERSION", help="the version you read")
-    p.add_argument("--file", required=True, help="the new content (Markdown), or - for standard input")
-    p.add_argument("--summary", help="one line for the log (default: the first added line)")
-    _cmd(state, "history", cmd_state_history, "every version of the project state", "nexus state history")
-    p = _cmd(
-        state,
-        "diff",
-        cmd_state_diff,
-        "the difference between two versions (default: to current)",
-        "nexus state diff 2 4",
-    )
-    p.add_argument("old", type=int)
-    p.add_argument("new", type=int, nargs="?")
-    p = _cmd(
-        state,
-        "restore",
-        cmd_state_restore,
-        "make an earlier version current (a new version)",
-        "nexus state restore --agent ella --version 2 --expect 5",
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--version", type=int, required=True)
-    p.add_argument("--expect", type=int, required=True, metavar="VERSION")
-
     p = _cmd(
         sub,
         "handoff",
@@ -1358,6 +1157,7 @@ GROUPS = {
     "agent": "identities: agents and people",
     "log": "the live-context log",
     "checkpoint": "per-agent checkpoints",
+    "state": "the project state note (versioned)",
 }
 
 
@@ -1365,11 +1165,9 @@ def _group(groups: dict[str, Any], words: str) -> Any:
     """The subparsers a command with these leading words is added to (made when first asked)."""
     if words not in groups:
         parent, _, last = words.rpartition(" ")
-        groups[words] = (
-            _group(groups, parent)
-            .add_parser(last, help=GROUPS.get(words, ""))
-            .add_subparsers(title=f"{last} commands", metavar="COMMAND")
-        )
+        command = groups.get(f"command:{words}")  # a command with commands of its own (`decisions show`)
+        holder = command or _group(groups, parent).add_parser(last, help=GROUPS.get(words, ""))
+        groups[words] = holder.add_subparsers(title=f"{last} commands", metavar="COMMAND")
     return groups[words]
 
 
@@ -1383,6 +1181,7 @@ def _add_operations(groups: dict[str, Any]) -> None:
         prefix, _, last = op.command.rpartition(" ")
         p = _cmd(_group(groups, prefix), last, _run_operation, op.summary, op.example, json_flag=op.json_flag)
         p.set_defaults(operation=op.name)
+        groups[f"command:{op.command}"] = p
         if op.acts != "none":
             p.add_argument("--agent", required=op.acts == "required", help=op.agent_help)
         for param in op.params_for(CLI):
@@ -1398,15 +1197,12 @@ def _add_param(p: argparse.ArgumentParser, param: Any) -> None:
         kw["action"] = "store_true"
     elif param.kind in ("int", "float"):
         kw["type"] = (
-            _positive
-            if param.kind == "int" and param.mcp.get("ge") == 1
-            else {"int": int, "float": float}[param.kind]
+            _positive if param.cli.get("type") == "positive" else {"int": int, "float": float}[param.kind]
         )
-    elif param.kind == "list":
-        if "nargs" in param.cli:
-            kw["nargs"] = param.cli["nargs"]
-        else:
-            kw["action"] = "append"
+    elif param.kind == "list" and "nargs" not in param.cli:
+        kw["action"] = "append"
+    if "nargs" in param.cli:
+        kw["nargs"] = param.cli["nargs"]
     if param.choices and param.cli_choices:
         kw["choices"] = param.choices
     if param.default is not None and param.kind != "bool":
@@ -1422,7 +1218,15 @@ def _add_param(p: argparse.ArgumentParser, param: Any) -> None:
             param.cli_flag, dest=param.name, required=param.required and not param.file_flag, **kw
         )
     if param.file_flag:
-        target.add_argument(param.file_flag, dest=f"{param.name}_file", help=param.cli.get("file_help"))
+        required = param.required and param.flag is None
+        metavar = param.file_flag.lstrip("-").replace("-", "_").upper()
+        target.add_argument(
+            param.file_flag,
+            dest=f"{param.name}_file",
+            required=required,
+            metavar=metavar,
+            help=param.cli.get("file_help"),
+        )
 
 
 def _param_value(args: argparse.Namespace, param: Any) -> Any:
@@ -1464,7 +1268,10 @@ def _run_operation(args: argparse.Namespace) -> int:
         progress=lambda label: _progress(args, label),
     )
     result = op.function()(call, **{k: v for k, v in kwargs.items() if v is not None})
-    for note in getattr(result, "notes", ()):
+    notes = list(getattr(result, "notes", ()))
+    if not getattr(args, "json", False):
+        notes += getattr(result, "text_notes", ())
+    for note in notes:
         sys.stderr.write(f"nexus: {note}\n")
     _emit(args, result.to_json(), result.text())
     return int(getattr(result, "exit_code", 0))
@@ -1605,6 +1412,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         trust.configure(_keys_home)  # keys pinned on this machine (trust on first use), found lazily
         return handler(args)
+    except StaleEditError as err:  # the version moved: the current one and a diff, to edit again
+        sys.stderr.write(f"nexus: error: {err}\n{err.diff}")
+        if getattr(args, "json", False):
+            _emit(args, {"error": str(err), "current": err.current, "diff": err.diff}, "")
+        return err.exit_code
     except NexusError as err:
         sys.stderr.write(f"nexus: error: {err}\n")
         if getattr(args, "json", False) and isinstance(err, MemoryFullError):

@@ -60,7 +60,6 @@ TOOLS_WITHOUT_CLI: dict[str, str] = {}  # (the operations say it themselves: ``w
 AGENT_TOOLS = (
     *(op.tool for op in OPERATIONS if op.tool and op.agent_tool),
     # (tools not yet declared as operations)
-    "decide",
     "search",
     "retain",
     "memory_add",
@@ -380,112 +379,6 @@ def build_server(  # noqa: C901
         return _items(trust.listing(vault, keys_home))
 
     # ------------------------------------------------------------ decisions, state, checkpoints, handoff
-    @tool(ADD, "Record a decision")
-    def decide(
-        title: Annotated[str, Field(description="A short title for the decision.")],
-        decision: Annotated[str, Field(description="What was decided.")],
-        rationale: Annotated[str, Field(description="Why.")],
-        alternatives: Annotated[str | None, Field(description="Options considered, dropped.")] = None,
-        supersedes: Annotated[
-            str | None, Field(description="The id (D-NNNN) of a decision this one replaces.")
-        ] = None,
-        refs: Annotated[list[str] | None, Field(description="Related entry or decision ids.")] = None,
-    ) -> dict[str, Any]:
-        """Record a decision (a signed note and a decision entry); `supersedes` marks an older one."""
-        from . import decisions as dec
-
-        return dec.decide(
-            vault,
-            signer(),
-            title=title,
-            decision=decision,
-            rationale=rationale,
-            alternatives=alternatives,
-            supersedes=supersedes,
-            refs=tuple(refs or ()),
-        ).to_json()
-
-    @tool(READ, "Decisions in force")
-    def decisions(
-        all: Annotated[bool, Field(description="true: superseded decisions too.")] = False,
-    ) -> dict[str, Any]:
-        """The active decisions (all=true: superseded ones too)."""
-        from . import decisions as dec
-
-        items = dec.all_decisions(vault)
-        return _items(items if all else [d for d in items if d.status == "active"])
-
-    @tool(READ, "Show one decision")
-    def decisions_show(
-        id: Annotated[str, Field(description="The decision id, like D-0001.")],
-    ) -> dict[str, Any]:
-        """One decision in full: decision, rationale, alternatives, who decided and when, its sources,
-        and the supersession chain both ways (`supersedes_chain`, `superseded_by_chain`, `in_force`)."""
-        from . import decisions as dec
-
-        return dec.show(vault, id)
-
-    @tool(READ, "Show the project state")
-    def state_show() -> dict[str, Any]:
-        """The project state note: its content and version (pass the version to state_set)."""
-        from . import project_state
-
-        version, content, _absorbed = project_state.show(vault, keys_home)
-        return {"version": version, "content": content}
-
-    @tool(CHANGE, "Replace the project state")
-    def state_set(
-        content: Annotated[str, Field(description="The whole new state note, Markdown.")],
-        expect: Expect,
-        summary: Annotated[str | None, Field(description="One line: what changed.")] = None,
-    ) -> dict[str, Any]:
-        """Replace the project state, only if it is still at version `expect` (else: the current
-        version and a diff). The previous version is kept and restorable."""
-        from . import project_state
-
-        v = project_state.set_state(
-            vault, signer(), expect=expect, content=content, summary=summary, keys_home=keys_home
-        )
-        return {k: val for k, val in v.to_json().items() if k != "content"}
-
-    @tool(READ, "Project state history")
-    def state_history() -> dict[str, Any]:
-        """Every accepted version of the project state (who, when, one line)."""
-        from . import project_state
-
-        return _items(
-            [
-                {k: val for k, val in v.to_json().items() if k != "content"}
-                for v in project_state.versions(vault)
-            ]
-        )
-
-    @tool(READ, "Diff two state versions")
-    def state_diff(
-        old: Version,
-        new: Annotated[
-            int | None, Field(description="The newer version (default: the current one).", ge=1)
-        ] = None,
-    ) -> dict[str, Any]:
-        """The difference between two versions of the project state (new: the current one)."""
-        from . import project_state
-
-        a = project_state.load_version(vault, old)
-        b = project_state.load_version(vault, new if new is not None else project_state.show(vault)[0])
-        return {
-            "old": a.version,
-            "new": b.version,
-            "diff": project_state.diff(a.content, b.content, f"v{a.version}", f"v{b.version}"),
-        }
-
-    @tool(CHANGE, "Restore a state version")
-    def state_restore(version: Version, expect: Expect) -> dict[str, Any]:
-        """Make an earlier version of the project state current again (as a new version)."""
-        from . import project_state
-
-        v = project_state.restore(vault, signer(), version=version, expect=expect, keys_home=keys_home)
-        return {k: val for k, val in v.to_json().items() if k != "content"}
-
     @tool(ADD, "Write the morning handoff")
     def handoff(
         since: Annotated[

@@ -591,6 +591,7 @@ class Answer:
     notes: tuple[str, ...] = ()
     mcp: Any = None
     exit_code: int = 0
+    text_notes: tuple[str, ...] = ()  # notes only a person reading the text needs (not with --json)
 
     def to_json(self) -> Any:
         return self.data

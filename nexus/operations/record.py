@@ -1,0 +1,131 @@
+"""Operations on the shared records: decisions (never edited, only superseded) and the versioned
+project state (changed only at the version it was read at)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import Answer
+from .spec import Call
+
+
+def _listing(items: list[Any], text: str) -> Answer:
+    data = [i.to_json() if hasattr(i, "to_json") else i for i in items]
+    return Answer(data, text, mcp={"items": data})
+
+
+def decide(
+    call: Call,
+    *,
+    title: str,
+    decision: str,
+    rationale: str,
+    alternatives: str | None = None,
+    supersedes: str | None = None,
+    refs: list[str] | None = None,
+) -> Answer:
+    from .. import decisions
+
+    d = decisions.decide(
+        call.vault,
+        call.signer(),
+        title=title,
+        decision=decision,
+        rationale=rationale,
+        alternatives=alternatives,
+        supersedes=supersedes,
+        refs=tuple(refs or ()),
+    )
+    extra = f" (supersedes {d.supersedes})" if d.supersedes else ""
+    return Answer(d.to_json(), f"{d.id} recorded: {d.path}{extra}")
+
+
+def listing(call: Call, *, all: bool = False) -> Answer:
+    from .. import decisions
+
+    items = decisions.all_decisions(call.vault)
+    if not all:
+        items = [d for d in items if d.status == "active"]
+    lines = [
+        f"{d.id}  {d.status:<10} {d.title} — {decisions.one_line(d, 100)}  ({d.author}, {d.date[:10]})"
+        for d in items
+    ]
+    return _listing(items, "\n".join(lines) or "no decisions yet")
+
+
+def show(call: Call, *, id: str) -> Answer:
+    from .. import decisions
+
+    info = decisions.show(call.vault, id)
+    return Answer(info, decisions.show_text(info))
+
+
+def state_show(call: Call) -> Answer:
+    from .. import project_state
+
+    vault = call.vault
+    version, content, absorbed = project_state.show(vault, call.keys_home)
+    notes = (
+        []
+        if absorbed is None
+        else [f"recorded a hand edit of state/project.md as version {absorbed.version}"]
+    )
+    conflicts = sorted(f"conflicts/{p.name}" for p in (vault.root / "conflicts").glob("state-*.md"))
+    text_notes = [  # versions two machines recorded at once (sync)
+        f"state conflict: another machine's version is in {note}; read it, set the state that should "
+        "stand, then delete the note"
+        for note in conflicts
+    ]
+    data = {
+        "version": version,
+        "content": content,
+        "hand_edit": absorbed.to_json() if absorbed else None,
+        "conflicts": conflicts,
+    }
+    text = f"version {version}\n\n{content}" if version else "version 0 (no project state yet)"
+    return Answer(
+        data,
+        text,
+        notes=tuple(notes),
+        text_notes=tuple(text_notes),
+        mcp={"version": version, "content": content},
+    )
+
+
+def _version_json(v: Any) -> dict[str, Any]:
+    return {k: val for k, val in v.to_json().items() if k != "content"}
+
+
+def state_set(call: Call, *, content: str, expect: int, summary: str | None = None) -> Answer:
+    from .. import project_state
+
+    v = project_state.set_state(
+        call.vault, call.signer(), expect=expect, content=content, summary=summary, keys_home=call.keys_home
+    )
+    return Answer(_version_json(v), f"project state is now version {v.version}")
+
+
+def state_history(call: Call) -> Answer:
+    from .. import project_state
+
+    items = project_state.versions(call.vault)
+    lines = [f"v{v.version:<4} {v.ts}  {v.author:<12} {v.kind:<6} {v.summary}" for v in items]
+    return _listing([_version_json(v) for v in items], "\n".join(lines) or "no versions yet")
+
+
+def state_diff(call: Call, *, old: int, new: int | None = None) -> Answer:
+    from .. import project_state
+
+    a = project_state.load_version(call.vault, old)
+    b = project_state.load_version(call.vault, new if new is not None else project_state.show(call.vault)[0])
+    text = project_state.diff(a.content, b.content, f"v{a.version}", f"v{b.version}")
+    return Answer({"old": a.version, "new": b.version, "diff": text}, text or "no difference")
+
+
+def state_restore(call: Call, *, version: int, expect: int) -> Answer:
+    from .. import project_state
+
+    v = project_state.restore(
+        call.vault, call.signer(), version=version, expect=expect, keys_home=call.keys_home
+    )
+    return Answer(_version_json(v), f"restored version {version} as version {v.version}")
