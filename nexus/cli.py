@@ -86,7 +86,6 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 def _read_file(name: str, what: str) -> str:
     """The text of a file given on the command line (``-``: standard input), or one clear error."""
-    from .errors import InputError
 
     try:
         data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
@@ -307,68 +306,6 @@ def _memory_limits(args: argparse.Namespace, vault: Any) -> dict[str, int]:
     return {"memory": int(s.memory_chars), "user": int(s.user_chars)}
 
 
-def _memory_text(res: Any) -> str:
-    lines = [f"{res.message} {res.path}: {res.usage}, {len(res.entries)} entries".strip()]
-    if res.warning:
-        lines.append(f"warning: {res.warning}")
-    return "\n".join(lines)
-
-
-def _memory_emit(args: argparse.Namespace, res: Any) -> int:
-    if res.backup:
-        sys.stderr.write(f"nexus: kept the hand-edited file's previous text in {res.backup}\n")
-    if res.warning and not args.json:
-        sys.stderr.write(f"nexus: warning: {res.warning}\n")
-    _emit(args, res.to_json(), f"{res.message} {res.path}: {res.usage}, {len(res.entries)} entries")
-    return 0
-
-
-def _memory_content(args: argparse.Namespace) -> str | None:
-    if getattr(args, "content_file", None):
-        return _read_file(args.content_file, "--content-file")
-    content: str | None = args.content
-    return content
-
-
-def cmd_memory_add(args: argparse.Namespace) -> int:
-    from . import memory
-
-    vault = _vault(args)
-    limit = _memory_limits(args, vault)[args.target]
-    return _memory_emit(args, memory.add(vault, args.target, args.agent, _memory_content(args), limit=limit))
-
-
-def cmd_memory_replace(args: argparse.Namespace) -> int:
-    from . import memory
-
-    vault = _vault(args)
-    limit = _memory_limits(args, vault)[args.target]
-    return _memory_emit(
-        args,
-        memory.replace(vault, args.target, args.agent, args.old_text, _memory_content(args), limit=limit),
-    )
-
-
-def cmd_memory_remove(args: argparse.Namespace) -> int:
-    from . import memory
-
-    vault = _vault(args)
-    limit = _memory_limits(args, vault)[args.target]
-    return _memory_emit(args, memory.remove(vault, args.target, args.agent, args.old_text, limit=limit))
-
-
-def cmd_memory_snapshot(args: argparse.Namespace) -> int:
-    from . import memory
-
-    vault = _vault(args)
-    limits = _memory_limits(args, vault)
-    snap = memory.snapshot(vault, args.agent, memory_limit=limits["memory"], user_limit=limits["user"])
-    for b in snap.blocked:
-        sys.stderr.write(f"nexus: blocked from the snapshot: {b}\n")
-    _emit(args, snap.to_json(), snap.text or "(memory and user profile are empty)")
-    return 0
-
-
 def cmd_memory_import_hermes(args: argparse.Namespace) -> int:
     from . import memory
 
@@ -380,246 +317,16 @@ def cmd_memory_import_hermes(args: argparse.Namespace) -> int:
     for r in results:
         for why in r.skipped:
             sys.stderr.write(f"nexus: not imported: {why}\n")
-    _emit(args, [r.to_json() for r in results], "\n".join(_memory_text(r) for r in results))
+    from .operations.memory import _store_text
+
+    _emit(args, [r.to_json() for r in results], "\n".join(_store_text(r) for r in results))
     return 0
 
 
-def cmd_memory_sweep(args: argparse.Namespace) -> int:
-    from . import archive
-
-    vault = _vault(args)
-    s = _settings(args, vault)
-    report = archive.sweep(
-        vault, older_than_days=float(s.sweep_days), agent=args.agent, limits=_memory_limits(args, vault)
-    )
-    lines = [
-        f"archived {a.id} from {a.agent + ' memory' if a.agent else 'USER.md'}: {a.text[:70]!r}"
-        for a in report.archived
-    ]
-    lines.append(
-        f"{len(report.archived)} plan-shaped entr{'y' if len(report.archived) == 1 else 'ies'} "
-        f"archived (older than {report.older_than_days:g} days); {report.kept_plans} younger kept"
-        + ("; bring one back with `nexus memory restore ID`" if report.archived else "")
-    )
-    _emit(args, report.to_json(), "\n".join(lines))
-    return 0
-
-
-def cmd_memory_restore(args: argparse.Namespace) -> int:
-    from . import archive, facts
-
-    vault = _vault(args)
-    if not args.ids:
-        items = [a.to_json() | {"kind": "memory-entry"} for a in archive.archived(vault)]
-        items += [f.to_json() | {"kind": "fact", "id": f.name} for f in facts.retired(vault)]
-        lines = [
-            f"{i['id']}  {i['kind']}  {(i.get('text') or i.get('description') or '')[:70]!r}" for i in items
-        ]
-        _emit(args, items, "\n".join(lines) or "nothing archived")
-        return 0
-    limits = _memory_limits(args, vault)
-    out: list[Any] = []
-    for item in args.ids:
-        if archive.ID_RE.fullmatch(item):
-            out.append(archive.restore(vault, item, limits=limits).to_json())
-        else:
-            out.append(facts.restore(vault, item).to_json())
-    _emit(args, out, "\n".join(f"restored {i}" for i in args.ids))
-    return 0
-
-
-def cmd_memory_consolidate(args: argparse.Namespace) -> int:
-    from . import archive
-
-    vault = _vault(args)
-    limit = _memory_limits(args, vault)[args.target]
-    source = args.plan or args.file
-    text = _read_file(source, "--plan" if args.plan else "--file")
-    if args.plan:
-        if args.archive:
-            raise InputError("--archive goes with --file; a plan names what it archives itself")
-        res, moved = archive.consolidate_plan(vault, args.target, args.agent, text, limit=limit)
-    else:
-        res, moved = archive.consolidate(
-            vault, args.target, args.agent, text, limit=limit, archive=tuple(args.archive or ())
-        )
-    data = res.to_json() | {"archived": [m.to_json() for m in moved]}
-    _emit(args, data, _memory_text(res) + "".join(f"\narchived {m.id}" for m in moved))
-    return 0
-
-
-def cmd_memory_list(args: argparse.Namespace) -> int:
-    from . import memory
-
-    vault = _vault(args)
-    limit = _memory_limits(args, vault)[args.target]
-    info = memory.listing(vault, args.target, args.agent, limit=limit)
-    _emit(
-        args,
-        info,
-        f"{info['label']} [{info['usage']} chars]\n" + "\n".join(info["lines"])
-        if info["lines"]
-        else f"{info['label']} is empty",
-    )
-    return 0
-
-
-def cmd_facts_add(args: argparse.Namespace) -> int:
-    from . import facts
-
-    vault = _vault(args)
-    fact = facts.add(
-        vault, name=args.name, description=args.description, type=args.type, body=args.body or ""
-    )
-    _emit(args, fact.to_json(), f"added {fact.path}")
-    return 0
-
-
-def cmd_facts_list(args: argparse.Namespace) -> int:
-    from . import facts
-
-    vault = _vault(args)
-    items = facts.retired(vault) if args.retired else facts.all_facts(vault)
-    _emit(
-        args,
-        [f.to_json() for f in items],
-        "\n".join(
-            f"{f.name:<32} {f.type:<9} {f.description}"
-            if f.invalid is None
-            else f"{f.name:<32} ⚠ invalid note, not used: {f.invalid}"
-            for f in items
-        )
-        or "no facts yet",
-    )
-    return 0
-
-
-def cmd_facts_show(args: argparse.Namespace) -> int:
-    from . import facts
-
-    fact = facts.get(_vault(args), args.name)
-    text = f"{fact.name} ({fact.type}) — {fact.description}\n{fact.path}\n\n{fact.body}".rstrip()
-    _emit(args, fact.to_json(), text)
-    return 0
-
-
-def cmd_facts_retire(args: argparse.Namespace) -> int:
-    from . import facts
-
-    fact = facts.retire(_vault(args), args.name)
-    _emit(
-        args,
-        fact.to_json(),
-        f"retired {fact.name} to {fact.path}; `nexus memory restore {fact.name}` brings it back",
-    )
-    return 0
-
-
-def cmd_retain(args: argparse.Namespace) -> int:
-    from . import bank
-
-    vault = _vault(args)
-    fact = bank.retain(vault, args.agent, type=args.type, content=args.content, source=args.source)
-    _emit(args, fact.to_json(), f"retained {fact.id} (pending review: `nexus review`)")
-    return 0
-
-
-def cmd_recall(args: argparse.Namespace) -> int:
-    from . import bank
-
-    vault = _vault(args)
-    hits = bank.recall(
-        vault, args.agent, args.query, limit=args.n, languages=_settings(args, vault).search_languages
-    )
-    _emit(
-        args,
-        [h.to_json() for h in hits],
-        "\n".join(f"{h.id}  {h.type:<10} {h.status:<8} {h.content[:90]}" for h in hits) or "nothing recalled",
-    )
-    return 0
-
-
-def cmd_review(args: argparse.Namespace) -> int:
-    from . import bank
-
-    vault = _vault(args)
-    if args.approve or args.reject:
-        if not args.agent:
-            from .errors import InputError
-
-            raise InputError("--agent PERSON (a human identity) is required to approve or reject")
-        if args.approve:
-            fact = bank.approve(vault, args.approve, args.agent)
-        else:
-            fact = bank.reject(vault, args.reject, args.agent, why=args.why)
-        text = f"{fact.id} {fact.status} by {fact.reviewed_by}" + (
-            f"; promoted to memory/{fact.fact}.md" if fact.fact else ""
-        )
-        _emit(args, fact.to_json(), text)
-        return 0
-    items = bank.pending(vault)
-    _emit(
-        args,
-        [f.to_json() for f in items],
-        "\n".join(f"{f.id}  {f.type:<10} {f.content[:90]}" for f in items) or "nothing pending",
-    )
-    return 0
-
-
-def _add_memory_commands(sub: Any) -> None:
-    """Parsers for memory, retain, recall and review."""
-    mem = sub.add_parser("memory", help="bounded agent memory, the user profile, the memory index")
-    msub = mem.add_subparsers(title="memory commands", metavar="COMMAND")
-
-    def store_args(p: argparse.ArgumentParser, content: bool, old: bool) -> None:
-        p.add_argument("--agent", help="the agent whose MEMORY.md (required for --target memory)")
-        p.add_argument(
-            "--target",
-            choices=("memory", "user"),
-            default="memory",
-            help="memory: agents/AGENT/MEMORY.md; user: the shared USER.md",
-        )
-        if old:
-            p.add_argument("--old-text", required=True, help="a short unique part of the entry")
-        if content:
-            g = p.add_mutually_exclusive_group(required=True)
-            g.add_argument("--content", help="the entry's text")
-            g.add_argument("--content-file", help="read the entry from a file, or - for standard input")
-
+def _add_memory_commands(groups: dict[str, Any]) -> None:
+    """The memory command no operation declares: a one-off import from a shell."""
     p = _cmd(
-        msub,
-        "add",
-        cmd_memory_add,
-        "add an entry to MEMORY.md or USER.md (Hermes rules)",
-        'nexus memory add --agent ella --target memory --content "CI runs on a 2-core box"',
-    )
-    store_args(p, True, False)
-    p = _cmd(
-        msub,
-        "replace",
-        cmd_memory_replace,
-        "replace the entry containing --old-text",
-        'nexus memory replace --agent ella --old-text "2-core" --content "CI runs on 4 cores"',
-    )
-    store_args(p, True, True)
-    p = _cmd(
-        msub,
-        "remove",
-        cmd_memory_remove,
-        "remove the entry containing --old-text",
-        'nexus memory remove --target user --old-text "timezone"',
-    )
-    store_args(p, False, True)
-    p = _cmd(
-        msub,
-        "snapshot",
-        cmd_memory_snapshot,
-        "both stores as the frozen block a runtime puts in its system prompt",
-        "nexus memory snapshot --agent ella",
-    )
-    p.add_argument("--agent", required=True)
-    p = _cmd(
-        msub,
+        _group(groups, "memory"),
         "import-hermes",
         cmd_memory_import_hermes,
         "import a Hermes memories folder (MEMORY.md to the agent, USER.md to the vault)",
@@ -627,123 +334,6 @@ def _add_memory_commands(sub: Any) -> None:
     )
     p.add_argument("folder", help="a Hermes home or its memories/ folder")
     p.add_argument("--agent", required=True)
-    p = _cmd(
-        msub,
-        "sweep",
-        cmd_memory_sweep,
-        "archive plan-shaped entries older than the sweep age (never decisions or preferences)",
-        "nexus memory sweep --older-than 7",
-    )
-    p.add_argument("--agent", help="only this agent's MEMORY.md (and USER.md); default: every agent")
-    p.add_argument(
-        "--older-than",
-        dest="sweep_days",
-        type=float,
-        metavar="DAYS",
-        help="age in days (default: the vault's sweep_days, 7)",
-    )
-    p = _cmd(
-        msub,
-        "restore",
-        cmd_memory_restore,
-        "bring back an archived entry or a retired fact (no ID: list what can be restored)",
-        "nexus memory restore m-20261130t044107z-3fa2b1",
-    )
-    p.add_argument("ids", nargs="*", metavar="ID", help="archived entry id or retired fact name")
-    p = _cmd(
-        msub,
-        "consolidate",
-        cmd_memory_consolidate,
-        "replace a store's entries by a rewritten set, refusing if an old fact would be lost",
-        "nexus memory consolidate --agent ella --target memory --file new.md --archive 'old plan'",
-    )
-    p.add_argument("--agent")
-    p.add_argument("--target", choices=("memory", "user"), default="memory")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--file", help="the new entries, separated by lines holding only § (- : standard input)")
-    g.add_argument(
-        "--plan",
-        metavar="FILE",
-        help="a plan naming entries by number: 'keep 1 4', 'merge 2 3: TEXT', 'archive 5' "
-        "(- : standard input; see `nexus memory list`)",
-    )
-    p.add_argument(
-        "--archive",
-        action="append",
-        metavar="TEXT",
-        help="archive the old entry containing TEXT instead of keeping it (repeatable)",
-    )
-    p = _cmd(
-        msub,
-        "list",
-        cmd_memory_list,
-        "a store's entries, numbered as a consolidation plan names them",
-        "nexus memory list --agent ella --json",
-    )
-    p.add_argument("--agent", help="the agent whose MEMORY.md (required for --target memory)")
-    p.add_argument("--target", choices=("memory", "user"), default="memory")
-
-    facts_p = msub.add_parser("facts", help="the memory index: one note per fact under memory/")
-    fsub = facts_p.add_subparsers(title="facts commands", metavar="COMMAND")
-    p = _cmd(
-        fsub,
-        "add",
-        cmd_facts_add,
-        "add a fact note to the memory index",
-        'nexus memory facts add --type project --description "Search uses Whoosh" --name search-engine',
-    )
-    p.add_argument("--name", help="lowercase letters, digits, dashes (default: from the description)")
-    p.add_argument("--description", required=True, help="one line: the index shows it")
-    p.add_argument("--type", required=True, choices=("user", "feedback", "project", "reference"))
-    p.add_argument("--body", help="a short body (Markdown)")
-    p = _cmd(
-        fsub, "list", cmd_facts_list, "list the facts of the memory index", "nexus memory facts list --json"
-    )
-    p.add_argument("--retired", action="store_true", help="list retired facts (archive/facts/)")
-    p = _cmd(fsub, "show", cmd_facts_show, "show one fact", "nexus memory facts show search-engine")
-    p.add_argument("name")
-    p = _cmd(
-        fsub,
-        "retire",
-        cmd_facts_retire,
-        "move a fact to archive/facts/ (never deleted)",
-        "nexus memory facts retire search-engine",
-    )
-    p.add_argument("name")
-
-    p = _cmd(
-        sub,
-        "retain",
-        cmd_retain,
-        "keep a curated fact in the agent's bank, pending human review",
-        'nexus retain --agent ella --type decision --content "Search uses Whoosh, not FTS5"',
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--type", required=True, choices=("decision", "fact", "failure", "preference"))
-    p.add_argument("--content", required=True)
-    p.add_argument("--source", metavar="ENTRY", help="the log entry id it came from")
-    p = _cmd(
-        sub,
-        "recall",
-        cmd_recall,
-        "the agent's banked facts relevant to QUERY, ranked",
-        'nexus recall --agent ella "search engine" --json',
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("query")
-    p.add_argument("-n", type=_positive, default=10, help="how many (default 10)")
-    p = _cmd(
-        sub,
-        "review",
-        cmd_review,
-        "list banked facts pending review; approve (promote to the memory index) or reject",
-        "nexus review --approve ella-3 --agent sam",
-    )
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--approve", metavar="ID")
-    g.add_argument("--reject", metavar="ID")
-    p.add_argument("--agent", metavar="PERSON", help="who reviews: a human identity")
-    p.add_argument("--why", help="why it was rejected (one line)")
 
 
 # ------------------------------------------------------------------ handlers: coordination
@@ -947,7 +537,7 @@ def _executable(name: str) -> str:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     from . import runtimes
-    from .errors import IdentityError, InputError
+    from .errors import IdentityError
     from .runtimes import wiring
 
     runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
@@ -1158,6 +748,8 @@ GROUPS = {
     "log": "the live-context log",
     "checkpoint": "per-agent checkpoints",
     "state": "the project state note (versioned)",
+    "memory": "bounded agent memory, the user profile, the memory index",
+    "memory facts": "the memory index: one note per fact under memory/",
 }
 
 
@@ -1184,12 +776,43 @@ def _add_operations(groups: dict[str, Any]) -> None:
         groups[f"command:{op.command}"] = p
         if op.acts != "none":
             p.add_argument("--agent", required=op.acts == "required", help=op.agent_help)
+        exclusive: dict[str, Any] = {}
         for param in op.params_for(CLI):
-            _add_param(p, param)
+            _add_param(p, param, exclusive)
 
 
-def _add_param(p: argparse.ArgumentParser, param: Any) -> None:
-    """A parameter as an option (or a positional argument, or a --X-file option reading a file)."""
+def _add_param(p: argparse.ArgumentParser, param: Any, groups: dict[str, Any]) -> None:
+    """A parameter as an option (or a positional argument, or a --X-file option reading a file;
+    options in one ``group`` exclude each other)."""
+    kw = _argument_keywords(param)
+    target: Any = p
+    if "group" in param.cli:
+        if param.cli["group"] not in groups:
+            groups[param.cli["group"]] = p.add_mutually_exclusive_group(
+                required=param.cli.get("group_required", False)
+            )
+        target = groups[param.cli["group"]]
+    elif param.file_flag and param.flag is not None:
+        target = p.add_mutually_exclusive_group(required=param.required)
+    elif param.flag is not None and not param.cli_flag.startswith("-"):
+        p.add_argument(param.cli_flag, **kw)
+        return
+    if param.flag is not None:
+        target.add_argument(
+            param.cli_flag, dest=param.name, required=param.required and not param.file_flag, **kw
+        )
+    if param.file_flag:
+        target.add_argument(
+            param.file_flag,
+            dest=f"{param.name}_file",
+            required=param.required and param.flag is None,
+            metavar=param.cli.get("file_metavar") or param.file_flag.lstrip("-").replace("-", "_").upper(),
+            help=param.cli.get("file_help"),
+        )
+
+
+def _argument_keywords(param: Any) -> dict[str, Any]:
+    """argparse's keywords for a parameter: help, type or action, choices, default, nargs, metavar."""
     kw: dict[str, Any] = {"help": param.help}
     if "metavar" in param.cli:
         kw["metavar"] = param.cli["metavar"]
@@ -1207,26 +830,7 @@ def _add_param(p: argparse.ArgumentParser, param: Any) -> None:
         kw["choices"] = param.choices
     if param.default is not None and param.kind != "bool":
         kw["default"] = param.default
-    target: Any = p
-    if param.file_flag and param.flag is not None:
-        target = p.add_mutually_exclusive_group(required=param.required)
-    elif param.flag is not None and not param.cli_flag.startswith("-"):
-        p.add_argument(param.cli_flag, **kw)
-        return
-    if param.flag is not None:
-        target.add_argument(
-            param.cli_flag, dest=param.name, required=param.required and not param.file_flag, **kw
-        )
-    if param.file_flag:
-        required = param.required and param.flag is None
-        metavar = param.file_flag.lstrip("-").replace("-", "_").upper()
-        target.add_argument(
-            param.file_flag,
-            dest=f"{param.name}_file",
-            required=required,
-            metavar=metavar,
-            help=param.cli.get("file_help"),
-        )
+    return kw
 
 
 def _param_value(args: argparse.Namespace, param: Any) -> Any:
@@ -1381,7 +985,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check every entry from scratch instead of only what changed since the last verify",
     )
-    _add_memory_commands(sub)
+    _add_memory_commands(groups)
     _add_continuity_commands(sub)
     _add_coordination_commands(sub, logp)
     _add_search_commands(sub)

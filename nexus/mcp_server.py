@@ -52,7 +52,7 @@ CLI_WITHOUT_TOOL = {
 }
 # CLI command -> its MCP tool, when the names differ. `review` lists pending facts only: approving or
 # rejecting is the human gate, a person's act (`nexus review --approve ID --agent PERSON`), never a tool.
-TOOL_FOR_CLI = {"review": "review_pending"}
+TOOL_FOR_CLI: dict[str, str] = {}  # (an operation names its tool itself)
 TOOLS_WITHOUT_CLI: dict[str, str] = {}  # (the operations say it themselves: ``why_not``)
 
 # The tools an agent needs on its turns (served by default: every tool definition is paid for in every
@@ -61,8 +61,6 @@ AGENT_TOOLS = (
     *(op.tool for op in OPERATIONS if op.tool and op.agent_tool),
     # (tools not yet declared as operations)
     "search",
-    "retain",
-    "memory_add",
 )
 TOOL_SETS = ("agent", "all")
 # Fields an agent never needs in a result (signatures, chain hashes, key material): left out unless a
@@ -325,7 +323,6 @@ def build_server(  # noqa: C901
         from .errors import IdentityError
 
         raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
-    limits = {"memory": int(st.memory_chars), "user": int(st.user_chars)}
     server = NexusMCPServer(
         "nexus",
         version=_version(),
@@ -444,180 +441,6 @@ def build_server(  # noqa: C901
         return search_mod.rebuild(vault, languages=st.search_languages).to_json()
 
     # ------------------------------------------------------------ memory, facts, bank
-    @tool(ADD, "Add to memory")
-    def memory_add(content: MemoryText, target: Target = "memory") -> dict[str, Any]:
-        """Add an entry to your MEMORY.md (target=memory) or the shared USER.md (target=user). It passes
-        the safety scan first; bounded: the answer says how full it is."""
-        from . import memory
-
-        return memory.add(vault, target, agent, content, limit=limits.get(target, 0)).to_json()
-
-    @tool(CHANGE, "Replace a memory entry")
-    def memory_replace(old_text: OldText, content: MemoryText, target: Target = "memory") -> dict[str, Any]:
-        """Replace the memory entry containing old_text (an exact whole-entry match wins)."""
-        from . import memory
-
-        return memory.replace(vault, target, agent, old_text, content, limit=limits.get(target, 0)).to_json()
-
-    @tool(CHANGE, "Remove a memory entry")
-    def memory_remove(old_text: OldText, target: Target = "memory") -> dict[str, Any]:
-        """Remove the memory entry containing old_text."""
-        from . import memory
-
-        return memory.remove(vault, target, agent, old_text, limit=limits.get(target, 0)).to_json()
-
-    @tool(READ, "Memory snapshot")
-    def memory_snapshot() -> dict[str, Any]:
-        """Your memory and the user profile as the block a runtime puts in its system prompt."""
-        from . import memory
-
-        snap = memory.snapshot(vault, agent, memory_limit=limits["memory"], user_limit=limits["user"])
-        return snap.to_json()
-
-    @tool(CHANGE, "Sweep old memory entries")
-    def memory_sweep(
-        older_than_days: Annotated[
-            float | None, Field(description="Age in days (default: the vault's sweep_days).", gt=0)
-        ] = None,
-    ) -> dict[str, Any]:
-        """Archive plan-shaped memory entries older than the sweep age (restorable)."""
-        from . import archive
-
-        days = older_than_days if older_than_days is not None else float(st.sweep_days)
-        return archive.sweep(vault, older_than_days=days, agent=agent, limits=limits).to_json()
-
-    @tool(ADD, "Restore archived memory")
-    def memory_restore(
-        ids: Annotated[
-            list[str] | None,
-            Field(description="Archived entry ids or retired fact names (none: list what is archived)."),
-        ] = None,
-    ) -> dict[str, Any]:
-        """Bring archived memory entries or retired facts back (no ids: list what is archived)."""
-        from . import archive, facts
-
-        if not ids:
-            items = [a.to_json() | {"kind": "memory-entry"} for a in archive.archived(vault)]
-            items += [f.to_json() | {"kind": "fact", "id": f.name} for f in facts.retired(vault)]
-            return {"items": items}
-        out = [
-            archive.restore(vault, i, limits=limits).to_json()
-            if archive.ID_RE.fullmatch(i)
-            else facts.restore(vault, i).to_json()
-            for i in ids
-        ]
-        return {"items": out}
-
-    @tool(READ, "List memory entries")
-    def memory_list(target: Target = "memory") -> dict[str, Any]:
-        """Your MEMORY.md (or USER.md) entries, numbered as a consolidation plan names them."""
-        from . import memory
-
-        return memory.listing(vault, target, agent, limit=limits.get(target, 0))
-
-    @tool(CHANGE, "Consolidate memory")
-    def memory_consolidate(
-        text: Annotated[
-            str | None, Field(description="All the new entries, separated by lines holding only §.")
-        ] = None,
-        target: Target = "memory",
-        archive: Annotated[
-            list[str] | None,
-            Field(description="Old entries (a unique part of each) to archive instead of keeping."),
-        ] = None,
-        plan: Annotated[
-            str | None,
-            Field(
-                description="Instead of text: a plan over the numbered entries "
-                "(memory_list), one action a line: 'keep 1 4', "
-                "'merge 2 3: NEW TEXT', 'archive 5'. Merged originals are "
-                "archived."
-            ),
-        ] = None,
-    ) -> dict[str, Any]:
-        """Replace all entries with a rewritten set (§-separated) or by a plan, only if no old fact is
-        lost."""
-        from . import archive as archive_mod
-        from .errors import InputError
-
-        if plan is not None:
-            if text is not None or archive:
-                raise InputError("give either a plan or text (with archive), not both")
-            res, moved = archive_mod.consolidate_plan(vault, target, agent, plan, limit=limits.get(target, 0))
-        elif text is not None:
-            res, moved = archive_mod.consolidate(
-                vault, target, agent, text, limit=limits.get(target, 0), archive=tuple(archive or ())
-            )
-        else:
-            raise InputError("give the new entries (text) or a plan")
-        return res.to_json() | {"archived": [m.to_json() for m in moved]}
-
-    @tool(ADD, "Add a fact to the memory index")
-    def memory_facts_add(
-        description: Annotated[str, Field(description="The fact, one line.")],
-        type: FactType,
-        body: Annotated[str, Field(description="Details, Markdown.")] = "",
-        name: Annotated[
-            str | None, Field(description="The note's name (default: from the description).")
-        ] = None,
-    ) -> dict[str, Any]:
-        """Add a fact note to the memory index."""
-        from . import facts
-
-        return facts.add(vault, name=name, description=description, type=type, body=body).to_json()
-
-    @tool(READ, "List memory facts")
-    def memory_facts_list(
-        retired: Annotated[bool, Field(description="true: the retired (archived) facts.")] = False,
-    ) -> dict[str, Any]:
-        """The facts of the memory index (retired=true: the archived ones)."""
-        from . import facts
-
-        return _items(facts.retired(vault) if retired else facts.all_facts(vault))
-
-    @tool(READ, "Show a memory fact")
-    def memory_facts_show(
-        name: Annotated[str, Field(description="The fact's name, as in the memory index.")],
-    ) -> dict[str, Any]:
-        """One fact of the memory index, with its body."""
-        from . import facts
-
-        return facts.get(vault, name).to_json()
-
-    @tool(CHANGE, "Retire a memory fact")
-    def memory_facts_retire(name: Annotated[str, Field(description="The fact's name.")]) -> dict[str, Any]:
-        """Move a fact to the archive (memory_restore brings it back)."""
-        from . import facts
-
-        return facts.retire(vault, name).to_json()
-
-    @tool(ADD, "Keep a fact in your bank")
-    def retain(
-        type: BankType,
-        content: Annotated[str, Field(description="The fact, in a sentence or two.")],
-        source: Annotated[str | None, Field(description="Where it comes from (an entry id, a file).")] = None,
-    ) -> dict[str, Any]:
-        """Keep a curated fact in your bank; it reaches memory only after a person approves it."""
-        from . import bank
-
-        return bank.retain(vault, agent, type=type, content=content, source=source).to_json()
-
-    @tool(READ, "Recall banked facts")
-    def recall(
-        query: Annotated[str, Field(description="What you are looking for, in words.")], n: Count = 10
-    ) -> dict[str, Any]:
-        """Your banked facts relevant to the query, ranked."""
-        from . import bank
-
-        return _items(bank.recall(vault, agent, query, limit=n, languages=st.search_languages))
-
-    @tool(READ, "Facts waiting for review")
-    def review_pending() -> dict[str, Any]:
-        """Banked facts waiting for a person's approval."""
-        from . import bank
-
-        return _items(bank.pending(vault))
-
     _resources(server, vault)
     return server
 
