@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -217,9 +218,21 @@ def test_library_defaults_are_the_settings_defaults() -> None:
 
     from nexus import acks, brief, handoff, races, session, settings
 
-    for fn in (brief.build, session.start, session.turn, handoff.build):
+    takes_settings: tuple[Callable[..., object], ...] = (
+        brief.build,
+        session.start,
+        session.turn,
+        handoff.build,
+    )
+    for fn in takes_settings:
         assert inspect.signature(fn).parameters["settings"].default is settings.DEFAULTS, fn
-    for fn in (acks.owed, acks.unacknowledged, races.find_races, races.agent_races):
+    takes_window: tuple[Callable[..., object], ...] = (
+        acks.owed,
+        acks.unacknowledged,
+        races.find_races,
+        races.agent_races,
+    )
+    for fn in takes_window:
         params = inspect.signature(fn).parameters
         window = params.get("race_window") or params["window_seconds"]
         assert window.default == settings.DEFAULTS.race_window_seconds, fn
