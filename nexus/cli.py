@@ -205,34 +205,6 @@ def cmd_agent_rotate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_agent_trusted(args: argparse.Namespace) -> int:
-    from . import trust
-
-    rows = trust.listing(_vault(args), _keys_home())
-    lines = [
-        f"{r['name']:<20} key {r['key_id']} {'current' if r['current'] else 'older  '} "
-        f"since {r['since']} ({r['how']})"
-        + (
-            f"  ! identity note declares {r['note_key_id']}, NOT trusted"
-            if r["changed"] and r["current"]
-            else ""
-        )
-        for r in rows
-    ]
-    _emit(args, rows, "\n".join(lines) or "no keys pinned yet")
-    return 0
-
-
-def cmd_agent_list(args: argparse.Namespace) -> int:
-    from . import identity
-
-    vault = _vault(args)
-    idents = identity.all_identities(vault)
-    lines = [f"{i.name:<20} {i.kind:<6} key {i.key_id}  {i.path}" for i in idents.values()]
-    _emit(args, [i.to_json() for i in idents.values()], "\n".join(lines) or "no identities yet")
-    return 0
-
-
 # ------------------------------------------------------------------ handlers: the log
 
 
@@ -245,57 +217,7 @@ def cmd_log_resolve_fork(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
-    from . import heartbeat
-    from .verify import verify
-
-    vault = _vault(args)
-    report = verify(vault, full=args.full, progress=_progress(args, "verifying the log"))
-    lines = [str(p) for p in report.problems]
-    status = "clean" if report.ok else f"{len(report.errors)} problem(s)"
-    lines.append(f"{report.entries} entries in {report.segments} segment(s): {status}")
-    dead = heartbeat.problem(vault)
-    if dead:  # (a warning: the log itself is what verify judges)
-        lines.append(f"warning: {dead}")
-    _emit(args, {**report.to_json(), "watcher": dead}, "\n".join(lines))
-    return 0 if report.ok else 1
-
-
 # -------------------------------------------------------- handlers: decisions, state, checkpoints, handoff
-
-
-def cmd_handoff(args: argparse.Namespace) -> int:
-    from . import handoff
-
-    vault = _vault(args)
-    report = handoff.build(
-        vault, _settings(args, vault), since=args.since, progress=_progress(args, "verifying the log")
-    )
-    path = handoff.write(vault, report)
-    if args.json:
-        _emit(args, {**report.to_json(), "path": vault.rel(path)}, "")
-        return 0
-    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    sys.stdout.write(handoff.for_terminal(report.markdown, colour=colour))
-    sys.stdout.write(f"\n(written to {vault.rel(path)})\n")
-    return 0
-
-
-def _add_continuity_commands(sub: Any) -> None:
-    """Parsers for decide, decisions, state, checkpoint and handoff."""
-    p = _cmd(
-        sub,
-        "handoff",
-        cmd_handoff,
-        "write handoff/YYYY-MM-DD.md: the night's work, decisions, corrections, races, crashes…",
-        "nexus handoff --since last",
-    )
-    p.add_argument(
-        "--since",
-        default="last",
-        help="'last' (the previous handoff; default), an ISO time, or hours like 12h",
-    )
-    p.add_argument("--stale-minutes", type=float, help="idle time that counts as a probable crash")
 
 
 # ------------------------------------------------------------ handlers: memory, facts, bank, review
@@ -378,97 +300,6 @@ def _add_coordination_commands(sub: Any, logp: Any) -> None:
 # ------------------------------------------------------------------ handlers: search and MCP
 
 
-def _hit_text(n: int, hit: Any) -> str:
-    when = (hit.time or "")[:16].replace("T", " ")
-    who = " · ".join(x for x in (when, hit.agent, hit.channel, hit.type) if x)
-    mark = ""
-    if hit.verified is not None:
-        mark = "  ✓ signed" if hit.verified else "  ✗ SIGNATURE DOES NOT VERIFY"
-    if hit.superseded:
-        mark += f"  (superseded by {hit.superseded_by})" if hit.superseded_by else "  (superseded)"
-    lines = [
-        f"{n}. {hit.title}{mark}",
-        f"   {who}" if who else "",
-        f"   {hit.path}:{hit.line_start}-{hit.line_end}  {hit.link}",
-        f"   {hit.snippet}",
-    ]
-    return "\n".join(line for line in lines if line)
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    from . import search
-
-    vault = _vault(args)
-    hits = search.search(
-        vault,
-        args.query,
-        agent=args.agent,
-        type=args.type,
-        channel=args.channel,
-        since=args.since,
-        until=args.until,
-        path=args.path,
-        limit=args.n,
-        progress=_progress(args, "indexing the vault"),
-        languages=_settings(args, vault).search_languages,
-    )
-    _emit(
-        args,
-        [h.to_json() for h in hits],
-        "\n\n".join(_hit_text(i + 1, h) for i, h in enumerate(hits)) or "no matches",
-    )
-    return 0
-
-
-def cmd_index_rebuild(args: argparse.Namespace) -> int:
-    from . import search
-
-    vault = _vault(args)
-    stats = search.rebuild(
-        vault,
-        progress=_progress(args, "indexing the vault"),
-        languages=_settings(args, vault).search_languages,
-    )
-    _emit(
-        args,
-        stats.to_json(),
-        f"index rebuilt: {stats.documents_added} documents from {stats.files_indexed} files "
-        f"in {stats.seconds:.1f} s",
-    )
-    return 0
-
-
-def cmd_index_status(args: argparse.Namespace) -> int:
-    from . import heartbeat, search
-
-    vault = _vault(args)
-    st = search.status(vault)
-    dead = heartbeat.problem(vault)
-    if st.damaged:
-        text = (
-            f"{st.path}: damaged ({st.damaged}); the next search rebuilds it (or run `nexus index rebuild`)"
-        )
-    elif not st.exists:
-        text = f"no index at {st.path} yet: the next search builds it (or run `nexus index rebuild`)"
-    else:
-        text = (
-            f"{st.path}: {st.documents} documents ({st.entries} log entries, {st.sections} note "
-            f"sections) from {st.files} files, {st.size_bytes / 1e6:.1f} MB; built {st.built}, "
-            f"updated {st.updated}"
-        )
-        if st.stale_files:
-            text += (
-                f"\n{len(st.stale_files)} file(s) changed since indexed (taken in at the next "
-                f"search): " + ", ".join(st.stale_files[:10])
-            )
-        else:
-            text += "\nup to date"
-    if dead:
-        text += f"\nwarning: {dead} (the index is kept current only while it runs)"
-    _emit(args, {**st.to_json(), "watcher": dead}, text)
-    return 0
-
-
 def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server
 
@@ -476,34 +307,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def _add_search_commands(sub: Any) -> None:
-    p = _cmd(
-        sub,
-        "search",
-        cmd_search,
-        "ranked full-text search over the log and every note, with provenance",
-        'nexus search "agent:lyra type:decision secrets" --since 7d -n 5',
-    )
-    p.add_argument("query", help='words, "phrases", prefix*, field:value, AND OR NOT, ( )')
-    p.add_argument("--agent", help="only entries/notes by this agent")
-    p.add_argument("--type", help="only this type (note, decision, checkpoint, state, memory…)")
-    p.add_argument("--channel", help="only log entries on this channel")
-    p.add_argument("--since", help="UTC time (2026-11-30, 2026-11-30T04:00) or age (30m, 12h, 2d)")
-    p.add_argument("--until", help="UTC time or age, as --since")
-    p.add_argument("--path", help="only files matching this glob (decisions/*, log/2026-11.md)")
-    p.add_argument("-n", type=_positive, default=10, help="how many hits (default 10)")
-    indexp = sub.add_parser("index", help="the search index under .nexus/index/").add_subparsers(
-        title="index commands", metavar="COMMAND"
-    )
-    _cmd(
-        indexp, "rebuild", cmd_index_rebuild, "rebuild the search index from the vault", "nexus index rebuild"
-    )
-    _cmd(
-        indexp,
-        "status",
-        cmd_index_status,
-        "what the search index holds and whether it is current",
-        "nexus index status --json",
-    )
     p = _cmd(
         sub,
         "mcp",
@@ -750,6 +553,7 @@ GROUPS = {
     "state": "the project state note (versioned)",
     "memory": "bounded agent memory, the user profile, the memory index",
     "memory facts": "the memory index: one note per fact under memory/",
+    "index": "the search index under .nexus/index/",
 }
 
 
@@ -870,6 +674,7 @@ def _run_operation(args: argparse.Namespace) -> int:
         settings=lambda: _workspace(args, vault).with_settings(**overrides).settings,
         keys=_keys_home,
         progress=lambda label: _progress(args, label),
+        colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"),
     )
     result = op.function()(call, **{k: v for k, v in kwargs.items() if v is not None})
     notes = list(getattr(result, "notes", ()))
@@ -935,7 +740,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("name", help="lowercase letters, digits and dashes")
     p.add_argument("--human", action="store_true", help="a person, not an agent")
-    _cmd(agent, "list", cmd_agent_list, "list identities", "nexus agent list --json")
     p = _cmd(
         agent,
         "trust",
@@ -952,13 +756,6 @@ def build_parser() -> argparse.ArgumentParser:
         "nexus agent rotate ella",
     )
     p.add_argument("name")
-    _cmd(
-        agent,
-        "trusted",
-        cmd_agent_trusted,
-        "list the keys this machine trusts, by name",
-        "nexus agent trusted --json",
-    )
 
     logp = _group(groups, "log")
     _add_operations(groups)
@@ -972,21 +769,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", required=True)
     p.add_argument("--keep", required=True, metavar="ID", help="an entry on the branch to go on from")
 
-    p = _cmd(
-        sub,
-        "verify",
-        cmd_verify,
-        "check framing, signatures, chains and ids; exit 1 on problems. "
-        "Checks only what changed since the last verify, after proving the rest unchanged",
-        "nexus verify --json\n  nexus verify --full",
-    )
-    p.add_argument(
-        "--full",
-        action="store_true",
-        help="check every entry from scratch instead of only what changed since the last verify",
-    )
     _add_memory_commands(groups)
-    _add_continuity_commands(sub)
     _add_coordination_commands(sub, logp)
     _add_search_commands(sub)
     _add_setup_command(sub)

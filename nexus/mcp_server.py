@@ -1,17 +1,20 @@
 """``nexus mcp --agent A``: every nexus capability as MCP tools, over stdio (the only module that
 imports the MCP SDK, and only when that command runs).
 
-Each tool is a thin adapter over one library function, acting as the agent the server was started
-for (its appends are signed with that agent's key). Tools carry read-only / destructive / idempotent
-annotations; a refused input or a conflict comes back as a ``ToolError`` holding nexus's own one-line
-message, which a model can act on. Results are JSON objects (lists are wrapped as ``{"items": [...]}``).
+The tools are generated from the operations (``nexus/operations/``): each one declared with a tool
+name becomes a tool with that name, title and description, an input schema pydantic builds from the
+operation's parameters (closed sets as enums), and annotations from what it does to the vault. A call
+runs the operation as the agent the server was started for (its appends are signed with that
+agent's key) and answers with its result's JSON. A refused input or a conflict comes back as a
+``ToolError`` holding nexus's own one-line message, which a model can act on. Results are JSON
+objects (lists are wrapped as ``{"items": [...]}``); signatures, chain hashes and keys are left out
+unless asked (``full``).
 
 Resources: ``nexus://log/tail`` (the live log's last entries), ``nexus://decisions`` (the active
 decisions) and ``nexus://checkpoint/{agent}`` (an agent's checkpoint note).
 
-Tools with no CLI command of the same name: ``acknowledge`` (``log append --ack``) and ``reconcile``
-(``log append --type reconcile --ack A --ack B``). CLI commands with no tool are listed in
-``CLI_WITHOUT_TOOL`` with the reason.
+CLI commands no operation declares (set-up, git, the watcher…) are listed in ``CLI_WITHOUT_TOOL``
+with the reason they have no tool.
 """
 
 from __future__ import annotations
@@ -50,59 +53,16 @@ CLI_WITHOUT_TOOL = {
     "sync": "talks to a git remote with the machine's credentials: a person's or a scheduler's act",
     "log import-copies": "the watcher and `nexus sync` do it on their own; maintenance from a shell",
 }
-# CLI command -> its MCP tool, when the names differ. `review` lists pending facts only: approving or
-# rejecting is the human gate, a person's act (`nexus review --approve ID --agent PERSON`), never a tool.
-TOOL_FOR_CLI: dict[str, str] = {}  # (an operation names its tool itself)
-TOOLS_WITHOUT_CLI: dict[str, str] = {}  # (the operations say it themselves: ``why_not``)
 
 # The tools an agent needs on its turns (served by default: every tool definition is paid for in every
 # session's context). `--tools all` serves every tool, for maintenance and for people.
-AGENT_TOOLS = (
-    *(op.tool for op in OPERATIONS if op.tool and op.agent_tool),
-    # (tools not yet declared as operations)
-    "search",
-)
+AGENT_TOOLS = tuple(op.tool for op in OPERATIONS if op.tool and op.agent_tool)
 TOOL_SETS = ("agent", "all")
 # Fields an agent never needs in a result (signatures, chain hashes, key material): left out unless a
 # tool is called with full=true.
 PROOF_FIELDS = frozenset({"sig", "prev", "key", "public_key", "key_id", "seq", "seen"})
 
-# ------------------------------------------------------------ parameter types (described once, reused)
-Channel = Annotated[str, Field(description="The topic: lowercase letters, digits and dashes, e.g. `build`.")]
-EntryType = Annotated[
-    Literal["note", "question", "correction", "handoff"],
-    Field(
-        description="note: what you did or found; question: you need an answer; correction: a previous "
-        "entry was wrong; handoff: you pass work on. (Decisions: `decide`; acks: `acknowledge`; "
-        "races: `reconcile`.)"
-    ),
-]
-Summary = Annotated[str, Field(description="One line, at most ~120 characters, saying what happened.")]
-Body = Annotated[str | None, Field(description="Optional details in Markdown.")]
-EntryId = Annotated[str, Field(description="A log entry id, as shown in brackets in the brief.")]
-EntryIds = Annotated[list[str], Field(description="Log entry ids written by other agents.")]
-Peek = Annotated[bool, Field(description="true: look without moving your read cursor.")]
 Full = Annotated[bool, Field(description="true: include signatures, chain hashes and key ids.")]
-Count = Annotated[int, Field(description="How many results at most.", ge=1, le=500)]
-Target = Annotated[
-    Literal["memory", "user"],
-    Field(description="memory: your own MEMORY.md; user: the USER.md profile of the person you work for."),
-]
-MemoryText = Annotated[str, Field(description="The memory entry's text: a durable fact, not a plan.")]
-OldText = Annotated[str, Field(description="A unique part of the existing memory entry's text.")]
-Version = Annotated[int, Field(description="A version number of the project state.", ge=1)]
-Expect = Annotated[int, Field(description="The version you read (from `state_show`); refused if it moved.")]
-FactType = Annotated[
-    Literal["user", "feedback", "project", "reference"],
-    Field(
-        description="user: about the person; feedback: how to work; project: about the work; reference: "
-        "where to find something."
-    ),
-]
-BankType = Annotated[
-    Literal["decision", "fact", "failure", "preference"], Field(description="What kind of fact you keep.")
-]
-Status = Annotated[Literal["in-progress", "blocked", "done"], Field(description="Where the task stands.")]
 
 
 def _hints(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations:
@@ -197,7 +157,7 @@ def tool_for_cli(command: str) -> str:
     op = BY_COMMAND.get(command)
     if op is not None and op.tool:
         return op.tool
-    return TOOL_FOR_CLI.get(command, command.replace(" ", "_").replace("-", "_"))
+    return command.replace(" ", "_").replace("-", "_")
 
 
 class NexusMCPServer(MCPServer):
@@ -233,10 +193,6 @@ class NexusMCPServer(MCPServer):
             raise
 
 
-def _items(values: list[Any]) -> dict[str, Any]:
-    return {"items": [v.to_json() if hasattr(v, "to_json") else v for v in values]}
-
-
 # ------------------------------------------------------------ tools generated from the operations
 
 ANNOTATIONS = {"read": READ, "add": ADD, "set": SET, "change": CHANGE, "cursor": CURSOR}
@@ -247,9 +203,11 @@ def _annotation(param: Param) -> Any:
     """A parameter's type as the SDK reads it: the type (a closed set as a Literal), optional when it
     may be left out with nothing, described for a model."""
     kind: Any = Literal[param.choices] if param.choices else _KINDS[param.kind]
-    if not param.required and param.default is None and param.kind != "bool":
+    field = dict(param.mcp)
+    nullable = field.pop("nullable", param.default is None)  # (null may also mean "the default")
+    if not param.required and nullable and param.kind != "bool":
         kind = kind | None
-    return Annotated[kind, Field(description=param.description, **dict(param.mcp))]
+    return Annotated[kind, Field(description=param.description, **field)]
 
 
 def _signature(op: Operation) -> inspect.Signature:
@@ -301,12 +259,9 @@ def _add_operations(server: MCPServer, ws: Workspace, agent: str, tools: str) ->
             )
 
 
-def build_server(  # noqa: C901
-    ws: Workspace, agent: str, *, tools: str | None = None
-) -> MCPServer:
+def build_server(ws: Workspace, agent: str, *, tools: str | None = None) -> MCPServer:
     """The server, with the ``tools`` set (``agent``: the few an agent's turns need; ``all``: every
     tool; default: the ``mcp_tools`` setting) bound to the workspace's vault and acting as ``agent``."""
-    from . import identity
     from .errors import InputError
     from .text import check_name
 
@@ -336,111 +291,6 @@ def build_server(  # noqa: C901
     )
 
     _add_operations(server, ws, agent, tools)
-
-    def signer() -> Any:
-        return identity.load_signer(vault, keys_home, agent)
-
-    def tool(annotations: ToolAnnotations, title: str, name: str | None = None) -> Callable[[F], F]:
-        def register(fn: F) -> F:
-            tool_name = name or fn.__name__
-            if tools == "all" or tool_name in AGENT_TOOLS:
-                server.tool(
-                    name=tool_name,
-                    title=title,
-                    annotations=annotations,
-                    structured_output=False if tool_name == "brief" else None,
-                )(_adapter(fn))
-            return fn
-
-        return register
-
-    # ------------------------------------------------------------ brief and the log
-    @tool(READ, "Verify the vault")
-    def verify() -> dict[str, Any]:
-        """Check the log's framing, signatures, chains and ids, and the decision notes."""
-        from . import verify as verify_mod
-
-        report: dict[str, Any] = verify_mod.verify(vault).to_json()
-        return report
-
-    @tool(READ, "List identities")
-    def agent_list(full: Full = False) -> dict[str, Any]:
-        """The identities in the vault (agents and people)."""
-        return _items(list(identity.all_identities(vault).values()))
-
-    @tool(READ, "List trusted keys")
-    def agent_trusted() -> dict[str, Any]:
-        """The keys this machine trusts for each name (pinned on first use), and changed keys."""
-        from . import trust
-
-        return _items(trust.listing(vault, keys_home))
-
-    # ------------------------------------------------------------ decisions, state, checkpoints, handoff
-    @tool(ADD, "Write the morning handoff")
-    def handoff(
-        since: Annotated[
-            str | None, Field(description="`last` (since the previous handoff), an ISO time, or 12h / 7d.")
-        ] = "last",
-    ) -> dict[str, Any]:
-        """Write the morning handoff note (handoff/YYYY-MM-DD.md) and return it."""
-        from . import handoff as handoff_mod
-
-        report = handoff_mod.build(vault, st, since=since)
-        path = handoff_mod.write(vault, report)
-        return {**report.to_json(), "path": vault.rel(path)}
-
-    # ------------------------------------------------------------ search
-    @tool(READ, "Search the vault")
-    def search(
-        query: Annotated[
-            str,
-            Field(
-                description='Words, "phrases", prefix*, field:value (agent, type, '
-                "channel, status, path, kind), AND OR NOT, ( )."
-            ),
-        ],
-        agent: Annotated[str | None, Field(description="Only entries by this agent.")] = None,
-        type: Annotated[str | None, Field(description="Only entries of this type.")] = None,
-        channel: Annotated[str | None, Field(description="Only entries on this channel.")] = None,
-        since: Annotated[str | None, Field(description="From this time: ISO, or 12h / 7d ago.")] = None,
-        until: Annotated[str | None, Field(description="Up to this time: ISO, or 12h / 7d ago.")] = None,
-        path: Annotated[str | None, Field(description="Only notes under this vault path.")] = None,
-        n: Count = 10,
-    ) -> dict[str, Any]:
-        """Ranked search over the log and every note. Each hit says where it came from (file, lines,
-        Obsidian link, author, time, signature verified)."""
-        from . import search as search_mod
-
-        return _items(
-            search_mod.search(
-                vault,
-                query,
-                agent=agent,
-                type=type,
-                channel=channel,
-                since=since,
-                until=until,
-                path=path,
-                limit=n,
-                languages=st.search_languages,
-            )
-        )
-
-    @tool(READ, "Search index status")
-    def index_status() -> dict[str, Any]:
-        """What the search index holds and which files changed since they were indexed."""
-        from . import search as search_mod
-
-        return search_mod.status(vault).to_json()
-
-    @tool(SET, "Rebuild the search index")
-    def index_rebuild() -> dict[str, Any]:
-        """Rebuild the search index from the vault (it is derived; nothing is lost)."""
-        from . import search as search_mod
-
-        return search_mod.rebuild(vault, languages=st.search_languages).to_json()
-
-    # ------------------------------------------------------------ memory, facts, bank
     _resources(server, vault)
     return server
 

@@ -184,7 +184,9 @@ class Call:
         settings: Settings | Callable[[], Settings],
         keys: Any,
         progress: Any = None,
+        colour: bool = False,
     ) -> None:
+        self.colour = colour  # the text goes to a terminal that shows colour
         self.vault = vault
         self.agent = agent
         self.surface = surface
