@@ -6,13 +6,15 @@
     nexus-hook stop --agent ella --vault /path/to/vault [--block-without-entry]   # Stop
     nexus-hook session-end --agent ella --vault /path/to/vault     # SessionEnd: retain, pending review
 
-The runtime's event JSON on stdin is read and used: ``session_id`` (what this session was told),
-``cwd`` (where to look for a vault when none is given), ``source`` (startup, resume, clear, compact),
-``prompt``, ``trigger``, ``transcript_path`` and ``stop_hook_active``. Output is the JSON both runtimes
-document for the event (``hookSpecificOutput.additionalContext`` for SessionStart and
-UserPromptSubmit; ``decision: "block"`` + ``reason`` on Stop), and nothing at all when there is nothing
-to say. The vault comes from ``--vault``, ``NEXUS_VAULT``, then the event's ``cwd``; keys from
-``--home``, then ``NEXUS_HOME``.
+The events are operations (``nexus/operations/registry.py``, ``hook=``): this module is their thin
+surface, generated like the CLI and the MCP tools. The runtime's event JSON on stdin is read and
+given to the operation: ``session_id`` (what this session was told), ``cwd`` (where to look for a
+vault when none is given), and each parameter the operation declares (``source``, ``prompt``,
+``trigger``, ``transcript_path``, ``stop_hook_active``). Output is the JSON both runtimes document for
+the event (``hookSpecificOutput.additionalContext`` for SessionStart and UserPromptSubmit;
+``decision: "block"`` + ``reason`` on Stop), and nothing at all when there is nothing to say. The
+vault comes from ``--vault``, ``NEXUS_VAULT``, then the event's ``cwd``; keys from ``--home``, then
+``NEXUS_HOME``.
 
 Claude Code and Codex treat exit code 2 as "block"; argparse exits 2 on a usage error. So this entry
 point parses its few arguments by hand and ALWAYS exits 0: whatever goes wrong is one line (on stderr,
@@ -20,7 +22,9 @@ and as one line of context or a system message on stdout), never a blocked sessi
 unless ``--block-without-entry`` is given, and then at most once per turn (``stop_hook_active``);
 ``stop --retain`` also does what session-end does (Codex has no SessionEnd event).
 
-Hot path: the standard library and nexus's own small modules; the work is in ``session.py``.
+Hot path: the standard library, the operations' declarations and nexus's own small modules; the work
+is in ``session.py``. A prompt with nothing new since the last injection is answered before settings
+or keys are read.
 """
 
 from __future__ import annotations
@@ -32,25 +36,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .operations import HOOK, OPERATIONS, Call, Operation, Param
+
 # event argument -> the runtime's event name
-EVENTS = {
-    "session-start": "SessionStart",
-    "prompt": "UserPromptSubmit",
-    "pre-compact": "PreCompact",
-    "stop": "Stop",
-    "session-end": "SessionEnd",
-}
-CONTEXT_EVENTS = ("session-start", "prompt")
+EVENTS = {op.hook: op.hook_event for op in OPERATIONS if op.hook}
+CONTEXT_EVENTS = ("session-start", "prompt")  # (plain context: the runtimes inject it)
 VALUED = ("--agent", "--vault", "--home", "--max-chars")
-FLAGS = ("--block-without-entry", "--retain")
-USAGE = (
-    "usage: nexus-hook session-start|prompt|pre-compact|stop|session-end --agent NAME "
-    "[--vault PATH] [--home PATH] [--max-chars N] [--block-without-entry] [--retain]"
+FLAGS = tuple(
+    p.cli_flag for op in OPERATIONS if op.hook for p in op.params_for(HOOK) if p.kind == "bool" and p.flag
 )
-BLOCK_REASON = (
-    "nexus: you wrote no log entry this turn. Append one (the `log_append` tool, or "
-    '`nexus log append --agent {agent} --channel TOPIC --type note --summary "..."`) '
-    "saying what you did, then stop."
+USAGE = (
+    f"usage: nexus-hook {'|'.join(EVENTS)} --agent NAME "
+    f"[--vault PATH] [--home PATH] [--max-chars N] {' '.join(f'[{f}]' for f in FLAGS)}"
 )
 
 
@@ -82,23 +79,20 @@ def _event(raw: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def run(
-    event: str, opts: dict[str, str], data: dict[str, Any], env: Mapping[str, str] | None = None
-) -> dict[str, Any] | None:
-    """Do what ``event`` asks; return the JSON to print (None: print nothing). Raises on failure.
-    ``env``: the environment the settings come from (default: this process's)."""
-    from . import session
-    from .vault import find
+def _value(param: Param, opts: dict[str, str], data: dict[str, Any]) -> Any:
+    """A hook parameter: a --flag on the command line, else a field of the runtime's event JSON."""
+    if param.kind == "bool" and param.flag:
+        return param.cli_flag[2:] in opts
+    value = data.get(param.cli.get("event", param.name))
+    if param.kind == "bool":
+        return value is True
+    if param.default is not None:
+        return value if isinstance(value, str) and value else param.default
+    return value if isinstance(value, str) else None
 
-    env = os.environ if env is None else env
-    cwd = data.get("cwd")
-    start = Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
-    vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), start)
-    agent = opts["agent"]
-    sid = str(data.get("session_id") or env.get("NEXUS_SESSION") or "default")
-    prompt = data.get("prompt") if isinstance(data.get("prompt"), str) else None
-    if event == "prompt" and session.quiet(vault, agent, sid, prompt=prompt):
-        return None  # nothing moved since the last injection: the fastest answer is none
+
+def _call(op: Operation, vault: Any, opts: dict[str, str], env: Mapping[str, str]) -> Call:
+    """The call, with settings and keys found only when the operation asks for them."""
     from . import workspace
 
     max_chars = int(opts["max-chars"]) if "max-chars" in opts else None
@@ -111,36 +105,33 @@ def run(
     from . import trust
 
     trust.configure(ws.keys_home)  # the keys this machine pinned decide what the context shows as verified
-    home = ws.keys_home
-    if event == "session-start":
-        text = session.start(vault, agent, sid, ws.settings, source=str(data.get("source") or "startup"))
-    elif event == "prompt":
-        text = session.turn(vault, agent, sid, ws.settings, prompt=prompt)
-    elif event == "pre-compact":
-        transcript = data.get("transcript_path")
-        session.pre_compact(
-            vault,
-            agent,
-            sid,
-            trigger=str(data.get("trigger") or "auto"),
-            transcript=transcript if isinstance(transcript, str) else None,
-            keys_home=home,
-        )
-        return None
-    elif event == "stop":
-        if "retain" in opts:  # runtimes without a session-end event (Codex): retain at every stop, once each
-            session.end(vault, agent, sid)
-        if (
-            "block-without-entry" in opts
-            and data.get("stop_hook_active") is not True
-            and not session.wrote_this_turn(vault, agent, sid)
-        ):
-            return {"decision": "block", "reason": BLOCK_REASON.format(agent=agent)}
-        return None
-    else:  # session-end
-        session.end(vault, agent, sid)
-        return None
-    if not text:
+    return Call.of(ws, agent=opts["agent"])
+
+
+def run(
+    event: str, opts: dict[str, str], data: dict[str, Any], env: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """Do what ``event`` asks; return the JSON to print (None: print nothing). Raises on failure.
+    ``env``: the environment the settings come from (default: this process's)."""
+    from . import session
+    from .operations import BY_HOOK
+    from .vault import find
+
+    env = os.environ if env is None else env
+    op = BY_HOOK[event]
+    cwd = data.get("cwd")
+    start = Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
+    vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), start)
+    sid = str(data.get("session_id") or env.get("NEXUS_SESSION") or "default")
+    kwargs = {p.name: _value(p, opts, data) for p in op.params_for(HOOK)}
+    if event == "prompt" and session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
+        return None  # nothing moved since the last injection: the fastest answer is none
+    result = op.function()(_call(op, vault, opts, env), session_id=sid, **kwargs)
+    out = result.to_json()
+    if "decision" in out:
+        return dict(out)
+    text = result.text()
+    if event not in CONTEXT_EVENTS or not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
 

@@ -22,21 +22,24 @@ from __future__ import annotations
 
 from ..records import Answer
 from .registry import OPERATIONS
-from .spec import ADD, BOTH, CHANGE, CLI, CURSOR, MCP, READ, SET, Call, Operation, Param
+from .spec import ADD, BOTH, CHANGE, CLI, CURSOR, HOOK, MCP, READ, SET, Call, Operation, Param
 
 BY_NAME = {op.name: op for op in OPERATIONS}
 BY_COMMAND = {op.command: op for op in OPERATIONS if op.command}
 BY_TOOL = {op.tool: op for op in OPERATIONS if op.tool}
+BY_HOOK = {op.hook: op for op in OPERATIONS if op.hook}
 
 __all__ = [
     "ADD",
     "BOTH",
     "BY_COMMAND",
+    "BY_HOOK",
     "BY_NAME",
     "BY_TOOL",
     "CHANGE",
     "CLI",
     "CURSOR",
+    "HOOK",
     "MCP",
     "OPERATIONS",
     "READ",

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 CLI = "cli"
 MCP = "mcp"
+HOOK = "hook"
 BOTH = frozenset({CLI, MCP})
 
 # MCP tool annotations by what a call does to the vault
@@ -94,7 +95,10 @@ class Operation:
     """One capability. ``command``: its words on the command line (None: not there); ``tool``: its MCP
     name (None: not there); ``run``: ``"module:function"``, imported when it runs. ``acts``: whether it
     acts as an agent (``required``: ``--agent`` on the command line, the server's agent over MCP;
-    ``optional``; ``none``). ``kind``: what a call does to the vault (the MCP annotations).
+    ``optional``; ``none``). ``hook``: its event on ``nexus-hook`` (the runtime's name: ``hook_event``);
+    a hook parameter comes from the runtime's event JSON (field ``cli["event"]``, else its name), or
+    from a ``--flag`` on the hook's command line when it is a bool. ``kind``: what a call does to the
+    vault (the MCP annotations).
     ``agent_tool``: in the default MCP tool set. ``full``: over MCP, a ``full`` flag brings back
     signatures, chain hashes and keys. ``why_not``: why it is on one surface only."""
 
@@ -106,6 +110,8 @@ class Operation:
         "description",
         "example",
         "full",
+        "hook",
+        "hook_event",
         "json_flag",
         "kind",
         "name",
@@ -136,18 +142,21 @@ class Operation:
         full: bool = False,
         why_not: str = "",
         json_flag: bool = True,
+        hook: str | None = None,
+        hook_event: str = "",
     ) -> None:
         self.name, self.run, self.summary, self.example = name, run, summary, example
         self.description, self.title, self.command, self.tool = description or summary, title, command, tool
         self.params, self.acts, self.agent_help, self.kind = params, acts, agent_help, kind
         self.agent_tool, self.full, self.why_not, self.json_flag = agent_tool, full, why_not, json_flag
+        self.hook, self.hook_event = hook, hook_event  # `nexus-hook EVENT`, and the runtime's name for it
 
     def __repr__(self) -> str:
         return f"Operation({self.name!r})"
 
     @property
     def surfaces(self) -> frozenset[str]:
-        return frozenset(s for s, name in ((CLI, self.command), (MCP, self.tool)) if name)
+        return frozenset(s for s, name in ((CLI, self.command), (MCP, self.tool), (HOOK, self.hook)) if name)
 
     def params_for(self, surface: str) -> tuple[Param, ...]:
         return tuple(p for p in self.params if surface in p.surfaces)
