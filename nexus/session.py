@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import durable
-from .settings import DEFAULTS, Settings
 
 if TYPE_CHECKING:
     from .records import BankFact, Checkpoint, Located
+    from .settings import Settings
     from .vault import Vault
 
 RETAINED_TYPES = {"decision": "decision", "correction": "fact"}  # entry type -> bank fact type
@@ -98,6 +98,14 @@ def _newest_id(vault: Vault) -> str | None:
     return last[0].entry.id if last else None
 
 
+def _settings(settings: Settings | None) -> Settings:
+    """The settings given, else the defaults (imported only then: the quiet per-turn hook never needs
+    them)."""
+    from .settings import DEFAULTS
+
+    return DEFAULTS if settings is None else settings
+
+
 def _decision_ids(vault: Vault) -> list[str]:
     from . import decisions
 
@@ -108,7 +116,7 @@ def start(
     vault: Vault,
     agent: str,
     session_id: str,
-    settings: Settings = DEFAULTS,
+    settings: Settings | None = None,
     *,
     source: str = "startup",
     surface: str = "cli",
@@ -118,7 +126,7 @@ def start(
     from . import brief
 
     moment = stamp(vault)
-    built = brief.build(vault, agent, settings, surface=surface)
+    built = brief.build(vault, agent, _settings(settings), surface=surface)
     text = brief.render(built)
     if source in ("resume", "compact"):
         text = text.replace("\n", f" (session {source}d: continue from your checkpoint below)\n", 1)
@@ -145,7 +153,7 @@ def turn(
     vault: Vault,
     agent: str,
     session_id: str,
-    settings: Settings = DEFAULTS,
+    settings: Settings | None = None,
     *,
     prompt: str | None = None,
     surface: str = "cli",
@@ -159,6 +167,7 @@ def turn(
     moment = stamp(vault)
     record = _load(vault, agent, session_id) or {"owed": [], "races": [], "decisions": [], "started_at": None}
     items, cursor = log.scan_unread(vault, agent)
+    settings = _settings(settings)
     max_chars = settings.brief_max_chars
     data = coordination.view(vault, agent, settings.ack_types, settings.race_window_seconds)
     told_owed, told_races = set(record.get("owed", [])), {tuple(r) for r in record.get("races", [])}

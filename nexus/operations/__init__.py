@@ -9,7 +9,7 @@ keeps the per-turn commands fast.
 
 The function takes a :class:`Call` (the workspace, the acting agent, the surface) and the
 parameters as keywords, and returns a result that knows its JSON (``to_json``) and its text
-(``text``); :class:`Answer` is the plain one. ``cli.py`` turns the declarations into argparse
+(``text``); ``records.Answer`` is the plain one. ``cli.py`` turns the declarations into argparse
 subcommands, ``mcp_server.py`` into tools with the same names, descriptions and schemas; a
 surface adds nothing of its own but how it reads input and prints output.
 
@@ -20,7 +20,6 @@ in the group's module under ``nexus/operations/``, document it in ``docs/cli.md`
 
 from __future__ import annotations
 
-from ..records import Answer
 from .registry import OPERATIONS
 from .spec import ADD, BOTH, CHANGE, CLI, CURSOR, HOOK, MCP, READ, SET, Call, Operation, Param
 
@@ -44,7 +43,6 @@ __all__ = [
     "OPERATIONS",
     "READ",
     "SET",
-    "Answer",
     "Call",
     "Operation",
     "Param",
