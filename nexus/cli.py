@@ -123,139 +123,13 @@ def _read_body(args: argparse.Namespace) -> str | None:
 # ------------------------------------------------------------------ handlers: vault and identities
 
 
-def cmd_init(args: argparse.Namespace) -> int:
-    from .vault import HOME, INTRODUCTION, init
-
-    vault, created = init(Path(args.path), force=args.force)
-    data: dict[str, Any] = {"vault": str(vault.root), "created": created}
-    text = f"vault ready at {vault.root} ({len(created)} files created)"
-    if INTRODUCTION in created:
-        data["kept"] = [HOME]
-        text += (
-            f"\nkept your {HOME} as it was; nexus's introduction is in {INTRODUCTION} "
-            f"(link it from {HOME}: [[{INTRODUCTION[:-3]}]])"
-        )
-    if created:
-        text += "\nnext: nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
-    _emit(args, data, text)
-    return 0
-
-
-def cmd_agent_add(args: argparse.Namespace) -> int:
-    from . import identity
-
-    vault = _vault(args)
-    ident = identity.add(vault, _keys_home(), args.name, human=args.human)
-    from . import trust
-
-    trust.load(vault)  # pin the new key on this machine now (trust on first use)
-    _emit(
-        args, ident.to_json(), f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}"
-    )
-    return 0
-
-
-def cmd_agent_trust(args: argparse.Namespace) -> int:
-    from . import roster, rotation, trust
-
-    vault = _vault(args)
-    home = _keys_home()
-    ring = trust.load(vault, home)
-    declared = roster.roster(vault).get(args.name, {}).get("public_key")
-    found = (
-        rotation.announcement(vault, ring, args.name, declared)
-        if isinstance(declared, str) and args.name in ring.changed
-        else None
-    )
-    announced = found[0] if found else None
-    new, old = trust.accept(vault, home, args.name, how="rotation-entry" if announced else "trust")
-    text = (
-        f"{args.name}: key {new} already trusted"
-        if new == old
-        else f"{args.name}: now trusting key {new}"
-        + (f" (previous key {old} stays trusted for older entries)" if old else "")
-    )
-    if new != old:
-        text += (
-            f"\nthe rotation was announced by entry {announced}, signed with a key you already trusted"
-            if announced
-            else "\nno rotation entry signed with a trusted key names this key: it is trusted on your word"
-        )
-    _emit(args, {"name": args.name, "key_id": new, "previous": old, "announced_by": announced}, text)
-    return 0
-
-
-def cmd_agent_rotate(args: argparse.Namespace) -> int:
-    from . import rotation
-
-    done = rotation.rotate(_vault(args), _keys_home(), args.name)
-    _emit(
-        args,
-        {
-            "name": done.name,
-            "old_key_id": done.old_key_id,
-            "new_key_id": done.new_key_id,
-            "announced": done.announced,
-            "confirmed": done.confirmed,
-        },
-        f"{done.name}: now signing with key {done.new_key_id} (was {done.old_key_id}); announced by "
-        f"entry {done.announced}, signed with the old key, confirmed by {done.confirmed}\n"
-        f"on every other machine: nexus agent trust {done.name}",
-    )
-    return 0
-
-
 # ------------------------------------------------------------------ handlers: the log
-
-
-def cmd_log_resolve_fork(args: argparse.Namespace) -> int:
-    from . import identity, log
-
-    vault = _vault(args)
-    result = log.resolve_fork(vault, identity.load_signer(vault, _keys_home(), args.agent), args.keep)
-    _emit(args, result.to_json(), f"{result.located.entry.id}: {result.located.entry.summary}")
-    return 0
 
 
 # -------------------------------------------------------- handlers: decisions, state, checkpoints, handoff
 
 
 # ------------------------------------------------------------ handlers: memory, facts, bank, review
-
-
-def _memory_limits(args: argparse.Namespace, vault: Any) -> dict[str, int]:
-    s = _settings(args, vault)
-    return {"memory": int(s.memory_chars), "user": int(s.user_chars)}
-
-
-def cmd_memory_import_hermes(args: argparse.Namespace) -> int:
-    from . import memory
-
-    vault = _vault(args)
-    limits = _memory_limits(args, vault)
-    results = memory.import_hermes(
-        vault, Path(args.folder), args.agent, memory_limit=limits["memory"], user_limit=limits["user"]
-    )
-    for r in results:
-        for why in r.skipped:
-            sys.stderr.write(f"nexus: not imported: {why}\n")
-    from .operations.memory import _store_text
-
-    _emit(args, [r.to_json() for r in results], "\n".join(_store_text(r) for r in results))
-    return 0
-
-
-def _add_memory_commands(groups: dict[str, Any]) -> None:
-    """The memory command no operation declares: a one-off import from a shell."""
-    p = _cmd(
-        _group(groups, "memory"),
-        "import-hermes",
-        cmd_memory_import_hermes,
-        "import a Hermes memories folder (MEMORY.md to the agent, USER.md to the vault)",
-        "nexus memory import-hermes ~/.hermes/memories --agent ella",
-    )
-    p.add_argument("folder", help="a Hermes home or its memories/ folder")
-    p.add_argument("--agent", required=True)
 
 
 # ------------------------------------------------------------------ handlers: coordination
@@ -429,15 +303,6 @@ def _add_setup_command(sub: Any) -> None:
 # ------------------------------------------------------------------ handlers: many machines (git, file sync)
 
 
-def cmd_git_setup(args: argparse.Namespace) -> int:
-    from . import gitsync
-
-    data = gitsync.setup(_vault(args))
-    what = ", ".join(data["changed"]) or "nothing (already set up)"
-    _emit(args, data, f"git repository {data['repository']}: merge driver registered; wrote {what}")
-    return 0
-
-
 def cmd_git_merge_driver(args: argparse.Namespace) -> int:
     from . import gitsync
 
@@ -479,29 +344,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_log_import_copies(args: argparse.Namespace) -> int:
-    from . import copies
-
-    done = copies.import_all(_vault(args))
-    lines = [
-        f"{c.copy}: {len(c.imported)} entries imported into {c.segment}; archived as {c.archived}"
-        for c in done
-    ]
-    _emit(args, [c.to_json() for c in done], "\n".join(lines) or "no conflict copies")
-    return 0
-
-
-def _add_sync_commands(sub: Any, logp: Any) -> None:
-    gitp = sub.add_parser("git", help="the vault as a git repository").add_subparsers(
-        title="git commands", metavar="COMMAND"
-    )
-    _cmd(
-        gitp,
-        "setup",
-        cmd_git_setup,
-        "make the vault a git repository nexus merges: merge driver, .gitattributes, .gitignore, hooks",
-        "nexus git setup",
-    )
+def _add_sync_commands(groups: dict[str, Any]) -> None:
+    gitp, sub = _group(groups, "git"), groups[""]
     p = _cmd(
         gitp,
         "merge-driver",
@@ -534,13 +378,6 @@ def _add_sync_commands(sub: Any, logp: Any) -> None:
         "nexus sync --remote origin",
     )
     p.add_argument("--remote", help="the git remote (default: the branch's upstream, else origin)")
-    _cmd(
-        logp,
-        "import-copies",
-        cmd_log_import_copies,
-        "import entries from file-sync conflict copies of segments (Syncthing, Dropbox…), archive them",
-        "nexus log import-copies --json",
-    )
 
 
 # ------------------------------------------------------------------ commands generated from the operations
@@ -554,6 +391,7 @@ GROUPS = {
     "memory": "bounded agent memory, the user profile, the memory index",
     "memory facts": "the memory index: one note per fact under memory/",
     "index": "the search index under .nexus/index/",
+    "git": "the vault as a git repository",
 }
 
 
@@ -666,9 +504,9 @@ def _run_operation(args: argparse.Namespace) -> int:
             overrides[param.setting] = value
         else:
             kwargs[param.name] = value
-    vault = _vault(args)
+    vault = _vault(args) if op.needs_vault else None  # (`init` makes one)
     call = Call(
-        vault,
+        vault,  # type: ignore[arg-type]
         agent=getattr(args, "agent", None) or "",
         surface=CLI,
         settings=lambda: _workspace(args, vault).with_settings(**overrides).settings,
@@ -725,55 +563,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    p = _cmd(sub, "init", cmd_init, "create a vault (safe to run again)", "nexus init ~/vault")
-    p.add_argument("path", nargs="?", default=".", help="folder to create the vault in")
-    p.add_argument("--force", action="store_true", help="use a folder that holds other files")
-
     groups: dict[str, Any] = {"": sub}
-    agent = _group(groups, "agent")
-    p = _cmd(
-        agent,
-        "add",
-        cmd_agent_add,
-        "create an identity with its key pair",
-        "nexus agent add ella   |   nexus agent add sam --human",
-    )
-    p.add_argument("name", help="lowercase letters, digits and dashes")
-    p.add_argument("--human", action="store_true", help="a person, not an agent")
-    p = _cmd(
-        agent,
-        "trust",
-        cmd_agent_trust,
-        "trust the key NAME's identity note declares now (accept a key rotation)",
-        "nexus agent trust ella",
-    )
-    p.add_argument("name")
-    p = _cmd(
-        agent,
-        "rotate",
-        cmd_agent_rotate,
-        "give NAME a new signing key, announced by an entry signed with the old one",
-        "nexus agent rotate ella",
-    )
-    p.add_argument("name")
-
     logp = _group(groups, "log")
     _add_operations(groups)
-    p = _cmd(
-        logp,
-        "resolve-fork",
-        cmd_log_resolve_fork,
-        "end a fork of an agent's chain: a signed reconcile that goes on from one branch",
-        "nexus log resolve-fork --agent ella --keep 01KB7Q2V4J6M8P0R2T4W6Y8A0C",
-    )
-    p.add_argument("--agent", required=True)
-    p.add_argument("--keep", required=True, metavar="ID", help="an entry on the branch to go on from")
-
-    _add_memory_commands(groups)
     _add_coordination_commands(sub, logp)
     _add_search_commands(sub)
     _add_setup_command(sub)
-    _add_sync_commands(sub, logp)
+    _add_sync_commands(groups)
     return parser
 
 

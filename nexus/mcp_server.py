@@ -38,20 +38,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # CLI command -> why it has no MCP tool (the test walks the parser against this and the tool list).
 CLI_WITHOUT_TOOL = {
-    "init": "creates a vault: set-up, done once by a person in a shell",
-    "agent add": "creates a key pair on the machine: set-up, done by a person",
-    "agent trust": "accepting a changed key is a person's decision, never an agent's",
-    "agent rotate": "makes a key pair on the machine and replaces a private key: done by a person",
-    "log resolve-fork": "which of an agent's two histories goes on is a person's call, after reading both",
     "watch": "a long-running process, not a call",
     "mcp": "this server itself",
-    "memory import-hermes": "a one-off migration from files on disk, run from a shell",
     "setup": "writes an agent runtime's own configuration files: set-up, done by a person",
-    "git setup": "configures a git clone (driver, hooks): set-up, done once per clone by a person",
     "git merge-driver": "what git itself runs during a merge, never a call",
     "git refresh": "what git's hooks run after a merge or checkout",
     "sync": "talks to a git remote with the machine's credentials: a person's or a scheduler's act",
-    "log import-copies": "the watcher and `nexus sync` do it on their own; maintenance from a shell",
 }
 
 # The tools an agent needs on its turns (served by default: every tool definition is paid for in every

@@ -115,6 +115,7 @@ class Operation:
         "json_flag",
         "kind",
         "name",
+        "needs_vault",
         "params",
         "run",
         "summary",
@@ -144,12 +145,14 @@ class Operation:
         json_flag: bool = True,
         hook: str | None = None,
         hook_event: str = "",
+        needs_vault: bool = True,
     ) -> None:
         self.name, self.run, self.summary, self.example = name, run, summary, example
         self.description, self.title, self.command, self.tool = description or summary, title, command, tool
         self.params, self.acts, self.agent_help, self.kind = params, acts, agent_help, kind
         self.agent_tool, self.full, self.why_not, self.json_flag = agent_tool, full, why_not, json_flag
         self.hook, self.hook_event = hook, hook_event  # `nexus-hook EVENT`, and the runtime's name for it
+        self.needs_vault = needs_vault  # False: it runs before there is one (`init`)
 
     def __repr__(self) -> str:
         return f"Operation({self.name!r})"
