@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import Answer
-from .spec import Call
+from .spec import Answer, Call
 
 
 def _listing(items: list[Any], text: str) -> Answer:

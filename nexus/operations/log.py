@@ -8,12 +8,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..records import Answer
-from ..records import located_text as entry_text
-from .spec import Call
+from .spec import Answer, Call
 
 if TYPE_CHECKING:
     from ..records import AppendResult, Located
+
+
+def entry_text(located: Located) -> str:
+    """An entry as the command line prints it (header, acks, indented body)."""
+    e = located.entry
+    head = f"{e.ts} · {e.agent} · {e.channel} · {e.type} — {e.summary}  [{e.id}]"
+    if e.ack:
+        head += f"\n  acks: {', '.join(e.ack)}"
+    if e.body:
+        head += "\n" + "\n".join("  " + line for line in e.body.split("\n"))
+    return head
 
 
 def entries_text(items: list[Located], empty: str) -> str:

@@ -5,8 +5,7 @@ to block; ``hooks.py`` turns that into the JSON the runtime reads."""
 
 from __future__ import annotations
 
-from ..records import Answer
-from .spec import Call
+from .spec import Answer, Call
 
 BLOCK_REASON = (
     "nexus: you wrote no log entry this turn. Append one (the `log_append` tool, or "

@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..records import Answer
-from .spec import Call
+from .spec import Answer, Call
 
 
 def init(call: Call, *, path: str = ".", force: bool = False) -> Answer:

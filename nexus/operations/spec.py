@@ -183,6 +183,37 @@ if TYPE_CHECKING:
         def text(self) -> str: ...
 
 
+class Answer:
+    """A result as data (its JSON) and text; ``notes``: lines a person should see beside it (stderr on
+    the command line); ``text_notes``: notes only a person reading the text needs (not with --json);
+    ``mcp``: the answer a tool gives when it differs from the JSON; ``exit_code`` on the command line.
+    (A plain class, not a dataclass: every per-turn command makes one, and imports this module.)"""
+
+    __slots__ = ("data", "exit_code", "mcp", "notes", "text_notes", "words")
+
+    def __init__(
+        self,
+        data: Any,
+        words: str = "",
+        *,
+        notes: tuple[str, ...] = (),
+        mcp: Any = None,
+        exit_code: int = 0,
+        text_notes: tuple[str, ...] = (),
+    ) -> None:
+        self.data, self.words, self.notes, self.mcp = data, words, notes, mcp
+        self.exit_code, self.text_notes = exit_code, text_notes
+
+    def to_json(self) -> Any:
+        return self.data
+
+    def text(self) -> str:
+        return self.words
+
+    def for_mcp(self) -> Any:
+        return self.data if self.mcp is None else self.mcp
+
+
 class Call:
     """Who calls, where, and on which surface: the vault, its settings (resolved when first asked, so
     a command that needs none pays nothing for them), the keys folder, the acting agent."""
