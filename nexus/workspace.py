@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +20,20 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 
-@dataclass(frozen=True)
 class Workspace:
-    """A vault, its settings and the keys folder (a path, or how to find it when first asked)."""
+    """A vault, its settings and the keys folder (a path, or how to find it when first asked).
 
-    vault: Vault
-    settings: Settings
-    keys: Path | Callable[[], Path]
+    A value: nothing changes one after it is made (:meth:`with_settings` makes another). A plain class
+    with slots rather than a frozen dataclass: the per-turn commands build one, and making a dataclass
+    costs an ``exec`` at import."""
+
+    __slots__ = ("keys", "settings", "vault")
+
+    def __init__(self, vault: Vault, settings: Settings, keys: Path | Callable[[], Path]) -> None:
+        self.vault, self.settings, self.keys = vault, settings, keys
+
+    def __repr__(self) -> str:
+        return f"Workspace({self.vault!r}, {self.settings!r})"
 
     @property
     def keys_home(self) -> Path:
@@ -38,7 +44,7 @@ class Workspace:
         given = {k: v for k, v in changes.items() if v is not None}
         if not given:
             return self
-        return dataclasses.replace(self, settings=dataclasses.replace(self.settings, **given))
+        return Workspace(self.vault, dataclasses.replace(self.settings, **given), self.keys)
 
 
 def resolve(
