@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,6 +43,20 @@ _SHAPE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
 
 
 # ------------------------------------------------------------------ records
+
+
+_new = tuple.__new__
+
+
+def _ref(raw: Any) -> Ref:
+    """A ref from its JSON list, at C speed (a refresh reads thousands; another shape raises)."""
+    if len(raw) != 6:
+        raise ValueError("a ref has six fields")
+    return _new(Ref, raw)
+
+
+def _races(raw: Any) -> list[RacePair]:
+    return [_new(RacePair, (_ref(a), _ref(b), by)) for a, b, by in raw]
 
 
 # The records held by the thousand (a ref per pending entry, per recent entry, per race side) are typed
@@ -66,7 +81,9 @@ class Ref(NamedTuple):
 
     @classmethod
     def from_json(cls, raw: Any) -> Ref:
-        return cls._make(raw)  # (TypeError: another shape; the file is then rebuilt)
+        if len(raw) != 6:
+            raise ValueError("a ref has six fields")  # (another shape: the file is rebuilt)
+        return _new(cls, raw)  # (at C speed: a refresh reads thousands, a view hundreds)
 
 
 class Pending(NamedTuple):
@@ -82,7 +99,7 @@ class Pending(NamedTuple):
     @classmethod
     def from_json(cls, raw: Any) -> Pending:
         ref, type_, acked = raw
-        return cls(Ref._make(ref), type_, tuple(acked))
+        return _new(cls, (Ref.from_json(ref), type_, tuple(acked)))
 
 
 class Recent(NamedTuple):
@@ -95,7 +112,7 @@ class Recent(NamedTuple):
     @classmethod
     def from_json(cls, raw: Any) -> Recent:
         ref, ms, skip = raw
-        return cls(Ref._make(ref), ms, skip)
+        return _new(cls, (Ref.from_json(ref), ms, skip))
 
 
 class RacePair(NamedTuple):
@@ -108,9 +125,7 @@ class RacePair(NamedTuple):
     @classmethod
     def from_json(cls, raw: Any) -> RacePair:
         a, b, by = raw
-        if by is not None and not isinstance(by, str):
-            raise TypeError("resolved_by is an entry id")
-        return cls(Ref._make(a), Ref._make(b), by)
+        return _new(cls, (Ref.from_json(a), Ref.from_json(b), by))
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,9 +187,9 @@ class State:
                 tuple(str(t) for t in raw["ack_types"]),
                 int(raw["window_ms"]),
                 _marks_from(raw["marks"]),
-                {str(k): Pending.from_json(v) for k, v in raw["pending"].items()},
-                [Recent.from_json(r) for r in raw["recent"]],
-                [RacePair.from_json(r) for r in raw["races"]],
+                {k: _new(Pending, (_ref(r), t, tuple(a))) for k, (r, t, a) in raw["pending"].items()},
+                [_new(Recent, (_ref(r), ms, skip)) for r, ms, skip in raw["recent"]],
+                _races(raw["races"]),
             )
         except _SHAPE_ERRORS:
             return None
@@ -206,8 +221,8 @@ class View:
             return cls(
                 str(raw["agent"]),
                 _marks_from(raw["marks"]),
-                tuple(map(Ref._make, raw["owed"])),
-                tuple(RacePair.from_json(r) for r in raw["races"]),
+                tuple([_ref(r) for r in raw["owed"]]),
+                tuple(_races(raw["races"])),
             )
         except _SHAPE_ERRORS:
             return None
@@ -245,13 +260,19 @@ class Update:
 # ------------------------------------------------------------------ marks
 
 
-def _segment_stats(vault: Vault) -> list[tuple[str, Path, int]]:
-    from .logfiles import segment_files
+def _segment_stats(vault: Vault) -> list[tuple[str, str, int]]:
+    """(name, path, size) of every segment, oldest first (str paths: a view costs a few stats)."""
+    from .logfiles import is_segment_name
 
+    folder = os.fspath(vault.log_dir) + os.sep
+    try:
+        names = sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".md") and is_segment_name(n[:-3]))
+    except FileNotFoundError:
+        return []
     out = []
-    for name, path in segment_files(vault):
+    for name in names:
         try:
-            out.append((name, path, path.stat().st_size))
+            out.append((name, f"{folder}{name}.md", os.stat(f"{folder}{name}.md").st_size))
         except FileNotFoundError:
             continue
     return out
@@ -349,7 +370,7 @@ def _catch_up(vault: Vault, state: State, update: Update) -> bool:
                 return False
             if mark.unchanged(size):
                 continue
-        data, result = mark.read(path, vault.rel(path))
+        data, result = mark.read(path, f"{vault.rel(vault.log_dir)}/{name}.md")
         for located in result.entries:
             absorb(state, located, update)
             update.new_entries.append(located)
