@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from harness import pct  # noqa: E402
 
-from nexus import identity, log  # noqa: E402
-from nexus.vault import Vault, init  # noqa: E402
+from nexus.keys import identity  # noqa: E402
+from nexus.ledger import log  # noqa: E402
+from nexus.storage.vault import Vault, init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 SUMMARY = "benchmark entry: a one-line summary of about the usual length"
@@ -169,7 +170,7 @@ def main() -> int:
             row("raw write+fsync, 8 processes, flock", med["raw8"], lats["raw8"], med["raw1"]),
             row("signed append, 8 writer processes", med["append8"], lats["append8"], med["raw8"]),
         ]
-        from nexus.verify import verify
+        from nexus.ledger.verify import verify
 
         report = verify(vault)
         assert report.ok, [str(p) for p in report.problems][:5]

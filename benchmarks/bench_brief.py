@@ -38,9 +38,11 @@ sys.path.insert(0, str(ROOT))
 
 from harness import pct  # noqa: E402
 
-from nexus import entries, identity, log, segments  # noqa: E402
+from nexus.keys import identity  # noqa: E402
+from nexus.ledger import log  # noqa: E402
 from nexus.records import Entry  # noqa: E402
-from nexus.vault import Vault, init  # noqa: E402
+from nexus.storage import entries, segments  # noqa: E402
+from nexus.storage.vault import Vault, init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 STEP_MS = 27_000  # 27 s between entries: fewer than 100k entries in a month

@@ -25,8 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import pct, timed
 
-from nexus import checkpoints, decisions, identity
-from nexus.vault import init
+from nexus.keys import identity
+from nexus.project import checkpoints, decisions
+from nexus.storage.vault import init
 
 
 def main() -> int:

@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness import pct, timed  # noqa: E402
 
-from nexus import identity  # noqa: E402
-from nexus.vault import init  # noqa: E402
+from nexus.keys import identity  # noqa: E402
+from nexus.storage.vault import init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 HEAVY = ("yaml", "frontmatter", "whoosh", "watchdog", "markdown_it", "mcp", "portalocker", "pydantic")

@@ -42,8 +42,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_brief import AGENTS, generate  # noqa: E402
 
-from nexus import identity, log  # noqa: E402
-from nexus.vault import Vault, init  # noqa: E402
+from nexus.keys import identity  # noqa: E402
+from nexus.ledger import log  # noqa: E402
+from nexus.storage.vault import Vault, init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 VAULTS = RESULTS / "vaults"
@@ -122,8 +123,8 @@ def run_size(n: int, new: int, runs: int, index: bool, old: bool = True) -> dict
         row["python_pass_ms"] = round(b * 1000, 1)
 
         old_code = (
-            "import sys; from pathlib import Path; from nexus.vault import Vault; "
-            "from nexus.verify import verify_exact; r = verify_exact(Vault(Path(sys.argv[1]))); "
+            "import sys; from pathlib import Path; from nexus.storage.vault import Vault; "
+            "from nexus.ledger.verify import verify_exact; r = verify_exact(Vault(Path(sys.argv[1]))); "
             "print(r.entries, len(r.errors))"
         )
         if old:

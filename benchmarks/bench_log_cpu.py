@@ -29,9 +29,11 @@ from pathlib import Path
 tree, n = Path(sys.argv[1]), int(sys.argv[2])
 sys.path[:0] = [str(tree), str(tree / "benchmarks")]
 import bench_brief
-from nexus import coordination, identity, log
+from nexus.team import coordination
+from nexus.keys import identity
+from nexus.ledger import log
 from nexus.settings import DEFAULT_ACK_TYPES
-from nexus.vault import init
+from nexus.storage.vault import init
 tmp = Path(tempfile.mkdtemp(prefix="bench-log-cpu-"))
 try:
     keys = tmp / "keys"

@@ -25,14 +25,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import pct, timed
 
-from nexus import identity, memory, scan
-from nexus.vault import init
+from nexus.keys import identity
+from nexus.memory import bounded as memory
+from nexus.memory import scan
+from nexus.storage.vault import init
 
 WRITER = """
 import sys
 from pathlib import Path
-from nexus import memory
-from nexus.vault import Vault
+from nexus.memory import bounded as memory
+from nexus.storage.vault import Vault
 v = Vault(Path(sys.argv[1]))
 for i in range(int(sys.argv[3])):
     memory.add(v, "user", None, f"writer {sys.argv[2]} entry {i}", limit=1_000_000)

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness import pct, timed  # noqa: E402
 
-from nexus import checkpoints  # noqa: E402
-from nexus.vault import Vault  # noqa: E402
+from nexus.project import checkpoints  # noqa: E402
+from nexus.storage.vault import Vault  # noqa: E402
 
 
 def _make(vault: Path, keys: Path, code: Path) -> None:

@@ -35,9 +35,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nexus import entries, identity, log, search, segments
+from nexus import search
+from nexus.keys import identity
+from nexus.ledger import log
 from nexus.records import Entry
-from nexus.vault import Vault, init
+from nexus.storage import entries, segments
+from nexus.storage.vault import Vault, init
 
 AGENTS = ("ella", "lyra", "max")
 CHANNELS = ("build", "ops", "general", "review")
@@ -308,7 +311,7 @@ WORKER = r"""
 import json, resource, sys, time
 from pathlib import Path
 from nexus import search
-from nexus.vault import Vault
+from nexus.storage.vault import Vault
 
 def cpu():
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)

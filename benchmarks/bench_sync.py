@@ -28,8 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import pct, timed
 
-from nexus import identity, log, merge
-from nexus.vault import Vault, init
+from nexus.keys import identity
+from nexus.ledger import log
+from nexus.storage.vault import Vault, init
+from nexus.sync import merge
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -76,7 +78,7 @@ def bench_driver(tmp: Path, count: int, runs: int) -> dict[str, float]:
     ids = [b for b, _ in merge.split_segment(result.data)[1] if b]
     assert len(ids) == len(set(ids)) == 1000 + 2 * count and ids == sorted(ids), "a bad merge"
     path.write_bytes(result.data)
-    from nexus.verify import verify
+    from nexus.ledger.verify import verify
 
     assert verify(vault, full=True).ok
     env = dict(os.environ)

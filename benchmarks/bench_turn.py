@@ -30,15 +30,16 @@ sys.path.insert(0, str(ROOT))
 
 from harness import pct  # noqa: E402
 
-from nexus import identity, log  # noqa: E402
-from nexus.vault import init  # noqa: E402
+from nexus.keys import identity  # noqa: E402
+from nexus.ledger import log  # noqa: E402
+from nexus.storage.vault import init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
 
 def script(name: str) -> list[str]:
     path = Path(sysconfig.get_path("scripts")) / name
-    module = {"nexus": "nexus", "nexus-hook": "nexus.hooks"}[name]
+    module = {"nexus": "nexus", "nexus-hook": "nexus.surfaces.hooks"}[name]
     return [str(path)] if path.is_file() else [sys.executable, "-m", module]
 
 
@@ -179,10 +180,13 @@ def main() -> int:
             cmds.update(
                 {
                     "before: nexus-hook session-start": (
-                        [*old, "nexus.hooks", "session-start", "--agent", "ella"],
+                        [*old, "nexus.surfaces.hooks", "session-start", "--agent", "ella"],
                         start_event,
                     ),
-                    "before: nexus-hook prompt": ([*old, "nexus.hooks", "prompt", "--agent", "ella"], event),
+                    "before: nexus-hook prompt": (
+                        [*old, "nexus.surfaces.hooks", "prompt", "--agent", "ella"],
+                        event,
+                    ),
                     "before: nexus log append": (
                         [
                             *old,
@@ -253,10 +257,10 @@ def main() -> int:
             check=True,
             capture_output=True,
         )  # settle, so the import profile is the quiet path's
-        quiet_imports = importtime(["-m", "nexus.hooks", "prompt", "--agent", "ella"], env, event)
-        mcp_imports = importtime(["-c", "import nexus.mcp_server"], env)
+        quiet_imports = importtime(["-m", "nexus.surfaces.hooks", "prompt", "--agent", "ella"], env, event)
+        mcp_imports = importtime(["-c", "import nexus.surfaces.mcp_server"], env)
         print("quiet prompt hook, top-level imports (cumulative ms):", quiet_imports)
-        print("nexus.mcp_server import, top-level imports (cumulative ms):", mcp_imports)
+        print("nexus.surfaces.mcp_server import, top-level imports (cumulative ms):", mcp_imports)
         report = {
             "rows": rows,
             "mcp_first_answer_ms": {
@@ -265,7 +269,7 @@ def main() -> int:
                 "before_p50": round(pct(old_first, 0.5)) if old_first else None,
             },
             "import_mcp_server_ms": round(pct(bare, 0.5)),
-            "imports": {"prompt (nothing new)": quiet_imports, "nexus.mcp_server": mcp_imports},
+            "imports": {"prompt (nothing new)": quiet_imports, "nexus.surfaces.mcp_server": mcp_imports},
             "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (RESULTS / "bench_turn.json").write_text(json.dumps(report, indent=2), encoding="utf-8")

@@ -44,9 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench_brief import AGENTS, generate  # noqa: E402
 
-from nexus import identity, log  # noqa: E402
-from nexus.identity import Signer  # noqa: E402
-from nexus.vault import Vault, init  # noqa: E402
+from nexus.keys import identity  # noqa: E402
+from nexus.keys.identity import Signer  # noqa: E402
+from nexus.ledger import log  # noqa: E402
+from nexus.storage.vault import Vault, init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 

@@ -211,8 +211,10 @@ REPLACEMENT = {"D2", "tok-d2"}
 
 def build(root: Path, keys: Path) -> tuple[object, dict[str, str]]:
     """The relevance vault under ``root``; returns (vault, {entry id or note path: label})."""
-    from nexus import decisions, identity, log
-    from nexus.vault import init
+    from nexus.keys import identity
+    from nexus.ledger import log
+    from nexus.project import decisions
+    from nexus.storage.vault import init
 
     vault, _ = init(root)
     cfg = vault.root / "nexus.md"

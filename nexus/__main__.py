@@ -1,5 +1,5 @@
 """``python -m nexus`` runs the CLI."""
 
-from .cli import main
+from .surfaces.cli import main
 
 raise SystemExit(main())

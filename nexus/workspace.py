@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from .vault import Vault
+    from .storage.vault import Vault
 
 
 class Workspace:
@@ -58,7 +58,7 @@ def resolve(
     """The workspace an entry point acts in: the vault from ``vault`` (an argument), ``NEXUS_VAULT``,
     else found walking up from ``cwd``; settings in the order argument, environment, ``nexus.md``,
     default; keys from ``keys`` (an argument), ``NEXUS_HOME``, else the per-user config folder."""
-    from .vault import find
+    from .storage.vault import find
 
     return for_vault(find(vault, env.get("NEXUS_VAULT"), cwd), env, args=args, keys=keys)
 

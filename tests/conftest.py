@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from nexus import identity, log
-from nexus.identity import Signer
-from nexus.vault import Vault, init
+from nexus.keys import identity
+from nexus.keys.identity import Signer
+from nexus.ledger import log
+from nexus.storage.vault import Vault, init
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -41,6 +41,6 @@ def _install(spec: str) -> None:
 
 if __name__ == "__main__":
     _install(os.environ["NEXUS_FAULT"])
-    from nexus.cli import main
+    from nexus.surfaces.cli import main
 
     sys.exit(main(sys.argv[1:]))

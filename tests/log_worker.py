@@ -13,8 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nexus import identity, log
-from nexus.vault import Vault
+from nexus.keys import identity
+from nexus.ledger import log
+from nexus.storage.vault import Vault
 
 
 def main() -> None:

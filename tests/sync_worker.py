@@ -11,9 +11,14 @@ import json
 import sys
 from pathlib import Path
 
-from nexus import bank, checkpoints, decisions, handoff, identity, log, memory, project_state
 from nexus.errors import StaleEditError
-from nexus.vault import Vault
+from nexus.keys import identity
+from nexus.ledger import log
+from nexus.memory import bank
+from nexus.memory import bounded as memory
+from nexus.project import checkpoints, decisions, project_state
+from nexus.storage.vault import Vault
+from nexus.team import handoff
 
 
 def main() -> None:

@@ -7,7 +7,8 @@ import shutil
 import pytest
 from conftest import Env
 
-from nexus import acks, identity
+from nexus.keys import identity
+from nexus.team import acks
 
 
 def test_a_decision_is_owed_by_the_other_agent_until_it_acks(env: Env) -> None:

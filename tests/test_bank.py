@@ -10,8 +10,8 @@ import sys
 import pytest
 from conftest import Env
 
-from nexus import bank, facts
 from nexus.errors import IdentityError, InputError, NotFoundError, UnsafeContentError
+from nexus.memory import bank, facts
 from nexus.records import BankFact
 
 ENTRY_ID = "01KB7Q2V4J6M8P0R2T4W6Y8A0C"
@@ -145,8 +145,8 @@ def test_the_review_note_lists_pending_facts_as_checkboxes(env: Env) -> None:
 RETAINER = """
 import sys
 from pathlib import Path
-from nexus import bank
-from nexus.vault import Vault
+from nexus.memory import bank
+from nexus.storage.vault import Vault
 v = Vault(Path(sys.argv[1]))
 for i in range(int(sys.argv[3])):
     bank.retain(v, sys.argv[2], type="fact", content=f"{sys.argv[2]} fact {i}")

@@ -10,7 +10,9 @@ import re
 from conftest import Env
 from markdown_it import MarkdownIt
 
-from nexus import entries, log, records
+from nexus import records
+from nexus.ledger import log
+from nexus.storage import entries
 
 
 def test_every_block_id_ends_its_paragraph(env: Env) -> None:

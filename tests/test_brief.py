@@ -69,7 +69,7 @@ def test_the_hot_path_imports_no_yaml_watchdog_or_whoosh(env: Env) -> None:
     env.run("brief", "--agent", "lyra")  # warms the JSON caches (roster, settings)
     env.append("ella", "more")
     code = (
-        "import sys; from nexus.cli import main; rc = main(['brief', '--agent', 'lyra']);"
+        "import sys; from nexus.surfaces.cli import main; rc = main(['brief', '--agent', 'lyra']);"
         "heavy = [m for m in ('yaml', 'frontmatter', 'watchdog', 'whoosh', 'mcp', 'markdown_it')"
         " if m in sys.modules]; print('HEAVY', heavy); sys.exit(rc)"
     )

@@ -7,10 +7,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexus import checkpoints, notes, properties
 from nexus.errors import InputError
+from nexus.project import checkpoints
 from nexus.records import Checkpoint
-from nexus.text import check_line
+from nexus.storage import notes, properties
+from nexus.storage.text import check_line
 
 
 def _one_line(s: str) -> bool:

@@ -11,7 +11,7 @@ import time
 
 from conftest import Env
 
-from nexus import checkpoints
+from nexus.project import checkpoints
 
 
 def _save(env: Env, agent: str, step: str, *extra: str, check: bool = True) -> object:

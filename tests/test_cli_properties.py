@@ -17,7 +17,8 @@ from conftest import Env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nexus import log, text
+from nexus.ledger import log
+from nexus.storage import text
 
 FRAMING = [
     "%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%",

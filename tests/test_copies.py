@@ -11,8 +11,9 @@ import time
 import pytest
 from conftest import Env
 
-from nexus import copies, log
-from nexus.verify import verify
+from nexus.ledger import log
+from nexus.ledger.verify import verify
+from nexus.sync import copies
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import sys
 
 from conftest import Env
 
-from nexus import decisions
+from nexus.project import decisions
 
 
 def _decide(env: Env, agent: str, title: str, *extra: str, check: bool = True) -> object:

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
-from nexus.cli import build_parser
+from nexus.surfaces.cli import build_parser
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 

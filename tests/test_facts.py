@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 from conftest import Env
 
-from nexus import facts, notes
 from nexus.errors import InputError, NotFoundError, UnsafeContentError
+from nexus.memory import facts
+from nexus.storage import notes
 
 
 def test_add_writes_a_note_with_frontmatter_and_an_index_line(env: Env) -> None:
@@ -114,7 +115,7 @@ def test_fact_is_a_frozen_record(env: Env) -> None:
 
 def test_template_notes_match_what_nexus_writes(env: Env) -> None:
     """A fresh vault ships memory/MEMORY-INDEX.md and memory/REVIEW.md exactly as nexus renders them."""
-    from nexus import bank
+    from nexus.memory import bank
 
     assert facts.index_path(env.vault).read_text(encoding="utf-8") == facts.render_index([])
     assert bank.review_path(env.vault).read_text(encoding="utf-8") == bank.render_review([])

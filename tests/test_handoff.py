@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import Env
 
-from nexus import handoff
+from nexus.team import handoff
 
 LINK_RE = re.compile(r"\[\[([^\]|#]+)(?:#\^([A-Za-z0-9-]+))?(?:\|[^\]]*)?\]\]")
 

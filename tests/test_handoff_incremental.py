@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from conftest import Env
 
-from nexus import handoff, log, segments, verify_state
+from nexus.ledger import log, verify_state
+from nexus.storage import segments
+from nexus.team import handoff
 
 
 def _items(h: handoff.Handoff) -> dict[str, Any]:

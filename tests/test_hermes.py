@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import bank, checkpoints, log, memory
-from nexus.cli import main
+from nexus.ledger import log
+from nexus.memory import bank
+from nexus.memory import bounded as memory
+from nexus.project import checkpoints
+from nexus.surfaces.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = Path(os.environ.get("NEXUS_HERMES_SITE", ROOT / ".venv" / "hermes-site"))
@@ -47,8 +50,9 @@ out["prefetch1"] = manager.prefetch_all("how is the parser port going?")
 manager.sync_all("how is the parser port going?", "Half done: the lexer is next.")
 
 # another agent writes while the session runs
-from nexus import identity, log
-from nexus.vault import Vault
+from nexus.keys import identity
+from nexus.ledger import log
+from nexus.storage.vault import Vault
 vault = Vault(__import__("pathlib").Path(sys.argv[1]))
 other = log.append(vault, identity.load_signer(vault, __import__("pathlib").Path(sys.argv[2]), "lyra"),
                    channel="parser", type="question", summary="which lexer generator do we use?")
@@ -100,7 +104,7 @@ def test_a_scripted_hermes_session_through_its_loader_and_manager(
     out = json.loads(proc.stdout.strip().splitlines()[-1])
 
     assert out["name"] == "nexus" and out["available"] is True
-    assert out["module"] == "nexus.hermes" and "MemoryProvider" in out["bases"]  # Hermes' own ABC
+    assert out["module"] == "nexus.surfaces.hermes" and "MemoryProvider" in out["bases"]  # Hermes' own ABC
     assert {
         "nexus_brief",
         "nexus_log_append",

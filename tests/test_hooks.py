@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from conftest import Env
 
-from nexus import checkpoints, log
+from nexus.ledger import log
+from nexus.project import checkpoints
 
 EVENT_NAMES = {
     "session-start": "SessionStart",
@@ -40,7 +41,7 @@ def _hook(
     run_env.update(extra_env or {})
     where = ["--vault", str(env.vault.root), "--home", str(env.keys_home)] if wired else []
     return subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus.hooks", *args, *where],
+        [sys.executable, "-W", "error", "-m", "nexus.surfaces.hooks", *args, *where],
         input=stdin,
         capture_output=True,
         text=True,
@@ -154,7 +155,7 @@ def test_every_event_from_outside_the_vault(env: Env, tmp_path: Path, runtime: s
     assert "Your last checkpoint" in resumed and "port the queue to NATS" in resumed
     if runtime == "claude-code":  # SessionEnd: the session's decisions go to the bank, pending review
         assert hook("session-end", reason="exit")["context"] == ""
-        from nexus import bank
+        from nexus.memory import bank
 
         kept = [f for f in bank.facts_of(env.vault, "lyra") if f.status == "pending"]
         assert [f.content.split("\n")[0] for f in kept] == ["NATS it is"]
@@ -216,7 +217,8 @@ def test_library_defaults_are_the_settings_defaults() -> None:
     """A library parameter with a default takes it from settings.DEFAULTS: the values live once."""
     import inspect
 
-    from nexus import acks, brief, handoff, races, session, settings
+    from nexus import settings
+    from nexus.team import acks, brief, handoff, races, session
 
     takes_settings: tuple[Callable[..., object], ...] = (brief.build, handoff.build)
     for fn in takes_settings:

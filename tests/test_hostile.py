@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import Env, Run
 
-from nexus import notes, properties
-from nexus.vault import Vault
+from nexus.storage import notes, properties
+from nexus.storage.vault import Vault
 
 
 def one_line_error(run: Run, *says: str) -> None:
@@ -84,7 +84,7 @@ def test_hand_edited_unquoted_ids_keep_working_through_the_cli(env: Env) -> None
 
 def test_a_vault_made_in_many_runs_always_has_a_text_id(tmp_path: Path) -> None:
     """The template substitution is quoted whatever the digits (no randomness: each digit string)."""
-    from nexus import vault as vault_mod
+    from nexus.storage import vault as vault_mod
 
     for i, digits in enumerate(["0000000000000000", "0123456701234567", "9999999999999999"]):
         v, _ = vault_mod.init(tmp_path / f"v{i}")
@@ -575,7 +575,7 @@ def test_a_watcher_stopped_cleanly_is_not_a_problem(env: Env) -> None:
 
 def test_a_silent_watcher_is_named_too(env: Env) -> None:
     """A watcher whose process lives on but has stopped checking in (stuck) – by the clock."""
-    from nexus import heartbeat
+    from nexus.team import heartbeat
 
     heartbeat.beat(env.vault, started=0.0, every=1.0)  # (this process: alive)
     assert heartbeat.problem(env.vault) is None

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import identity, notes
 from nexus.errors import InputError
-from nexus.text import RESERVED_NAMES
+from nexus.keys import identity
+from nexus.storage import notes
+from nexus.storage.text import RESERVED_NAMES
 
 BAD_NAMES = [
     ("", "empty"),
@@ -91,7 +92,7 @@ def test_agent_add_creates_key_outside_and_note_inside(env: Env) -> None:
 
 
 def test_human_identity_becomes_the_vault_human(tmp_path: Path) -> None:
-    from nexus.vault import init
+    from nexus.storage.vault import init
 
     vault, _ = init(tmp_path / "v")
     identity.add(vault, tmp_path / "keys", "sam", human=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import vault as vault_mod
 from nexus.errors import VaultError
+from nexus.storage import vault as vault_mod
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECTED = {"nexus.md", "Home.md", "NEXUS-FORMAT.md"}
@@ -84,8 +84,9 @@ def test_init_from_an_installed_wheel(installed: Path, tmp_path: Path) -> None:
     env.pop("NEXUS_VAULT", None)
     # run from a folder outside the checkout, so nothing can come from the source tree
     code = (
-        "import sys, nexus, nexus.vault, nexus.cli; print(nexus.__file__); print(nexus.vault.__file__);"
-        " sys.exit(nexus.cli.main(['init', sys.argv[1]]))"
+        "import sys, nexus, nexus.storage.vault, nexus.surfaces.cli; print(nexus.__file__);"
+        " print(nexus.storage.vault.__file__);"
+        " sys.exit(nexus.surfaces.cli.main(['init', sys.argv[1]]))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "a")],
@@ -168,7 +169,7 @@ def test_vault_discovery_order(tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
         roots[name] = tmp_path / name
         vault_mod.init(roots[name])
-    from nexus import identity
+    from nexus.keys import identity
 
     for name, root in roots.items():
         identity.add(vault_mod.Vault(root), keys, f"agent-{name}")

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import log
 from nexus.errors import IdentityError
+from nexus.ledger import log
+from nexus.ledger.verify import verify
 from nexus.records import Located
-from nexus.verify import verify
 
 
 def _ids(items: list[Located]) -> list[str]:
@@ -92,7 +92,7 @@ def test_cursor_after_a_shortening_edit_and_a_garbled_cursor(env: Env) -> None:
 def _at(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
     """Set the clock nexus reads (entries.time.time) to a UTC time."""
     stamp = calendar.timegm(time.strptime(when, "%Y-%m-%dT%H:%M:%S"))
-    monkeypatch.setattr("nexus.entries.time.time", lambda: stamp + 0.5)
+    monkeypatch.setattr("nexus.storage.entries.time.time", lambda: stamp + 0.5)
 
 
 def test_month_rollover_two_segments(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from conftest import Env
 
-from nexus import log, segments
-from nexus.verify import verify
+from nexus.ledger import log
+from nexus.ledger.verify import verify
+from nexus.storage import segments
 
 
 def test_truncate_at_every_byte_of_the_last_entry(env: Env) -> None:
@@ -58,8 +59,8 @@ def test_truncate_at_every_byte_of_the_last_entry(env: Env) -> None:
 
 
 def test_scan_edge_cases() -> None:
-    from nexus import entries as ent
     from nexus.records import Entry
+    from nexus.storage import entries as ent
 
     e = Entry(
         id=ent.encode_id(1_796_000_000_000, 7),

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from conftest import Env
 
-from nexus import acks, coordination, log, races, shadow, tailstate
-from nexus.marks import START, Mark, ends_with_entry
+from nexus.ledger import log, shadow, tailstate
+from nexus.ledger.marks import START, Mark, ends_with_entry
 from nexus.settings import DEFAULT_ACK_TYPES
+from nexus.team import acks, coordination, races
 
 
 def _segment(env: Env, entry_id: str) -> Path:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import Env
 
-from nexus.cli import build_parser
+from nexus.surfaces.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,8 @@ def _cli_commands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator
 
 
 def _server(env: Env, agent: str = "ella", tools: str = "all") -> Any:
-    from nexus import mcp_server, workspace
+    from nexus import workspace
+    from nexus.surfaces import mcp_server
 
     ws = workspace.for_vault(env.vault, {}, keys=env.keys_home)
     return mcp_server.build_server(ws, agent, tools=tools)
@@ -106,8 +107,8 @@ def test_every_operation_is_reachable_on_each_surface_it_declares(env: Env) -> N
     """The surfaces are generated from the operations: each one's command is in the parser, its tool
     is served (under `--tools all`; the default set is the operations marked for agents), and one
     missing from a surface says why."""
-    from nexus import mcp_server
     from nexus.operations import OPERATIONS
+    from nexus.surfaces import mcp_server
 
     tools, commands = set(_tool_names(env)), set(_cli_commands(build_parser()))
     agent_tools = set(_tool_names(env, "agent"))
@@ -245,7 +246,7 @@ def test_an_unknown_agent_is_refused(env: Env) -> None:
 )
 def test_hot_paths_never_import_mcp_or_whoosh(env: Env, command: list[str]) -> None:
     code = (
-        "import sys; from nexus.cli import main; rc = main(sys.argv[1:]); "
+        "import sys; from nexus.surfaces.cli import main; rc = main(sys.argv[1:]); "
         "bad = [m for m in ('mcp', 'whoosh', 'markdown_it') if m in sys.modules]; "
         "assert not bad, bad; sys.exit(rc)"
     )
@@ -308,7 +309,7 @@ def test_the_default_tool_set_is_small_and_all_serves_every_tool(env: Env) -> No
     """The sizes docs/mcp.md reports are the sizes served (tool count exact, characters within 10%)."""
     import re
 
-    from nexus import mcp_server
+    from nexus.surfaces import mcp_server
 
     agent_set, all_set = _tool_names(env, "agent"), _tool_names(env, "all")
     assert set(agent_set) == set(mcp_server.AGENT_TOOLS)
@@ -346,7 +347,8 @@ def test_a_missing_or_invalid_argument_is_one_readable_line(env: Env) -> None:
 
 def test_messages_name_tools_not_shell_commands(env: Env) -> None:
     """A library message naming a CLI command reads, over MCP, as the tool to call."""
-    from nexus import hints, mcp_server
+    from nexus.surfaces import mcp_server
+    from nexus.team import hints
 
     stale, missing = _call(
         env, ("state_set", {"content": "# State\n", "expect": 7}), ("state_diff", {"old": 42})

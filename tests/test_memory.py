@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import memory
 from nexus.errors import InputError, MemoryFullError, NotFoundError, UnsafeContentError
+from nexus.memory import bounded as memory
 from nexus.records import MemoryResult
 
 SEP = "\n§\n"
@@ -319,8 +319,8 @@ def test_import_hermes_leaves_out_a_poisoned_entry_and_says_so(env: Env, tmp_pat
 
 WRITER = """
 import sys
-from nexus import memory
-from nexus.vault import Vault
+from nexus.memory import bounded as memory
+from nexus.storage.vault import Vault
 vault = Vault(__import__("pathlib").Path(sys.argv[1]))
 for i in range(int(sys.argv[3])):
     memory.add(vault, "user", None, f"writer {sys.argv[2]} fact {i}", limit=100_000)

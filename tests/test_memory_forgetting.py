@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import archive, facts, memory
 from nexus.errors import InputError, MemoryFullError, NotFoundError
+from nexus.memory import archive, facts
+from nexus.memory import bounded as memory
 
 LIMITS = {"memory": 2200, "user": 1375}
 DAY = 86400.0

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexus import bank, memory
+from nexus.memory import bank
+from nexus.memory import bounded as memory
 from nexus.records import BankFact
 
 _text = st.text(st.characters(codec="utf-8", exclude_characters="\r"), min_size=1, max_size=200)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from conftest import Env
 
-from nexus import bank, checkpoints, log, merge
-from nexus.verify import verify
+from nexus.ledger import log
+from nexus.ledger.verify import verify
+from nexus.memory import bank
+from nexus.project import checkpoints
+from nexus.sync import merge
 
 
 def _segment(env: Env) -> bytes:
@@ -148,7 +151,8 @@ def test_text_between_entries_stays_after_its_entry(env: Env) -> None:
 
 
 def test_two_machines_numbering_decisions_alike_are_renumbered_and_verify(env: Env) -> None:
-    from nexus import decisions, gitsync
+    from nexus.project import decisions
+    from nexus.sync import gitsync
 
     first = decisions.decide(env.vault, env.signer("ella"), title="Use git", decision="d", rationale="r")
     aside = env.vault.root / first.path

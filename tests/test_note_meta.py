@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import decisions, merge, meta, notes, verify
-from nexus.vault import Vault
+from nexus.ledger import verify
+from nexus.project import decisions
+from nexus.storage import meta, notes
+from nexus.storage.vault import Vault
+from nexus.sync import merge
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "old-format"
 LINK_RE = re.compile(r"\[\[([^\]|#]+)(?:#\^?([^\]|]+))?(?:\|[^\]]*)?\]\]")

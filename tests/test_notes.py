@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import Env
 
-from nexus import notes
 from nexus.errors import InputError
+from nexus.storage import notes
 
 BOMB = (
     "---\n"

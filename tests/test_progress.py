@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import Env
 
-from nexus import progress
+from nexus.storage import progress
 
 
 class _Terminal(io.StringIO):
@@ -44,7 +44,7 @@ def test_nothing_when_not_a_terminal_or_for_json_or_when_quick() -> None:
 def test_commands_do_not_import_tqdm_off_a_terminal(env: Env) -> None:
     env.append("ella", "one")
     code = (
-        "import sys; from nexus import cli; rc = cli.main(sys.argv[1:]); "
+        "import sys; from nexus.surfaces import cli; rc = cli.main(sys.argv[1:]); "
         "sys.stderr.write(f'tqdm={\"tqdm\" in sys.modules}')"
     )
     for args in (["verify", "--full"], ["handoff", "--json"]):

@@ -8,7 +8,7 @@ import sys
 
 from conftest import Env
 
-from nexus import races
+from nexus.team import races
 
 
 def _append_together(env: Env, *specs: tuple[str, str]) -> list[str]:
@@ -127,7 +127,9 @@ def test_matches_the_definition_checked_pair_by_pair(env: Env) -> None:
     """Against a brute-force reading of the definition over every pair of entries."""
     import random
 
-    from nexus import entries, identity, log
+    from nexus.keys import identity
+    from nexus.ledger import log
+    from nexus.storage import entries
 
     identity.add(env.vault, env.keys_home, "mira")
     rng = random.Random(7)

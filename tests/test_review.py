@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import Env
 
-from nexus import bank, facts
+from nexus.memory import bank, facts
 
 
 def _wait_for(what: str, cond: Callable[[], bool], deadline: float = 60.0) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nexus import scan
 from nexus.errors import InputError, UnsafeContentError
+from nexus.memory import scan
 
 BLOCKED = [
     # prompt injection

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import search, sections, segments
+from nexus import search
 from nexus.errors import InputError, QueryError
-from nexus.search import builder, engine, finder
+from nexus.search import builder, engine, finder, sections
 from nexus.search.manifest import VERSION as MANIFEST_VERSION
+from nexus.storage import segments
 
 
 def _note(env: Env, rel: str, text: str) -> Path:
@@ -230,8 +231,10 @@ def test_concurrent_writers_and_readers_never_fail(env: Env) -> None:
     every entry appended before it started."""
     code = r"""
 import sys
-from nexus import identity, log, search
-from nexus.vault import Vault
+from nexus.keys import identity
+from nexus.ledger import log
+from nexus import search
+from nexus.storage.vault import Vault
 from nexus.settings import keys_home
 v = Vault(__import__("pathlib").Path(sys.argv[1]))
 role = sys.argv[2]
@@ -389,7 +392,7 @@ def test_searches_never_fail_while_another_process_rebuilds(env: Env) -> None:
 import sys
 from pathlib import Path
 from nexus import search
-from nexus.vault import Vault
+from nexus.storage.vault import Vault
 v = Vault(Path(sys.argv[1]))
 if sys.argv[2] == "rebuild":
     for _ in range(6):

@@ -23,7 +23,7 @@ from conftest import Env
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from nexus.cli import main
+from nexus.surfaces.cli import main
 
 RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
 

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from nexus import acks, identity, log, races
+from nexus.keys import identity
+from nexus.ledger import log
 from nexus.settings import DEFAULT_ACK_TYPES
-from nexus.vault import Vault, init
+from nexus.storage.vault import Vault, init
+from nexus.team import acks, races
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "sync_worker.py"

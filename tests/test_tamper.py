@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import entries, log
+from nexus.ledger import log
 from nexus.records import Entry
+from nexus.storage import entries
 
 
 def _segment(env: Env) -> Path:
@@ -272,7 +273,7 @@ def _fresh_clone(env: Env, tmp: Path) -> Env:
     """The vault as another machine gets it: the notes, without .nexus/ (derived, never synced)."""
     clone = tmp / "clone"
     shutil.copytree(env.vault.root, clone, ignore=shutil.ignore_patterns(".nexus"))
-    from nexus.vault import Vault
+    from nexus.storage.vault import Vault
 
     return Env(Vault(clone), env.keys_home)
 
@@ -311,7 +312,7 @@ def test_flips_in_the_last_entry_never_vanish_into_a_warning(env: Env, tmp_path:
     last = env.append("lyra", "the last entry", body="some words").located
     path = _segment(env)
     data = path.read_bytes()
-    from nexus.verify import verify
+    from nexus.ledger.verify import verify
 
     clean = 0
     for at in range(last.offset, last.end_offset - 1, 7):
@@ -376,7 +377,7 @@ def test_injected_faults_on_append_and_recovery_keep_every_invariant(env: Env, t
     import subprocess
     import sys
 
-    from nexus.verify import verify
+    from nexus.ledger.verify import verify
 
     env.append("ella", "one")
     env.append("lyra", "two", body="a body")
@@ -457,7 +458,7 @@ def test_a_crash_between_quarantine_and_cut_leaves_one_copy(env: Env) -> None:
     torn = b"%% nexus:begin 01KB7Q2V4J6M8P0R2T4W6Y8A0C %%\nhalf"
     with path.open("ab") as f:
         f.write(torn)
-    from nexus import segments
+    from nexus.storage import segments
 
     scan = segments.scan(path.read_bytes(), "log/x.md")
     assert scan.torn is not None

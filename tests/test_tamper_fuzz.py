@@ -25,7 +25,8 @@ from typing import Any
 
 from conftest import Env
 
-from nexus import brief, log, verify
+from nexus.ledger import log, verify
+from nexus.team import brief
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tamper_mutants.json"
 MUTANTS = 1000  # each verified twice (with and without .nexus/): ~21 s of CPU in all

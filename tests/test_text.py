@@ -10,9 +10,9 @@ from conftest import Env
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from nexus import entries, segments, text
 from nexus.errors import InputError
 from nexus.records import Entry
+from nexus.storage import entries, segments, text
 
 INVISIBLE = [
     "\u200b",

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus import entries, log, text
+from nexus.ledger import log
+from nexus.ledger.verify import verify
 from nexus.records import Entry, Located, Problem
-from nexus.verify import verify
+from nexus.storage import entries, text
 
 FRAMING_BODY = "\n".join(
     [

@@ -13,9 +13,11 @@ import pytest
 from conftest import Env
 from test_verify import _build  # the same six-entry log the serial tests verify
 
-from nexus import entries, identity, log, verify_state
+from nexus.keys import identity
+from nexus.ledger import log, verify_state
+from nexus.ledger.verify import Report, verify, verify_exact
 from nexus.records import Entry, Located
-from nexus.verify import Report, verify, verify_exact
+from nexus.storage import entries
 
 
 def _segment(env: Env) -> Path:
@@ -281,7 +283,7 @@ def test_damage_anywhere_in_verified_history_is_caught_by_the_next_incremental_v
 
 
 def test_a_verify_after_new_entries_checks_only_those(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nexus import verify as verify_mod
+    from nexus.ledger import verify as verify_mod
 
     _build(env)
     assert verify(env.vault).checked == 6
@@ -318,7 +320,7 @@ def test_damaged_or_foreign_state_is_never_trusted(env: Env) -> None:
     _flipped_byte(env, list(log.iter_entries(env.vault)))
     assert [p.kind for p in verify(env.vault).errors] == ["edited"]
     # a new identity: every remembered verdict may change (an unknown agent becomes known)
-    from nexus import identity
+    from nexus.keys import identity
 
     verify(env.vault)
     identity.add(env.vault, env.keys_home, "nova")

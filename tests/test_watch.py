@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 from conftest import Env
 
-from nexus import acks, log, shadow, tailstate, watcher
-from nexus.vault import Vault
+from nexus.ledger import log, shadow, tailstate
+from nexus.storage.vault import Vault
+from nexus.team import acks
+from nexus.watch import watcher
 
 WAIT = 60.0  # generous: a bound so a broken watcher fails the test instead of hanging it
 
@@ -443,8 +445,8 @@ def test_watcher_keeps_the_derived_state_brief_reads(env: Env, watching: Callabl
     """With the watcher running, the view `nexus brief` reads is already current after an append."""
     import json as _json
 
-    from nexus import coordination
     from nexus.settings import DEFAULT_ACK_TYPES
+    from nexus.team import coordination
 
     w = watching()
     d = env.run(
@@ -463,8 +465,8 @@ def test_watcher_keeps_the_derived_state_brief_reads(env: Env, watching: Callabl
 def test_a_restore_moves_the_derived_state_instead_of_rebuilding_it(
     env: Env, watching: Callable[..., WatchProcess]
 ) -> None:
-    from nexus import coordination
     from nexus.settings import DEFAULT_ACK_TYPES
+    from nexus.team import coordination
 
     d = env.append("ella", "a decision", type="decision").located.entry.id
     segment = env.vault.root / log.find_entry(env.vault, d).file
@@ -702,8 +704,8 @@ def test_a_restores_new_offsets_are_computed_exactly_without_parsing_again(
 ) -> None:
     """The restore shifts its scan by what it inserted instead of scanning the segment again: the
     result must equal a full scan of the new bytes, whatever was dropped and whatever follows."""
-    from nexus import segments
     from nexus.records import ShadowCopy
+    from nexus.storage import segments
 
     ids = [
         env.append(

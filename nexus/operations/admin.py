@@ -18,8 +18,8 @@ def _progress(call: Call, label: str) -> Any:
 
 
 def verify(call: Call, *, full: bool = False) -> Answer:
-    from .. import heartbeat
-    from ..verify import verify as verify_vault
+    from ..ledger.verify import verify as verify_vault
+    from ..team import heartbeat
 
     report = verify_vault(call.vault, full=full, progress=_progress(call, "verifying the log"))
     lines = [str(p) for p in report.problems]
@@ -33,7 +33,7 @@ def verify(call: Call, *, full: bool = False) -> Answer:
 
 
 def agents(call: Call) -> Answer:
-    from .. import identity
+    from ..keys import identity
 
     idents = list(identity.all_identities(call.vault).values())
     lines = [f"{i.name:<20} {i.kind:<6} key {i.key_id}  {i.path}" for i in idents]
@@ -41,7 +41,7 @@ def agents(call: Call) -> Answer:
 
 
 def trusted(call: Call) -> Answer:
-    from .. import trust
+    from ..keys import trust
 
     rows = trust.listing(call.vault, call.keys_home)
     lines = [
@@ -58,7 +58,7 @@ def trusted(call: Call) -> Answer:
 
 
 def handoff(call: Call, *, since: str | None = "last") -> Answer:
-    from .. import handoff as handoff_mod
+    from ..team import handoff as handoff_mod
 
     report = handoff_mod.build(
         call.vault, call.settings, since=since, progress=_progress(call, "verifying the log")
@@ -149,8 +149,8 @@ def _status_text(st: Any) -> str:
 
 
 def index_status(call: Call) -> Answer:
-    from .. import heartbeat
     from .. import search as search_mod
+    from ..team import heartbeat
 
     st = search_mod.status(call.vault)
     dead = heartbeat.problem(call.vault)

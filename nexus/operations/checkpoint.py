@@ -20,7 +20,7 @@ def save(
     files: list[str] | None = None,
     notes: str | None = None,
 ) -> Answer:
-    from .. import checkpoints
+    from ..project import checkpoints
 
     cp, logged = checkpoints.save(
         call.vault,
@@ -38,8 +38,8 @@ def save(
 
 
 def show(call: Call, *, of: str | None = None, history: bool = False) -> CheckpointView:
-    from .. import checkpoints
     from ..errors import NotFoundError
+    from ..project import checkpoints
 
     who = of or call.agent
     cp = checkpoints.load(call.vault, who)
@@ -51,7 +51,7 @@ def show(call: Call, *, of: str | None = None, history: bool = False) -> Checkpo
 
 
 def resume(call: Call, *, no_log: bool = False) -> Resumption:
-    from .. import checkpoints
+    from ..project import checkpoints
 
     got = checkpoints.resume(call.vault, call.agent, keys_home=None if no_log else call.keys_home)
     entry = got["resume_entry"]

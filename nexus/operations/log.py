@@ -27,7 +27,7 @@ def entry_text(located: Located) -> str:
 
 def entries_text(items: list[Located], empty: str) -> str:
     """Verified entries as their authors' words; anything else after them, apart and marked."""
-    from ..brief import UNVERIFIED_TITLE, split_verified, unverified_line
+    from ..team.brief import UNVERIFIED_TITLE, split_verified, unverified_line
 
     good, suspect = split_verified(items)
     parts = [entry_text(i) for i in good]
@@ -45,7 +45,7 @@ def listing(items: list[Any], text: str) -> Answer:
 
 
 def brief(call: Call, *, peek: bool = False) -> Answer:
-    from .. import brief as brief_mod
+    from ..team import brief as brief_mod
 
     built = brief_mod.build(call.vault, call.agent, call.settings, peek=peek, surface=call.surface)
     text = brief_mod.render(built)
@@ -55,7 +55,7 @@ def brief(call: Call, *, peek: bool = False) -> Answer:
 def _appended(result: AppendResult) -> Answer:
     """What an append acknowledges: the whole entry on the command line; to an agent, the id and
     where the entry is (it wrote the rest)."""
-    from ..text import body_notice
+    from ..storage.text import body_notice
 
     located = result.located
     ref: dict[str, Any] = {
@@ -82,7 +82,7 @@ def append(
     body: str | None = None,
     ack: list[str] | None = None,
 ) -> Answer:
-    from .. import log
+    from ..ledger import log
 
     return _appended(
         log.append(
@@ -115,21 +115,21 @@ def reconcile(
 
 
 def read(call: Call, *, peek: bool = False) -> Answer:
-    from .. import log
+    from ..ledger import log
 
     items = log.unread(call.vault, call.agent, advance=not peek)
     return listing(items, entries_text(items, "nothing new"))
 
 
 def tail(call: Call, *, n: int = 10) -> Answer:
-    from .. import log
+    from ..ledger import log
 
     items = log.tail(call.vault, n)
     return listing(items, entries_text(items, "the log is empty"))
 
 
 def owed(call: Call) -> Answer:
-    from .. import acks
+    from ..team import acks
 
     st = call.settings
     items = acks.owed(call.vault, call.agent, st.ack_types, race_window=st.race_window_seconds)
@@ -138,7 +138,7 @@ def owed(call: Call) -> Answer:
 
 
 def repair(call: Call) -> Answer:
-    from .. import log
+    from ..ledger import log
 
     moved = log.repair_tail(call.vault)
     return Answer(
@@ -147,7 +147,7 @@ def repair(call: Call) -> Answer:
 
 
 def recover(call: Call, *, id: str, restore: bool = False) -> Answer:
-    from .. import shadow
+    from ..ledger import shadow
 
     original = shadow.original(call.vault, id)
     text = original.text
@@ -158,7 +158,7 @@ def recover(call: Call, *, id: str, restore: bool = False) -> Answer:
 
 
 def races(call: Call, *, unresolved: bool = False) -> Answer:
-    from .. import races as races_mod
+    from ..team import races as races_mod
 
     st = call.settings
     found = races_mod.find_races(

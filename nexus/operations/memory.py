@@ -31,26 +31,26 @@ def _store_text(res: Any) -> str:
 
 
 def add(call: Call, *, content: str, target: str = "memory") -> Answer:
-    from .. import memory
+    from ..memory import bounded as memory
 
     return _store(memory.add(call.vault, target, call.agent, content, limit=call.limits()[target]))
 
 
 def replace(call: Call, *, old_text: str, content: str, target: str = "memory") -> Answer:
-    from .. import memory
+    from ..memory import bounded as memory
 
     limit = call.limits()[target]
     return _store(memory.replace(call.vault, target, call.agent, old_text, content, limit=limit))
 
 
 def remove(call: Call, *, old_text: str, target: str = "memory") -> Answer:
-    from .. import memory
+    from ..memory import bounded as memory
 
     return _store(memory.remove(call.vault, target, call.agent, old_text, limit=call.limits()[target]))
 
 
 def snapshot(call: Call) -> Answer:
-    from .. import memory
+    from ..memory import bounded as memory
 
     limits = call.limits()
     snap = memory.snapshot(call.vault, call.agent, memory_limit=limits["memory"], user_limit=limits["user"])
@@ -59,7 +59,7 @@ def snapshot(call: Call) -> Answer:
 
 
 def listing(call: Call, *, target: str = "memory") -> Answer:
-    from .. import memory
+    from ..memory import bounded as memory
 
     info = memory.listing(call.vault, target, call.agent, limit=call.limits()[target])
     text = (
@@ -71,7 +71,7 @@ def listing(call: Call, *, target: str = "memory") -> Answer:
 
 
 def sweep(call: Call) -> Answer:
-    from .. import archive
+    from ..memory import archive
 
     days = float(call.settings.sweep_days)
     report = archive.sweep(call.vault, older_than_days=days, agent=call.agent or None, limits=call.limits())
@@ -89,7 +89,7 @@ def sweep(call: Call) -> Answer:
 
 def restore(call: Call, *, ids: list[str] | None = None) -> Answer:
     """Bring archived entries or retired facts back; no ids: list what can be restored."""
-    from .. import archive, facts
+    from ..memory import archive, facts
 
     if not ids:
         items = [a.to_json() | {"kind": "memory-entry"} for a in archive.archived(call.vault)]
@@ -115,7 +115,7 @@ def consolidate(
     archive: list[str] | None = None,
     plan: str | None = None,
 ) -> Answer:
-    from .. import archive as archive_mod
+    from ..memory import archive as archive_mod
 
     limit = call.limits()[target]
     if plan is not None:
@@ -133,14 +133,14 @@ def consolidate(
 
 
 def fact_add(call: Call, *, description: str, type: str, body: str = "", name: str | None = None) -> Answer:
-    from .. import facts
+    from ..memory import facts
 
     fact = facts.add(call.vault, name=name, description=description, type=type, body=body or "")
     return Answer(fact.to_json(), f"added {fact.path}")
 
 
 def fact_list(call: Call, *, retired: bool = False) -> Answer:
-    from .. import facts
+    from ..memory import facts
 
     items = facts.retired(call.vault) if retired else facts.all_facts(call.vault)
     text = "\n".join(
@@ -153,7 +153,7 @@ def fact_list(call: Call, *, retired: bool = False) -> Answer:
 
 
 def fact_show(call: Call, *, name: str) -> Answer:
-    from .. import facts
+    from ..memory import facts
 
     fact = facts.get(call.vault, name)
     return Answer(
@@ -162,7 +162,7 @@ def fact_show(call: Call, *, name: str) -> Answer:
 
 
 def fact_retire(call: Call, *, name: str) -> Answer:
-    from .. import facts
+    from ..memory import facts
 
     fact = facts.retire(call.vault, name)
     text = f"retired {fact.name} to {fact.path}; `nexus memory restore {fact.name}` brings it back"
@@ -170,14 +170,14 @@ def fact_retire(call: Call, *, name: str) -> Answer:
 
 
 def retain(call: Call, *, type: str, content: str, source: str | None = None) -> Answer:
-    from .. import bank
+    from ..memory import bank
 
     fact = bank.retain(call.vault, call.agent, type=type, content=content, source=source)
     return Answer(fact.to_json(), f"retained {fact.id} (pending review: `nexus review`)")
 
 
 def recall(call: Call, *, query: str, n: int = 10) -> Answer:
-    from .. import bank
+    from ..memory import bank
 
     hits = bank.recall(call.vault, call.agent, query, limit=n, languages=call.settings.search_languages)
     text = "\n".join(f"{h.id}  {h.type:<10} {h.status:<8} {h.content[:90]}" for h in hits)
@@ -188,7 +188,7 @@ def review(
     call: Call, *, approve: str | None = None, reject: str | None = None, why: str | None = None
 ) -> Answer:
     """The facts waiting for review; with approve or reject (a person, ``--agent PERSON``), the gate."""
-    from .. import bank
+    from ..memory import bank
 
     if approve or reject:
         if not call.agent:

@@ -23,7 +23,7 @@ def decide(
     supersedes: str | None = None,
     refs: list[str] | None = None,
 ) -> Answer:
-    from .. import decisions
+    from ..project import decisions
 
     d = decisions.decide(
         call.vault,
@@ -40,7 +40,7 @@ def decide(
 
 
 def listing(call: Call, *, all: bool = False) -> Answer:
-    from .. import decisions
+    from ..project import decisions
 
     items = decisions.all_decisions(call.vault)
     if not all:
@@ -53,14 +53,14 @@ def listing(call: Call, *, all: bool = False) -> Answer:
 
 
 def show(call: Call, *, id: str) -> Answer:
-    from .. import decisions
+    from ..project import decisions
 
     info = decisions.show(call.vault, id)
     return Answer(info, decisions.show_text(info))
 
 
 def state_show(call: Call) -> Answer:
-    from .. import project_state
+    from ..project import project_state
 
     vault = call.vault
     version, content, absorbed = project_state.show(vault, call.keys_home)
@@ -96,7 +96,7 @@ def _version_json(v: Any) -> dict[str, Any]:
 
 
 def state_set(call: Call, *, content: str, expect: int, summary: str | None = None) -> Answer:
-    from .. import project_state
+    from ..project import project_state
 
     v = project_state.set_state(
         call.vault, call.signer(), expect=expect, content=content, summary=summary, keys_home=call.keys_home
@@ -105,7 +105,7 @@ def state_set(call: Call, *, content: str, expect: int, summary: str | None = No
 
 
 def state_history(call: Call) -> Answer:
-    from .. import project_state
+    from ..project import project_state
 
     items = project_state.versions(call.vault)
     lines = [f"v{v.version:<4} {v.ts}  {v.author:<12} {v.kind:<6} {v.summary}" for v in items]
@@ -113,7 +113,7 @@ def state_history(call: Call) -> Answer:
 
 
 def state_diff(call: Call, *, old: int, new: int | None = None) -> Answer:
-    from .. import project_state
+    from ..project import project_state
 
     a = project_state.load_version(call.vault, old)
     b = project_state.load_version(call.vault, new if new is not None else project_state.show(call.vault)[0])
@@ -122,7 +122,7 @@ def state_diff(call: Call, *, old: int, new: int | None = None) -> Answer:
 
 
 def state_restore(call: Call, *, version: int, expect: int) -> Answer:
-    from .. import project_state
+    from ..project import project_state
 
     v = project_state.restore(
         call.vault, call.signer(), version=version, expect=expect, keys_home=call.keys_home

@@ -15,14 +15,14 @@ BLOCK_REASON = (
 
 
 def start(call: Call, *, session_id: str, source: str = "startup") -> Answer:
-    from .. import session
+    from ..team import session
 
     text = session.start(call.vault, call.agent, session_id, call.settings, source=source)
     return Answer({"context": text}, text)
 
 
 def prompt(call: Call, *, session_id: str, prompt: str | None = None) -> Answer:
-    from .. import session
+    from ..team import session
 
     if session.quiet(call.vault, call.agent, session_id, prompt=prompt):
         return Answer({"context": ""}, "")  # nothing moved since the last injection: the fastest answer
@@ -33,7 +33,7 @@ def prompt(call: Call, *, session_id: str, prompt: str | None = None) -> Answer:
 def pre_compact(
     call: Call, *, session_id: str, trigger: str = "auto", transcript: str | None = None
 ) -> Answer:
-    from .. import session
+    from ..team import session
 
     cp = session.pre_compact(
         call.vault, call.agent, session_id, trigger=trigger, transcript=transcript, keys_home=call.keys_home
@@ -51,7 +51,7 @@ def stop(
 ) -> Answer:
     """Never blocks unless asked, and then at most once per turn (``stop_hook_active``); ``retain``:
     what session-end does, for runtimes without that event (Codex)."""
-    from .. import session
+    from ..team import session
 
     if retain:
         session.end(call.vault, call.agent, session_id)
@@ -66,7 +66,7 @@ def stop(
 
 
 def end(call: Call, *, session_id: str) -> Answer:
-    from .. import session
+    from ..team import session
 
     session.end(call.vault, call.agent, session_id)
     return Answer({}, "")

@@ -11,8 +11,8 @@ from .spec import Answer, Call
 
 
 def init(call: Call, *, path: str = ".", force: bool = False) -> Answer:
-    from ..vault import HOME, INTRODUCTION
-    from ..vault import init as init_vault
+    from ..storage.vault import HOME, INTRODUCTION
+    from ..storage.vault import init as init_vault
 
     vault, created = init_vault(Path(path), force=force)
     data: dict[str, Any] = {"vault": str(vault.root), "created": created}
@@ -29,7 +29,7 @@ def init(call: Call, *, path: str = ".", force: bool = False) -> Answer:
 
 
 def agent_add(call: Call, *, name: str, human: bool = False) -> Answer:
-    from .. import identity, trust
+    from ..keys import identity, trust
 
     ident = identity.add(call.vault, call.keys_home, name, human=human)
     trust.load(call.vault)  # pin the new key on this machine now (trust on first use)
@@ -39,7 +39,8 @@ def agent_add(call: Call, *, name: str, human: bool = False) -> Answer:
 
 
 def agent_trust(call: Call, *, name: str) -> Answer:
-    from .. import roster, rotation, trust
+    from ..keys import roster, trust
+    from ..ledger import rotation
 
     vault, home = call.vault, call.keys_home
     ring = trust.load(vault, home)
@@ -67,7 +68,7 @@ def agent_trust(call: Call, *, name: str) -> Answer:
 
 
 def agent_rotate(call: Call, *, name: str) -> Answer:
-    from .. import rotation
+    from ..ledger import rotation
 
     done = rotation.rotate(call.vault, call.keys_home, name)
     data = {
@@ -86,14 +87,14 @@ def agent_rotate(call: Call, *, name: str) -> Answer:
 
 
 def resolve_fork(call: Call, *, keep: str) -> Answer:
-    from .. import log
+    from ..ledger import log
 
     result = log.resolve_fork(call.vault, call.signer(), keep)
     return Answer(result.to_json(), f"{result.located.entry.id}: {result.located.entry.summary}")
 
 
 def import_hermes(call: Call, *, folder: str) -> Answer:
-    from .. import memory
+    from ..memory import bounded as memory
     from .memory import _store_text
 
     limits = call.limits()
@@ -105,7 +106,7 @@ def import_hermes(call: Call, *, folder: str) -> Answer:
 
 
 def git_setup(call: Call) -> Answer:
-    from .. import gitsync
+    from ..sync import gitsync
 
     data = gitsync.setup(call.vault)
     what = ", ".join(data["changed"]) or "nothing (already set up)"
@@ -113,7 +114,7 @@ def git_setup(call: Call) -> Answer:
 
 
 def import_copies(call: Call) -> Answer:
-    from .. import copies
+    from ..sync import copies
 
     done = copies.import_all(call.vault)
     lines = [

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from ..settings import Settings
-    from ..vault import Vault
+    from ..storage.vault import Vault
     from ..workspace import Workspace
 
 CLI = "cli"
@@ -257,7 +257,7 @@ class Call:
 
     def signer(self) -> Any:
         """The acting agent's signing key."""
-        from .. import identity
+        from ..keys import identity
 
         return identity.load_signer(self.vault, self.keys_home, self.agent)
 

@@ -21,10 +21,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import BinaryIO
 
-from .. import segments
 from ..errors import IndexBuildError
-from ..marks import START, Mark
-from ..vault import Vault
+from ..ledger.marks import START, Mark
+from ..storage import segments
+from ..storage.vault import Vault
 from . import documents, engine
 from .language import analysis
 from .manifest import FileRecord, Manifest, index_dir, now
@@ -58,7 +58,7 @@ Ends = dict[tuple[str, int], Mark]  # (segment, job start) -> the mark after the
 def _cuts(f: BinaryIO, rel: str, size: int, parts: int) -> tuple[list[Job], str, int]:
     """Read file ``f`` block by block: its jobs (one, or a segment cut at entry boundaries), its
     SHA-256 and its size as read."""
-    from ..entries import BEGIN_PREFIX
+    from ..storage.entries import BEGIN_PREFIX
 
     chunk = min(MAX_JOB_BYTES, max(CHUNK_BYTES, size // (2 * parts) + 1))
     whole = not documents.is_segment(rel) or (parts == 1 and size <= MAX_JOB_BYTES)

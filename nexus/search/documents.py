@@ -15,10 +15,11 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from .. import log, sections
+from ..ledger import log
 from ..records import Located
-from ..segments import Scan
-from ..vault import Vault
+from ..storage.segments import Scan
+from ..storage.vault import Vault
+from . import sections
 from .engine import Doc, Terms
 from .language import Analysis
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..records import Hit, IndexStatus
-from ..vault import Vault
+from ..storage.vault import Vault
 from . import documents
 from .builder import Progress
 from .engine import Stored

@@ -21,11 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from .. import segments
-from ..locks import exclusive
-from ..marks import START
+from ..ledger.marks import START
 from ..records import RefreshStats
-from ..vault import Vault
+from ..storage import segments
+from ..storage.locks import exclusive
+from ..storage.vault import Vault
 from . import builder, documents, engine
 from .builder import Progress
 from .language import DEFAULT_LANGUAGES, Analysis, analysis, check_languages

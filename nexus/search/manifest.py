@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import durable
-from ..marks import Mark
-from ..vault import Vault
+from ..ledger.marks import Mark
+from ..storage import durable
+from ..storage.vault import Vault
 
 VERSION = 9  # 9: a segment's marks.Mark; 8: the package's own field class in the index (older: rebuilt)
 INDEX_DIR = "index"

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import BusyError
-from ..locks import exclusive
-from ..vault import Vault
+from ..storage.locks import exclusive
+from ..storage.vault import Vault
 from . import builder, engine, indexer
 from .manifest import Manifest, index_dir
 from .manifest import load as load_manifest

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..records import Hit, Located
-from ..vault import Vault
+from ..storage.vault import Vault
 from .engine import Stored
 from .language import WORD_RE, MatchedTerms
 
@@ -38,7 +38,7 @@ class Signatures:
 
     def public_keys(self) -> dict[str, tuple[str, str]]:
         """agent -> (key id, public key) from the identity notes."""
-        from .. import identity
+        from ..keys import identity
 
         stamp: list[tuple[str, int]] = []
         try:
@@ -56,7 +56,8 @@ class Signatures:
 
     def verified(self, located: Located, keys: dict[str, tuple[str, str]]) -> bool:
         """The entry's signature checks against its author's key (only its canonical encoding does)."""
-        from .. import entries, identity, trust
+        from ..keys import identity, trust
+        from ..storage import entries
 
         e = located.entry
         if located.verdict is not None and located.verdict.startswith("non-canonical"):
@@ -122,7 +123,7 @@ class HitReader:
         return self._section(stored, data, score, superseded_by)
 
     def _entry(self, stored: Stored, data: bytes, score: float, by: str | None) -> Hit | None:
-        from .. import segments
+        from ..storage import segments
 
         start, _, line_start, line_end = stored.loc
         scan = segments.scan(data, stored.path, offset=start, line=line_start)

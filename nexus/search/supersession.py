@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from ..records import Decision, Hit
-from ..vault import Vault
+from ..storage.vault import Vault
 
 SUPERSEDED_FACTOR = 0.2  # a superseded decision's score is scaled by this, so active ones rank above
 SETTLED_NS = 2_000_000_000  # a cached register is reused only once the folder's mtime is this old
@@ -74,7 +74,7 @@ class Register:
         self.cached: tuple[int, Superseded] | None = None
 
     def load(self, vault: Vault) -> Superseded:
-        from .. import decisions
+        from ..project import decisions
 
         try:
             mtime = os.stat(decisions.folder(vault)).st_mtime_ns

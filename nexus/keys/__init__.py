@@ -1,0 +1,1 @@
+"""Who wrote what: keys and signatures, the keys pinned on this machine, signed heads, rotation."""

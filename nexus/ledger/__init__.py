@@ -1,0 +1,1 @@
+"""The live-context log: signed appends, reading, verification, shadows and restores."""

@@ -1,0 +1,727 @@
+"""``nexus verify``: check every segment's framing, signatures, chains and ids.
+
+Each problem names the entry (id, file, line) and what is wrong with it. Every kind, its cause and
+what a person does about it are listed in ``vault_template/NEXUS-FORMAT.md`` ("What `nexus verify`
+reports"). Verification never raises on any bytes: whatever cannot be read is a finding on that
+entry. Entries by different agents may sit in any order (a merge of two machines' logs interleaves
+them); only an agent's own order counts.
+
+| kind          | meaning |
+|---------------|---------|
+| torn-tail     | incomplete bytes at the end of a segment (a writer died mid-write) |
+| framing       | an entry whose lines cannot be read as an entry |
+| stray-text    | text outside any entry (warning: a person's note the watcher has not signed yet) |
+| notice        | a notice `nexus watch` wrote: entries it restored, a history edit it found (warning) |
+| unknown-agent | an entry by a name with no identity note |
+| forged        | signed with a key that is not its author's (another agent's, or none known) |
+| edited        | the author's key, but the signature fails: the text changed after signing |
+| missing       | a gap in an agent's sequence, or a chain that skips an entry: entries were deleted |
+| reordered     | an agent's sequence goes backwards, or its ids go backwards in the log (entries by different
+|               | agents may sit in any order: a merge of two machines' logs interleaves them) |
+| duplicate     | the same id twice, or two entries with one agent's same sequence number (a fork) |
+| conflict-copy | a file-sync tool's conflict copy of a segment holding entries the log lacks (import them:
+|               | `nexus log import-copies`, or let `nexus watch` do it) |
+| copy-left     | a conflict copy whose entries are all in the log (warning: archive it) |
+| sync-conflict | a note under `conflicts/` a merge listed (warning: resolve it, then delete the note) |
+| renamed       | links in signed text moved to a note renamed in Obsidian; signed before (warning) |
+
+``check_entry`` is the per-entry check (canonical form, author, trusted key, signature): a pure
+function of an entry and a ``Keyring`` (plain data), so it runs in worker processes
+(``verify_state.py``) and in every reader that must tell an author's words from anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..keys import trust
+from ..keys.identity import all_identities, verify_signature
+from ..keys.trust import Keyring
+from ..records import Located, Problem
+from ..storage import entries, segments
+from ..storage.progress import Progress
+from ..storage.vault import Vault
+from . import log
+
+WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict", "renamed", "fork-resolved"})
+# Findings on one entry that mean it is not its author's words as signed: readers show it apart.
+ENTRY_KINDS = frozenset({"edited", "non-canonical", "forged", "unknown-agent", "key-changed", "framing"})
+# A line outside any entry that imitates framing: part of a damaged entry, never a person's note.
+_FRAMING_HINTS = ("nexus:begin", "nexus:end", "nexus:segment", '"sig":')
+
+
+@dataclass
+class Report:
+    entries: int = 0
+    segments: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    checked: int = 0  # entries whose signature this run checked (the rest was proven unchanged)
+    full: bool = False  # checked from scratch (no usable state, --full, or something moved)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.kind not in WARNING_KINDS]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "entries": self.entries,
+            "segments": self.segments,
+            "problems": [p.to_json() for p in self.problems],
+            "checked": self.checked,
+            "full": self.full,
+        }
+
+
+def verify(
+    vault: Vault, *, full: bool = False, progress: Progress | None = None, parallel: bool = True
+) -> Report:
+    """Verify the log: only what changed since the last verification, after proving that the bytes
+    verified before are unchanged (``full``: everything from scratch). See ``verify_state.py``."""
+    from . import verify_state
+
+    return verify_state.run(vault, full=full, progress=progress, parallel=parallel)
+
+
+def scan_problems(
+    rel: str, result: segments.Scan
+) -> tuple[list[tuple[int, Problem]], list[tuple[int, Problem]], tuple[int, Problem] | None]:
+    """The problems a segment's scan shows by itself: (offset, problem) of broken framing, of text
+    outside entries (stray text and watcher notices), and of a torn tail."""
+    broken = [(b.offset, Problem("framing", rel, b.line, b.message, b.entry_id)) for b in result.broken]
+    stray: list[tuple[int, Problem]] = []
+    for s in result.stray:
+        first = s.text.splitlines()[0][:60] if s.text else ""
+        if s.text.startswith("%% nexus:notice "):  # a notice `nexus watch` wrote (shadow.py)
+            title = next((ln for ln in s.text.splitlines() if ln.startswith("> [!")), first)
+            stray.append((s.offset, Problem("notice", rel, s.line_start, title.split("] ", 1)[-1])))
+            continue
+        if looks_like_framing(s.text) or not printable(s.text):
+            stray.append(
+                (
+                    s.offset,
+                    Problem(
+                        "damaged",
+                        rel,
+                        s.line_start,
+                        "text outside any entry that is a damaged copy of an entry or not printable text: "
+                        f"{first!r}",
+                    ),
+                )
+            )
+            continue
+        stray.append(
+            (s.offset, Problem("stray-text", rel, s.line_start, f"text outside any entry: {first!r}"))
+        )
+    torn = None
+    if result.torn is not None:
+        torn = (
+            result.torn.offset,
+            Problem(
+                "torn-tail",
+                rel,
+                result.torn.line,
+                f"{result.torn.size} incomplete bytes at the end (run `nexus log repair`)",
+            ),
+        )
+    return broken, stray, torn
+
+
+class _Renamed:
+    """The text an entry was signed with, when Obsidian only moved its links to a renamed note."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.renames: dict[str, str] | None = None
+        self.signed: dict[str, Any] = {}
+
+    def original(self, e: Any, public_key: str) -> list[tuple[str, str]] | None:
+        """The link changes if ``e`` verifies with its links put back, else None."""
+        from dataclasses import replace
+
+        from . import renames
+
+        if self.renames is None:
+            self.renames = renames.known(self.vault)
+        for summary in [e.summary, *renames.originals(e.summary, self.renames)]:
+            for body in [e.body] if e.body is None else [e.body, *renames.originals(e.body, self.renames)]:
+                if summary == e.summary and body == e.body:
+                    continue
+                before = replace(e, summary=summary, body=body)
+                if verify_signature(public_key, e.sig, entries.signing_bytes(before)):
+                    self.signed[e.id] = before
+                    return renames.link_changes(f"{summary}\n{body}", f"{e.summary}\n{e.body}") or []
+        return self._from_shadow(e, public_key)
+
+    def _from_shadow(self, e: Any, public_key: str) -> list[tuple[str, str]] | None:
+        from ..errors import NexusError
+        from ..storage import segments
+        from . import renames, shadow
+
+        try:
+            copy = shadow.original(self.vault, e.id)
+        except NexusError:
+            return None
+        scan = segments.scan(copy.text.encode(), copy.file)
+        if len(scan.entries) != 1:
+            return None
+        before = scan.entries[0].entry
+        if before.sig != e.sig or not verify_signature(public_key, e.sig, entries.signing_bytes(before)):
+            return None
+        changes = renames.renamed_only(
+            self.vault, f"{before.summary}\n{before.body}", f"{e.summary}\n{e.body}"
+        )
+        if changes is None:
+            return None
+        from dataclasses import replace
+
+        if replace(before, summary=e.summary, body=e.body) != e:
+            return None
+        self.signed[e.id] = before
+        return changes
+
+
+def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
+    """Everything from scratch, in one process, holding every entry in memory: the reference the
+    streaming verification (``verify_state.py``) agrees with, and what it falls back to when the log's
+    ids or an agent's sequence go backwards (a duplicate, a reorder or a fork)."""
+    report = Report(full=True)
+    renamed = _Renamed(vault)
+    ring = ring if ring is not None else trust.load(vault)
+    chains: dict[str, list[_Link]] = {}
+    seen_ids: dict[str, Located] = {}
+    last_ids: dict[str, str] = {}  # agent -> the newest id of its entries so far (only its own order counts)
+    for _name, path in log.segment_files(vault):
+        report.segments += 1
+        result = log.scan_file(vault, path)
+        rel = vault.rel(path)
+        broken, stray, torn = scan_problems(rel, result)
+        report.problems.extend(p for _, p in broken)
+        report.problems.extend(p for _, p in stray)
+        if torn is not None:
+            report.problems.append(torn[1])
+        for located in result.entries:
+            report.checked += 1
+            report.entries += 1
+            e = located.entry
+            where = (located.file, located.line_start)
+            if e.id in seen_ids:
+                other = seen_ids[e.id]
+                report.problems.append(
+                    Problem(
+                        "duplicate",
+                        *where,
+                        f"id already used at {other.file}:{other.line_start}",
+                        e.id,
+                        e.agent,
+                    )
+                )
+                continue
+            seen_ids[e.id] = located
+            last_id = last_ids.get(e.agent)
+            if last_id is not None and e.id < last_id:
+                report.problems.append(
+                    Problem(
+                        "reordered",
+                        *where,
+                        f"id is older than {e.agent}'s entry before it ({last_id})",
+                        e.id,
+                        e.agent,
+                    )
+                )
+            else:
+                last_ids[e.agent] = e.id
+            verdict, problem = check_entry(located, ring, renamed)
+            if problem is not None:
+                report.problems.append(problem)
+            if verdict != "foreign":  # an entry forged in another's name is not part of its chain
+                signed = renamed.signed.get(e.id, e)  # the text as signed, when only links moved
+                chains.setdefault(e.agent, []).append(
+                    _Link(located, entries.entry_hash(signed), verdict == "ok")
+                )
+    heads = {agent: _check_chain(report, links) for agent, links in chains.items()}
+    tops = {
+        a: (seq, digest, loc.file, loc.line_start, loc.entry.id) for a, (seq, digest, loc) in heads.items()
+    }
+    check_heads(report, vault, {a: t[:4] for a, t in tops.items()})
+    report.problems.extend(vault_problems(vault, ring, tops))
+    from ..project.decisions import check_notes  # decision notes: hand edits, unsigned status changes
+
+    report.problems.extend(check_notes(vault, note_identities(vault), set(seen_ids), ring))
+    check_copies(report, vault, set(seen_ids))
+    return report
+
+
+def check_copies(report: Report, vault: Vault, ids: set[str] | None) -> None:
+    """Conflict copies file-sync tools left in ``log/``, and conflicts a merge listed.
+    ``ids``: every entry id in the log, or None to read them (only when a copy exists)."""
+    import os
+
+    from ..sync import copies
+
+    for path in copies.find(vault):
+        missing, _ = copies.missing_entries(vault, path, ids)
+        rel = vault.rel(path)
+        if missing:
+            report.problems.append(
+                Problem(
+                    "conflict-copy",
+                    rel,
+                    missing[0].line_start,
+                    f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'} only in this conflict copy "
+                    "(run `nexus log import-copies`)",
+                    missing[0].entry.id,
+                )
+            )
+        else:
+            report.problems.append(
+                Problem(
+                    "copy-left",
+                    rel,
+                    1,
+                    "conflict copy already imported: `nexus log import-copies` archives it",
+                )
+            )
+    folder = vault.root / "conflicts"
+    for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+        if name.endswith(".md"):
+            report.problems.append(
+                Problem(
+                    "sync-conflict",
+                    f"conflicts/{name}",
+                    1,
+                    "a merge listed a conflict: resolve it, then delete the note",
+                )
+            )
+
+
+def note_identities(vault: Vault) -> dict[str, Any]:
+    """The identities the decision-note check needs (parsed with YAML: only when there are notes)."""
+    from ..project.decisions import note_ids
+
+    return all_identities(vault) if note_ids(vault) else {}
+
+
+def vault_problems(
+    vault: Vault, ring: Keyring, tops: dict[str, tuple[int, str, str, int, str]]
+) -> list[Problem]:
+    """What the whole vault shows beyond its entries: identity notes declaring keys this machine does
+    not trust, and signed heads (``heads.py``) naming entries the log no longer holds. ``tops``:
+    agent -> (seq, hash, file, line, id) of the newest link of its chain."""
+    from ..keys import heads
+
+    out: list[Problem] = []
+    for name, kid in sorted(ring.changed.items()):
+        out.append(
+            Problem(
+                "key-changed",
+                f"agents/{name}/identity.md",
+                1,
+                f"the identity note declares key {kid}, but this machine trusts only "
+                f"{', '.join(sorted(ring.keys.get(name, {})))} for {name}: its entries signed with the new "
+                f"key are not trusted (if the rotation is genuine: `nexus agent trust {name}`)",
+                None,
+                name,
+            )
+        )
+    found = heads.check(vault, ring, tops)
+    if any(p.kind == "truncated" for p in found):
+        from ..sync import (
+            copies,  # entries only in a file-sync conflict copy are not gone: conflict-copy says so
+        )
+
+        elsewhere = {
+            loc.entry.id for path in copies.find(vault) for loc in copies.missing_entries(vault, path)[0]
+        }
+        found = [p for p in found if not (p.kind == "truncated" and p.entry_id in elsewhere)]
+    out.extend(found)
+    return out
+
+
+def looks_like_framing(text: str) -> bool:
+    """Whether text found outside any entry imitates an entry's framing (a damaged or partial copy
+    of an entry), so it can be neither a person's note nor harmless stray text."""
+    for line in text.split("\n"):
+        stripped = line.lstrip("\\ \t>")
+        if (
+            entries.HEADER_RE.match(stripped) or (stripped.startswith("%%") and "nexus:" in stripped)
+        ) and not stripped.startswith("%% nexus:notice"):
+            return True
+        if any(hint in line for hint in _FRAMING_HINTS):
+            return True
+    return False
+
+
+def printable(text: str) -> bool:
+    """Text a person could have typed: no NUL or other control characters (tab and newline aside),
+    no undecodable bytes (read as U+FFFD)."""
+    return not any((ord(c) < 32 and c not in "\t\n\r") or c == "\x7f" or c == "\ufffd" for c in text)
+
+
+@dataclass
+class _Link:
+    located: Located
+    digest: str
+    signed_ok: bool
+
+    @property
+    def seq(self) -> int:
+        return self.located.entry.seq
+
+
+def check_entry(
+    located: Located,
+    ring: Keyring,
+    renamed: _Renamed | None = None,
+    canonical: bytes | None = None,
+) -> tuple[str, Problem | None]:
+    """The per-entry check, independent of every other entry (so it runs in any process): canonical
+    form, a known author, a key this machine trusts for that author (``ring``, trust.py), a valid
+    signature. Returns (status, problem): status "ok" (signed by its author; it may still carry a
+    ``non-canonical`` or ``renamed`` finding), "edited" (the author's key, text changed after signing)
+    or "foreign" (not the author's: forged, unknown agent, untrusted key; not part of its chain).
+    With ``renamed``, an entry whose links Obsidian moved to a renamed note is "ok" with a ``renamed``
+    warning (``renamed.signed`` keeps the text as signed). ``canonical``: ``entries.canonical(entry)``
+    when the caller has it already. Never raises."""
+    e = located.entry
+    where = (located.file, located.line_start)
+    keys = ring.keys.get(e.agent)
+    try:
+        data = entries.SIGN_CONTEXT + (entries.canonical(e) if canonical is None else canonical)
+    except (UnicodeError, ValueError):  # (defensive: canonical() is total on parsed entries)
+        return "foreign", Problem("framing", *where, "fields cannot be encoded", e.id, e.agent)
+    if keys is None:
+        return "foreign", Problem("unknown-agent", *where, f"no identity note for {e.agent!r}", e.id, e.agent)
+    if not e.sig:
+        return "foreign", Problem(
+            "forged", *where, f"entry claims {e.agent} but carries no signature", e.id, e.agent
+        )
+    public = keys.get(e.key)
+    if public is not None:
+        if not verify_signature(public, e.sig, data):
+            changes = renamed.original(e, public) if renamed is not None else None
+            if changes is not None:
+                moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
+                return "ok", Problem(
+                    "renamed",
+                    *where,
+                    f"Obsidian updated links to a renamed note ({moved}); the signature by {e.agent} "
+                    "holds for the text before the rename",
+                    e.id,
+                    e.agent,
+                )
+            return "edited", Problem(
+                "edited",
+                *where,
+                f"signature by {e.agent} does not match the text: changed after signing",
+                e.id,
+                e.agent,
+            )
+        flaw = located.verdict
+        if flaw is not None and flaw.startswith("non-canonical"):
+            return "ok", Problem(
+                "non-canonical",
+                *where,
+                f"{flaw.split(': ', 1)[-1]}: the signed fields are intact but their encoding was changed",
+                e.id,
+                e.agent,
+            )
+        return "ok", None
+    if ring.changed.get(e.agent) == e.key:
+        return "foreign", Problem(
+            "key-changed",
+            *where,
+            f"signed with {e.agent}'s new key {e.key}, which "
+            f"this machine does not trust yet (`nexus agent trust {e.agent}`)",
+            e.id,
+            e.agent,
+        )
+    owner = ring.owner(e.key)
+    signer_key = ring.public_key(owner, e.key) if owner else None
+    if owner is not None and signer_key is not None and verify_signature(signer_key, e.sig, data):
+        msg = f"claims {e.agent} but is signed with {owner}'s key"
+    elif any(verify_signature(k, e.sig, data) for k in keys.values()):
+        msg = f"signature is {e.agent}'s but names the key {e.key}"
+    else:
+        msg = f"signed with a key that belongs to no identity ({e.key})"
+    return "foreign", Problem("forged", *where, msg, e.id, e.agent)
+
+
+def verdict(located: Located, ring: Keyring, renamed: _Renamed | None = None) -> str:
+    """``located.verdict`` after the per-entry check: "ok" (a warning such as ``renamed`` included),
+    or "KIND: message"."""
+    _status, problem = check_entry(located, ring, renamed)
+    return "ok" if problem is None or problem.kind in WARNING_KINDS else f"{problem.kind}: {problem.message}"
+
+
+def mark(items: list[Located], ring: Keyring | None, vault: Vault) -> list[Located]:
+    """``items`` with their verdicts (readers show only "ok" entries as their author's words)."""
+    from dataclasses import replace
+
+    if not items:
+        return items
+    ring = ring if ring is not None else trust.load(vault)
+    renamed = _Renamed(vault)
+    return [replace(loc, verdict=verdict(loc, ring, renamed)) for loc in items]
+
+
+def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:
+    """Check one agent's chain (its entries in file order); return its head (seq, hash, entry).
+
+    A fork (two entries that both follow the same entry, or two first entries) is named once, on the
+    fork point, with every branch; entries on the later branches are not reported again. A fork is
+    resolved by a ``reconcile`` entry of the agent that descends from one branch and acks the first
+    entry of every branch (``nexus log resolve-fork``)."""
+    chain = _Chain(report, links)
+    chain.forks()
+    by_seq, top = chain.by_seq()
+    chain.gaps(by_seq)
+    return top.seq, top.digest, top.located
+
+
+class _Chain:
+    """One agent's links and what is known of them while its chain is checked."""
+
+    def __init__(self, report: Report, links: list[_Link]) -> None:
+        self.report = report
+        self.links = links
+        self.agent = links[0].located.entry.agent
+        self.by_digest: dict[str, _Link] = {}
+        for link in links:
+            self.by_digest.setdefault(link.digest, link)
+        self.children = self._children()
+        self.in_branch: set[int] = set()  # links on a later branch of a fork
+        self.flagged: set[int] = set()
+
+    def _children(self) -> dict[str, list[_Link]]:
+        """Each link's signed links that follow it ("" for first entries)."""
+        children: dict[str, list[_Link]] = {}
+        for link in self.links:
+            prev = link.located.entry.prev
+            if not link.signed_ok:
+                continue  # (an edited entry is named as such; it never makes a fork)
+            if link.seq == 1 and prev is None:
+                parent = ""
+            elif prev is not None and prev in self.by_digest and self.by_digest[prev].seq + 1 == link.seq:
+                parent = prev
+            else:
+                continue
+            children.setdefault(parent, []).append(link)
+        return children
+
+    def add(self, kind: str, link: _Link, message: str) -> None:
+        loc = link.located
+        self.report.problems.append(
+            Problem(kind, loc.file, loc.line_start, message, loc.entry.id, self.agent)
+        )
+        self.flagged.add(id(link))
+
+    def forks(self) -> None:
+        """Name every fork once, on its fork point, resolved or not."""
+        for parent, kids in self.children.items():
+            if len(kids) < 2:
+                continue
+            branch_ids = self._branch(kids[1:])
+            self.in_branch |= branch_ids
+            self.report.problems.append(self._fork_problem(parent, kids))
+            self.flagged |= branch_ids
+
+    def _branch(self, later: list[_Link]) -> set[int]:
+        stack = list(later)
+        branch_ids: set[int] = set()
+        while stack:
+            link = stack.pop()
+            if id(link) in branch_ids:
+                continue
+            branch_ids.add(id(link))
+            stack.extend(self.children.get(link.digest, []))
+        return branch_ids
+
+    def _fork_problem(self, parent: str, kids: list[_Link]) -> Problem:
+        agent = self.agent
+        resolved = _fork_resolved(self.links, self.children, kids)
+        names = ", ".join(f"{k.located.entry.id} ({k.located.file}:{k.located.line_start})" for k in kids)
+        at = kids[1].located
+        after = "start" if parent == "" else "entry " + self.by_digest[parent].located.entry.id
+        message = f"{agent}'s chain forks at seq {kids[0].seq}: {len(kids)} entries follow the same {after}: "
+        message += names
+        if resolved is not None:
+            return Problem(
+                "fork-resolved",
+                at.file,
+                at.line_start,
+                f"{message}; resolved by {resolved.located.entry.id}",
+                at.entry.id,
+                agent,
+            )
+        return Problem(
+            "fork",
+            at.file,
+            at.line_start,
+            f"{message}; {agent} cannot append until it chooses a branch: "
+            f"`nexus log resolve-fork --agent {agent} --keep ID`",
+            at.entry.id,
+            agent,
+        )
+
+    def by_seq(self) -> tuple[dict[int, _Link], _Link]:
+        """Each seq's link (duplicates and reorders named as met) and the link with the highest seq."""
+        by_seq: dict[int, _Link] = {}
+        top: _Link | None = None
+        for link in self.links:
+            if id(link) in self.in_branch:
+                if top is None or link.seq > top.seq:
+                    top = link
+                continue
+            first = by_seq.get(link.seq)
+            if first is not None and first.signed_ok != link.signed_ok:  # an edited copy beside the real one
+                if link.signed_ok:
+                    by_seq[link.seq] = link
+                    if top is first:
+                        top = link
+                continue
+            if first is not None:
+                self.add(
+                    "duplicate",
+                    link,
+                    f"{self.agent} already has an entry with seq {link.seq} "
+                    f"({first.located.entry.id} at {first.located.file}:{first.located.line_start}): a fork",
+                )
+                continue
+            by_seq[link.seq] = link
+            if top is not None and link.seq < top.seq and id(top) not in self.in_branch:
+                self.add(
+                    "reordered", link, f"{self.agent}'s seq {link.seq} comes after seq {top.seq} in the log"
+                )
+            if top is None or link.seq > top.seq:
+                top = link
+        assert top is not None
+        return by_seq, top
+
+    def gaps(self, by_seq: dict[int, _Link]) -> None:
+        """Name seqs missing before a link, and links whose prev is not the hash of the one before."""
+        agent = self.agent
+        expected = 1
+        for seq in sorted(by_seq):
+            link = by_seq[seq]
+            if seq > expected:
+                gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
+                if id(link) not in self.flagged:
+                    self.add(
+                        "missing",
+                        link,
+                        f"{agent}'s entries with seq {gap} are missing before this one (seq {seq}): deleted",
+                    )
+            elif seq >= 1:
+                self._link_to_before(link, by_seq.get(seq - 1))
+            expected = max(expected, seq + 1)
+
+    def _link_to_before(self, link: _Link, before: _Link | None) -> None:
+        seq, prev = link.seq, link.located.entry.prev
+        if before is None and prev is not None and seq == 1:
+            self.add("missing", link, f"{self.agent}'s first entry names a previous entry")
+        elif (
+            before is not None
+            and before.signed_ok
+            and prev != before.digest
+            and (id(link) not in self.flagged)
+            and not (prev in self.by_digest and id(self.by_digest[prev]) in self.in_branch)
+        ):
+            self.add(
+                "missing",
+                link,
+                f"{self.agent}'s chain breaks: prev is not the hash of seq {seq - 1} "
+                f"({before.located.entry.id}): that entry was replaced",
+            )
+
+
+def _fork_resolved(links: list[_Link], children: dict[str, list[_Link]], kids: list[_Link]) -> _Link | None:
+    """The reconcile entry that resolves the fork whose first entries are ``kids``, if any."""
+    wanted = {k.located.entry.id for k in kids}
+    for link in links:
+        e = link.located.entry
+        if e.type == "reconcile" and link.signed_ok and wanted <= set(e.ack):
+            return link
+    return None
+
+
+def _link_message(
+    agent: str, expected: int, seq: int, prev: str | None, before: tuple[bool, str, str] | None
+) -> str | None:
+    """The chain problem of an agent's link with ``seq`` (all its lower seqs seen, the next one
+    expected ``expected``), given the link with ``seq - 1`` as (signed_ok, digest, id), if any."""
+    if seq > expected:
+        gap = f"{expected}" if seq == expected + 1 else f"{expected}–{seq - 1}"
+        return f"{agent}'s entries with seq {gap} are missing before this one (seq {seq}): deleted"
+    if seq >= 1:
+        if before is None and prev is not None and seq == 1:
+            return f"{agent}'s first entry names a previous entry"
+        if before is not None and before[0] and prev != before[1]:
+            return (
+                f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} ({before[2]}): "
+                "that entry was replaced"
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class Head:
+    """What the chain check needs of an agent's link with the highest seq so far."""
+
+    seq: int
+    digest: str
+    signed_ok: bool
+    file: str
+    line: int
+    entry_id: str
+
+
+def next_link_problem(
+    agent: str, head: Head | None, seq: int, prev: str | None, file: str, line: int, entry_id: str
+) -> Problem | None:
+    """The chain problem of an agent's next link when its ``seq`` is above every seq of the agent seen
+    so far (``head`` holds the highest): the answer ``_check_chain`` gives for it, found as entries
+    stream by. A link whose seq is not above the head is a fork or a reorder: the caller must take
+    the exact path instead."""
+    assert head is None or seq > head.seq
+    expected = 1 if head is None else max(1, head.seq + 1)
+    before = (
+        (head.signed_ok, head.digest, head.entry_id) if head is not None and head.seq == seq - 1 else None
+    )
+    message = _link_message(agent, expected, seq, prev, before)
+    return None if message is None else Problem("missing", file, line, message, entry_id, agent)
+
+
+def check_heads(report: Report, vault: Vault, heads: dict[str, tuple[int, str, str, int]]) -> None:
+    """Entries missing at the very end of a chain show only against what nexus last recorded."""
+    import json
+
+    try:
+        state = json.loads((vault.state / log.TAIL_FILE).read_bytes())
+        recorded = state["heads"]
+        if not isinstance(recorded, dict):
+            return
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return
+    for agent, head in recorded.items():
+        found = heads.get(agent)
+        if not isinstance(head, list) or not head or not isinstance(head[0], int):
+            continue
+        have = found[0] if found else 0
+        if have < head[0]:
+            where = (found[2], found[3]) if found else ("log", 0)
+            gap = f"{have + 1}" if have + 1 == head[0] else f"{have + 1}–{head[0]}"
+            report.problems.append(
+                Problem(
+                    "missing",
+                    *where,
+                    f"{agent}'s last entries (seq {gap}) were written but are gone",
+                    None,
+                    agent,
+                )
+            )

@@ -1,0 +1,672 @@
+"""Bounded agent memory: ``agents/A/MEMORY.md`` (the agent's notes) and ``USER.md`` (the user's profile).
+
+The files are Hermes Agent's format exactly: entries joined by ``"\\n§\\n"`` (a line holding only ``§``),
+no frontmatter, so a Hermes runtime can read and write them too. The rules follow Hermes's memory tool:
+
+* the size counts the separators (``len("\\n§\\n".join(entries))``); a size equal to the limit is fine;
+* an add or replace that would pass the limit fails, listing every current entry and the usage;
+* an exact duplicate add succeeds and adds nothing;
+* replace/remove find the entry by ``old_text``, a case-sensitive substring; an entry equal to it
+  wins; several different matches fail with short previews; no match fails listing the entries;
+* content is stripped; empty content is refused; everything written passes the safety scan.
+
+Writes hold the store's sidecar lock, re-read the file, and replace it atomically. A file edited by hand
+in a way nexus would not write back byte for byte is copied to ``archive/backups/`` first and the result
+says so. Each entry's first-seen time is kept in ``.nexus/memory/KEY.json`` (``memory sweep`` needs
+ages; the ``§`` file stays Hermes-compatible).
+
+Files nexus did not write are read as far as they can be: a byte-order mark is not part of the first
+entry, bytes that are not UTF-8 stay in their entry (shown blocked, written back unchanged), a file that
+cannot be read at all is one clear error (and a snapshot shows the other store). A store that is a link
+leading out of the vault is never read or written. The sidecar also records what nexus's last write
+added: when an editor's stale whole-file save (Obsidian saving an open note) drops such an entry, the
+next read or write puts it back once and says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import IdentityError, InputError, MemoryFullError, NotFoundError, VaultError
+from ..records import MemoryResult
+from ..storage import durable
+from ..storage.locks import exclusive
+from ..storage.text import check_name, describe_char, first_invisible
+from ..storage.vault import Vault
+from . import scan
+
+if TYPE_CHECKING:
+    from ..records import BriefSection
+
+DELIM = "\n§\n"
+TARGETS = ("memory", "user")
+PREVIEW = 80
+BAR = "═" * 46
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass(frozen=True)
+class Store:
+    """Where one bounded store lives."""
+
+    target: str
+    agent: str | None
+    path: Path
+    key: str  # lock and sidecar name
+
+    @property
+    def label(self) -> str:
+        return "USER.md" if self.target == "user" else f"{self.agent}'s MEMORY.md"
+
+
+def store(vault: Vault, target: str, agent: str | None) -> Store:
+    if target not in TARGETS:
+        raise InputError(f"invalid target {target!r}: use memory or user")
+    if target == "user":
+        return Store("user", None, vault.inside(vault.root / "USER.md"), "memory-user")
+    if not agent:
+        raise InputError("--agent is required for the memory target")
+    check_name(agent)
+    if not vault.identity_path(agent).is_file():
+        raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
+    return Store("memory", agent, vault.inside(vault.agent_dir(agent) / "MEMORY.md"), f"memory-{agent}")
+
+
+# ---------------------------------------------------------------- the file format
+
+
+def parse(raw: str) -> list[str]:
+    """Entries of a ``§`` file (Hermes's reading: split on ``"\\n§\\n"``, strip, drop empties); a
+    leading byte-order mark is not text."""
+    raw = raw.removeprefix("\ufeff")
+    if not raw.strip():
+        return []
+    return [e for e in (part.strip() for part in raw.replace("\r\n", "\n").split(DELIM)) if e]
+
+
+def render(entries: Sequence[str]) -> str:
+    return DELIM.join(entries) + "\n" if entries else ""
+
+
+def size(entries: Sequence[str]) -> int:
+    return len(DELIM.join(entries))
+
+
+def drift(raw: str, limit: int) -> str | None:
+    """Why nexus would not write ``raw`` back byte for byte (None when it would)."""
+    if not raw.strip():
+        return None
+    if raw.startswith("\ufeff"):
+        return "it starts with a byte-order mark"
+    if any("\udc80" <= ch <= "\udcff" for ch in raw):
+        return "it holds bytes that are not UTF-8"
+    entries = parse(raw)
+    if raw.strip() != DELIM.join(entries):
+        return "its separators or spacing differ from one `§` line between entries"
+    if len(set(entries)) != len(entries):
+        return "it holds the same entry twice"
+    big = max((len(e) for e in entries), default=0)
+    if big > limit:
+        return f"one entry ({big:,} chars) is larger than the whole limit ({limit:,})"
+    return None
+
+
+def decode(data: bytes) -> str:
+    """A store's text: bytes that are not UTF-8 become lone surrogates, so they stay in their entry,
+    are shown as blocked (the scan sees an invisible character) and are written back unchanged."""
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def _read_bytes(path: Path) -> str:
+    try:
+        return decode(path.read_bytes())
+    except FileNotFoundError:
+        return ""
+    except OSError as err:
+        raise InputError(f"cannot read {path.name}: {err.strerror or type(err).__name__}") from None
+
+
+def read(path: Path) -> list[str]:
+    return parse(_read_bytes(path))
+
+
+def previews(entries: Sequence[str], width: int = PREVIEW) -> list[str]:
+    return [(e[:width] + "...") if len(e) > width else e for e in entries]
+
+
+def display(entries: Sequence[str], source: str, vault_root: Path | None = None) -> list[str]:
+    """Entries as they may be shown to a model: a poisoned one becomes a BLOCKED placeholder."""
+    out = []
+    for e in entries:
+        found = scan.findings(e, vault_root)
+        out.append(scan.blocked_placeholder(source, found) if found else e)
+    return out
+
+
+def numbered(entries: Sequence[str], source: str, vault_root: Path | None, width: int = 160) -> list[str]:
+    """One line an entry, numbered as a consolidation plan names them: ``[2] text…  (N chars)``."""
+    out = []
+    for i, e in enumerate(display(entries, source, vault_root), 1):
+        first, *more = e.split("\n")
+        line = first if len(first) <= width else first[: width - 1] + "…"
+        extra = f", {len(more)} more line{'s' if len(more) > 1 else ''}" if more else ""
+        out.append(f"  [{i}] {line}  ({len(e):,} chars{extra})")
+    return out
+
+
+def listing(vault: Vault, target: str, agent: str | None, *, limit: int) -> dict[str, Any]:
+    """A store's entries numbered as a consolidation plan names them (``nexus memory list``)."""
+    st = store(vault, target, agent)
+    entries = list(dict.fromkeys(parse(read_raw(st))))
+    return {
+        "label": st.label,
+        "usage": f"{size(entries):,}/{limit:,}",
+        "limit": limit,
+        "entries": display(entries, st.label, vault.root),
+        "lines": numbered(entries, st.label, vault.root),
+    }
+
+
+def _listing(entries: Sequence[str], source: str, vault_root: Path) -> str:
+    lines = numbered(entries, source, vault_root)
+    return (
+        "\nCurrent entries (numbered for `nexus memory consolidate --plan`):\n" + "\n".join(lines)
+        if lines
+        else " There are no entries."
+    )
+
+
+# ---------------------------------------------------------------- dates sidecar
+
+
+def _digest(entry: str) -> str:
+    return hashlib.sha256(encode(entry)).hexdigest()[:20]
+
+
+def dates_path(vault: Vault, st: Store) -> Path:
+    return vault.state / "memory" / f"{st.key}.json"
+
+
+def load_dates(vault: Vault, st: Store) -> dict[str, str]:
+    try:
+        data = json.loads(dates_path(vault, st).read_text(encoding="utf-8"))
+        return {str(k): str(v) for k, v in data.get("first_seen", {}).items()}
+    except (FileNotFoundError, ValueError, AttributeError):
+        return {}
+
+
+def first_seen(dates: dict[str, str], entry: str) -> str | None:
+    return dates.get(_digest(entry))
+
+
+def save_dates(
+    vault: Vault,
+    st: Store,
+    entries: Sequence[str],
+    dates: dict[str, str],
+    now: str,
+    overrides: dict[str, str] | None = None,
+    *,
+    written: str | None = None,
+    added: Sequence[str] = (),
+) -> None:
+    keep = {}
+    for e in entries:
+        d = _digest(e)
+        keep[d] = (overrides or {}).get(e) or dates.get(d) or now
+    if keep != dates or written is not None:
+        doc: dict[str, object] = {"store": st.key, "first_seen": keep}
+        if written is not None:  # what nexus wrote last, and which entries that write added
+            doc.update(written=written, added=list(added))
+        body = json.dumps(doc, indent=1, sort_keys=True)
+        # not fsynced: losing it is safe (entries then count as first seen now, so nothing is swept early)
+        durable.replace(dates_path(vault, st), body.encode("utf-8"), durable=False)
+
+
+# ---------------------------------------------------------------- the write path
+
+
+@contextmanager
+def locked(vault: Vault, st: Store) -> Iterator[None]:
+    with exclusive(vault.lock(st.key)):
+        yield
+
+
+def _backup(vault: Vault, st: Store, raw: str) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    rel = vault.rel(st.path).replace("/", "-").removesuffix(".md")
+    path = vault.root / "archive" / "backups" / f"{rel}-{stamp}-{_digest(raw)[:6]}.md"
+    if not path.exists():
+        vault.inside(path.parent)
+        durable.create_exclusive(path, encode(raw))
+    return vault.rel(path)
+
+
+def write_entries(
+    vault: Vault,
+    st: Store,
+    raw: str,
+    entries: Sequence[str],
+    limit: int,
+    *,
+    first_seen_overrides: dict[str, str] | None = None,
+    added: Sequence[str] | None = None,
+) -> str | None:
+    """Replace the store's file (caller holds the lock and read ``raw`` under it); return a backup
+    path when the old file would not have round-tripped. ``added`` (default: the entries ``raw`` did
+    not hold) is what a stale editor save may not drop."""
+    backup = _backup(vault, st, raw) if drift(raw, limit) else None
+    dates = load_dates(vault, st)
+    st.path.parent.mkdir(parents=True, exist_ok=True)
+    vault.inside(st.path)
+    data = encode(render(entries))
+    durable.replace(st.path, data)
+    before = set(parse(raw))
+    save_dates(
+        vault,
+        st,
+        entries,
+        dates,
+        utc_now(),
+        first_seen_overrides,
+        written=_digest_bytes(data),
+        added=[e for e in entries if e not in before] if added is None else added,
+    )
+    return backup
+
+
+def read_raw(st: Store) -> str:
+    return _read_bytes(st.path)
+
+
+def _digest_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def dropped(vault: Vault, st: Store, raw: str) -> list[str]:
+    """Entries nexus's last write added that the file no longer holds, when something other than
+    nexus wrote it since (an editor's stale whole-file save): they are put back."""
+    try:
+        data = json.loads(dates_path(vault, st).read_text(encoding="utf-8"))
+        written, added = data.get("written"), data.get("added")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return []
+    if not isinstance(added, list) or not added or written == _digest_bytes(encode(raw)):
+        return []
+    present = set(parse(raw))
+    return [e for e in added if isinstance(e, str) and e not in present]
+
+
+def _restore_dropped(vault: Vault, st: Store, raw: str, entries: list[str]) -> tuple[list[str], str]:
+    """``entries`` with what a stale save dropped put back (caller holds the lock), and a message."""
+    lost = dropped(vault, st, raw)
+    if not lost:
+        return entries, ""
+    return [*entries, *[e for e in lost if e not in entries]], (
+        f" Put back {len(lost)} entr{'y' if len(lost) == 1 else 'ies'} an editor's save had dropped "
+        f"(written by nexus just before it); remove with `nexus memory remove` if that was meant."
+    )
+
+
+def repair(vault: Vault, st: Store, limit: int) -> str:
+    """Put back what an editor's stale save dropped from the store (once); the message, or ''."""
+    if not dropped(vault, st, read_raw(st)):
+        return ""
+    with locked(vault, st):
+        raw = read_raw(st)
+        entries, said = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+        if said:
+            write_entries(vault, st, raw, entries, limit, added=())
+    return said.strip()
+
+
+def result(
+    vault: Vault,
+    st: Store,
+    message: str,
+    entries: Sequence[str],
+    limit: int,
+    changed: bool,
+    backup: str | None,
+) -> MemoryResult:
+    if backup:
+        message += (
+            f" The file had been edited by hand in a way nexus would not write back exactly; "
+            f"its previous text is kept in {backup}."
+        )
+    return MemoryResult(
+        st.target,
+        st.agent,
+        vault.rel(st.path) if st.path.exists() else st.path.relative_to(vault.root).as_posix(),
+        message,
+        tuple(entries),
+        size(entries),
+        limit,
+        changed,
+        backup,
+    )
+
+
+def _clean(content: str | None, what: str, vault: Vault) -> str:
+    text = (content or "").replace("\r\n", "\n").strip()
+    if not text:
+        raise InputError(
+            f"{what} is empty; give the text of the entry"
+            + (" (use `nexus memory remove` to delete one)" if what == "new content" else "")
+        )
+    if DELIM in f"\n{text}\n":
+        raise InputError(
+            f"{what} contains a line holding only `§`, which separates entries; add each entry separately"
+        )
+    scan.check(text, f"{what} for memory", vault.root)  # invisible characters are a scan category
+    bad = first_invisible(text)
+    if bad:
+        raise InputError(
+            f"{what} contains the control character {describe_char(bad)}; "
+            "only visible text, newlines and tabs go into memory"
+        )
+    return text
+
+
+def usage(vault: Vault, target: str, agent: str | None, limit: int) -> MemoryResult:
+    st = store(vault, target, agent)
+    entries = list(dict.fromkeys(read(st.path)))
+    return result(vault, st, "", entries, limit, False, None)
+
+
+def add(vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int) -> MemoryResult:
+    st = store(vault, target, agent)
+    text = _clean(content, "content", vault)
+    with locked(vault, st):
+        raw = read_raw(st)
+        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+        if text in entries:
+            backup = write_entries(vault, st, raw, entries, limit, added=()) if restored else None
+            return result(
+                vault,
+                st,
+                "Entry already exists (no duplicate added)." + restored,
+                entries,
+                limit,
+                bool(restored),
+                backup,
+            )
+        new = [*entries, text]
+        if size(new) > limit:
+            current = size(entries)
+            raise MemoryFullError(
+                f"{st.label} at {current:,}/{limit:,} chars. Adding this entry ({len(text):,} chars) "
+                f"would exceed the limit. Consolidate now: replace overlapping entries with shorter "
+                f"ones or remove stale ones, then retry.{_listing(entries, st.label, vault.root)}",
+                tuple(display(entries, st.label, vault.root)),
+                f"{current:,}/{limit:,}",
+            )
+        backup = write_entries(vault, st, raw, new, limit, added=[text])
+    return result(vault, st, "Entry added." + restored, new, limit, True, backup)
+
+
+def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> int:
+    needle = (old_text or "").strip()
+    if not needle:
+        raise InputError("--old-text is empty; give a short unique part of the entry")
+    if needle in entries:  # an entry equal to old_text wins over entries that merely contain it
+        return entries.index(needle)
+    matches = [i for i, e in enumerate(entries) if needle in e]
+    if not matches:
+        raise NotFoundError(f"No entry matched {needle!r}.{_listing(entries, st.label, vault.root)}")
+    if len({entries[i] for i in matches}) > 1:
+        shown = previews(display([entries[i] for i in matches], st.label, vault.root))
+        raise InputError(
+            f"Multiple entries matched {needle!r}; be more specific. Matches: "
+            + " ".join(f"[{n}] {p!r}" for n, p in enumerate(shown, 1))
+        )
+    return matches[0]
+
+
+def replace(
+    vault: Vault, target: str, agent: str | None, old_text: str | None, content: str | None, *, limit: int
+) -> MemoryResult:
+    st = store(vault, target, agent)
+    text = _clean(content, "new content", vault)
+    with locked(vault, st):
+        raw = read_raw(st)
+        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+        idx = _find(vault, st, entries, old_text)
+        new = list(entries)
+        new[idx] = text
+        new = list(dict.fromkeys(new))
+        if size(new) > limit:
+            current = size(entries)
+            raise MemoryFullError(
+                f"Replacement would put {st.label} at {size(new):,}/{limit:,} chars. Shorten the new "
+                f"content or remove other entries first.{_listing(entries, st.label, vault.root)}",
+                tuple(display(entries, st.label, vault.root)),
+                f"{current:,}/{limit:,}",
+            )
+        backup = write_entries(vault, st, raw, new, limit, added=[text])
+    return result(vault, st, "Entry replaced." + restored, new, limit, True, backup)
+
+
+def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int) -> MemoryResult:
+    st = store(vault, target, agent)
+    with locked(vault, st):
+        raw = read_raw(st)
+        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+        idx = _find(vault, st, entries, old_text)
+        new = entries[:idx] + entries[idx + 1 :]
+        backup = write_entries(vault, st, raw, new, limit, added=())
+    return result(vault, st, "Entry removed." + restored, new, limit, True, backup)
+
+
+# ---------------------------------------------------------------- the frozen snapshot
+
+
+def render_block(target: str, entries: Sequence[str], limit: int) -> str:
+    """Hermes's system-prompt block: a 46-``═`` frame, a usage header, the entries."""
+    if not entries:
+        return ""
+    content = DELIM.join(entries)
+    current = len(content)
+    pct = min(100, current * 100 // limit) if limit > 0 else 0
+    over = " ⚠ OVER BUDGET" if current > limit else ""
+    name = "USER PROFILE (who the user is)" if target == "user" else "MEMORY (your personal notes)"
+    return f"{BAR}\n{name} [{pct}% — {current:,}/{limit:,} chars{over}]\n{BAR}\n{content}"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    agent: str
+    text: str
+    memory: MemoryResult
+    user: MemoryResult
+    blocked: tuple[str, ...]  # what was held back, as "FILE: rule, …"
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for w in (self.memory.warning, self.user.warning) if w]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "agent": self.agent,
+            "text": self.text,
+            "memory": self.memory.to_json(),
+            "user": self.user.to_json(),
+            "blocked": list(self.blocked),
+            "warnings": self.warnings,
+        }
+
+
+def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) -> Snapshot:
+    """Both stores as the block a runtime puts in its system prompt, each entry scanned again."""
+    check_name(agent)
+    blocks: list[str] = []
+    blocked: list[str] = []
+    results: list[MemoryResult] = []
+    for target, limit in (("memory", memory_limit), ("user", user_limit)):
+        rel = "USER.md" if target == "user" else f"agents/{agent}/MEMORY.md"
+        try:  # read what can be read: one store that cannot be read never hides the other
+            st = store(vault, target, agent)
+            said = repair(vault, st, limit)
+            entries = list(dict.fromkeys(read(st.path)))
+        except (InputError, VaultError) as err:
+            blocked.append(f"{rel}: not shown: {err}")
+            results.append(
+                MemoryResult(
+                    target,
+                    agent if target == "memory" else None,
+                    rel,
+                    f"not shown: {err}",
+                    (),
+                    0,
+                    limit,
+                    False,
+                )
+            )
+            continue
+        shown = []
+        for e in entries:
+            found = scan.findings(e, vault.root)
+            if found:
+                blocked.append(f"{vault.rel(st.path)}: " + ", ".join(f.rule for f in found))
+                shown.append(scan.blocked_placeholder(vault.rel(st.path), found))
+            else:
+                shown.append(e)
+        block = render_block(target, shown, limit)
+        if block:
+            blocks.append(block)
+        results.append(result(vault, st, said, entries, limit, bool(said), None))
+    return Snapshot(agent, "\n\n".join(blocks), results[0], results[1], tuple(blocked))
+
+
+def _stamp(path: Path) -> list[int]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return [0, 0]
+    return [st.st_ino, st.st_mtime_ns, st.st_size]
+
+
+def cached_snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) -> dict[str, object]:
+    """``snapshot(...).to_json()``, cached under ``.nexus/cache/`` by the stamps of both stores and the
+    rule files, so the brief (a hot path) scans only when something changed."""
+    check_name(agent)
+    deps = [
+        store(vault, "memory", agent).path,
+        vault.root / "USER.md",
+        vault.root / scan.VAULT_RULES_FILE,
+        Path(scan.__file__).parent / scan.RULES_FILE,
+    ]
+    key = [[_stamp(p) for p in deps], memory_limit, user_limit]
+    cache = vault.state / "cache" / f"memory-snapshot-{agent}.json"
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data.get("key") == key:
+            return dict(data["snapshot"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    snap = snapshot(vault, agent, memory_limit=memory_limit, user_limit=user_limit).to_json()
+    durable.replace(cache, json.dumps({"key": key, "snapshot": snap}).encode("utf-8"), durable=False)
+    return snap
+
+
+def brief_section(vault: Vault, agent: str, limit: int, *, surface: str = "cli") -> BriefSection | None:
+    """The brief's memory slot: usage warnings, the snapshot, the memory index (cut to ``limit``).
+
+    The limits come from the vault's settings (``memory_chars``, ``user_chars`` in nexus.md): the brief's
+    slot is called without them.
+    """
+    from ..records import BriefSection
+    from ..team.hints import say
+    from . import facts
+
+    cfg = vault.config()
+    mem_limit = int(cfg.get("memory_chars") or 2200)
+    user_limit = int(cfg.get("user_chars") or 1375)
+    snap = cached_snapshot(vault, agent, memory_limit=mem_limit, user_limit=user_limit)
+    warnings = snap.get("warnings")
+    parts: list[str] = [f"⚠ {w}" for w in warnings] if isinstance(warnings, list) else []
+    if snap.get("text"):
+        parts.append(str(snap["text"]))
+    index = facts.index_text(vault)
+    lines = [line for line in (index or "").split("\n") if line.startswith("- [[")]
+    if lines:
+        parts.append(
+            f"Memory index ({len(lines)} fact{'s' if len(lines) != 1 else ''}; open a note with "
+            f"{say(surface, 'fact')}):\n" + "\n".join(lines)
+        )
+    if not parts:
+        return None
+    text = "\n\n".join(parts)
+    if len(text) > limit:
+        hint = f"\n… (cut; the whole snapshot: {say(surface, 'snapshot', agent=agent)})"
+        text = text[: max(0, limit - len(hint))] + hint
+    return BriefSection("memory", "Your memory", text)
+
+
+# ---------------------------------------------------------------- import from Hermes
+
+
+def import_hermes(
+    vault: Vault, folder: Path, agent: str, *, memory_limit: int, user_limit: int
+) -> list[MemoryResult]:
+    """Add the entries of a Hermes ``memories/`` folder (MEMORY.md, USER.md) to ``agent``'s memory and
+    the vault's USER.md: what is clean and fits is imported, in order; every entry left out is listed
+    with why (``skipped``). Each entry passes the same checks as ``memory add``."""
+    folder = folder.expanduser()
+    if (folder / "memories").is_dir():
+        folder = folder / "memories"
+    found = [
+        (t, folder / f) for t, f in (("memory", "MEMORY.md"), ("user", "USER.md")) if (folder / f).is_file()
+    ]
+    if not found:
+        raise NotFoundError(f"{folder} holds no MEMORY.md or USER.md")
+    results = []
+    for target, src in found:
+        limit = memory_limit if target == "memory" else user_limit
+        st = store(vault, target, agent)
+        skipped: list[str] = []
+        clean: list[str] = []
+        for n, e in enumerate(parse(_read_bytes(src)), 1):
+            try:
+                clean.append(_clean(e, f"{src.name} entry {n}", vault))
+            except InputError as err:
+                skipped.append(str(err))
+        with locked(vault, st):
+            raw = read_raw(st)
+            entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+            new = list(entries)
+            for e in clean:
+                if e in new:
+                    continue
+                if size([*new, e]) > limit:
+                    skipped.append(
+                        f"{src.name} entry {previews([e], 40)[0]!r} ({len(e):,} chars) would "
+                        f"put {st.label} over its limit ({size(new):,}/{limit:,} chars)"
+                    )
+                    continue
+                new.append(e)
+            added = [e for e in new if e not in entries]
+            backup = write_entries(vault, st, raw, new, limit, added=added) if new != entries else None
+        there = len(clean) - len(added) - sum(1 for x in skipped if "over its limit" in x)
+        message = (
+            f"Imported {len(added)} entr{'y' if len(added) == 1 else 'ies'} ({there} already "
+            f"there" + (f", {len(skipped)} left out" if skipped else "") + ")." + restored
+        )
+        res = result(vault, st, message, new, limit, bool(added), backup)
+        results.append(dataclasses.replace(res, skipped=tuple(skipped)))
+    return results

@@ -1,0 +1,277 @@
+"""The safety scan: what may never reach an agent's memory, the retention bank or the memory index.
+
+Everything headed there is scanned before it is written (a block raises
+:class:`~nexus.errors.UnsafeContentError` naming the rule, and nothing is written), and again when a
+snapshot is built (a poisoned entry is shown as blocked, never injected). The rules are data:
+``nexus/scan_rules.toml`` (shipped) plus an optional ``scan-rules.toml`` at the vault's root, in the
+same shape, which adds rules (it can never remove one). Invisible and bidirectional-control
+characters (``text.first_invisible``) are a category of their own.
+
+Matching is case-insensitive on the NFKC-folded text with Cyrillic and Greek look-alikes of Latin
+letters mapped to them, so full-width (``ｃａｔ``) and homoglyph (``іgnore`` with a Cyrillic і) spellings
+match too. Two checks live in code: a long token with the character mix and entropy of a generated
+secret (``high-entropy-token``), and base64 that decodes to text breaking a rule (``encoded-RULE``).
+An error or a finding never repeats a secret: its excerpt is redacted.
+
+:func:`check_secrets` runs only the secrets category; the log runs it on every entry (a secret in an
+entry would reach every agent's brief).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError, UnsafeContentError
+from ..storage.text import describe_char, first_invisible
+
+RULES_FILE = "scan_rules.toml"
+VAULT_RULES_FILE = "scan-rules.toml"
+CATEGORIES = ("prompt-injection", "exfiltration", "persistence", "secrets", "invisible-unicode")
+MAX_SCAN_CHARS = 65_536
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    category: str
+    why: str
+    regex: re.Pattern[str]
+    source: str  # "nexus" or the vault-relative file that added it
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    category: str
+    why: str
+    excerpt: str
+
+    def __str__(self) -> str:
+        return f"{self.category}/{self.rule} ({self.why}): {self.excerpt!r}"
+
+
+_cache: dict[tuple[str, int, int], tuple[Rule, ...]] = {}
+
+
+def _parse(data: bytes, source: str) -> tuple[Rule, ...]:
+    import tomllib  # (with datetime: only when the rules are read, not on every import)
+
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"{source}: not valid TOML: {err}") from None
+    out: list[Rule] = []
+    for i, raw in enumerate(doc.get("rule", [])):
+        try:
+            rid, cat, pattern = str(raw["id"]), str(raw["category"]), str(raw["pattern"])
+        except (KeyError, TypeError):
+            raise InputError(f"{source}: rule {i + 1} needs id, category and pattern") from None
+        if cat not in CATEGORIES:
+            raise InputError(
+                f"{source}: rule {rid!r} has unknown category {cat!r}; use one of " + ", ".join(CATEGORIES)
+            )
+        try:
+            regex = re.compile(pattern, re.IGNORECASE)
+        except re.error as err:
+            raise InputError(f"{source}: rule {rid!r} has a bad pattern: {err}") from None
+        out.append(Rule(rid, cat, str(raw.get("why", cat)), regex, source))
+    return tuple(out)
+
+
+def rules(vault_root: Path | None = None) -> tuple[Rule, ...]:
+    """The shipped rules, then the vault's own (cached by file mtime and size)."""
+    key = ("nexus", 0, 0)
+    if key not in _cache:
+        data = (Path(__file__).parent / RULES_FILE).read_bytes()  # importlib.resources costs ~60 ms
+        _cache[key] = _parse(data, f"nexus/{RULES_FILE}")
+    shipped = _cache[key]
+    if vault_root is None:
+        return shipped
+    extra_path = vault_root / VAULT_RULES_FILE
+    try:
+        st = extra_path.stat()
+    except FileNotFoundError:
+        return shipped
+    vkey = (str(extra_path), st.st_mtime_ns, st.st_size)
+    if vkey not in _cache:
+        _cache[vkey] = _parse(extra_path.read_bytes(), VAULT_RULES_FILE)
+    return shipped + _cache[vkey]
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    lo, hi = max(0, start - 10), min(len(text), end + 10)
+    snippet = text[lo:hi].replace("\n", " ")
+    if len(snippet) > 80:
+        snippet = snippet[:77] + "…"
+    return snippet
+
+
+# Cyrillic and Greek letters that look like Latin ones (Unicode's confusables, the common part).
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕһԁԛԝɡνοαιτκρυχεАВЕКМНОРСТХІЈЅԌΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijshdqwgvoaitkpuxeABEKMHOPCTXIJSGABEZHIKMNOPTYX",
+)
+_TOKEN_RE = re.compile(r"[A-Za-z0-9+/=_\-]{32,}")
+_PUBLIC_KEY_PREFIX = "ed25519:"
+_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+_WORDY_RE = re.compile(r"[a-z]{4,}|[A-Z][a-z]{3,}")
+
+
+def _entropy(token: str) -> float:
+    import math
+    from collections import Counter
+
+    counts = Counter(token)
+    return -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values())
+
+
+def looks_generated(token: str) -> bool:
+    """A token with the mix of a generated secret: upper, lower and digits, high entropy, few words
+    (``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`` yes; a path, an identifier or a hex digest no)."""
+    core = token.strip("=")
+    if len(core) < 32 or not (
+        any(c.isupper() for c in core) and any(c.islower() for c in core) and any(c.isdigit() for c in core)
+    ):
+        return False
+    wordy = sum(len(m) for m in _WORDY_RE.findall(core))
+    return wordy * 4 < len(core) and _entropy(core) >= 4.0
+
+
+def _decoded(token: str) -> str | None:
+    """The text a base64 token decodes to, when it is mostly printable text."""
+    import base64
+    import binascii
+
+    padded = token + "=" * (-len(token) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        out = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(1 for ch in out if ch.isprintable() or ch in "\n\t")
+    return out if out and printable >= 0.9 * len(out) else None
+
+
+def _redacted(f: Finding) -> Finding:
+    if f.category != "secrets":
+        return f
+    return Finding(f.rule, f.category, f.why, f"[redacted, {len(f.excerpt)} characters around it]")
+
+
+def findings(
+    text: str, vault_root: Path | None = None, *, categories: tuple[str, ...] = CATEGORIES, depth: int = 0
+) -> list[Finding]:
+    """Every rule ``text`` breaks (empty when it is safe); secrets' excerpts are redacted."""
+    found: list[Finding] = []
+    if len(text) > MAX_SCAN_CHARS:
+        found.append(
+            Finding(
+                "too-large-to-scan",
+                "prompt-injection",
+                f"more than {MAX_SCAN_CHARS:,} characters cannot be scanned",
+                text[:40],
+            )
+        )
+        text = text[:MAX_SCAN_CHARS]
+    if "invisible-unicode" in categories:
+        found += _invisible(text)
+    found += _rule_findings(text, vault_root, categories)
+    if "secrets" in categories and not any(f.category == "secrets" for f in found):
+        found += _generated_token(text)
+    if depth == 0:
+        found += _encoded(text, vault_root, categories)
+    return [_redacted(f) for f in found]
+
+
+def _invisible(text: str) -> list[Finding]:
+    inv = first_invisible(text, controls=False)
+    if inv is None:
+        return []
+    at = text.index(inv)
+    why = "an invisible or bidirectional-control character"
+    return [Finding(f"invisible-{describe_char(inv)}", "invisible-unicode", why, _excerpt(text, at, at + 1))]
+
+
+def _rule_findings(text: str, vault_root: Path | None, categories: tuple[str, ...]) -> list[Finding]:
+    """The rules of ``scan_rules.toml`` matched against the text folded (NFKC) and with lookalike
+    letters mapped to Latin (Russian or Greek text is matched as written too)."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", text)
+    skeleton = folded.translate(_LOOKALIKES)
+    found = []
+    for rule in rules(vault_root):
+        if rule.category not in categories:
+            continue
+        m = rule.regex.search(skeleton) or (rule.regex.search(folded) if skeleton != folded else None)
+        if m:
+            found.append(Finding(rule.id, rule.category, rule.why, _excerpt(m.string, m.start(), m.end())))
+    return found
+
+
+def _generated_token(text: str) -> list[Finding]:
+    """The first long random-looking token (a generated key or password), if any."""
+    for m in _TOKEN_RE.finditer(text):
+        if text[max(0, m.start() - len(_PUBLIC_KEY_PREFIX)) : m.start()] == _PUBLIC_KEY_PREFIX:
+            continue  # a public key as nexus writes it (a key rotation names one): public by design
+        if looks_generated(m.group()) and _decoded(m.group()) is None:
+            why = "a long random-looking token (a generated key or password)"
+            return [Finding("high-entropy-token", "secrets", why, m.group())]
+    return []
+
+
+def _encoded(text: str, vault_root: Path | None, categories: tuple[str, ...]) -> list[Finding]:
+    """What base64 in the text decodes to, scanned once more (the first encoded text that breaks a
+    rule is enough)."""
+    for m in _BASE64_RE.finditer(text):
+        inner = _decoded(m.group())
+        if inner is None:
+            continue
+        inner_found = findings(inner, vault_root, categories=categories, depth=1)
+        if inner_found:
+            return [
+                Finding(
+                    f"encoded-{f.rule}",
+                    f.category,
+                    f"base64 that decodes to text that {f.why}",
+                    m.group()[:40],
+                )
+                for f in inner_found
+            ]
+    return []
+
+
+def check_secrets(text: str, what: str = "content", vault_root: Path | None = None) -> str:
+    """``check`` with the secrets category only (a log entry: every agent's brief shows it)."""
+    found = findings(text, vault_root, categories=("secrets",))
+    if found:
+        f = found[0]
+        raise UnsafeContentError(
+            f"blocked: {what} holds what looks like a secret ({f.rule}: {f.why}); nothing was written. "
+            "Keep secrets out of the vault: name where the secret lives instead"
+        )
+    return text
+
+
+def check(text: str, what: str = "content", vault_root: Path | None = None) -> str:
+    """Return ``text`` if it is safe; else raise UnsafeContentError naming the first rule it breaks."""
+    found = findings(text, vault_root)
+    if found:
+        f = found[0]
+        more = f" (and {len(found) - 1} more rule(s))" if len(found) > 1 else ""
+        raise UnsafeContentError(
+            f"blocked: {what} matches safety rule {f.category}/{f.rule} — {f.why}: "
+            f"{f.excerpt!r}{more}; nothing was written"
+        )
+    return text
+
+
+def blocked_placeholder(source: str, found: list[Finding]) -> str:
+    """What a snapshot shows instead of a poisoned entry."""
+    names = ", ".join(f"{f.category}/{f.rule}" for f in found)
+    return (
+        f"[BLOCKED: {source} entry broke safety rule(s) {names}; removed from this snapshot. "
+        f"Remove it with `nexus memory remove`.]"
+    )

@@ -1,0 +1,1 @@
+"""Decisions, project state, checkpoints and the morning handoff."""

@@ -1,0 +1,333 @@
+"""The on-disk form of a live-context entry: render, parse, canonical bytes, ids.
+
+An entry in a segment file (``log/YYYY-MM.md``) looks like this::
+
+    %% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%
+    **2026-11-30 04:41:07Z** · ella · build · note — Set up the CI pipeline ^01JDQ8Z6V3M2K4T5N7P9R1S3W5
+
+    The body, verbatim, Markdown allowed.
+    %% nexus:end {"ack":[],"id":"01JD…","key":"…","prev":"…","seen":null,"seq":1,"sig":"…","v":1} %%
+    <blank line>
+
+Obsidian hides ``%% … %%`` comments, so a reader sees the header line (time · agent · channel · type —
+summary) and the body; the block id makes the entry linkable as ``[[log/2026-11#^ID]]``. A body line that
+could be mistaken for framing gets one extra leading backslash on write and loses it on read, so every
+body round-trips byte for byte and never creates an entry.
+
+This module does no I/O; see ``log.py`` for the write path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import replace
+from typing import Any
+
+from ..records import Entry
+
+FORMAT_VERSION = 1
+SIGN_CONTEXT = b"nexus/entry/v1\n"
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ID_PATTERN = r"[0-9A-HJKMNP-TV-Z]{26}"
+ID_RE = re.compile(ID_PATTERN)
+
+BEGIN_PREFIX = "%% nexus:begin "
+END_PREFIX = "%% nexus:end "
+FRAME_PREFIX = "%% nexus:"
+BEGIN_RE = re.compile(rf"%% nexus:begin (?P<id>{ID_PATTERN}) %%")
+END_RE = re.compile(r"%% nexus:end (?P<json>\{.*\}) %%")
+HEADER_RE = re.compile(
+    r"\*\*(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)Z\*\* · (?P<agent>[a-z0-9-]+) · "
+    r"(?P<channel>[a-z0-9-]+) · (?P<type>[a-z0-9-]+) — (?P<summary>.*) \^(?P<bid>[A-Za-z0-9-]+)"
+)
+# Anything a parser could take for framing: escaped in bodies.
+_LOOKS_LIKE_FRAME = re.compile(r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · )")
+
+
+# ---------------------------------------------------------------- ids and time
+
+
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> two digits
+_SHIFTS = range(120, -1, -10)
+_TO_DIGITS = str.maketrans(_CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
+_RAND_MASK = (1 << 80) - 1
+
+
+def encode_id(ms: int, rand: int) -> str:
+    """A ULID: 48 bits of milliseconds then 80 random bits, Crockford base32, time-sortable."""
+    value = (ms << 80) | rand  # 130 bits as 13 pairs of base32 digits
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
+
+
+def decode_id_ms(entry_id: str) -> int:
+    return int(entry_id.translate(_TO_DIGITS), 32) >> 80
+
+
+def new_id(after: str | None = None, now_ms: int | None = None) -> str:
+    """A fresh id, strictly greater than ``after`` (monotonic under the log lock)."""
+    return new_id_ms(after, now_ms)[0]
+
+
+def new_id_ms(after: str | None = None, now_ms: int | None = None) -> tuple[str, int]:
+    """A fresh id strictly greater than ``after``, and the millisecond time it encodes."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    rand = os.urandom(10)
+    if after is not None:
+        last = int(after.translate(_TO_DIGITS), 32)  # (Crockford digits -> int()'s base-32 digits)
+        if ms <= last >> 80:  # the same millisecond (or the clock went back): count on from ``after``
+            value = last + 1 + int.from_bytes(rand[:2], "big")
+            return encode_id(value >> 80, value & _RAND_MASK), value >> 80
+    return encode_id(ms, int.from_bytes(rand, "big")), ms
+
+
+def utc_ts(ms: int) -> str:
+    """``2026-11-30T04:41:07Z`` (second precision; the id carries milliseconds)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+def segment_name(ts: str) -> str:
+    """The month segment an entry written at ``ts`` belongs to: ``2026-11``."""
+    return ts[:7]
+
+
+# ---------------------------------------------------------------- canonical form
+
+
+# One encoder each, built once (``json.dumps`` with arguments builds a new encoder on every call).
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_END_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
+def canonical(entry: Entry) -> bytes:
+    """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON."""
+    return canonical_fields(
+        id=entry.id,
+        ts=entry.ts,
+        agent=entry.agent,
+        channel=entry.channel,
+        type=entry.type,
+        summary=entry.summary,
+        body=entry.body,
+        ack=entry.ack,
+        seen=entry.seen,
+        seq=entry.seq,
+        prev=entry.prev,
+        key=entry.key,
+        via=entry.via,
+    )
+
+
+def canonical_fields(
+    *,
+    id: str,
+    ts: str,
+    agent: str,
+    channel: str,
+    type: str,
+    summary: str,
+    body: str | None,
+    ack: tuple[str, ...],
+    seen: str | None,
+    seq: int,
+    prev: str | None,
+    key: str,
+    via: str | None,
+) -> bytes:
+    """``canonical`` from an entry's fields before it exists (the write path signs these bytes and
+    builds the entry once, with its signature)."""
+    data: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "id": id,
+        "ts": ts,
+        "agent": agent,
+        "channel": channel,
+        "type": type,
+        "summary": summary,
+        "body": body,
+        "ack": list(ack),
+        "seen": seen,
+        "seq": seq,
+        "prev": prev,
+        "key": key,
+        "via": via,
+    }
+    # (surrogatepass: a field read from a damaged end line may hold a lone surrogate; hashing it must
+    # not raise, and its signature simply fails)
+    return _CANONICAL_JSON(data).encode("utf-8", "surrogatepass")
+
+
+def signing_bytes(entry: Entry) -> bytes:
+    return SIGN_CONTEXT + canonical(entry)
+
+
+def entry_hash(entry: Entry) -> str:
+    """What the author's next entry names as ``prev``: sha256 of the canonical bytes and signature."""
+    return hash_canonical(canonical(entry), entry.sig)
+
+
+def hash_canonical(canonical_bytes: bytes, sig: str) -> str:
+    """``entry_hash`` from canonical bytes already computed (the write path signs them too)."""
+    # (a signature nexus wrote is base64, so ASCII; a damaged one may hold any character, and hashing
+    # it must never raise: the entry is reported, the log goes on)
+    return hashlib.sha256(canonical_bytes + b"\n" + sig.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# ---------------------------------------------------------------- render
+
+
+def escape_body_line(line: str) -> str:
+    return "\\" + line if _LOOKS_LIKE_FRAME.match(line) else line
+
+
+def unescape_body_line(line: str) -> str:
+    return line[1:] if line.startswith("\\") and _LOOKS_LIKE_FRAME.match(line) else line
+
+
+def header_line(entry: Entry) -> str:
+    date, clock = entry.ts[:10], entry.ts[11:19]
+    return (
+        f"**{date} {clock}Z** · {entry.agent} · {entry.channel} · {entry.type} — {entry.summary} ^{entry.id}"
+    )
+
+
+def end_line(entry: Entry) -> str:
+    meta: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "id": entry.id,
+        "ack": list(entry.ack),
+        "seen": entry.seen,
+        "seq": entry.seq,
+        "prev": entry.prev,
+        "key": entry.key,
+        "sig": entry.sig,
+    }
+    if entry.via is not None:
+        meta["via"] = entry.via
+    return END_PREFIX + _END_JSON(meta) + " %%"
+
+
+def render(entry: Entry) -> str:
+    """The entry's text in a segment, ending with the blank separator line."""
+    lines = [f"{BEGIN_PREFIX}{entry.id} %%", header_line(entry), ""]
+    if entry.body is not None:
+        lines.extend(escape_body_line(line) for line in entry.body.split("\n"))
+    # Without a body the blank line still comes before the end line: Obsidian takes a block id only at
+    # the end of its paragraph, and the end line right under the header would join the header's
+    # paragraph, so [[log/…#^ID]] would not land (entries written before this have no blank line:
+    # they read the same).
+    lines.append(end_line(entry))
+    return "\n".join(lines) + "\n\n"
+
+
+# ---------------------------------------------------------------- parse
+
+
+class FrameError(ValueError):
+    """An entry's framing is broken; ``line`` is 0-based within the entry's lines."""
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def parse_lines(lines: list[str]) -> Entry:
+    """Parse one entry from its lines (begin line to end line, without the separator)."""
+    begin, header, meta = _framing(lines)
+    entry_id = begin.group("id")
+    entry = _entry(entry_id, header, meta, _body(lines[2:-1]), len(lines) - 1)
+    if meta.get("id") != entry_id or header.group("bid") != entry_id:
+        raise FrameError("the ids of the begin line, header and end line differ", 1)
+    return entry
+
+
+def _framing(lines: list[str]) -> tuple[re.Match[str], re.Match[str], dict[str, Any]]:
+    """The begin line's and header's matches and the end line's metadata; FrameError if broken."""
+    if len(lines) < 3:
+        raise FrameError("entry is cut short", len(lines))
+    begin = BEGIN_RE.fullmatch(lines[0])
+    if not begin:
+        raise FrameError("bad begin line", 0)
+    header = HEADER_RE.fullmatch(lines[1])
+    if not header:
+        raise FrameError("bad header line", 1)
+    end = END_RE.fullmatch(lines[-1])
+    if not end:
+        raise FrameError("bad end line", len(lines) - 1)
+    try:
+        meta = json.loads(end.group("json"))
+    except json.JSONDecodeError as err:
+        raise FrameError(f"end line is not valid JSON: {err.msg}", len(lines) - 1) from None
+    if not isinstance(meta, dict):
+        raise FrameError("end line metadata is not an object", len(lines) - 1)
+    return begin, header, meta
+
+
+def _body(body_lines: list[str]) -> str | None:
+    """The body from the lines between the header and the end line (None: no body)."""
+    if not body_lines or body_lines == [""]:  # no body: the end line under the header, or a blank between
+        return None
+    if body_lines[0] != "":
+        raise FrameError("missing blank line after the header", 2)
+    return "\n".join(unescape_body_line(line) for line in body_lines[1:])
+
+
+def _entry(entry_id: str, header: re.Match[str], meta: dict[str, Any], body: str | None, end: int) -> Entry:
+    """The entry from its parts; FrameError (on end line ``end``) for a missing or bad field."""
+    try:
+        ack = meta["ack"]
+        if not isinstance(ack, list) or not all(isinstance(a, str) for a in ack):
+            raise TypeError("ack")
+        seq = meta["seq"]
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            raise TypeError("seq")
+        return Entry(
+            id=entry_id,
+            ts=f"{header.group('date')}T{header.group('time')}Z",
+            agent=header.group("agent"),
+            channel=header.group("channel"),
+            type=header.group("type"),
+            summary=header.group("summary"),
+            body=body,
+            ack=tuple(ack),
+            seen=_opt_str(meta.get("seen")),
+            seq=seq,
+            prev=_opt_str(meta.get("prev")),
+            key=str(meta["key"]),
+            sig=str(meta["sig"]),
+            via=_opt_str(meta.get("via")),
+        )
+    except (KeyError, TypeError) as err:
+        raise FrameError(f"end line metadata is missing or has a bad field: {err}", end) from None
+
+
+def _opt_str(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def canonical_flaw(lines: list[str], entry: Entry) -> str | None:
+    """Why ``lines`` (an entry's lines as read, line endings removed) are not exactly what nexus writes
+    for ``entry``, or None when they are. Only the canonical encoding verifies: an end line with an
+    extra or renamed field, other spacing or key order, escapes where nexus writes none (or none
+    where it writes one) all read as the same entry, so each is a change its signature cannot see."""
+    if lines[1] != header_line(entry):
+        return "the header line is not in canonical form"
+    end = end_line(entry)
+    if lines[-1] != end:
+        return "the end line is not in canonical form (fields, order, spacing or escapes differ)"
+    for line in lines[3:-1]:
+        if escape_body_line(unescape_body_line(line)) != line:
+            return "a body line is escaped otherwise than nexus escapes it"
+    return None
+
+
+def unsigned(entry: Entry) -> Entry:
+    return replace(entry, sig="")

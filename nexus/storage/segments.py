@@ -1,0 +1,249 @@
+"""Scanning a log segment's bytes into entries, stray text, broken framing and a torn tail.
+
+A scan never raises on bad bytes: whatever it cannot read becomes a finding, so a reader survives any
+truncation or hand edit. It is pure (bytes in, findings out); callers do the I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..records import Located
+from . import entries
+from .entries import BEGIN_PREFIX, BEGIN_RE, END_PREFIX, FrameError
+
+SEGMENT_MARKER_PREFIX = "%% nexus:segment "
+
+
+def preamble(segment: str) -> str:
+    """The text a new segment file starts with."""
+    return (
+        "---\n"
+        f'segment: "{segment}"\n'
+        "tags:\n  - nexus/log\n"
+        "---\n"
+        f"# Live context — {segment}\n\n"
+        "> [!info] Append-only, signed by its authors\n"
+        "> Agents append here with `nexus log append`; never edit an entry. A person may write a note\n"
+        "> at the very end of this file, below the last entry: `nexus watch` signs it as an entry of\n"
+        "> the vault's human identity. Format: [[NEXUS-FORMAT]].\n\n"
+        f"{SEGMENT_MARKER_PREFIX}{segment} %%\n\n"
+    )
+
+
+@dataclass(frozen=True)
+class Stray:
+    """Lines outside any entry (a person's text, or damage)."""
+
+    line_start: int
+    line_end: int
+    offset: int
+    end_offset: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Broken:
+    """An entry whose framing or fields cannot be read."""
+
+    line: int
+    offset: int
+    end_offset: int
+    message: str
+    entry_id: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Torn:
+    """Incomplete bytes at the end of a segment (a writer died mid-write, or a writer is mid-write)."""
+
+    offset: int
+    line: int
+    size: int
+
+
+@dataclass
+class Scan:
+    entries: list[Located] = field(default_factory=list)
+    stray: list[Stray] = field(default_factory=list)
+    broken: list[Broken] = field(default_factory=list)
+    torn: Torn | None = None
+    end_offset: int = 0  # where complete content ends (the start of a torn tail, or the data's end)
+    end_line: int = 1  # the 1-based number of the line that starts at end_offset
+
+
+def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
+    """Scan ``data``, the bytes of segment ``file`` from byte ``offset`` (which starts line ``line``).
+
+    When ``offset`` is 0 everything before the segment marker line (or the first entry) is preamble.
+    """
+    result = Scan(end_offset=offset, end_line=line)
+    raw_lines = data.split(b"\n")
+    partial = raw_lines.pop()  # bytes after the last newline (b"" when data ends with one)
+    first, pos, line_no = _after_preamble(raw_lines, offset, line) if offset == 0 else (0, offset, line)
+    reader = _Reader(result, file)
+    for raw in raw_lines[first:]:
+        next_pos = pos + len(raw) + 1
+        # Invalid UTF-8 becomes U+FFFD: the entry's signature then fails and verify names it.
+        # A CR before the LF (an editor saved the file with CRLF endings) is not part of the line:
+        # nexus never writes a CR (bodies show one as ⟦U+000D⟧), so dropping it loses nothing.
+        text = raw.decode("utf-8", errors="replace")
+        if text.endswith("\r"):
+            text = text[:-1]
+        reader.line(text, pos, next_pos, line_no)
+        pos, line_no = next_pos, line_no + 1
+    reader.end(partial, pos, line_no, offset + len(data))
+    if result.torn is None:
+        _garbage_tail(result, data, offset, line)
+    return result
+
+
+def _after_preamble(raw_lines: list[bytes], offset: int, line: int) -> tuple[int, int, int]:
+    """Where entries may start in a segment read from its start: (index of the first line after
+    the segment marker line, or of the first begin line; its offset; its line number)."""
+    marker, begin = SEGMENT_MARKER_PREFIX.encode(), BEGIN_PREFIX.encode()
+    pos = offset
+    for i, raw in enumerate(raw_lines):
+        if raw.startswith(marker):
+            return i + 1, pos + len(raw) + 1, line + i + 1
+        if raw.startswith(begin):
+            return i, pos, line + i
+        pos += len(raw) + 1
+    return len(raw_lines), pos, line + len(raw_lines)
+
+
+class _Reader:
+    """Reads a segment's lines one at a time into a :class:`Scan`: entries, stray runs, broken ones."""
+
+    def __init__(self, result: Scan, file: str) -> None:
+        self.result = result
+        self.file = file
+        self.cur: list[str] | None = None  # lines of the entry being read
+        self.cur_start = (0, 0)  # (offset, line)
+        self.stray: list[tuple[int, int, str]] = []  # (offset, line, text) of consecutive stray lines
+
+    def flush_stray(self, end_offset: int) -> None:
+        stray = self.stray
+        if stray:
+            text = "\n".join(s[2] for s in stray)
+            self.result.stray.append(Stray(stray[0][1], stray[-1][1], stray[0][0], end_offset, text))
+            stray.clear()
+
+    def line(self, text: str, pos: int, next_pos: int, line_no: int) -> None:
+        cur = self.cur
+        if cur is None:
+            if BEGIN_RE.fullmatch(text):
+                self.flush_stray(pos)
+                self.cur, self.cur_start = [text], (pos, line_no)
+            elif text.strip() == "":
+                self.flush_stray(pos)
+            else:
+                self.stray.append((pos, line_no, text))
+        elif text.startswith(BEGIN_PREFIX):
+            # a new entry starts before the previous one ended
+            _broken(self.result, cur, self.cur_start, pos, "entry has no end line")
+            self.cur, self.cur_start = [text], (pos, line_no)
+        else:
+            cur.append(text)
+            if text.startswith(END_PREFIX):
+                _finish(self.result, cur, self.cur_start, next_pos, line_no, self.file)
+                self.cur = None
+
+    def end(self, partial: bytes, pos: int, line_no: int, size_end: int) -> None:
+        """After the last complete line: an open entry or framing cut short is a torn tail; a person's
+        text without a final newline is stray text, reported but not consumed."""
+        result = self.result
+        if self.cur is not None:
+            start = self.cur_start
+            result.torn = Torn(start[0], start[1], size_end - start[0])
+            result.end_offset, result.end_line = start
+            self.stray.clear()
+            return
+        if partial and (partial.startswith(b"%") or (self.stray and self.stray[-1][2].startswith("%%"))):
+            result.torn = Torn(pos, line_no, len(partial))  # (the start of framing: a writer's torn write)
+            self.flush_stray(pos)
+        elif partial:
+            self.stray.append((pos, line_no, partial.decode("utf-8", errors="replace")))
+            self.flush_stray(pos + len(partial))
+        else:
+            self.flush_stray(pos)
+        result.end_offset, result.end_line = pos, line_no
+
+
+def _unprintable(raw: bytes) -> bool:
+    """Bytes no person types: NUL and other control characters (tab, CR aside), invalid UTF-8."""
+    if any((b < 32 and b not in (9, 13)) or b == 127 for b in raw):
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _garbage_tail(result: Scan, data: bytes, offset: int, line: int) -> None:
+    """Zero-filled or garbage bytes after the last entry (what a crash leaves on some filesystems)
+    are a torn tail, from the first line that holds them to the end: never a person's text."""
+    last_end = max(
+        [loc.end_offset for loc in result.entries] + [b.end_offset for b in result.broken] + [offset]
+    )
+    trailing = [s for s in result.stray if s.offset >= last_end]
+    if not trailing:
+        return
+    pos = trailing[0].offset
+    rel = pos - offset
+    while rel < len(data):
+        nl = data.find(b"\n", rel)
+        stop = len(data) if nl < 0 else nl
+        if _unprintable(data[rel:stop]):
+            start = offset + rel
+            at_line = line + data.count(b"\n", 0, rel)
+            kept: list[Stray] = []
+            for s in result.stray:
+                if s.offset >= start:
+                    continue
+                if s.end_offset > start:  # a run whose later lines are the garbage: keep its start
+                    n = data.count(b"\n", s.offset - offset, start - offset)
+                    s = Stray(
+                        s.line_start,
+                        s.line_start + max(0, n - 1),
+                        s.offset,
+                        start,
+                        "\n".join(s.text.split("\n")[:n]),
+                    )
+                kept.append(s)
+            result.stray = kept
+            result.torn = Torn(start, at_line, offset + len(data) - start)
+            result.end_offset, result.end_line = start, at_line
+            return
+        rel = stop + 1
+
+
+def _finish(
+    result: Scan, lines: list[str], start: tuple[int, int], end: int, last_line: int, file: str
+) -> None:
+    try:
+        entry = entries.parse_lines(lines)
+    except FrameError as err:
+        _broken(result, lines, start, end, str(err))
+        return
+    flaw = entries.canonical_flaw(lines, entry)
+    result.entries.append(
+        Located(
+            entry,
+            file,
+            start[1],
+            last_line,
+            start[0],
+            end,
+            None if flaw is None else f"non-canonical: {flaw}",
+        )
+    )
+
+
+def _broken(result: Scan, lines: list[str], start: tuple[int, int], end: int, message: str) -> None:
+    match = BEGIN_RE.fullmatch(lines[0]) if lines else None
+    result.broken.append(
+        Broken(start[1], start[0], end, message, match.group("id") if match else None, "\n".join(lines))
+    )

@@ -1,0 +1,451 @@
+"""nexus as a Hermes Agent memory provider (``hermes-agent`` 0.19's ``MemoryProvider``).
+
+``nexus setup hermes`` installs a small plugin in ``$HERMES_HOME/plugins/nexus/`` whose ``register(ctx)``
+hands Hermes a :class:`NexusMemoryProvider`; Hermes' own loader (``plugins.memory.load_memory_provider``)
+finds it there when ``memory.provider: nexus`` is set in ``config.yaml``. Every method is a thin
+adapter over the operations the CLI and the MCP tools call (``session``, ``log``, ``memory``,
+``search``, ``decisions``, ``checkpoints``):
+
+- ``initialize``: maps the Hermes profile (``agent_identity``) to a nexus agent and starts the session
+  (``session.start``: identity, what it owes, decisions, checkpoint, memory and memory index, unread);
+- ``system_prompt_block``: that session-start text, frozen for the session;
+- ``prefetch``: what is new and owed since the last turn (``session.turn``) and the top search hits
+  for the query (approved facts first), within a budget;
+- ``sync_turn``: appends a signed entry on a background thread (never blocks the turn);
+- ``on_memory_write``: mirrors Hermes' built-in memory writes into nexus memory, through the safety
+  scan (a refused write is logged and left out);
+- ``on_pre_compress``: saves the checkpoint; ``on_session_end``: retains the session's decisions in
+  the agent's bank, pending a person's approval;
+- ``get_tool_schemas``/``handle_tool_call``: brief, log append, acknowledge, search, decide,
+  checkpoint.
+
+Configuration (``get_config_schema``/``save_config``) lives under ``plugins.nexus`` in Hermes'
+``config.yaml`` (``vault``, ``agent``, ``keys_home``, and ``agents``: profile → nexus agent); the
+environment (``NEXUS_VAULT``, ``NEXUS_HOME``, ``NEXUS_AGENT``) wins. Storage never follows ``~/.hermes``:
+everything is in the nexus vault.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+try:  # inside Hermes Agent; outside it (tests of nexus alone) the class stands on its own
+    from agent.memory_provider import MemoryProvider  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the runtime
+    MemoryProvider = object
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+
+logger = logging.getLogger("nexus.surfaces.hermes")
+PREFETCH_CHARS = 4_000
+SEARCH_WAIT = 2.0  # seconds prefetch waits for search hits; a slower search (a first index build) still
+# finishes in the background, and what is new is never held back by it
+CHANNEL = "hermes"
+
+
+def _words(text: str, n: int = 8) -> str:
+    """A plain word query from free text (no query syntax reaches the parser)."""
+    words = [w for w in re.findall(r"[^\W_]{3,}", text.lower())][:n]
+    return " ".join(dict.fromkeys(words))
+
+
+def _one_line(text: str, limit: int = 110) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _config(hermes_home: str | None, env: Mapping[str, str]) -> dict[str, Any]:
+    import yaml
+
+    home = Path(hermes_home or env.get("HERMES_HOME") or Path.home() / ".hermes")
+    try:
+        data = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8")) or {}
+        plugins = data.get("plugins") if isinstance(data, dict) else None
+        cfg = plugins.get("nexus") if isinstance(plugins, dict) else None
+        return dict(cfg) if isinstance(cfg, dict) else {}
+    except (OSError, yaml.YAMLError):
+        return {}
+
+
+class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
+    """The nexus vault as Hermes' external memory provider."""
+
+    def __init__(self) -> None:
+        self._vault: Any = None
+        self._agent = ""
+        self._keys_home = Path()
+        self._session_id = "default"
+        self._writes = True
+        self._frozen = ""
+        self._settings: Any = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._search: ThreadPoolExecutor | None = None
+        self._pending: list[Future[Any]] = []
+        self._lock = threading.Lock()
+        self.refused: list[str] = []  # memory writes the safety scan refused (also logged)
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def name(self) -> str:
+        return "nexus"
+
+    @staticmethod
+    def _resolve(
+        env: Mapping[str, str], hermes_home: str | None, profile: str | None
+    ) -> tuple[Workspace, str]:
+        """The workspace and agent from ``env`` (``NEXUS_*`` wins), else the plugin's config."""
+        from .. import workspace
+        from ..storage.vault import find
+
+        cfg = _config(hermes_home, env)
+        agents: dict[str, Any] = cfg["agents"] if isinstance(cfg.get("agents"), dict) else {}
+        agent = (
+            env.get("NEXUS_AGENT")
+            or (agents.get(profile) if profile else None)
+            or cfg.get("agent")
+            or profile
+            or ""
+        )
+        keys = None if env.get("NEXUS_HOME") or not cfg.get("keys_home") else Path(cfg["keys_home"])
+        vault = find(env.get("NEXUS_VAULT") or cfg.get("vault"), None, Path.cwd())
+        return workspace.for_vault(vault, env, keys=keys), str(agent)
+
+    def is_available(self) -> bool:
+        """Configured and the vault and agent exist (no network, nothing written)."""
+        try:
+            ws, agent = self._resolve(os.environ, None, None)
+            return bool(agent) and ws.vault.identity_path(agent).is_file()
+        except Exception:
+            return False
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        from ..team import session
+
+        hermes_home = kwargs.get("hermes_home")
+        profile = kwargs.get("agent_identity")
+        ws, self._agent = self._resolve(
+            os.environ, str(hermes_home) if hermes_home else None, str(profile) if profile else None
+        )
+        self._vault, self._keys_home, self._settings = ws.vault, ws.keys_home, ws.settings
+        self._session_id = session_id or "default"
+        # cron, subagent and flush contexts read but never write (Hermes' own advice)
+        self._writes = kwargs.get("agent_context", "primary") == "primary"
+        self._frozen = session.start(self._vault, self._agent, self._session_id, self._settings)
+
+    def system_prompt_block(self) -> str:
+        return self._frozen
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        from ..team import session
+
+        if self._vault is None:
+            return ""
+        st = self._settings
+        parts = [
+            session.turn(
+                self._vault,
+                self._agent,
+                self._session_id,
+                dataclasses.replace(st, brief_max_chars=PREFETCH_CHARS),
+                prompt=query,
+            ).strip()
+        ]
+        words = _words(query)
+        if words:
+            with self._lock:
+                if self._search is None:
+                    self._search = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-search")
+            found = self._search.submit(self._hits, words, PREFETCH_CHARS - len(parts[0]))
+            try:
+                parts.append(found.result(timeout=SEARCH_WAIT))
+            except TimeoutError:
+                logger.info("nexus: search hits not ready in %.1fs; this turn goes without them", SEARCH_WAIT)
+        return "\n\n".join(p for p in parts if p)
+
+    def _hits(self, words: str, room: int) -> str:
+        from .. import search
+
+        lines: list[str] = []
+        langs = self._settings.search_languages
+        try:
+            hits = search.search(self._vault, words, path="memory/", limit=3, languages=langs)
+            hits += [
+                h
+                for h in search.search(self._vault, words, limit=5, languages=langs)
+                if h.path not in {x.path for x in hits}
+            ][:3]
+        except Exception as err:  # a search problem never costs the turn
+            logger.warning("nexus search failed: %s", err)
+            return ""
+        for h in hits:
+            line = f"- {h.title} — {_one_line(h.snippet.replace('**', ''), 160)} ({h.link})"
+            if sum(len(x) + 1 for x in lines) + len(line) > room - 60:
+                break
+            lines.append(line)
+        return "## Related in the vault\n" + "\n".join(lines) if lines else ""
+
+    def sync_turn(
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        messages: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Append the turn as a signed entry, on a background thread."""
+        if self._vault is None or not self._writes or not (user_content or "").strip():
+            return
+        summary = "turn: " + _one_line(user_content, 100)
+        body = (assistant_content or "").strip()[:1500] or None
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-sync")
+            self._pending = [f for f in self._pending if not f.done()]
+            self._pending.append(self._pool.submit(self._append, summary, body))
+
+    def _append(self, summary: str, body: str | None) -> None:
+        from ..keys import identity
+        from ..ledger import log
+
+        try:
+            signer = identity.load_signer(self._vault, self._keys_home, self._agent)
+            log.append(self._vault, signer, channel=CHANNEL, type="note", summary=summary, body=body)
+        except Exception as err:
+            logger.warning("nexus: the turn could not be logged: %s", err)
+
+    def flush(self, timeout: float | None = 30) -> None:
+        """Wait for the background appends (shutdown calls it)."""
+        for fut in list(self._pending):
+            fut.result(timeout=timeout)
+
+    def shutdown(self) -> None:
+        self.flush()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if self._search is not None:
+            self._search.shutdown(wait=False, cancel_futures=True)
+            self._search = None
+
+    def on_memory_write(
+        self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None
+    ) -> None:
+        """Mirror a built-in memory write; the safety scan may refuse it (logged, left out)."""
+        from ..errors import NexusError
+        from ..memory import bounded as memory
+
+        if self._vault is None or not self._writes:
+            return
+        store = "user" if target == "user" else "memory"
+        limit = int(self._settings.user_chars if store == "user" else self._settings.memory_chars)
+        old = (metadata or {}).get("old_text")
+        try:
+            if action == "add":
+                memory.add(self._vault, store, self._agent, content, limit=limit)
+            elif action == "replace" and old:
+                memory.replace(self._vault, store, self._agent, old, content, limit=limit)
+            elif action == "remove":
+                memory.remove(self._vault, store, self._agent, old or content, limit=limit)
+        except NexusError as err:
+            self.refused.append(str(err))
+            logger.warning("nexus refused a memory %s: %s", action, err)
+
+    def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
+        from ..team import session
+
+        if self._vault is None or not self._writes:
+            return ""
+        cp = session.pre_compact(
+            self._vault, self._agent, self._session_id, trigger="hermes", keys_home=self._keys_home
+        )
+        return f"(nexus checkpoint saved, version {cp.seq}: {cp.task} — next: {cp.next})"
+
+    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        from ..team import session
+
+        if self._vault is None or not self._writes:
+            return
+        self.flush()
+        session.end(self._vault, self._agent, self._session_id)
+
+    # ------------------------------------------------------------------ tools
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        def tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+            return {
+                "name": name,
+                "description": description,
+                "parameters": {"type": "object", "properties": props, "required": required},
+            }
+
+        text = {"type": "string"}
+        return [
+            tool(
+                "nexus_brief",
+                "Your nexus brief: what the other agents wrote, what you owe, decisions "
+                "in force, your checkpoint and memory.",
+                {},
+                [],
+            ),
+            tool(
+                "nexus_log_append",
+                "Append one signed entry to the shared live log after a meaningful turn.",
+                {
+                    "channel": {**text, "description": "Topic: lowercase letters, digits, dashes."},
+                    "type": {
+                        "type": "string",
+                        "enum": ["note", "question", "correction", "handoff"],
+                        "description": "What kind of entry.",
+                    },
+                    "summary": {**text, "description": "One line: what happened."},
+                    "body": {**text, "description": "Optional details, Markdown."},
+                },
+                ["channel", "type", "summary"],
+            ),
+            tool(
+                "nexus_acknowledge",
+                "Acknowledge entries by the other agents so you no longer owe them.",
+                {
+                    "ids": {"type": "array", "items": text, "description": "Entry ids."},
+                    "summary": {**text, "description": "One line: what you take from them."},
+                },
+                ["ids"],
+            ),
+            tool(
+                "nexus_search",
+                "Search the shared vault (log, decisions, notes, facts) with provenance.",
+                {"query": {**text, "description": "Words to look for."}},
+                ["query"],
+            ),
+            tool(
+                "nexus_decide",
+                "Record a team decision (a signed note).",
+                {
+                    "title": {**text, "description": "A short title."},
+                    "decision": {**text, "description": "What was decided."},
+                    "rationale": {**text, "description": "Why."},
+                },
+                ["title", "decision", "rationale"],
+            ),
+            tool(
+                "nexus_checkpoint",
+                "Save your working context so a new session can resume.",
+                {
+                    "task": {**text, "description": "The task, one line."},
+                    "step": {**text, "description": "The step just done."},
+                    "next": {**text, "description": "The next step."},
+                },
+                ["task", "step", "next"],
+            ),
+        ]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        from ..errors import NexusError
+
+        try:
+            return json.dumps(self._call(tool_name, dict(args or {})), ensure_ascii=False)
+        except NexusError as err:
+            return json.dumps({"error": str(err)})
+        except (KeyError, TypeError) as err:
+            return json.dumps({"error": f"{tool_name}: missing or invalid argument {err}"})
+
+    def _call(self, name: str, args: dict[str, Any]) -> Any:
+        from .. import search
+        from ..keys import identity
+        from ..ledger import log
+        from ..project import checkpoints, decisions
+        from ..team import brief
+
+        st = self._settings
+        if name == "nexus_brief":
+            return {"text": brief.render(brief.build(self._vault, self._agent, st))}
+        if name == "nexus_search":
+            return {
+                "items": [
+                    {"title": h.title, "snippet": h.snippet, "link": h.link, "agent": h.agent, "time": h.time}
+                    for h in search.search(self._vault, args["query"], limit=8, languages=st.search_languages)
+                ]
+            }
+        if name == "nexus_checkpoint":
+            cp, _ = checkpoints.save(
+                self._vault,
+                self._agent,
+                task=args["task"],
+                step=args["step"],
+                next=args["next"],
+                keys_home=self._keys_home,
+            )
+            return {"saved": cp.saved, "version": cp.seq}
+        signer = identity.load_signer(self._vault, self._keys_home, self._agent)
+        if name == "nexus_log_append":
+            done = log.append(
+                self._vault,
+                signer,
+                channel=args["channel"],
+                type=args["type"],
+                summary=args["summary"],
+                body=args.get("body"),
+            )
+            return {"id": done.located.entry.id, "link": done.located.link}
+        if name == "nexus_acknowledge":
+            done = log.append(
+                self._vault,
+                signer,
+                channel="general",
+                type="ack",
+                summary=args.get("summary") or "acknowledged",
+                ack=tuple(args["ids"]),
+            )
+            return {"id": done.located.entry.id, "link": done.located.link}
+        if name == "nexus_decide":
+            d = decisions.decide(
+                self._vault,
+                signer,
+                title=args["title"],
+                decision=args["decision"],
+                rationale=args["rationale"],
+            )
+            return {"id": d.id, "link": d.link}
+        raise KeyError(name)
+
+    # ------------------------------------------------------------------ configuration
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [
+            {"key": "vault", "description": "Path of the nexus vault", "required": True},
+            {"key": "agent", "description": "The nexus agent this Hermes profile acts as", "required": True},
+            {
+                "key": "keys_home",
+                "description": "Folder of nexus private keys (NEXUS_HOME)",
+                "required": False,
+            },
+        ]
+
+    def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
+        from ..storage import durable
+        from .runtimes.configfiles import read_text, table, yaml_merge
+
+        path = Path(hermes_home) / "config.yaml"
+
+        def edit(data: dict[str, Any]) -> None:
+            table(table(data, "plugins"), "nexus").update(
+                {k: str(v) for k, v in values.items() if v is not None}
+            )
+
+        old = read_text(path)
+        new = yaml_merge(path, edit)(old)
+        if new != old:
+            durable.replace(path, new.encode("utf-8"))
+
+
+def register(ctx: Any) -> None:
+    """Hermes' plugin entry: hand it the provider."""
+    ctx.register_memory_provider(NexusMemoryProvider())

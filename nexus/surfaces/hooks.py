@@ -1,0 +1,169 @@
+"""``nexus-hook``: the entry point agent runtimes (Claude Code, Codex) call from their hooks.
+
+    nexus-hook session-start --agent ella --vault /path/to/vault   # SessionStart: the brief
+    nexus-hook prompt --agent ella --vault /path/to/vault          # UserPromptSubmit: only what is new
+    nexus-hook pre-compact --agent ella --vault /path/to/vault     # PreCompact: save the checkpoint
+    nexus-hook stop --agent ella --vault /path/to/vault [--block-without-entry]   # Stop
+    nexus-hook session-end --agent ella --vault /path/to/vault     # SessionEnd: retain, pending review
+
+The events are operations (``nexus/operations/registry.py``, ``hook=``): this module is their thin
+surface, generated like the CLI and the MCP tools. The runtime's event JSON on stdin is read and
+given to the operation: ``session_id`` (what this session was told), ``cwd`` (where to look for a
+vault when none is given), and each parameter the operation declares (``source``, ``prompt``,
+``trigger``, ``transcript_path``, ``stop_hook_active``). Output is the JSON both runtimes document for
+the event (``hookSpecificOutput.additionalContext`` for SessionStart and UserPromptSubmit;
+``decision: "block"`` + ``reason`` on Stop), and nothing at all when there is nothing to say. The
+vault comes from ``--vault``, ``NEXUS_VAULT``, then the event's ``cwd``; keys from ``--home``, then
+``NEXUS_HOME``.
+
+Claude Code and Codex treat exit code 2 as "block"; argparse exits 2 on a usage error. So this entry
+point parses its few arguments by hand and ALWAYS exits 0: whatever goes wrong is one line (on stderr,
+and as one line of context or a system message on stdout), never a blocked session. Stop never blocks
+unless ``--block-without-entry`` is given, and then at most once per turn (``stop_hook_active``);
+``stop --retain`` also does what session-end does (Codex has no SessionEnd event).
+
+Hot path: the standard library, the operations' declarations and nexus's own small modules; the work
+is in ``session.py``. A prompt with nothing new since the last injection is answered before settings
+or keys are read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..operations import HOOK, OPERATIONS, Call, Operation, Param
+
+# event argument -> the runtime's event name
+EVENTS = {op.hook: op.hook_event for op in OPERATIONS if op.hook}
+CONTEXT_EVENTS = ("session-start", "prompt")  # (plain context: the runtimes inject it)
+VALUED = ("--agent", "--vault", "--home", "--max-chars")
+FLAGS = tuple(
+    p.cli_flag for op in OPERATIONS if op.hook for p in op.params_for(HOOK) if p.kind == "bool" and p.flag
+)
+USAGE = (
+    f"usage: nexus-hook {'|'.join(EVENTS)} --agent NAME "
+    f"[--vault PATH] [--home PATH] [--max-chars N] {' '.join(f'[{f}]' for f in FLAGS)}"
+)
+
+
+def _parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    if not argv or argv[0] not in EVENTS:
+        raise ValueError(USAGE)
+    opts: dict[str, str] = {}
+    rest = list(argv[1:])
+    while rest:
+        key = rest.pop(0)
+        if key in FLAGS:
+            opts[key[2:]] = "1"
+            continue
+        if key not in VALUED or not rest:
+            raise ValueError(USAGE)
+        opts[key[2:]] = rest.pop(0)
+    if "agent" not in opts:
+        opts["agent"] = env.get("NEXUS_AGENT", "")
+    if not opts["agent"]:
+        raise ValueError(USAGE + " (or set NEXUS_AGENT)")
+    return argv[0], opts
+
+
+def _event(raw: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _value(param: Param, opts: dict[str, str], data: dict[str, Any]) -> Any:
+    """A hook parameter: a --flag on the command line, else a field of the runtime's event JSON."""
+    if param.kind == "bool" and param.flag:
+        return param.cli_flag[2:] in opts
+    value = data.get(param.cli.get("event", param.name))
+    if param.kind == "bool":
+        return value is True
+    if param.default is not None:
+        return value if isinstance(value, str) and value else param.default
+    return value if isinstance(value, str) else None
+
+
+def _call(op: Operation, vault: Any, opts: dict[str, str], env: Mapping[str, str]) -> Call:
+    """The call, with settings and keys found only when the operation asks for them."""
+    from .. import workspace
+
+    max_chars = int(opts["max-chars"]) if "max-chars" in opts else None
+    ws = workspace.for_vault(
+        vault,
+        env,
+        args={"brief_max_chars": max_chars} if max_chars else {},
+        keys=Path(opts["home"]) if "home" in opts else None,
+    )
+    from ..keys import trust
+
+    trust.configure(ws.keys_home)  # the keys this machine pinned decide what the context shows as verified
+    return Call.of(ws, agent=opts["agent"])
+
+
+def run(
+    event: str, opts: dict[str, str], data: dict[str, Any], env: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """Do what ``event`` asks; return the JSON to print (None: print nothing). Raises on failure.
+    ``env``: the environment the settings come from (default: this process's)."""
+    from ..operations import BY_HOOK
+    from ..storage.vault import find
+    from ..team import session
+
+    env = os.environ if env is None else env
+    op = BY_HOOK[event]
+    cwd = data.get("cwd")
+    start = Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
+    vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), start)
+    sid = str(data.get("session_id") or env.get("NEXUS_SESSION") or "default")
+    kwargs = {p.name: _value(p, opts, data) for p in op.params_for(HOOK)}
+    if event == "prompt" and session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
+        return None  # nothing moved since the last injection: the fastest answer is none
+    result = op.function()(_call(op, vault, opts, env), session_id=sid, **kwargs)
+    out = result.to_json()
+    if "decision" in out:
+        return dict(out)
+    text = result.text()
+    if event not in CONTEXT_EVENTS or not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    raw = ""
+    try:
+        if not sys.stdin.isatty():
+            raw = sys.stdin.read()  # the runtime's event JSON (always drained: a runtime may block on it)
+    except (OSError, ValueError):
+        pass
+    event = argv[0] if argv else ""
+    try:
+        name, opts = _parse(argv, os.environ)
+        out = run(name, opts, _event(raw), os.environ)
+        if out is not None:
+            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    except Exception as err:  # a hook must never block the agent: one line, exit 0
+        what = (
+            "the live context could not be loaded" if event in CONTEXT_EVENTS else f"{event or 'hook'} failed"
+        )
+        message = f"nexus: {what}: {' '.join(str(err).split())}"
+        out = (
+            {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": message}}
+            if event in CONTEXT_EVENTS
+            else {"systemMessage": message}
+        )
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        sys.stderr.write(message + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

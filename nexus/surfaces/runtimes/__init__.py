@@ -1,0 +1,26 @@
+"""``nexus setup RUNTIME``: wire an agent runtime to a nexus vault where that runtime reads its own
+configuration (Claude Code, Codex, Hermes Agent, OpenClaw, Cursor). One module per runtime says which
+files it gets; ``configfiles`` merges without clobbering; ``wiring`` computes, diffs and applies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+from ...errors import InputError
+from .wiring import Change, Wiring
+
+RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
+
+
+def module(runtime: str) -> ModuleType:
+    if runtime not in RUNTIMES:
+        raise InputError(f"unknown runtime {runtime!r}: use one of {', '.join(RUNTIMES)}")
+    from importlib import import_module
+
+    return import_module(f".{runtime.replace('-', '_')}", __name__)
+
+
+def changes(runtime: str, wiring: Wiring) -> list[Change]:
+    plan: Callable[[Wiring], list[Change]] = module(runtime).changes
+    return plan(wiring)

@@ -1,0 +1,1 @@
+"""Coordination: the brief, what is owed, races, a runtime session's turns, the watcher's liveness."""

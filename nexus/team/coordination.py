@@ -1,0 +1,535 @@
+"""Derived coordination state: which entries still need acknowledgements, and which entries race.
+
+Kept under ``.nexus/coord/`` and updated incrementally, like the log's cursors: for each segment the
+state keeps a :class:`~nexus.ledger.marks.Mark` (where the last entry it absorbed ends, and the size it had
+scanned to) and how many entries it absorbed there. ``refresh`` reads only the bytes after the mark;
+a mark that no longer holds (an editor rewrote the file) makes it rebuild from the log. The watcher
+refreshes after every change it sees; ``nexus brief`` refreshes when the watcher is not running.
+Nothing here is canonical: delete the folder and it is rebuilt from the segments, and a file of
+another shape or version is treated as missing.
+
+Files (``P`` is a short hash of the parameters, so two settings never fight over one file):
+
+* ``state-P.json`` – a :class:`State`: per segment its :class:`SegmentMark`, every entry of an
+  ack-needing type (:class:`Pending`: where it is, its type, who acked it), the entries inside the
+  race window of the newest one (:class:`Recent`) and every race (:class:`RacePair`); those three
+  and :class:`Ref` are named tuples, written as JSON lists;
+* ``view-P-AGENT.json`` – a :class:`View`: what one agent owes and its unresolved races, with the
+  marks it was computed at: all ``nexus brief`` reads when nothing changed.
+
+A :class:`Ref` says where an entry is: enough to read it back with one seek (:func:`materialize`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..ledger.marks import START, Mark
+from ..records import Located
+from ..storage import durable, entries, segments
+from ..storage.vault import Vault
+
+VERSION = 4  # 4: typed records (3: refused state edits (state-conflict) never race)
+RECONCILE = "reconcile"
+REFUSED = "state-conflict"  # a stale state edit, refused: nothing changed
+
+_SHAPE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
+# ------------------------------------------------------------------ records
+
+
+_new = tuple.__new__
+
+
+def _ref(raw: Any) -> Ref:
+    """A ref from its JSON list, at C speed (a refresh reads thousands; another shape raises)."""
+    if len(raw) != 6:
+        raise ValueError("a ref has six fields")
+    return _new(Ref, raw)
+
+
+def _races(raw: Any) -> list[RacePair]:
+    return [_new(RacePair, (_ref(a), _ref(b), by)) for a, b, by in raw]
+
+
+# The records held by the thousand (a ref per pending entry, per recent entry, per race side) are typed
+# named tuples: immutable, read by field name, built about three times faster than a frozen dataclass
+# and written by ``json`` as lists without a conversion (a refresh loads and saves them all).
+
+
+class Ref(NamedTuple):
+    """Where an entry is: its id and author, segment file, byte range and first line."""
+
+    id: str
+    agent: str
+    file: str
+    offset: int
+    end: int
+    line: int
+
+    @classmethod
+    def of(cls, located: Located) -> Ref:
+        e = located.entry
+        return cls(e.id, e.agent, located.file, located.offset, located.end_offset, located.line_start)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Ref:
+        if len(raw) != 6:
+            raise ValueError("a ref has six fields")  # (another shape: the file is rebuilt)
+        return _new(cls, raw)  # (at C speed: a refresh reads thousands, a view hundreds)
+
+
+class Pending(NamedTuple):
+    """An entry of an ack-needing type, and the agents (other than its author) that acked it."""
+
+    ref: Ref
+    type: str
+    acked: tuple[str, ...] = ()
+
+    def owed_by(self, agent: str) -> bool:
+        return self.ref.agent != agent and agent not in self.acked
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Pending:
+        ref, type_, acked = raw
+        return _new(cls, (Ref.from_json(ref), type_, tuple(acked)))
+
+
+class Recent(NamedTuple):
+    """An entry inside the race window of the newest one: its time (ms) and whether it can race."""
+
+    ref: Ref
+    ms: int
+    skip: bool
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Recent:
+        ref, ms, skip = raw
+        return _new(cls, (Ref.from_json(ref), ms, skip))
+
+
+class RacePair(NamedTuple):
+    """Two entries that race (``a`` the older), and the reconcile entry that resolved them, if any."""
+
+    a: Ref
+    b: Ref
+    resolved_by: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> RacePair:
+        a, b, by = raw
+        return _new(cls, (Ref.from_json(a), Ref.from_json(b), by))
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentMark:
+    """How far the state absorbed one segment, and how many entries it absorbed there."""
+
+    mark: Mark
+    count: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mark": self.mark.to_json(), "count": self.count}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> SegmentMark:
+        mark = Mark.from_json(raw["mark"])
+        if mark is None:
+            raise ValueError("not a mark")
+        return cls(mark, int(raw["count"]))
+
+
+def _marks_json(marks: dict[str, SegmentMark]) -> dict[str, Any]:
+    return {name: m.to_json() for name, m in marks.items()}
+
+
+def _marks_from(raw: Any) -> dict[str, SegmentMark]:
+    return {str(name): SegmentMark.from_json(m) for name, m in raw.items()}
+
+
+@dataclass(frozen=True)
+class State:
+    """The derived state for one setting of (ack types, race window). Its collections grow in place
+    as entries are absorbed; the records in them are replaced, never changed."""
+
+    ack_types: tuple[str, ...]
+    window_ms: int
+    marks: dict[str, SegmentMark] = field(default_factory=dict)
+    pending: dict[str, Pending] = field(default_factory=dict)
+    recent: list[Recent] = field(default_factory=list)
+    races: list[RacePair] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": VERSION,
+            "ack_types": list(self.ack_types),
+            "window_ms": self.window_ms,
+            "marks": _marks_json(self.marks),
+            "pending": self.pending,  # (named tuples: json writes them as lists)
+            "recent": self.recent,
+            "races": self.races,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any) -> State | None:
+        """The state ``raw`` holds, or None when it has another version or shape (rebuilt)."""
+        try:
+            if raw["v"] != VERSION:
+                return None
+            return cls(
+                tuple(str(t) for t in raw["ack_types"]),
+                int(raw["window_ms"]),
+                _marks_from(raw["marks"]),
+                {k: _new(Pending, (_ref(r), t, tuple(a))) for k, (r, t, a) in raw["pending"].items()},
+                [_new(Recent, (_ref(r), ms, skip)) for r, ms, skip in raw["recent"]],
+                _races(raw["races"]),
+            )
+        except _SHAPE_ERRORS:
+            return None
+
+
+@dataclass(frozen=True)
+class View:
+    """What one agent owes (oldest first) and its unresolved races, as of ``marks``."""
+
+    agent: str
+    marks: dict[str, SegmentMark] = field(default_factory=dict)
+    owed: tuple[Ref, ...] = ()
+    races: tuple[RacePair, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": VERSION,
+            "agent": self.agent,
+            "marks": _marks_json(self.marks),
+            "owed": self.owed,  # (named tuples: json writes them as lists)
+            "races": self.races,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any) -> View | None:
+        try:
+            if raw["v"] != VERSION:
+                return None
+            return cls(
+                str(raw["agent"]),
+                _marks_from(raw["marks"]),
+                tuple([_ref(r) for r in raw["owed"]]),
+                tuple(_races(raw["races"])),
+            )
+        except _SHAPE_ERRORS:
+            return None
+
+
+def _params_key(ack_types: tuple[str, ...], window_seconds: float) -> str:
+    raw = json.dumps([VERSION, sorted(ack_types), int(window_seconds * 1000)])
+    return hashlib.sha256(raw.encode()).hexdigest()[:10]
+
+
+def state_path(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> Path:
+    return vault.state / "coord" / f"state-{_params_key(ack_types, window_seconds)}.json"
+
+
+def view_path(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: float) -> Path:
+    return vault.state / "coord" / f"view-{_params_key(ack_types, window_seconds)}-{agent}.json"
+
+
+@dataclass
+class Update:
+    """What one ``refresh`` found: the state, and what is new since the previous refresh."""
+
+    state: State
+    new_entries: list[Located] = field(default_factory=list)
+    new_races: list[RacePair] = field(default_factory=list)
+    resolved: list[tuple[str, str, str]] = field(default_factory=list)  # (a, b, reconcile id)
+    rebuilt: bool = False
+    marks_moved: bool = False  # e.g. text after the last entry was read: save, or every look rereads it
+
+    @property
+    def changed(self) -> bool:
+        return self.rebuilt or bool(self.new_entries) or self.marks_moved
+
+
+# ------------------------------------------------------------------ marks
+
+
+def _segment_stats(vault: Vault) -> list[tuple[str, str, int]]:
+    """(name, path, size) of every segment, oldest first (str paths: a view costs a few stats)."""
+    from ..ledger.logfiles import is_segment_name
+
+    folder = os.fspath(vault.log_dir) + os.sep
+    try:
+        names = sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".md") and is_segment_name(n[:-3]))
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in names:
+        try:
+            out.append((name, f"{folder}{name}.md", os.stat(f"{folder}{name}.md").st_size))
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def marks_current(vault: Vault, marks: dict[str, SegmentMark]) -> bool:
+    """True when the log holds exactly what ``marks`` says was absorbed (the fast path's check)."""
+    stats = _segment_stats(vault)
+    if {name for name, _, _ in stats} != set(marks):
+        return False
+    return all(
+        marks[name].mark.unchanged(size) and marks[name].mark.holds(path) for name, path, size in stats
+    )
+
+
+# ------------------------------------------------------------------ state
+
+
+def _empty(ack_types: tuple[str, ...], window_seconds: float) -> State:
+    return State(tuple(sorted(ack_types)), int(window_seconds * 1000))
+
+
+def load(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> State | None:
+    try:
+        raw = json.loads(state_path(vault, ack_types, window_seconds).read_bytes())
+    except (FileNotFoundError, ValueError):
+        return None
+    state = State.from_json(raw)
+    if state is None or state.ack_types != tuple(sorted(ack_types)):
+        return None
+    return state if state.window_ms == int(window_seconds * 1000) else None
+
+
+def absorb(state: State, located: Located, update: Update) -> None:
+    """Fold one entry (in log order) into the state."""
+    e = located.entry
+    for acked in e.ack:
+        item = state.pending.get(acked)
+        if item is not None and item.owed_by(e.agent):
+            state.pending[acked] = item._replace(acked=(*item.acked, e.agent))
+    if e.type in state.ack_types:
+        state.pending[e.id] = Pending(Ref.of(located), e.type)
+    if e.type == RECONCILE and e.ack:
+        acked_ids = set(e.ack)
+        for i, race in enumerate(state.races):
+            if race.resolved_by is None and race.a.id in acked_ids and race.b.id in acked_ids:
+                state.races[i] = race._replace(resolved_by=e.id)
+                update.resolved.append((race.a.id, race.b.id, e.id))
+    _race_check(state, located, update)
+
+
+def _race_check(state: State, located: Located, update: Update) -> None:
+    e = located.entry
+    window = state.window_ms
+    ms = entries.decode_id_ms(e.id)
+    recent = state.recent
+    ref = Ref.of(located)
+    # A reconcile settles races, a person's note signed by a helper is no agent's action, and a refused
+    # stale state edit changed nothing: none of them races.
+    skip = e.type in (RECONCILE, REFUSED) or e.via is not None
+    if not skip:
+        acked = set(e.ack)
+        for x in reversed(recent):
+            if ms - x.ms > window:
+                break
+            if x.ref.id >= e.id:
+                continue
+            if e.seen is not None and e.seen >= x.ref.id:
+                break  # recent is sorted by id: the author had seen this one and every older one
+            if x.skip or x.ref.agent == e.agent or x.ref.id in acked:
+                continue
+            race = RacePair(x.ref, ref)
+            state.races.append(race)
+            update.new_races.append(race)
+    bisect.insort(recent, Recent(ref, ms, skip), key=lambda r: r.ref.id)
+    newest = recent[-1].ms
+    cut = 0
+    while cut < len(recent) and newest - recent[cut].ms > window:
+        cut += 1
+    if cut:
+        del recent[:cut]
+
+
+def _catch_up(vault: Vault, state: State, update: Update) -> bool:
+    """Absorb whatever the segments hold past the marks; False when a mark is bad (rebuild)."""
+    stats = _segment_stats(vault)
+    names = {name for name, _, _ in stats}
+    if any(name not in names for name in state.marks):
+        return False
+    for name, path, size in stats:
+        known = state.marks.get(name)
+        mark, count = (known.mark, known.count) if known is not None else (START, 0)
+        if known is not None:
+            if not mark.holds(path):
+                return False
+            if mark.unchanged(size):
+                continue
+        data, result = mark.read(path, f"{vault.rel(vault.log_dir)}/{name}.md")
+        for located in result.entries:
+            absorb(state, located, update)
+            update.new_entries.append(located)
+        moved = SegmentMark(mark.after(result, mark.offset + len(data)), count + len(result.entries))
+        if moved != known:
+            state.marks[name] = moved
+            update.marks_moved = True
+    return True
+
+
+def refresh(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> Update:
+    """Bring the derived state up to date with the log (under the ``coord`` lock) and save it, with a
+    view for every agent, when anything changed."""
+    from ..storage.locks import exclusive
+
+    with exclusive(vault.lock("coord")):
+        state = load(vault, ack_types, window_seconds)
+        update = Update(state or _empty(ack_types, window_seconds))
+        if state is None or not _catch_up(vault, update.state, update):
+            update = Update(_empty(ack_types, window_seconds), rebuilt=True)
+            _catch_up(vault, update.state, update)
+        if update.changed or not state_path(vault, ack_types, window_seconds).exists():
+            save(vault, update.state, ack_types, window_seconds)
+    return update
+
+
+def relocate(
+    vault: Vault,
+    ack_types: tuple[str, ...],
+    window_seconds: float,
+    file: str,
+    found: list[Located],
+    size: int,
+) -> bool:
+    """After the watcher rewrote segment ``file`` without changing which entries come up to the last
+    one absorbed (it put entries back that the state had absorbed before an editor's save dropped
+    them, or it removed a person's text), move the state's offsets to the new file instead of
+    rebuilding from the whole log. ``found`` is a scan of the new file. False (nothing changed) when
+    that cannot be shown: same last entry, same number of entries up to it, ids in order; the next
+    refresh then rebuilds."""
+    from ..storage.locks import exclusive
+
+    with exclusive(vault.lock("coord")):
+        state = load(vault, ack_types, window_seconds)
+        if state is None or file not in state.marks:
+            return False
+        known = state.marks[file]
+        last, count = known.mark.last, known.count
+        ids = [loc.entry.id for loc in found]
+        if last is None or ids != sorted(ids) or last not in ids or ids.index(last) + 1 != count:
+            return False
+        where = {loc.entry.id: loc for loc in found}
+        if not _move_refs(state, file, where):
+            return False
+        anchor = where[last]
+        state.marks[file] = SegmentMark(Mark.past(anchor, min(anchor.end_offset, size)), count)
+        save(vault, state, ack_types, window_seconds)
+    return True
+
+
+def _move_refs(state: State, file: str, where: dict[str, Located]) -> bool:
+    """Point every ref into ``file`` at where its entry is now; False when one is gone."""
+
+    def moved(ref: Ref) -> Ref | None:
+        if ref.file != file:
+            return ref
+        loc = where.get(ref.id)
+        return None if loc is None else Ref.of(loc)
+
+    pending = {}
+    for entry_id, item in state.pending.items():
+        ref = moved(item.ref)
+        if ref is None:
+            return False
+        pending[entry_id] = item._replace(ref=ref)
+    recent = []
+    for r in state.recent:
+        ref = moved(r.ref)
+        if ref is None:
+            return False
+        recent.append(r._replace(ref=ref))
+    races = []
+    for race in state.races:
+        a, b = moved(race.a), moved(race.b)
+        if a is None or b is None:
+            return False
+        races.append(race._replace(a=a, b=b))
+    state.pending.update(pending)
+    state.recent[:] = recent
+    state.races[:] = races
+    return True
+
+
+def save(vault: Vault, state: State, ack_types: tuple[str, ...], window_seconds: float) -> None:
+    from ..keys.roster import agents
+
+    durable.replace(
+        state_path(vault, ack_types, window_seconds), json.dumps(state.to_json()).encode(), durable=False
+    )
+    folder = vault.state / "coord"
+    prefix = f"view-{_params_key(ack_types, window_seconds)}-"
+    names = agents(vault)
+    for name in names:
+        durable.replace(
+            folder / f"{prefix}{name}.json",
+            json.dumps(make_view(state, name).to_json()).encode(),
+            durable=False,
+        )
+    for stale in folder.glob(f"{prefix}*.json"):  # views of identities that are gone
+        if stale.name[len(prefix) : -5] not in set(names):
+            stale.unlink(missing_ok=True)
+
+
+def make_view(state: State, agent: str) -> View:
+    owed = sorted((p.ref for p in state.pending.values() if p.owed_by(agent)), key=lambda ref: ref.id)
+    races = tuple(r for r in state.races if r.resolved_by is None and agent in (r.a.agent, r.b.agent))
+    return View(agent, dict(state.marks), tuple(owed), races)
+
+
+def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: float) -> View:
+    """What ``agent`` owes and its unresolved races: the saved view when the log has not changed since
+    it was computed (a few stats and one small read), else a refresh first."""
+    path = view_path(vault, agent, ack_types, window_seconds)
+    try:
+        cached = View.from_json(json.loads(path.read_bytes()))
+        if cached is not None and cached.agent == agent and marks_current(vault, cached.marks):
+            return cached
+    except (FileNotFoundError, ValueError):
+        pass
+    update = refresh(vault, ack_types, window_seconds)
+    data = make_view(update.state, agent)
+    if not path.exists():  # an agent added since the last save: next time, the fast path
+        durable.replace(path, json.dumps(data.to_json()).encode(), durable=False)
+    return data
+
+
+# ------------------------------------------------------------------ reading entries back
+
+
+def materialize(vault: Vault, ref: Ref) -> Located:
+    """The entry a ref points to, read with one seek (or found by id if the file moved under it), with
+    its verdict (``Located.verdict``)."""
+    entry_id, file, offset, end, line = ref.id, ref.file, ref.offset, ref.end, ref.line
+    try:
+        with open(vault.root / file, "rb") as f:
+            f.seek(offset)
+            data = f.read(end - offset)
+        found = segments.scan(data, file, offset=offset, line=line).entries
+        if found and found[0].entry.id == entry_id:
+            return _checked(vault, found[0])
+    except OSError:
+        pass
+    from ..ledger.logfiles import find_entry
+
+    return _checked(vault, find_entry(vault, entry_id))
+
+
+def _checked(vault: Vault, located: Located) -> Located:
+    """The entry with its verdict (readers show only verified entries as their author's words)."""
+    from ..ledger.verify import mark
+
+    return mark([located], None, vault)[0]

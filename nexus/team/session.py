@@ -1,0 +1,299 @@
+"""A runtime session's edges and turns: what it was told, so each turn tells only what is new.
+
+Agent runtimes (Claude Code, Codex, Hermes Agent, OpenClaw) call in at session start, before every
+turn, before compacting and at the end. This module is what those calls do, whichever surface makes
+them (``nexus-hook``, the Hermes provider):
+
+- :func:`start`: the agent's brief (identity, what it owes, decisions in force, its checkpoint, its
+  memory and memory index, what the others wrote), and a record of what it was told;
+- :func:`turn`: only what is new since this session's last injection — new entries by the others,
+  newly owed acknowledgements, new races, new decisions — and the empty string when nothing is;
+- :func:`pre_compact`: saves the agent's checkpoint before the runtime drops context;
+- :func:`wrote_this_turn`: whether the agent appended an entry since the turn began (the opt-in Stop
+  check);
+- :func:`end`: the decisions and corrections the agent logged during the session go to its own
+  bank, pending a person's approval (nothing reaches memory without it).
+
+The record lives in ``.nexus/sessions/KEY.json`` (KEY: a hash of the agent and the runtime's session
+id), derived and disposable: a missing record means "tell everything unread". Reading new entries advances
+the agent's read cursor as ``nexus brief`` does, so what it appends next says it saw them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..storage import durable
+
+if TYPE_CHECKING:
+    from ..records import BankFact, Checkpoint, Located
+    from ..settings import Settings
+    from ..storage.vault import Vault
+
+RETAINED_TYPES = {"decision": "decision", "correction": "fact"}  # entry type -> bank fact type
+RECENT_ENTRIES = 200  # how far back end() and wrote_this_turn() look in the log
+
+
+def record_path(vault: Vault, agent: str, session_id: str) -> Path:
+    """The record's file, named by a hash of agent and session (no name reaches the path unchecked)."""
+    raw = f"{agent}\0{session_id}".encode("utf-8", "surrogatepass")
+    return vault.state / "sessions" / f"{hashlib.sha256(raw).hexdigest()[:24]}.json"
+
+
+def _load(vault: Vault, agent: str, session_id: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(record_path(vault, agent, session_id).read_bytes())
+    except (FileNotFoundError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _save(vault: Vault, agent: str, session_id: str, data: dict[str, Any]) -> None:
+    durable.replace(record_path(vault, agent, session_id), json.dumps(data).encode("utf-8"), durable=False)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def stamp(vault: Vault) -> list[Any]:
+    """Sizes and times of every log segment and of the decisions folder: when they have not moved, nothing
+    new can be owed, unread, racing or decided (a few stats, no parsing)."""
+    out: list[Any] = []
+    log_dir = os.fspath(vault.log_dir)
+    try:
+        names = sorted(os.listdir(log_dir))
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        if name.endswith(".md"):
+            st = os.stat(os.path.join(log_dir, name))
+            out.append([name, st.st_size, st.st_mtime_ns])
+    with contextlib.suppress(FileNotFoundError):
+        out.append(["decisions", os.stat(os.path.join(vault.root, "decisions")).st_mtime_ns])
+    return out
+
+
+def quiet(vault: Vault, agent: str, session_id: str, *, prompt: str | None = None) -> bool:
+    """True (and the turn recorded) when nothing changed since this session's last injection: the
+    per-turn hook then says nothing without loading the brief's machinery."""
+    record = _load(vault, agent, session_id)
+    if record is None or record.get("stamp") != stamp(vault):
+        return False
+    record.update(turn_at=_now(), prompt=(prompt or "")[:300] or record.get("prompt"))
+    _save(vault, agent, session_id, record)
+    return True
+
+
+def _newest_id(vault: Vault) -> str | None:
+    from ..ledger import log
+
+    last = log.tail(vault, 1)
+    return last[0].entry.id if last else None
+
+
+def _settings(settings: Settings | None) -> Settings:
+    """The settings given, else the defaults (imported only then: the quiet per-turn hook never needs
+    them)."""
+    from ..settings import DEFAULTS
+
+    return DEFAULTS if settings is None else settings
+
+
+def _decision_ids(vault: Vault) -> list[str]:
+    from ..project import decisions
+
+    return [d.id for d in decisions.active(vault)]
+
+
+def start(
+    vault: Vault,
+    agent: str,
+    session_id: str,
+    settings: Settings | None = None,
+    *,
+    source: str = "startup",
+    surface: str = "cli",
+) -> str:
+    """The session-start context (the whole brief; after ``resume`` or ``compact`` the checkpoint is
+    part of it) and a fresh record of what the session was told."""
+    from . import brief
+
+    moment = stamp(vault)
+    built = brief.build(vault, agent, _settings(settings), surface=surface)
+    text = brief.render(built)
+    if source in ("resume", "compact"):
+        text = text.replace("\n", f" (session {source}d: continue from your checkpoint below)\n", 1)
+    earlier = _load(vault, agent, session_id) or {}  # resume, clear, compact: the same session goes on
+    _save(
+        vault,
+        agent,
+        session_id,
+        {
+            "owed": list(built.owed),
+            "races": [list(r) for r in built.races],
+            "decisions": _decision_ids(vault),
+            "started_at": earlier.get("started_at", _newest_id(vault)),
+            "turn_at": _now(),
+            "source": source,
+            "prompt": earlier.get("prompt"),
+            "stamp": moment,
+        },
+    )
+    return text
+
+
+def turn(
+    vault: Vault,
+    agent: str,
+    session_id: str,
+    settings: Settings | None = None,
+    *,
+    prompt: str | None = None,
+    surface: str = "cli",
+) -> str:
+    """What is new for ``agent`` since this session's last injection, as Markdown; "" when nothing is."""
+    from ..ledger import log
+    from ..storage.text import check_name
+    from . import brief, coordination
+    from .hints import say
+
+    check_name(agent)
+    moment = stamp(vault)
+    record = _load(vault, agent, session_id) or {"owed": [], "races": [], "decisions": [], "started_at": None}
+    items, cursor = log.scan_unread(vault, agent)
+    settings = _settings(settings)
+    max_chars = settings.brief_max_chars
+    data = coordination.view(vault, agent, settings.ack_types, settings.race_window_seconds)
+    told_owed, told_races = set(record.get("owed", [])), {tuple(r) for r in record.get("races", [])}
+    new_owed = [ref for ref in data.owed if ref.id not in told_owed]
+    new_races = [(r.a, r.b) for r in data.races if (r.a.id, r.b.id) not in told_races]
+    told_decisions = set(record.get("decisions", []))
+    decisions_now = _decision_ids(vault)
+    new_decisions = [d for d in decisions_now if d not in told_decisions]
+    record.update(turn_at=_now(), prompt=(prompt or "")[:300] or record.get("prompt"), stamp=moment)
+    if not (items or new_owed or new_races or new_decisions):
+        _save(vault, agent, session_id, record)
+        return ""
+    parts: list[str] = []
+    if new_races:
+        lines = []
+        for a_ref, b_ref in new_races:
+            a, b = coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref)
+            lines.append(
+                f'- RACE: {a.entry.agent}\'s [{a.entry.id}] "{a.entry.summary}" and '
+                f'{b.entry.agent}\'s [{b.entry.id}] "{b.entry.summary}": reconcile with '
+                + say(surface, "reconcile", agent=agent, channel=b.entry.channel, a=a.entry.id, b=b.entry.id)
+            )
+        parts.append(f"## New races: {len(new_races)}\n" + "\n".join(lines))
+    if new_owed:
+        shown = [coordination.materialize(vault, ref) for ref in new_owed]
+        lines = [brief.entry_line(x, body=True, vault=vault) for x in shown]
+        parts.append(
+            f"## Newly waiting for your acknowledgement: {len(new_owed)} (ack with "
+            f"{say(surface, 'ack', agent=agent)})\n" + "\n".join(lines)
+        )
+    if new_decisions:
+        from ..project import decisions
+
+        lines = [
+            f"- {d.id} {d.title} — {decisions.one_line(d)} ({d.link})"
+            for d in decisions.active(vault)
+            if d.id in set(new_decisions)
+        ]
+        parts.append(f"## New decisions in force: {len(lines)}\n" + "\n".join(lines))
+    header = f"# nexus: new since your last turn ({_now()})\n"
+    used = len(header) + sum(len(p) + 2 for p in parts)
+    owed_ids = frozenset(ref.id for ref in new_owed)
+    section, omitted = brief.unread_section(
+        agent, items, max(200, max_chars - used - 60), surface, owed_ids, vault
+    )
+    if section is not None:
+        parts.append(f"## {section.title}\n{section.text}")
+    if cursor is not None and not omitted:
+        log.advance_cursor(vault, agent, cursor)
+    record["owed"] = sorted(told_owed | {ref.id for ref in data.owed})
+    record["races"] = sorted({*told_races, *((r.a.id, r.b.id) for r in data.races)})
+    record["decisions"] = decisions_now
+    _save(vault, agent, session_id, record)
+    text = header + "\n\n".join(parts) + "\n"
+    return text if len(text) <= max_chars else text[: max_chars - 40] + "\n… (cut at the budget)\n"
+
+
+def pre_compact(
+    vault: Vault,
+    agent: str,
+    session_id: str,
+    *,
+    trigger: str = "auto",
+    transcript: str | None = None,
+    keys_home: Path | None = None,
+) -> Checkpoint:
+    """Save the agent's checkpoint before the runtime compacts its context: the task and next step it
+    last saved (or the session's last prompt), with a note of the compaction."""
+    from ..project import checkpoints
+
+    record = _load(vault, agent, session_id) or {}
+    old = checkpoints.load(vault, agent)
+    prompt = str(record.get("prompt") or "").split("\n", 1)[0].strip()
+    task = old.task if old else (prompt[:200] or "the session's work")
+    note = f"Context compacted ({trigger}) at {_now()}"
+    if transcript:
+        note += f"; transcript: {transcript}"
+    notes = "\n".join(x for x in ((old.notes.strip() if old else ""), note) if x)
+    cp, _logged = checkpoints.save(
+        vault,
+        agent,
+        task=task,
+        step=(old.step if old else f"working on: {prompt[:200] or task}"),
+        next=(old.next if old else "re-read the brief and continue the task"),
+        status=old.status if old else "in-progress",
+        files=old.files if old else (),
+        notes=notes[-4000:],
+        keys_home=keys_home,
+    )
+    return cp
+
+
+def _own_recent(vault: Vault, agent: str, after: str | None) -> list[Located]:
+    from ..ledger import log
+
+    return [
+        x
+        for x in log.tail(vault, RECENT_ENTRIES)
+        if x.entry.agent == agent and (after is None or x.entry.id > after)
+    ]
+
+
+def wrote_this_turn(vault: Vault, agent: str, session_id: str) -> bool:
+    """Whether ``agent`` appended an entry since the session's current turn began."""
+    record = _load(vault, agent, session_id) or {}
+    since = str(record.get("turn_at") or "")
+    return any(x.entry.ts >= since for x in _own_recent(vault, agent, None))
+
+
+def end(vault: Vault, agent: str, session_id: str) -> list[BankFact]:
+    """Retain the decisions and corrections ``agent`` logged during the session in its own bank,
+    pending a person's approval; each entry at most once (its id is the fact's source)."""
+    from ..errors import NexusError
+    from ..memory import bank
+
+    record = _load(vault, agent, session_id) or {}
+    already = {f.source for f in bank.facts_of(vault, agent)}
+    kept: list[BankFact] = []
+    for located in _own_recent(vault, agent, record.get("started_at")):
+        e = located.entry
+        if e.type not in RETAINED_TYPES or e.id in already:
+            continue
+        content = e.summary + (f"\n\n{e.body.strip()[:1500]}" if e.body and e.body.strip() else "")
+        try:
+            kept.append(bank.retain(vault, agent, type=RETAINED_TYPES[e.type], content=content, source=e.id))
+        except NexusError:
+            continue  # refused by the safety scan (a secret, an injection): it stays out of the bank
+    return kept
