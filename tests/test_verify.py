@@ -93,9 +93,9 @@ def test_framing_lines_in_a_body_are_shown_and_create_no_entry(env: Env) -> None
     assert "\n  %% nexus:end indented\n" in on_disk
 
 
-def test_hand_inserted_unsigned_entry_is_forged(env: Env) -> None:
-    located = _build(env)
-    fake = Entry(
+def unsigned_entry(env: Env, located: list[Located]) -> Entry:
+    """An entry in ella's name, chained after her last one in ``_build``'s log, with no signature."""
+    return Entry(
         id=entries.new_id(after=located[-1].entry.id),
         ts="2026-11-30T05:00:00Z",
         agent="ella",
@@ -109,6 +109,11 @@ def test_hand_inserted_unsigned_entry_is_forged(env: Env) -> None:
         prev=entries.entry_hash(located[4].entry),
         key=env.signer("ella").key_id,
     )
+
+
+def test_hand_inserted_unsigned_entry_is_forged(env: Env) -> None:
+    located = _build(env)
+    fake = unsigned_entry(env, located)
     path = _segment(env)
     line = path.read_bytes().count(b"\n") + 1
     with path.open("a", encoding="utf-8") as f:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Env
-from test_verify import _build  # the same six-entry log the serial tests verify
+from test_verify import _build, unsigned_entry  # the same six-entry log the serial tests verify
 
 from nexus.keys import identity
 from nexus.ledger import log, verify_state
@@ -32,20 +32,7 @@ def _shape(report: Report) -> tuple[int, int, bool, list[str]]:
 
 
 def _forged_unsigned(env: Env, located: list[Located]) -> None:
-    fake = Entry(
-        id=entries.new_id(after=located[-1].entry.id),
-        ts="2026-11-30T05:00:00Z",
-        agent="ella",
-        channel="general",
-        type="note",
-        summary="I never wrote this",
-        body=None,
-        ack=(),
-        seen=None,
-        seq=4,
-        prev=entries.entry_hash(located[4].entry),
-        key=env.signer("ella").key_id,
-    )
+    fake = unsigned_entry(env, located)
     with _segment(env).open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
 
