@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,11 +45,20 @@ def script(name: str) -> list[str]:
 
 
 def timed(cmd: list[str], env: dict[str, str], stdin: str = "") -> float:
+    return timed_cpu(cmd, env, stdin)[0]
+
+
+def timed_cpu(cmd: list[str], env: dict[str, str], stdin: str = "") -> tuple[float, float]:
+    """Wall and CPU milliseconds (user + system, from the children's rusage) of one run of ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(
         cmd, env=env, input=stdin.encode(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    return (time.perf_counter() - t0) * 1000
+    wall = (time.perf_counter() - t0) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
 
 
 def mcp_first_answer(cmd: list[str], env: dict[str, str]) -> float:
@@ -211,29 +221,40 @@ def main() -> int:
             )
         before_env = dict(env, PYTHONPATH=str(args.before.resolve())) if args.before else env
         times: dict[str, list[float]] = {k: [] for k in cmds}
+        cpus: dict[str, list[float]] = {k: [] for k in cmds}
         for _ in range(args.runs + 2):
             for name, (cmd, stdin) in cmds.items():
                 if name.endswith("(1 new entry)"):
                     log.append(vault, lyra, channel="bench", type="note", summary="something new")
                 elif name.endswith("(nothing new)"):  # settle what the previous round left new
                     subprocess.run(cmd, input=stdin.encode(), env=env, check=True, capture_output=True)
-                times[name].append(timed(cmd, before_env if name.startswith("before:") else env, stdin))
+                wall, cpu = timed_cpu(cmd, before_env if name.startswith("before:") else env, stdin)
+                times[name].append(wall)
+                cpus[name].append(cpu)
         times = {k: v[2:] for k, v in times.items()}  # the first two rounds warm caches and .pyc files
+        cpus = {k: v[2:] for k, v in cpus.items()}
         base = pct(times["python -c pass"], 0.5)
+        cpu_base = pct(cpus["python -c pass"], 0.5)
         rows = []
         print(f"{args.runs} runs each, interleaved, {sys.executable}")
-        print(f"{'command':<34} {'p50 ms':>8} {'p90 ms':>8} {'x pass':>7}")
+        print(f"{'command':<34} {'p50 ms':>8} {'p90 ms':>8} {'x pass':>7} {'cpu p50':>8} {'cpu x':>6}")
         for name, values in times.items():
             p50 = pct(values, 0.5)
+            cpu50 = pct(cpus[name], 0.5)
             rows.append(
                 {
                     "command": name,
                     "p50_ms": round(p50, 1),
                     "p90_ms": round(pct(values, 0.9), 1),
                     "ratio": round(p50 / base, 2),
+                    "cpu_p50_ms": round(cpu50, 1),
+                    "cpu_ratio": round(cpu50 / cpu_base, 2),
                 }
             )
-            print(f"{name:<34} {p50:>8.1f} {pct(values, 0.9):>8.1f} {p50 / base:>7.2f}")
+            print(
+                f"{name:<34} {p50:>8.1f} {pct(values, 0.9):>8.1f} {p50 / base:>7.2f}"
+                f" {cpu50:>8.1f} {cpu50 / cpu_base:>6.2f}"
+            )
         mcp_cmd = [*nexus, "mcp", "--agent", "ella"]
         first: list[float] = []
         bare: list[float] = []

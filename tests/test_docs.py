@@ -40,3 +40,25 @@ def test_every_command_has_a_section_in_docs_cli_md() -> None:
     text = DOCS.read_text(encoding="utf-8")
     missing = [name for name, _ in _commands(build_parser()) if f"## nexus {name}\n" not in text]
     assert not missing, f"commands not documented in docs/cli.md: {missing}"
+
+
+def _options(sub: argparse.ArgumentParser) -> list[tuple[tuple[str, ...], str, object]]:
+    return [(tuple(a.option_strings), a.dest, a.default) for a in sub._actions]
+
+
+def test_a_command_line_builds_only_its_command_word_and_parses_the_same() -> None:
+    """`main` builds only the subparsers under the command word it was given (a cost on every
+    command); each of them must be the very command the whole parser holds, and nothing else."""
+    from nexus.surfaces.cli import command_word
+
+    full = dict(_commands(build_parser()))
+    words = {name.split(" ", 1)[0] for name in full}
+    for word in words:
+        assert command_word(["--vault", "v", word, "x"]) == word
+        part = dict(_commands(build_parser(word)))
+        assert set(part) == {name for name in full if name.split(" ", 1)[0] == word}, word
+        for name, sub in part.items():
+            assert _options(sub) == _options(full[name]), name
+    assert command_word(["--vault=v", "log", "tail"]) == "log"
+    assert command_word(["--help"]) is None and command_word([]) is None
+    assert command_word(["lgo", "tail"]) is None  # a typo gets the whole parser's error and choices
