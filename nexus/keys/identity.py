@@ -14,16 +14,19 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IdentityError, InputError
 from ..records import Identity
 from ..storage import durable, meta
 from ..storage.text import check_name
 from ..storage.vault import Vault
+
+if TYPE_CHECKING:  # (the signature library is imported where a key is used: a reader whose
+    # signatures are all remembered (checked.py) never loads it)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+    from .checked import Memo
 
 KINDS = ("agent", "human")
 
@@ -58,6 +61,8 @@ _PKCS8_ED25519_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
 
 
 def _load_private(pem: bytes, path: Path) -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     lines = pem.strip().splitlines()
     if lines and lines[0] == b"-----BEGIN PRIVATE KEY-----" and lines[-1] == b"-----END PRIVATE KEY-----":
         der = base64.b64decode(b"".join(lines[1:-1]))
@@ -105,18 +110,32 @@ def load_signer(vault: Vault, keys_home: Path, name: str) -> Signer:
     return signer
 
 
-def verify_signature(public_key: str, signature: str, data: bytes) -> bool:
-    """True when ``signature`` (base64) is ``public_key``'s (``ed25519:<base64>``) signature of data."""
+def verify_signature(public_key: str, signature: str, data: bytes, memo: Memo | None = None) -> bool:
+    """True when ``signature`` (base64) is ``public_key``'s (``ed25519:<base64>``) signature of data.
+    With ``memo``, a signature this machine found valid before is not checked again (checked.py)."""
+    remembered = b""
+    if memo is not None:
+        from .checked import digest
+
+        remembered = digest(public_key, signature, data)
+        if memo.known(remembered):
+            return True
+    from cryptography.exceptions import InvalidSignature
+
     try:
         _public_key(public_key).verify(base64.b64decode(signature, validate=True), data)
     except (InvalidSignature, ValueError):
         return False
+    if memo is not None:
+        memo.add(remembered)
     return True
 
 
 @functools.lru_cache(maxsize=256)
 def _public_key(public_key: str) -> Ed25519PublicKey:
     """The key object for ``ed25519:<base64>`` (decoded once: a full verify checks every entry)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
     return Ed25519PublicKey.from_public_bytes(raw)
 
@@ -170,6 +189,8 @@ def add(vault: Vault, keys_home: Path, name: str, *, human: bool = False) -> Ide
     key_path = private_key_path(vault, keys_home, name)
     if key_path.exists():
         raise IdentityError(f"a private key for {name!r} already exists at {key_path}; remove it first")
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     key = Ed25519PrivateKey.generate()
     raw = _raw_public(key.public_key())
     from cryptography.hazmat.primitives import serialization

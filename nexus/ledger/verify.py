@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..keys import trust
+from ..keys.checked import Memo
 from ..keys.identity import all_identities, verify_signature
 from ..keys.trust import Keyring
 from ..records import Located, Problem
@@ -379,6 +380,7 @@ def check_entry(
     ring: Keyring,
     renamed: _Renamed | None = None,
     canonical: bytes | None = None,
+    memo: Memo | None = None,
 ) -> tuple[str, Problem | None]:
     """The per-entry check, independent of every other entry (so it runs in any process): canonical
     form, a known author, a key this machine trusts for that author (``ring``, trust.py), a valid
@@ -387,7 +389,8 @@ def check_entry(
     or "foreign" (not the author's: forged, unknown agent, untrusted key; not part of its chain).
     With ``renamed``, an entry whose links Obsidian moved to a renamed note is "ok" with a ``renamed``
     warning (``renamed.signed`` keeps the text as signed). ``canonical``: ``entries.canonical(entry)``
-    when the caller has it already. Never raises."""
+    when the caller has it already. ``memo``: signatures this machine already found valid (readers
+    pass it, ``checked.py``; a verification never does). Never raises."""
     e = located.entry
     where = (located.file, located.line_start)
     keys = ring.keys.get(e.agent)
@@ -403,7 +406,7 @@ def check_entry(
         )
     public = keys.get(e.key)
     if public is not None:
-        if not verify_signature(public, e.sig, data):
+        if not verify_signature(public, e.sig, data, memo):
             changes = renamed.original(e, public) if renamed is not None else None
             if changes is not None:
                 moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
@@ -452,10 +455,12 @@ def check_entry(
     return "foreign", Problem("forged", *where, msg, e.id, e.agent)
 
 
-def verdict(located: Located, ring: Keyring, renamed: _Renamed | None = None) -> str:
+def verdict(
+    located: Located, ring: Keyring, renamed: _Renamed | None = None, memo: Memo | None = None
+) -> str:
     """``located.verdict`` after the per-entry check: "ok" (a warning such as ``renamed`` included),
     or "KIND: message"."""
-    _status, problem = check_entry(located, ring, renamed)
+    _status, problem = check_entry(located, ring, renamed, memo=memo)
     return "ok" if problem is None or problem.kind in WARNING_KINDS else f"{problem.kind}: {problem.message}"
 
 
@@ -467,7 +472,12 @@ def mark(items: list[Located], ring: Keyring | None, vault: Vault) -> list[Locat
         return items
     ring = ring if ring is not None else trust.load(vault)
     renamed = _Renamed(vault)
-    return [replace(loc, verdict=verdict(loc, ring, renamed)) for loc in items]
+    home = trust.configured()
+    memo = Memo(home) if home is not None else None
+    out = [replace(loc, verdict=verdict(loc, ring, renamed, memo)) for loc in items]
+    if memo is not None:
+        memo.save()
+    return out
 
 
 def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:
