@@ -19,7 +19,9 @@ none of them: each name below is loaded on first use):
 * ``manifest`` — which index folder is current, each file as indexed, a segment's mark;
 * ``builder`` — a full build, shared between processes; ``indexer`` — refresh and rebuild;
 * ``query`` — query syntax, phrases, filters; ``scoring`` — BM25 over posting blocks;
-* ``reader`` — a process's open view of an index; ``snippets`` — hits read back, signatures checked;
+* ``reader`` — a process's open view of an index; ``hits`` — hits read back from the vault;
+* ``verdicts`` — entries parsed and signatures checked once per process, keyed by their exact bytes;
+* ``snippets`` — the text around the matched words;
 * ``supersession`` — superseded decisions ranked below what replaced them; ``finder`` — ``search``.
 """
 

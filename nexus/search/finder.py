@@ -2,7 +2,7 @@
 
 ``search`` refreshes the index (``indexer``), parses the query (``query``), ranks candidates — plain
 ANDs of words by ``scoring``'s block scoring, anything else by Whoosh's own matcher — and turns them
-into hits (``snippets``) in final order: the first document of each key, within the path and time
+into hits (``hits``) in final order: the first document of each key, within the path and time
 filters, a hit about a superseded decision scaled down (``supersession``). Candidates are fetched
 ``limit + 20`` at a time, four times more while filters or phrases reject too many.
 """
@@ -19,6 +19,7 @@ from ..storage.vault import Vault
 from . import documents
 from .builder import Progress
 from .engine import Stored
+from .hits import HitReader
 from .indexer import changes, refresh, serialised, usable
 from .language import MatchedTerms, analysis, check_languages
 from .manifest import INDEX_DIR, index_dir
@@ -26,7 +27,6 @@ from .manifest import load as load_manifest
 from .query import Filters, check_syntax, is_plain, parse_query
 from .reader import OpenIndex, view
 from .scoring import Row
-from .snippets import HitReader
 from .supersession import SUPERSEDED_FACTOR, Superseded
 
 FAST = True  # score plain AND-of-words queries block by block (scoring); False: Whoosh's matcher

@@ -19,8 +19,8 @@ from . import builder, engine, indexer
 from .manifest import Manifest, index_dir
 from .manifest import load as load_manifest
 from .scoring import Scorer
-from .snippets import Signatures
 from .supersession import Register
+from .verdicts import Signatures
 
 
 @dataclass

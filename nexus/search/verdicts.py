@@ -1,0 +1,146 @@
+"""The entries hits show: parsed and their signatures checked once per process, keyed by the bytes.
+
+A hit's entry is read back from its segment at the byte range the index recorded. What those bytes
+parse to (the entry, whether its encoding is canonical, the text its snippet is cut from) and whether
+its signature checks against a public key are functions of the bytes and the key alone, so a process
+that searches again and again (the MCP server, the watcher, a benchmark) remembers them: an entry
+under the SHA-256 of the exact bytes read (with the path and position they were read at), a verdict
+under the public key and that same digest. A byte changed anywhere in the entry (its text, its
+signature, its key id) changes the digest, so an entry edited in place is parsed and checked again,
+never served from memory; nothing is remembered on disk. Both memories are bounded (oldest first out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+
+from ..records import Located
+from ..storage.vault import Vault
+from .language import WORD_RE
+from .snippets import Flat, flatten
+
+KeyStamp = tuple[tuple[str, int], ...]
+Lookup = Callable[[str, str], str | None]  # (agent, key id) -> the public key to check with, or None
+ENTRIES_KEPT = 20_000  # entries remembered per process (~4 KB each with their snippet text)
+VERDICTS_KEPT = 100_000
+
+
+class Known:
+    """An entry as its bytes parse: the entry where it stands, and its snippet texts (made on first
+    use: most hits need only one of them)."""
+
+    __slots__ = ("_body", "_whole", "body_words", "digest", "located")
+
+    def __init__(self, digest: bytes, located: Located) -> None:
+        self.digest = digest
+        self.located = located
+        body = located.entry.body
+        self.body_words = frozenset(w.lower() for w in WORD_RE.findall(body)) if body else frozenset()
+        self._body: Flat | None = None
+        self._whole: Flat | None = None
+
+    def body(self) -> Flat:
+        if self._body is None:
+            self._body = flatten(self.located.entry.body or "")
+        return self._body
+
+    def whole(self) -> Flat:
+        """The summary, then the body after a dash (when it has one)."""
+        if self._whole is None:
+            e = self.located.entry
+            self._whole = flatten(e.summary if not e.body else f"{e.summary} — {e.body}")
+        return self._whole
+
+
+class Entries:
+    """Entries parsed from exact bytes, remembered by (path, byte offset, line, SHA-256 of the bytes)."""
+
+    def __init__(self, kept: int = ENTRIES_KEPT) -> None:
+        self.kept = kept
+        self.known: dict[tuple[str, int, int, bytes], Known | None] = {}
+
+    def parse(self, data: bytes, rel: str, offset: int, line: int) -> Known | None:
+        """The one entry ``data`` (read from ``rel`` at ``offset``, line ``line``) holds, exactly:
+        None when the bytes are not one whole entry (the index's offsets moved, or damage)."""
+        digest = hashlib.sha256(data).digest()
+        key = (rel, offset, line, digest)
+        if key in self.known:
+            return self.known[key]
+        from ..storage import segments
+
+        scan = segments.scan(data, rel, offset=offset, line=line)
+        whole = len(scan.entries) == 1 and scan.entries[0].end_offset == offset + len(data)
+        found = Known(digest, scan.entries[0]) if whole else None
+        if len(self.known) >= self.kept:
+            del self.known[next(iter(self.known))]
+        self.known[key] = found
+        return found
+
+
+class Signatures:
+    """The authors' public keys (read again when an identity note changes) and the verdicts already
+    reached, for one vault."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.stamp: KeyStamp | None = None
+        self.keys: dict[str, tuple[str, str]] = {}
+        self.checked: dict[tuple[str, bytes], bool] = {}  # (public key, sha256 of the entry's bytes)
+        self.entries = Entries()
+
+    def public_keys(self) -> dict[str, tuple[str, str]]:
+        """agent -> (key id, public key) from the identity notes."""
+        from ..keys import identity
+
+        stamp: list[tuple[str, int]] = []
+        try:
+            for child in sorted(os.scandir(self.vault.agents_dir), key=lambda d: d.name):
+                try:
+                    stamp.append((child.name, os.stat(os.path.join(child.path, "identity.md")).st_mtime_ns))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+        except FileNotFoundError:
+            pass
+        if self.stamp != tuple(stamp):
+            self.keys = {n: (i.key_id, i.public_key) for n, i in identity.all_identities(self.vault).items()}
+            self.stamp = tuple(stamp)
+        return self.keys
+
+    def lookup(self) -> Lookup:
+        """Which public key checks an entry, read once for a search: the keys this machine pinned when
+        ``trust`` is configured (not what a note says now), else the identity notes' keys."""
+        from ..keys import trust
+
+        if trust.configured() is not None:
+            ring = trust.load(self.vault)
+            return ring.public_key
+        keys = self.public_keys()
+
+        def declared(agent: str, key_id: str) -> str | None:
+            found = keys.get(agent)
+            return found[1] if found is not None and found[0] == key_id else None
+
+        return declared
+
+    def verified(self, known: Known, lookup: Lookup) -> bool:
+        """The entry's signature checks against its author's key (only its canonical encoding does)."""
+        from ..keys import identity
+        from ..storage import entries
+
+        located = known.located
+        if located.verdict is not None and located.verdict.startswith("non-canonical"):
+            return False
+        e = located.entry
+        public = lookup(e.agent, e.key)
+        if public is None:
+            return False
+        memo = (public, known.digest)
+        valid = self.checked.get(memo)
+        if valid is None:
+            valid = identity.verify_signature(public, e.sig, entries.signing_bytes(e))
+            if len(self.checked) >= VERDICTS_KEPT:
+                del self.checked[next(iter(self.checked))]
+            self.checked[memo] = valid
+        return valid

@@ -1,0 +1,102 @@
+"""What search remembers within a process, and what makes it cheaper, never changes an answer:
+an entry edited in place after it was remembered is read, parsed and checked again (never served
+from memory); a hit whose byte range moved is found by scanning its segment; a build that spills
+sorted runs to disk gives the same index as one that keeps them in memory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Env
+
+from nexus import search
+from nexus.search import builder, engine
+from nexus.search.reader import view
+
+
+def _edit_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """Replace ``old`` by ``new`` (same length), keeping the file's size and mtime: the index's
+    freshness check (size and mtime) cannot see it; only the bytes read back can."""
+    assert len(old) == len(new)
+    st = path.stat()
+    data = path.read_bytes()
+    assert data.count(old) == 1
+    path.write_bytes(data.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+@pytest.mark.parametrize("what", ["text", "signature"])
+def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(env: Env, what: str) -> None:
+    located = env.append("ella", "the falcon budget is 100", body="Approved by the falcon board.").located
+    first = search.search(env.vault, "falcon")
+    assert [h.verified for h in first] == [True]
+    memory = view(env.vault).signatures
+    assert memory.checked and memory.entries.known  # remembered for this process
+    seg = env.vault.root / located.file
+    original = seg.read_bytes()
+    if what == "text":
+        old, new = b"budget is 100", b"budget is 900"
+    else:
+        sig = located.entry.sig.encode()
+        old, new = sig, sig[:10] + (b"A" if sig[10:11] != b"A" else b"B") + sig[11:]
+    _edit_in_place(seg, old, new)
+    hits = search.search(env.vault, "falcon")
+    assert len(hits) == 1 and hits[0].verified is False  # the edited bytes are checked, not recalled
+    if what == "text":
+        assert hits[0].title == "the falcon budget is 900"
+    assert "✗ SIGNATURE DOES NOT VERIFY" in env.run("search", "falcon").stdout
+    seg.write_bytes(original)  # the bytes as signed again: verified again
+    assert [h.verified for h in search.search(env.vault, "falcon", fresh=False)] == [True]
+
+
+def test_a_hit_whose_byte_range_moved_is_found_in_its_segment(env: Env) -> None:
+    earlier = env.append("ella", "osprey count started").located
+    later = env.append("lyra", "pelican count finished", body="Forty pelicans.").located
+    assert search.search(env.vault, "pelican")[0].line_start == later.line_start
+    seg = env.vault.root / earlier.file
+    data = seg.read_bytes()
+    seg.write_bytes(data.replace(b"osprey count started", b"osprey count started, with a longer summary"))
+    # the index has not looked yet (what a watcher-fed search sees between a write and its refresh)
+    moved = search.search(env.vault, "pelican", fresh=False)
+    lines = seg.read_text(encoding="utf-8").split("\n")
+    assert len(moved) == 1 and moved[0].entry_id == later.entry.id and moved[0].verified is True
+    assert moved[0].line_start == later.line_start
+    assert lines[moved[0].line_start - 1] == f"%% nexus:begin {later.entry.id} %%"
+    stale = search.search(env.vault, "osprey", fresh=False)  # its range now cuts the longer entry
+    assert len(stale) == 1 and stale[0].verified is False and "longer summary" in stale[0].title
+    fresh = search.search(env.vault, "pelican")  # and after the refresh, from the index again
+    assert fresh[0].line_start == later.line_start and fresh[0].verified is True
+
+
+def test_a_build_that_spills_sorted_runs_gives_the_same_index(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(40):
+        body = f"gannet colony {i} " * (i % 7)
+        env.append("ella" if i % 3 else "lyra", f"gannet survey {i} cliff", body=body)
+    queries = ["gannet", "survey cliff", "colony", "gannet 17"]
+
+    def answers() -> list[list[tuple[Any, ...]]]:
+        hits = [search.search(env.vault, q, limit=50) for q in queries]
+        return [[(h.path, h.line_start, h.entry_id, h.score, h.snippet) for h in found] for found in hits]
+
+    search.rebuild(env.vault)
+    in_memory = answers()
+    pool = engine._batched_pool()
+    runs: list[int] = []
+    write_run = pool._write_run
+
+    def counted(self: Any, f: Any, items: Any) -> None:
+        runs.append(1)
+        write_run(self, f, items)
+
+    monkeypatch.setattr(pool, "_write_run", counted)
+    monkeypatch.setattr(engine, "RUN_BATCH", 5)  # several records a run
+    monkeypatch.setattr(builder, "LIMIT_MB", 0.002)  # ~2 KB of postings: a run every few entries
+    search.rebuild(env.vault)
+    assert len(runs) > 5
+    assert answers() == in_memory and len(in_memory[0]) == 40
