@@ -47,7 +47,7 @@ from nexus.ledger import log  # noqa: E402
 from nexus.storage.vault import Vault, init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-VAULTS = RESULTS / "vaults"
+VAULTS = [RESULTS / "vaults"]  # (--vaults: somewhere with room; a 1M-entry vault is ~500 MB)
 
 
 def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
@@ -67,7 +67,7 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
 
 def prepare(n: int) -> Path:
     """The generated vault for ``n`` entries (made once, then kept)."""
-    folder = VAULTS / str(n)
+    folder = VAULTS[0] / str(n)
     if (folder / "done").exists():
         return folder
     shutil.rmtree(folder, ignore_errors=True)
@@ -100,7 +100,7 @@ def append_many(vault: Vault, keys: Path, count: int, tag: str) -> None:
 
 def run_size(n: int, new: int, runs: int, index: bool, old: bool = True) -> dict[str, Any]:
     source = prepare(n)
-    work = Path(tempfile.mkdtemp(prefix=f"bench-costs-{n}-", dir=RESULTS))
+    work = Path(tempfile.mkdtemp(prefix=f"bench-costs-{n}-", dir=VAULTS[0]))
     try:
         shutil.copytree(source / "vault", work / "vault", symlinks=True)
         shutil.copytree(source / "keys", work / "keys")
@@ -201,7 +201,9 @@ def main() -> int:
     parser.add_argument("--no-index", action="store_true", help="skip the index build")
     parser.add_argument("--no-old", action="store_true", help="skip the old full pass")
     parser.add_argument("--generate-only", action="store_true", help="only make the vaults")
+    parser.add_argument("--vaults", type=Path, default=VAULTS[0], help="where generated vaults are kept")
     args = parser.parse_args()
+    VAULTS[0] = args.vaults
     RESULTS.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(x) for x in args.sizes.split(",")):

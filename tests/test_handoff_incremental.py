@@ -70,3 +70,85 @@ def test_a_rewritten_segment_is_read_again_from_its_start(env: Env) -> None:
     h = handoff.build(env.vault)
     assert h.items["work"] == {"lyra": {"general": [fresh]}}
     assert [p["kind"] for p in h.items["integrity"]] == ["missing"]
+
+
+def _from_scratch(env: Env, now: float) -> handoff.Handoff:
+    """The handoff with every piece of derived state it reads deleted first (the coordination state,
+    the verify state, where the last handoff's scan stopped)."""
+    import shutil
+
+    shutil.rmtree(env.vault.state / "coord", ignore_errors=True)
+    shutil.rmtree(env.vault.state / "verify", ignore_errors=True)
+    (env.vault.state / "handoff.json").unlink(missing_ok=True)
+    return handoff.build(env.vault, now=now)
+
+
+def test_a_handoff_after_new_entries_equals_one_built_from_scratch(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nexus.team import acks, coordination, races
+
+    env.append("ella", "we use postgres", type="decision")
+    for i in range(8):  # written without reading each other: races, more than the page shows
+        env.append("ella" if i % 2 else "lyra", f"night {i}")
+    handoff.write(env.vault, handoff.build(env.vault))
+
+    q = env.append("lyra", "which port?", type="question").located.entry.id
+    c = env.append("ella", "port is 5433, not 5432", type="correction").located.entry.id
+    for i in range(6):
+        env.append("ella" if i % 2 else "lyra", f"morning {i}")
+    first_race = races.find_races(env.vault, unresolved=True)[0].key
+    log.unread(env.vault, "lyra")
+    env.append("lyra", "ella deploys", type="reconcile", ack=first_race)
+    log.unread(env.vault, "ella")
+    env.append("ella", "seen", ack=(q,))
+    assert len(races.find_races(env.vault, unresolved=True)) > handoff.SHOWN_RACES
+
+    read_back: list[str] = []
+    real = coordination.materialize
+
+    def spy(vault: Any, ref: coordination.Ref) -> Any:
+        read_back.append(ref.id)
+        return real(vault, ref)
+
+    monkeypatch.setattr(coordination, "materialize", spy)
+    now = time.time()
+    h = handoff.build(env.vault, now=now)
+    assert 0 < len(read_back) <= 2 * handoff.SHOWN_RACES  # only the races the page shows are read back
+    monkeypatch.undo()
+
+    # what the sections say is what the whole-log answers say
+    assert h.items["races"] == [list(r.key) for r in races.find_races(env.vault, unresolved=True)]
+    assert h.items["races_reconciled"] == [list(first_race)]
+    owed = acks.unacknowledged(env.vault)
+    assert h.items["corrections"][0]["id"] == c and h.items["corrections"][0]["not_acked_by"] == owed[c]
+    assert h.items["open_questions"] == [] and q not in owed  # ella acked it
+    assert h.items["decisions_made"] == []  # (the decision came before the window)
+
+    scratch = _from_scratch(env, now)
+    assert _items(scratch) == _items(h)
+    assert scratch.markdown == h.markdown
+
+
+def test_the_coordination_state_rebuilt_a_piece_at_a_time_is_the_same(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nexus.ledger import marks
+    from nexus.settings import DEFAULTS
+    from nexus.team import coordination
+
+    for i in range(12):
+        env.append(
+            "ella" if i % 3 else "lyra",
+            f"entry {i}",
+            body="line\n" * (i % 4),
+            type="decision" if i % 5 == 0 else "note",
+        )
+    whole = coordination.refresh(env.vault, DEFAULTS.ack_types, DEFAULTS.race_window_seconds)
+    import shutil
+
+    shutil.rmtree(env.vault.state / "coord")
+    monkeypatch.setattr(marks, "CHUNK", 300)  # a piece is about one entry
+    pieces = coordination.refresh(env.vault, DEFAULTS.ack_types, DEFAULTS.race_window_seconds)
+    assert pieces.rebuilt and pieces.new_entries == 12
+    assert pieces.state == whole.state

@@ -136,3 +136,30 @@ def test_a_recovery_moves_the_tail_state_with_the_bytes(env: Env, monkeypatch: p
     assert [loc.entry.id for loc in log.iter_entries(env.vault)] == [a, b, c]
     report = env.run("verify", "--json", check=False).json()
     assert report["ok"] and {p["kind"] for p in report["problems"]} == {"notice"}, report
+
+
+@pytest.mark.parametrize("chunk", [1, 200, 700, 1 << 20])
+def test_reading_on_a_piece_at_a_time_finds_what_one_read_finds(env: Env, chunk: int) -> None:
+    ids = [
+        env.append("ella" if i % 2 else "lyra", f"e{i}", body="b\n" * i).located.entry.id for i in range(6)
+    ]
+    path = _segment(env, ids[0])
+    data = path.read_bytes()
+    # a person's note between entries, an entry cut short in the middle, and a torn tail at the end
+    cut = data.index(f"%% nexus:begin {ids[3]}".encode())
+    broken_at = data.index(f"%% nexus:begin {ids[4]}".encode())
+    path.write_bytes(
+        data[:cut]
+        + b"a person's note\n\n"
+        + data[cut:broken_at]
+        + data[broken_at : data.index(b"\n", data.index(b"\n", broken_at) + 1) + 1]  # begin, header
+        + data[broken_at:]
+        + b"%% nexus:begin 01TORN"
+    )
+    first = log.find_entry(env.vault, ids[0])
+    for mark in (START, Mark.past(first)):
+        _data, whole = mark.read(path, first.file)
+        pieces = list(mark.read_chunks(path, first.file, chunk=chunk))
+        assert [loc for scan in pieces for loc in scan.entries] == whole.entries
+        assert pieces[-1].torn is not None and pieces[-1].torn.offset == whole.torn.offset  # type: ignore[union-attr]
+        assert len(whole.entries) == (6 if mark is START else 5) and whole.broken and whole.stray

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -188,14 +188,17 @@ def scan_after(
             continue  # unchanged since the last read: not even opened, so old segments cost nothing
         if not mark.holds(path):
             mark = START
-        _data, result = mark.read(path, f"{folder}/{name}.md", size)
-        for located in result.entries:
-            e = located.entry
-            if seen is not None and e.id <= seen and e.id not in arrived:
-                continue
-            if newest is None or e.id > newest:
-                newest = e.id
-            if keep is None or keep(e):
-                out.append(located)
-        marks[name] = mark.after(result, size)
+        last = None
+        for result in mark.read_chunks(path, f"{folder}/{name}.md", size):  # (flat memory: a piece
+            for located in result.entries:  # at a time, only the kept entries held)
+                e = located.entry
+                if seen is not None and e.id <= seen and e.id not in arrived:
+                    continue
+                if newest is None or e.id > newest:
+                    newest = e.id
+                if keep is None or keep(e):
+                    out.append(located)
+            if result.entries:
+                last = result.entries[-1]
+        marks[name] = replace(mark, scanned=size) if last is None else Mark.past(last, size)
     return out, marks, newest

@@ -19,13 +19,16 @@ On disk a mark is the JSON list ``[offset, line, last, scanned]`` (:meth:`Mark.t
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..storage import entries, segments
 
 WINDOW = 8192  # bytes read back from a mark to find the end line it follows
+CHUNK = 4 << 20  # what ``read_chunks`` scans at a time: about 8,000 entries
 _END = entries.END_PREFIX.encode()
+_BEGIN = b"\n" + entries.BEGIN_PREFIX.encode()
 
 
 def ends_with_entry(data: bytes, entry_id: str) -> bool:
@@ -82,6 +85,36 @@ class Mark:
             f.seek(self.offset)
             data = f.read() if size is None else f.read(max(0, size - self.offset))
         return data, segments.scan(data, file, offset=self.offset, line=self.line)
+
+    def read_chunks(
+        self, path: str | os.PathLike[str], file: str, size: int | None = None, chunk: int | None = None
+    ) -> Iterator[segments.Scan]:
+        """The scan of the segment's bytes from the mark on (up to ``size``, default the end), a
+        piece of about ``chunk`` bytes at a time, each cut just before a begin line: what
+        :meth:`read` finds, with memory bounded by the piece instead of the segment (an entry is
+        never split; only readers of entries use it: framing that is cut short is named only by
+        ``verify``, which cuts the same way and says so)."""
+        chunk = CHUNK if chunk is None else chunk
+        with open(path, "rb") as f:
+            f.seek(self.offset)
+            offset, line, pending = self.offset, self.line, b""
+            left = None if size is None else max(0, size - self.offset)
+            while True:
+                want = chunk if left is None else min(chunk, left)
+                block = f.read(want) if want > 0 else b""
+                if left is not None:
+                    left -= len(block)
+                pending += block
+                last = not block or left == 0
+                cut = -1 if last else pending.rfind(_BEGIN)
+                if not last and cut < 0:
+                    continue  # one entry longer than a piece: read on
+                part = pending if last else pending[: cut + 1]
+                pending = b"" if last else pending[cut + 1 :]
+                yield segments.scan(part, file, offset=offset, line=line)
+                if last:
+                    return
+                offset, line = offset + len(part), line + part.count(b"\n")
 
     def after(self, found: segments.Scan, scanned: int) -> Mark:
         """The mark once ``found`` (a scan from this mark) was read, having looked at ``scanned`` bytes."""

@@ -26,7 +26,7 @@ import bisect
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -246,7 +246,7 @@ class Update:
     """What one ``refresh`` found: the state, and what is new since the previous refresh."""
 
     state: State
-    new_entries: list[Located] = field(default_factory=list)
+    new_entries: int = 0  # how many entries it absorbed (counted, not kept: a rebuild reads them all)
     new_races: list[RacePair] = field(default_factory=list)
     resolved: list[tuple[str, str, str]] = field(default_factory=list)  # (a, b, reconcile id)
     rebuilt: bool = False
@@ -370,11 +370,15 @@ def _catch_up(vault: Vault, state: State, update: Update) -> bool:
                 return False
             if mark.unchanged(size):
                 continue
-        data, result = mark.read(path, f"{vault.rel(vault.log_dir)}/{name}.md")
-        for located in result.entries:
-            absorb(state, located, update)
-            update.new_entries.append(located)
-        moved = SegmentMark(mark.after(result, mark.offset + len(data)), count + len(result.entries))
+        last, absorbed = None, 0
+        for result in mark.read_chunks(path, f"{vault.rel(vault.log_dir)}/{name}.md", size):
+            for located in result.entries:  # (a piece at a time: memory stays flat on a rebuild)
+                absorb(state, located, update)
+            if result.entries:
+                last, absorbed = result.entries[-1], absorbed + len(result.entries)
+        update.new_entries += absorbed
+        after = mark if last is None else Mark.past(last)
+        moved = SegmentMark(replace(after, scanned=size), count + absorbed)
         if moved != known:
             state.marks[name] = moved
             update.marks_moved = True

@@ -122,6 +122,7 @@ class _Window:
     activity: dict[str, str]  # agent -> the time of its last entry
     report: Any  # verify's report
     agents: list[str]
+    coordination: Any = None  # the coordination state (owed acks, races), brought up to date once
 
     def fresh(self, entry_id: str | None, ts: str) -> bool:
         """In the window: after the previous handoff's last entry, or at/after --since."""
@@ -258,12 +259,22 @@ def _pending_facts(vault: Vault, page: _Page, items: dict[str, Any]) -> None:
         ]
 
 
-def _questions_and_corrections(
-    vault: Vault, w: _Window, settings: Settings, page: _Page, items: dict[str, Any]
-) -> None:
-    from ..team import acks
+def _owed(vault: Vault, state: Any, found: list[Located]) -> dict[str, list[str]]:
+    """Entry id -> the agents that still owe it an acknowledgement, for the window's entries only
+    (the coordination state answers per id: no pass over every entry that ever needed one)."""
+    from ..keys import roster
 
-    owed = acks.unacknowledged(vault, settings.ack_types, race_window=settings.race_window_seconds)
+    agents = roster.agents(vault)
+    out: dict[str, list[str]] = {}
+    for loc in found:
+        item = state.pending.get(loc.entry.id)
+        if item is not None and (owers := [a for a in agents if item.owed_by(a)]):
+            out[loc.entry.id] = owers
+    return out
+
+
+def _questions_and_corrections(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None:
+    owed = _owed(vault, w.coordination, w.entries)
     questions = [loc for loc in w.entries if loc.entry.type == "question" and loc.entry.id in owed]
     for loc in questions:
         e = loc.entry
@@ -289,24 +300,27 @@ def _questions_and_corrections(
     page.counts["corrections"] = len(corrections)
 
 
-def _races(vault: Vault, w: _Window, settings: Settings, page: _Page, items: dict[str, Any]) -> None:
-    from ..team import races
+def _races(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None:
+    """Every unreconciled race (ids from the coordination state; only the few shown are read back
+    from the log), and the races an entry of the window reconciled."""
+    from . import coordination
 
-    found = races.find_races(vault, settings.race_window_seconds, ack_types=settings.ack_types)
+    found = sorted(w.coordination.races, key=lambda r: (r.a.id, r.b.id))
     open_races = [r for r in found if r.resolved_by is None]  # until reconciled, every time
-    items["races"] = [list(r.key) for r in open_races]
-    page.races = [
-        f"- {r.a.entry.agent} “{r.a.entry.summary}” {r.a.link} and {r.b.entry.agent} "
-        f"“{r.b.entry.summary}” {r.b.link} were written without seeing each other — reconcile "
-        "with an entry of type `reconcile` acking both"
-        for r in open_races[:SHOWN_RACES]
-    ]
+    items["races"] = [[r.a.id, r.b.id] for r in open_races]
+    for r in open_races[:SHOWN_RACES]:
+        a, b = coordination.materialize(vault, r.a), coordination.materialize(vault, r.b)
+        page.races.append(
+            f"- {a.entry.agent} “{a.entry.summary}” {a.link} and {b.entry.agent} "
+            f"“{b.entry.summary}” {b.link} were written without seeing each other — reconcile "
+            "with an entry of type `reconcile` acking both"
+        )
     if len(open_races) > SHOWN_RACES:
         page.races.append(f"- … {len(open_races) - SHOWN_RACES} more: `nexus races --unresolved`")
     for r in open_races:
-        page.shown.update((r.a.entry.id, r.b.entry.id))
+        page.shown.update((r.a.id, r.b.id))
     resolved = [r for r in found if r.resolved_by is not None and r.resolved_by in w.by_id]
-    items["races_reconciled"] = [list(r.key) for r in resolved]
+    items["races_reconciled"] = [[r.a.id, r.b.id] for r in resolved]
     for r in resolved:
         fix = w.by_id[r.resolved_by or ""]
         page.reconciled.append(f"- reconciled by {fix.entry.agent}: {fix.entry.summary} — {fix.link}")
@@ -402,8 +416,10 @@ def build(
     ``progress`` follows the verification (long only when it must check the log from scratch)."""
     from ..ledger import log
     from ..project import project_state
+    from . import coordination
 
     w = _window(vault, since, time.time() if now is None else now, progress)
+    w.coordination = coordination.refresh(vault, settings.ack_types, settings.race_window_seconds).state
     newest = log.tail(vault, 1)
     out = Handoff(
         since=w.start,
@@ -418,8 +434,8 @@ def build(
     _integrity(w, page, items)
     cps, crashed = _crashes(vault, w, settings, page, items)
     _pending_facts(vault, page, items)
-    _questions_and_corrections(vault, w, settings, page, items)
-    _races(vault, w, settings, page, items)
+    _questions_and_corrections(vault, w, page, items)
+    _races(vault, w, page, items)
     _decisions(vault, w, page, items)
     _checkpoints(w, cps, crashed, page, items)
     _state(vault, w, page, items)
