@@ -327,6 +327,25 @@ HIDING_BODIES = [
     ("~~~~ sh\necho\n~~~\nstill code", "~~~~ sh\necho\n~~~\nstill code\n~~~~"),
     ("````\n```\nnested", "````\n```\nnested\n````"),
     ("``` inline ``` is not a fence\n%%", "``` inline ``` is not a fence\n%\\%"),
+    # markup Obsidian renders: raw HTML and TeX math can hide text too
+    ('<span style="display:none">x</span> shown', '\\<span style="display:none">x\\</span> shown'),
+    ("<details>\nfolded away\n</details>", "\\<details>\nfolded away\n\\</details>"),
+    ("a List<String> here", "a List\\<String> here"),
+    ("<div\nhtml block", "\\<div\nhtml block"),
+    ("<!DOCTYPE x> <?php ?>", "\\<!DOCTYPE x> \\<?php ?>"),
+    (
+        "$\\phantom{gone}$ and $$\\color{white}{gone}$$",
+        "\\$\\phantom{gone}\\$ and \\$\\$\\color{white}{gone}\\$\\$",
+    ),
+    ("costs $5", "costs \\$5"),
+    ("two \\\\<b>bold</b>", "two \\\\\\<b>bold\\</b>"),  # an escaped backslash escapes only itself
+    # a code span may pair with a backtick lines before: inline code is escaped too
+    ("`\n`<span hidden>`", "`\n`\\<span hidden>`"),
+    ("`List<String>`", "`List\\<String>`"),
+]
+CODE_KEPT = [
+    "```\n<div hidden>$x$</div>\n```",
+    "a < b, 3 > 2, already \\<b> and \\$5",
 ]
 
 
@@ -337,10 +356,76 @@ def test_markup_obsidian_hides_is_neutralised_and_reported(raw: str, stored: str
     assert text.prepare_body(body) == (body, [])
 
 
+@pytest.mark.parametrize("raw", CODE_KEPT)
+def test_code_and_text_that_renders_as_typed_are_kept(raw: str) -> None:
+    assert text.prepare_body(raw) == (raw, [])
+
+
 @pytest.mark.parametrize("summary", ["50%% done", "a <!-- b", "%%"])
 def test_markup_obsidian_hides_is_refused_in_one_line_fields(summary: str) -> None:
     with pytest.raises(InputError, match="Obsidian hides"):
         text.check_line(summary, "summary")
+
+
+@pytest.mark.parametrize(
+    "summary",
+    ["fix List<String>", '<span hidden="">x</span>', "x <br/> y", "$\\phantom{x}$", "from $5/$10", "$$"],
+)
+def test_markup_obsidian_renders_is_refused_in_one_line_fields(summary: str) -> None:
+    with pytest.raises(InputError, match="Obsidian renders"):
+        text.check_line(summary, "summary")
+
+
+@pytest.mark.parametrize("summary", ["fix `List<String>`", "a<b", "3 < 4 > 2", "$5 and $10", "\\<b> typed"])
+def test_one_line_fields_that_render_as_typed_are_kept(summary: str) -> None:
+    assert text.check_line(summary, "summary") == summary
+
+
+def _rendered_text(markdown: str) -> str:
+    """What a person reads: the text of ``markdown`` rendered by a CommonMark renderer (markdown-it,
+    Obsidian's dialect's base), raw HTML passed through as Obsidian does."""
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark", {"html": True}).render(markdown)
+    return html.unescape(re.sub(r"<[^>]*>", "", rendered))
+
+
+@settings(derandomize=True, max_examples=200)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "<span hidden>",
+                "</span>",
+                "<b>",
+                "<details>",
+                "List<T>",
+                "<!x>",
+                "a<b",
+                "$",
+                "`",
+                "``",
+                "x",
+                " ",
+                "\\",
+                "\n",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_every_tag_a_body_holds_is_read_as_text_after_rendering(raw: str) -> None:
+    """Rendered by a real CommonMark renderer, no tag an agent wrote is taken as markup: every `<` of
+    the body is still there for a person to read (outside fenced code; a code span that pairs with a
+    backtick lines before once hid a tag here)."""
+    body, _ = text.prepare_body(raw, max_bytes=10**9)
+    if body is None or "```" in body:
+        return
+    shown = _rendered_text(body)
+    assert shown.count("<") >= raw.count("<"), (raw, body, shown)
 
 
 @settings(derandomize=True)
@@ -356,6 +441,8 @@ def test_prepare_body_is_idempotent_and_leaves_nothing_hidden(raw: str) -> None:
     assert text.first_invisible(body) is None
     if "```" not in body and "~~~" not in body:  # (fenced code keeps its text as typed)
         assert "%%" not in body and "<!--" not in body
+        if "`" not in body:  # (code spans too)
+            assert text.rendered_markup(body.replace("\n", " ")) is None
 
 
 @pytest.mark.parametrize(
@@ -365,6 +452,8 @@ def test_prepare_body_is_idempotent_and_leaves_nothing_hidden(raw: str) -> None:
         ("100%% sure", "Obsidian"),
         ("```\nopen", "fence"),
         ("a\r\nb", "CRLF"),
+        ('<span style="display:none">hidden</span>', "HTML"),
+        ("$\\phantom{hidden}$", "'$'"),
     ],
 )
 def test_the_writer_is_told_when_a_body_is_changed(env: Env, body: str, says: str) -> None:

@@ -97,6 +97,19 @@ def _scan(kind: str, value: str) -> re.Pattern[str]:
 
 # Markup Obsidian hides from a reader.
 _HIDDEN_MARKUP_RE = re.compile(r"(?<=%)%|<!--")
+# Markup Obsidian renders, which can hide text too: raw HTML (`<span style="display:none">`,
+# `<details>`, an unknown tag such as the `<String>` of `List<String>`) and TeX math (`$\phantom{…}$`,
+# `\color{white}`). In a body, outside fenced code, every `<` that could open a tag, a comment, a
+# declaration or an instruction, and every `$`, is written with a backslash (shown as typed); an even
+# number of backslashes before it escapes only themselves. Inline code spans are escaped too: a span
+# can pair with a backtick lines earlier, so which text is code is not certain line by line.
+_MARKUP_START_RE = re.compile(r"(?<!\\)((?:\\\\)*)(<(?=[A-Za-z/!?])|\$)")
+# In a one-line field (which must be stored as given): a whole tag, or a math span, is refused.
+_LINE_MARKUP_RE = re.compile(
+    r"(?<!\\)(?:\\\\)*(<(?:[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?|/[A-Za-z][A-Za-z0-9-]*\s*)>|<[!?]"
+    r"|\$\$|\$[^\s$](?:[^$]*[^\s$\\])?\$)"
+)
+_CODE_RUN_RE = re.compile(r"`+")
 _FENCE_OPEN_RE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE_RE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 
@@ -226,6 +239,13 @@ def check_line(value: str, what: str, max_len: int = SUMMARY_MAX) -> str:
         raise InputError(
             f"{what} contains {shown!r}, which Obsidian hides from a reader; write it another way"
         )
+    markup = rendered_markup(value)
+    if markup is not None:
+        raise InputError(
+            f"{what} contains {markup[:40]!r}, which Obsidian renders as "
+            f"{'math' if markup.startswith('$') else 'HTML'} (it can hide text from a reader); "
+            "put it in `backticks`, or write it with a backslash (\\< or \\$)"
+        )
     value = value.strip()
     if not value:
         raise InputError(f"{what} is empty")
@@ -242,9 +262,12 @@ def _visible(match: re.Match[str]) -> str:
 
 def make_visible(text: str) -> str:
     """One line or a whole text shown as typed: invisible and control characters (except newline and
-    tab) become ⟦U+XXXX⟧, ``%%`` becomes ``%\\%`` and ``<!--`` becomes ``<\\!--`` (not fence-aware: for
-    summaries; bodies go through :func:`prepare_body`)."""
-    return _unhide(_scan("body", text).sub(_visible, text))
+    tab) become ⟦U+XXXX⟧, ``%%`` becomes ``%\\%``, ``<!--`` becomes ``<\\!--`` and rendered markup is
+    escaped (:func:`escape_markup`; not fence-aware: for summaries; bodies go through
+    :func:`prepare_body`)."""
+    return "\n".join(
+        escape_markup(line) for line in _unhide(_scan("body", text).sub(_visible, text)).split("\n")
+    )
 
 
 def _unhide(line: str) -> str:
@@ -270,11 +293,16 @@ def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str
         count = sum(1 for m in pattern.finditer(body) if m.group(1) is None)
         changes.append(f"{count} invisible or control character(s) were made visible as ⟦U+XXXX⟧")
         body = shown
-    lines, hidden, fence = _unhide_outside_code(body.split("\n"))
+    lines, (hidden, rendered), fence = _unhide_outside_code(body.split("\n"))
     if hidden:
         changes.append(
             r"'%%' and '<!--' (hidden by Obsidian) were written as '%\%' and '<\!--' on "
             f"{hidden} line(s)"
+        )
+    if rendered:
+        changes.append(
+            r"HTML tags and '$' (rendered by Obsidian) were written as '\<' and '\$' outside code on "
+            f"{rendered} line(s)"
         )
     if fence is not None:
         lines.append(fence[0] * fence[1])
@@ -288,26 +316,71 @@ def prepare_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> tuple[str
     return body, changes
 
 
-def _unhide_outside_code(lines: list[str]) -> tuple[list[str], int, tuple[str, int] | None]:
-    """The lines with hidden markup neutralised outside fenced code, how many lines changed, and the
-    fence still open at the end (its character and length), if any."""
+def _unhide_outside_code(lines: list[str]) -> tuple[list[str], tuple[int, int], tuple[str, int] | None]:
+    """The lines with hidden and rendered markup neutralised outside fenced code, how many lines
+    changed for each, and the fence still open at the end (its character and length), if any."""
     fence: tuple[str, int] | None = None
-    hidden = 0
+    hidden = rendered = 0
     out = []
     for line in lines:
         if fence is None:
             opened = _FENCE_OPEN_RE.fullmatch(line)
             if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
                 fence = (opened.group(1)[0], len(opened.group(1)))
-            fixed = _unhide(line)
-            hidden += fixed != line
+                fixed = _unhide(line)  # (a fence's info string is not rendered: no other markup)
+                hidden += fixed != line
+                out.append(fixed)
+                continue
+            unhidden = _unhide(line)
+            hidden += unhidden != line
+            fixed = escape_markup(unhidden)
+            rendered += fixed != unhidden
             out.append(fixed)
         else:
             closed = _FENCE_CLOSE_RE.fullmatch(line)
             if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= fence[1]:
                 fence = None
             out.append(line)
-    return out, hidden, fence
+    return out, (hidden, rendered), fence
+
+
+def _outside_code_spans(line: str) -> list[tuple[bool, str]]:
+    """``line`` cut into (is code, text) pieces: a run of backticks opens a code span that the next
+    run of the same length closes; a run nothing closes is plain text."""
+    pieces: list[tuple[bool, str]] = []
+    start = pos = 0
+    while True:
+        run = _CODE_RUN_RE.search(line, pos)
+        if run is None:
+            break
+        closing = re.compile(rf"(?<!`){run.group()}(?!`)").search(line, run.end())
+        if closing is None:
+            pos = run.end()
+            continue
+        pieces.append((False, line[start : run.start()]))
+        pieces.append((True, line[run.start() : closing.end()]))
+        start = pos = closing.end()
+    pieces.append((False, line[start:]))
+    return pieces
+
+
+def escape_markup(line: str) -> str:
+    """``line`` with the markup Obsidian renders (a ``<`` that could open HTML, every ``$``) written
+    with a backslash, so a person sees it as typed. Applying it twice changes nothing more."""
+    if "<" not in line and "$" not in line:
+        return line
+    return _MARKUP_START_RE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", line)
+
+
+def rendered_markup(value: str) -> str | None:
+    """The first HTML tag or TeX math span of a one-line field outside code spans, or None. (Line by
+    line is exact here: nothing before a summary on its line holds a backtick, so CommonMark pairs
+    its backticks as this does.)"""
+    for code, text in _outside_code_spans(value):
+        found = None if code else _LINE_MARKUP_RE.search(text)
+        if found:
+            return found.group(1)
+    return None
 
 
 def check_body(body: str | None, max_bytes: int = BODY_MAX_BYTES) -> str | None:
