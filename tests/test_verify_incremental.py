@@ -277,7 +277,8 @@ def test_a_verify_after_new_entries_checks_only_those(env: Env, monkeypatch: pyt
     calls: list[bytes] = []
     real = identity.verify_signature
 
-    def counting(public_key: str, signature: str, data: bytes) -> bool:
+    def counting(public_key: str, signature: str, data: bytes, memo: object = None) -> bool:
+        assert memo is None  # (a verification never consults the readers' memo)
         calls.append(data)
         return real(public_key, signature, data)
 
