@@ -94,6 +94,27 @@ def test_a_vault_made_in_many_runs_always_has_a_text_id(tmp_path: Path) -> None:
         assert Vault(v.root).vault_id == digits
 
 
+@pytest.mark.parametrize("vid", ["../../escaped", "/tmp/abs", "a/b", "..", "x\\y", "id with space"])
+def test_a_vault_id_that_is_a_path_is_refused_and_nothing_is_written_outside(
+    env: Env, tmp_path: Path, vid: str
+) -> None:
+    """The id names this machine's files about the vault (its pins, its proofs) outside the vault: an
+    id from a cloned or hand-edited nexus.md can never lead anywhere else."""
+    env.append("lyra", "something to verify and to read")
+    marker = env.vault.root / "nexus.md"
+    lines = marker.read_text().split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("vault_id:"))
+    lines[at] = f"vault_id: {json.dumps(vid)}"
+    marker.write_text("\n".join(lines))
+    before = sorted(str(p) for p in tmp_path.rglob("*") if not p.is_relative_to(env.vault.root))
+    for argv in (["verify"], ["brief", "--agent", "ella"], ["log", "tail"]):
+        run = env.run(*argv, check=False)
+        assert run.returncode != 0 and "Traceback" not in run.stderr, (argv, run.stderr)
+        assert run.stderr.count("\n") == 1 and "vault_id" in run.stderr, (argv, run.stderr)
+    after = sorted(str(p) for p in tmp_path.rglob("*") if not p.is_relative_to(env.vault.root))
+    assert after == before
+
+
 # ---------------------------------------------------------------- 2. links out of the vault
 
 

@@ -352,3 +352,29 @@ def test_a_big_full_verify_uses_a_pool_and_names_everything_the_serial_path_name
     assert [p.entry_id for p in pooled.errors if p.kind == "edited"] == [
         located[at].entry.id for at in (10, 150, 390)
     ]
+
+
+def test_a_proof_rewritten_inside_the_vault_fools_nothing(env: Env) -> None:
+    """Whoever can edit the vault could rewrite a proof kept in it along with the history it covers.
+    The proof is kept beside the pins, outside the vault: here the most competent forgery (the real
+    proof, its hashes recomputed over the edited bytes) is put where older versions kept it, and the
+    next incremental `nexus verify` still names the edit."""
+    import hashlib
+
+    for i in range(3):
+        env.append("ella", f"entry number {i}")
+    assert env.run("verify").returncode == 0
+    proof = verify_state.state_path(env.vault, env.keys_home)
+    assert proof.is_file() and not proof.is_relative_to(env.vault.root)
+    inside = env.vault.state / "verify" / "state.json"
+    assert not inside.exists()
+    path = _segment(env)
+    data = path.read_bytes().replace(b"entry number 1", b"entry number 7")  # same length: offsets hold
+    path.write_bytes(data)
+    forged = json.loads(proof.read_bytes())
+    for seg in forged["segments"].values():
+        seg["ranges"] = [[a, b, hashlib.sha256(data[a:b]).hexdigest()] for a, b, _ in seg["ranges"]]
+    inside.parent.mkdir(parents=True, exist_ok=True)
+    inside.write_text(json.dumps(forged))
+    report = env.run("verify", "--json", check=False).json()
+    assert [p["kind"] for p in report["problems"]] == ["edited"]

@@ -16,7 +16,7 @@ __all__ = ["watching"]  # (the fixture, used by name)
 
 def _verified_entries(env: Env) -> int:
     try:
-        return int(json.loads(verify_state.state_path(env.vault).read_bytes())["entries"])
+        return int(json.loads(verify_state.state_path(env.vault, env.keys_home).read_bytes())["entries"])
     except (OSError, ValueError, KeyError):
         return -1
 

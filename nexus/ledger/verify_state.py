@@ -3,7 +3,8 @@
 ``verify.py`` says what is wrong with an entry or a chain; this module decides which bytes need
 checking and where:
 
-* **Incremental.** ``.nexus/verify/state.json`` remembers, per segment, the verified prefix (up to the
+* **Incremental.** ``<NEXUS_HOME>/verified/<vault_id>.json`` (outside the vault, beside the pins:
+  :func:`state_path`) remembers, per segment, the verified prefix (up to the
   end of its last entry) as SHA-256 hashes of byte ranges, what verification found in it, and what the
   chain check needs to go on from it (each agent's highest link, the newest id). The next run hashes
   each prefix again (about 1 GB/s, against ~10,000 signatures a second on one core) and checks only
@@ -66,8 +67,17 @@ class _Anomaly(Exception):
     """An id or a seq went backwards: the streaming fold cannot answer exactly."""
 
 
-def state_path(vault: Vault) -> Path:
-    return vault.state / "verify" / "state.json"
+def state_path(vault: Vault, home: Path | None = None) -> Path:
+    """Where this machine keeps what it proved of ``vault``: beside its pins (``home``, default the
+    configured one, trust.py), in ``<NEXUS_HOME>/verified/<vault_id>.json``, outside the vault: whoever
+    can edit the vault could otherwise rewrite the proof along with the history it covers. A library
+    caller that configured no home keeps it in ``.nexus/verify/state.json``."""
+    from ..keys import trust
+
+    home = home if home is not None else trust.configured()
+    if home is None:
+        return vault.state / "verify" / "state.json"
+    return home / "verified" / f"{vault.vault_id}.json"
 
 
 # ------------------------------------------------------------------ checking a chunk (any process)
@@ -350,6 +360,10 @@ def _save(vault: Vault, state: dict[str, Any]) -> None:
 
     with contextlib.suppress(OSError):  # derived state: losing it costs one full verification
         durable.replace(state_path(vault), json.dumps(state, separators=(",", ":")).encode(), durable=False)
+    inside = vault.state / "verify" / "state.json"
+    if state_path(vault) != inside:  # (where older versions kept it: nothing reads it any more)
+        with contextlib.suppress(OSError):
+            inside.unlink()
 
 
 def _forget(vault: Vault) -> None:

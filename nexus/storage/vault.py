@@ -125,20 +125,31 @@ class Vault:
 
     @property
     def vault_id(self) -> str:
+        """The vault's id (``nexus.md``): it names files outside the vault (this machine's pins and
+        proofs of it), so it is letters, digits, dashes and underscores only, never a path."""
         vid = self.config().get("vault_id")
         if isinstance(vid, str) and vid:
-            return vid
+            return _checked_id(self.root / MARKER, vid)
         if vid is not None and not isinstance(vid, bool):
             # An id written unquoted that YAML read as a number (all digits): the text is the id.
             raw = _raw_property(self.root / MARKER, "vault_id")
             if raw:
-                return raw
+                return _checked_id(self.root / MARKER, raw)
         raise VaultError(f"{self.root / MARKER} has no vault_id property")
 
     def human(self) -> str | None:
         """The vault's human identity (who signs what a person writes in Obsidian)."""
         value = self.config().get("human")
         return value if isinstance(value, str) and value else None
+
+
+def _checked_id(marker: Path, vid: str) -> str:
+    if not (len(vid) <= 64 and vid.isascii() and vid.replace("-", "").replace("_", "").isalnum()):
+        raise VaultError(
+            f"{marker}'s vault_id {vid[:80]!r} is not an id: use letters, digits, dashes and underscores "
+            "only (it names this machine's files about the vault, so it can never be a path)"
+        )
+    return vid
 
 
 def _shown(root: Path, path: Path) -> str:
