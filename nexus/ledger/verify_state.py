@@ -3,7 +3,7 @@
 ``verify.py`` says what is wrong with an entry or a chain; this module decides which bytes need
 checking and where:
 
-* **Incremental.** ``<NEXUS_HOME>/verified/<vault_id>.json`` (outside the vault, beside the pins:
+* **Incremental.** ``<NEXUS_HOME>/verified/<vault_id>-<folder>.json`` (outside the vault, beside the pins:
   :func:`state_path`) remembers, per segment, the verified prefix (up to the
   end of its last entry) as SHA-256 hashes of byte ranges, what verification found in it, and what the
   chain check needs to go on from it (each agent's highest link, the newest id). The next run hashes
@@ -69,15 +69,18 @@ class _Anomaly(Exception):
 
 def state_path(vault: Vault, home: Path | None = None) -> Path:
     """Where this machine keeps what it proved of ``vault``: beside its pins (``home``, default the
-    configured one, trust.py), in ``<NEXUS_HOME>/verified/<vault_id>.json``, outside the vault: whoever
-    can edit the vault could otherwise rewrite the proof along with the history it covers. A library
-    caller that configured no home keeps it in ``.nexus/verify/state.json``."""
+    configured one, trust.py), in ``<NEXUS_HOME>/verified/<vault_id>-<folder>.json``, outside the vault:
+    whoever can edit the vault could otherwise rewrite the proof along with the history it covers.
+    ``<folder>`` (a hash of the vault's path) keeps two copies of one vault on this machine (two
+    clones) from sharing one proof. A library caller that configured no home keeps it in
+    ``.nexus/verify/state.json``."""
     from ..keys import trust
 
     home = home if home is not None else trust.configured()
     if home is None:
         return vault.state / "verify" / "state.json"
-    return home / "verified" / f"{vault.vault_id}.json"
+    folder = hashlib.sha256(os.fsencode(vault.root.resolve())).hexdigest()[:12]
+    return home / "verified" / f"{vault.vault_id}-{folder}.json"
 
 
 # ------------------------------------------------------------------ checking a chunk (any process)
