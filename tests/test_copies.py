@@ -107,3 +107,17 @@ def test_import_copies_command_and_a_copy_already_imported(env: Env) -> None:
     assert report.ok and "copy-left" in {p.kind for p in report.problems}
     assert env.run("log", "import-copies", "--json").json()[0]["imported"] == []
     assert copies.find(env.vault) == []
+
+
+def test_a_copys_entries_signed_before_a_key_rotation_are_imported(env: Env) -> None:
+    """lyra's entry in the conflict copy was signed with the key lyra had then; lyra rotated since
+    (here). The old key stays pinned, so the entry is lyra's and is imported, not dropped."""
+    theirs, _mine, copy = _syncthing_split(env)
+    env.run("agent", "rotate", "lyra")
+    done = env.run("log", "import-copies", "--json").json()
+    assert done[0]["imported"] == [theirs], done
+    assert theirs in {loc.entry.id for loc in log.iter_entries(env.vault)}
+    # lyra wrote on two machines at once (the other's entry, this one's rotation), which verify names
+    # as a fork for a person to resolve; the imported entry itself verifies with the old key, pinned
+    problems = env.run("verify", "--json", check=False).json()["problems"]
+    assert [p["kind"] for p in problems] == ["fork"], problems

@@ -283,6 +283,28 @@ def test_restart_shadows_what_was_appended_while_down_and_restores_it_later(
     assert w2.stop() == 0
 
 
+def test_entries_signed_before_a_key_rotation_are_protected_too(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    """After `nexus agent rotate`, entries signed with the old key (still pinned) are shadowed and
+    restored like the others: the keeper checks them with this machine's keyring, not the key the
+    identity note declares now."""
+    old = [_append(env, "ella", f"before the rotation {i}") for i in range(2)]
+    env.run("agent", "rotate", "ella")
+    after = _append(env, "ella", "after the rotation")
+    w = watching()
+    w.wait_for(lambda e: e["event"] == "ready")
+    everything = _ids(env.vault)
+    assert set(everything) <= set(shadow.Shadow.load(env.vault).copies)
+    segment = env.vault.root / log.find_entry(env.vault, old[0]).file
+    data = segment.read_bytes()
+    segment.write_bytes(data[: data.index(f"%% nexus:begin {old[0]}".encode())])  # an editor's save
+    assert w.wait_for(lambda e: e["event"] == "restored")[0]["entries"] == everything
+    assert _ids(env.vault) == everything and after in everything
+    assert _verify(env)["ok"]
+    assert w.stop() == 0
+
+
 def test_deleted_segment_is_recreated(env: Env, watching: Callable[..., WatchProcess]) -> None:
     ids = [_append(env, "ella", f"n{i}") for i in range(3)]
     segment = env.vault.root / log.find_entry(env.vault, ids[0]).file

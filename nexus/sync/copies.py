@@ -74,20 +74,20 @@ def log_ids(vault: Vault) -> set[str]:
 
 
 def missing_entries(vault: Vault, path: Path, present: set[str] | None = None) -> tuple[list[Located], int]:
-    """Entries of the copy whose signature verifies and whose id the log lacks; and how many others."""
-    from ..keys.identity import all_identities, verify_signature
-    from ..storage.entries import signing_bytes
+    """Entries of the copy signed by their authors with a key this machine trusts for them (an entry
+    signed before a key rotation too) whose id the log lacks; and how many others."""
+    from ..keys import trust
+    from ..ledger.verify import check_entry
 
     present = log_ids(vault) if present is None else present
-    identities = all_identities(vault)
+    ring = trust.load(vault)
     found = segments.scan(path.read_bytes(), vault.rel(path)).entries
     out = []
     for located in found:
-        e = located.entry
-        author = identities.get(e.agent)
-        if e.id in present or author is None or e.key != author.key_id:
+        if located.entry.id in present:
             continue
-        if verify_signature(author.public_key, e.sig, signing_bytes(e)):
+        status, problem = check_entry(located, ring)
+        if status == "ok" and problem is None:
             out.append(located)
     return out, len(found) - len(out)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NexusError
+from ..keys.trust import Keyring
 from ..ledger import log
 from ..ledger.marks import START, Mark
 from ..ledger.shadow import (
@@ -44,7 +45,7 @@ from ..ledger.shadow import (
     shifted_scan,
     splice,
 )
-from ..records import Identity, Located, Notice, ShadowCopy
+from ..records import Located, Notice, ShadowCopy
 from ..storage import entries, segments
 from ..storage.vault import Vault
 from ..sync import copies
@@ -91,8 +92,8 @@ class SegmentKeeper:
         self.emit = emit
         self.shadow = Shadow.load(vault)
         self.tracks: dict[str, Track] = {}
-        self.identities: dict[str, Identity] = {}
-        self._identities_loaded = 0.0
+        self.ring: Keyring | None = None  # the keys this machine trusts (trust.py), old ones included
+        self._ring_loaded = 0.0
         self.person_seen: dict[tuple[str, str], float] = {}
         self.deadlines: dict[str, float] = {}  # file -> monotonic time to check it again
         self.edits_path = vault.state / "watch" / "edits.json"
@@ -111,26 +112,28 @@ class SegmentKeeper:
         except (FileNotFoundError, ValueError):
             return {}
 
-    def _identities(self, force: bool = False) -> dict[str, Identity]:
-        if force and time.monotonic() - self._identities_loaded < 1.0:
+    def _ring(self, force: bool = False) -> Keyring:
+        if force and time.monotonic() - self._ring_loaded < 1.0:
             force = False
-        if force or not self.identities:
-            from ..keys.identity import all_identities
+        if force or self.ring is None:
+            from ..keys import trust
 
-            self.identities = all_identities(self.vault)
-            self._identities_loaded = time.monotonic()
-        return self.identities
+            self.ring = trust.load(self.vault)
+            self._ring_loaded = time.monotonic()
+        return self.ring
 
     def _verified(self, located: Located) -> bool:
-        from ..keys.identity import verify_signature
+        """Signed by its author with a key this machine trusts for it (an entry signed before a key
+        rotation too: the old key stays pinned), in its canonical encoding: only such an entry is
+        shadowed (and restored)."""
+        from ..ledger.verify import check_entry
 
-        e = located.entry
         if located.verdict is not None and located.verdict.startswith("non-canonical"):
-            return False  # only the canonical encoding of an entry is shadowed (and restored)
-        author = self._identities().get(e.agent) or self._identities(force=True).get(e.agent)
-        if author is None or e.key != author.key_id:
             return False
-        return verify_signature(author.public_key, e.sig, entries.signing_bytes(e))
+        status, problem = check_entry(located, self._ring())
+        if status != "ok":  # (an identity added since the keyring was read: read it again, once)
+            status, problem = check_entry(located, self._ring(force=True))
+        return status == "ok" and problem is None
 
     def _shadow_new(self, data: bytes, base: int, found: list[Located]) -> list[Located]:
         """Verify and shadow entries the shadow does not hold yet; return them."""
