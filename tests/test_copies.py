@@ -112,7 +112,7 @@ def test_import_copies_command_and_a_copy_already_imported(env: Env) -> None:
 def test_a_copys_entries_signed_before_a_key_rotation_are_imported(env: Env) -> None:
     """lyra's entry in the conflict copy was signed with the key lyra had then; lyra rotated since
     (here). The old key stays pinned, so the entry is lyra's and is imported, not dropped."""
-    theirs, _mine, copy = _syncthing_split(env)
+    theirs, _mine, _copy = _syncthing_split(env)
     env.run("agent", "rotate", "lyra")
     done = env.run("log", "import-copies", "--json").json()
     assert done[0]["imported"] == [theirs], done
