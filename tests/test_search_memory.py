@@ -36,6 +36,8 @@ def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(env: 
     assert [h.verified for h in first] == [True]
     memory = view(env.vault).signatures
     assert memory.checked and memory.entries.known  # remembered for this process
+    assert "✓ signed" in env.run("search", "falcon").stdout  # and, by the CLI, in the machine's memo
+    assert (Path(os.environ["NEXUS_HOME"]) / "checked-signatures").stat().st_size > 0
     seg = env.vault.root / located.file
     original = seg.read_bytes()
     if what == "text":
@@ -48,7 +50,7 @@ def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(env: 
     assert len(hits) == 1 and hits[0].verified is False  # the edited bytes are checked, not recalled
     if what == "text":
         assert hits[0].title == "the falcon budget is 900"
-    assert "✗ SIGNATURE DOES NOT VERIFY" in env.run("search", "falcon").stdout
+    assert "✗ SIGNATURE DOES NOT VERIFY" in env.run("search", "falcon").stdout  # nor from the machine's
     seg.write_bytes(original)  # the bytes as signed again: verified again
     assert [h.verified for h in search.search(env.vault, "falcon", fresh=False)] == [True]
 

@@ -55,6 +55,8 @@ class HitReader:
         for fd in self.fds.values():
             os.close(fd)
         self.fds.clear()
+        if self.keys is not None:
+            self.signatures.save()
 
     def _has_phrases(self, text: str) -> bool:
         return all(p.search(text) for p in self.phrases)

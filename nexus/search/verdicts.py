@@ -7,7 +7,9 @@ that searches again and again (the MCP server, the watcher, a benchmark) remembe
 under the SHA-256 of the exact bytes read (with the path and position they were read at), a verdict
 under the public key and that same digest. A byte changed anywhere in the entry (its text, its
 signature, its key id) changes the digest, so an entry edited in place is parsed and checked again,
-never served from memory; nothing is remembered on disk. Both memories are bounded (oldest first out).
+never served from memory. Both are bounded (oldest first out) and held in memory only; with
+``trust`` configured (the CLI, the MCP server) a valid signature also goes to the machine's memo
+beside the pins (``keys.checked``, outside the vault), which every reader shares.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..records import Located
 from ..storage.vault import Vault
 from .language import WORD_RE
 from .snippets import Flat, flatten
+
+if TYPE_CHECKING:
+    from ..keys.checked import Memo
 
 KeyStamp = tuple[tuple[str, int], ...]
 Lookup = Callable[[str, str], str | None]  # (agent, key id) -> the public key to check with, or None
@@ -81,7 +87,8 @@ class Entries:
 
 class Signatures:
     """The authors' public keys (read again when an identity note changes) and the verdicts already
-    reached, for one vault."""
+        reached, for one vault; with ``trust`` configured, also the signatures this machine found valid
+    before (``keys.checked``, beside the pins), so a new process need not check them again."""
 
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
@@ -89,6 +96,7 @@ class Signatures:
         self.keys: dict[str, tuple[str, str]] = {}
         self.checked: dict[tuple[str, bytes], bool] = {}  # (public key, sha256 of the entry's bytes)
         self.entries = Entries()
+        self.memo: Memo | None = None  # the machine's memo (keys.checked), when trust is configured
 
     def public_keys(self) -> dict[str, tuple[str, str]]:
         """agent -> (key id, public key) from the identity notes."""
@@ -113,9 +121,14 @@ class Signatures:
         ``trust`` is configured (not what a note says now), else the identity notes' keys."""
         from ..keys import trust
 
-        if trust.configured() is not None:
-            ring = trust.load(self.vault)
-            return ring.public_key
+        home = trust.configured()
+        if home is not None:
+            if self.memo is None or self.memo.path.parent != home:
+                from ..keys.checked import Memo
+
+                self.memo = Memo(home)
+            return trust.load(self.vault, home).public_key
+        self.memo = None
         keys = self.public_keys()
 
         def declared(agent: str, key_id: str) -> str | None:
@@ -139,8 +152,13 @@ class Signatures:
         memo = (public, known.digest)
         valid = self.checked.get(memo)
         if valid is None:
-            valid = identity.verify_signature(public, e.sig, entries.signing_bytes(e))
+            valid = identity.verify_signature(public, e.sig, entries.signing_bytes(e), self.memo)
             if len(self.checked) >= VERDICTS_KEPT:
                 del self.checked[next(iter(self.checked))]
             self.checked[memo] = valid
         return valid
+
+    def save(self) -> None:
+        """Add the signatures found valid in this search to the machine's memo (never raises)."""
+        if self.memo is not None:
+            self.memo.save()
