@@ -102,3 +102,23 @@ def test_a_build_that_spills_sorted_runs_gives_the_same_index(
     search.rebuild(env.vault)
     assert len(runs) > 5
     assert answers() == in_memory and len(in_memory[0]) == 40
+
+
+def test_one_entry_is_read_as_a_segment_scan_reads_it(env: Env) -> None:
+    from nexus.search.verdicts import _one_entry
+    from nexus.storage import segments
+
+    env.append("ella", "no body")
+    env.append("lyra", "with a body", body="line one\n%% nexus:end not really\n\nlast line")
+    located = env.append("ella", "third").located
+    seg = env.vault.root / located.file
+    for data in (seg.read_bytes(), seg.read_bytes().replace(b"\n", b"\r\n")):  # (an editor's CRLF save)
+        scan = segments.scan(data, located.file)
+        assert len(scan.entries) == 3
+        for loc in scan.entries:
+            got = _one_entry(data[loc.offset : loc.end_offset], located.file, loc.offset, loc.line_start)
+            assert got == loc
+        first, second = scan.entries[0], scan.entries[1]
+        two = data[first.offset : second.end_offset]
+        assert _one_entry(two, located.file, first.offset, first.line_start) is None
+        assert _one_entry(data[first.offset : first.end_offset - 1], located.file, first.offset, 1) is None

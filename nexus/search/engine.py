@@ -40,6 +40,7 @@ wq: Any = whoosh_query  # Whoosh does not re-export its query classes for type c
 lang: Any = whoosh_lang
 STOP = frozenset(STOP_WORDS)
 K1, B, AVGDL = 1.2, 0.75, 40.0  # BM25 parameters; AVGDL: a fixed typical length, in words
+STORED_KEPT = 50_000  # documents' stored fields a searcher keeps once read (~300 bytes each)
 
 Term = tuple[str, str]  # (field, term)
 Group = tuple[Term, ...]  # one query word: its alternatives (its stems, one per language)
@@ -324,6 +325,7 @@ class Searcher:
     def __init__(self, raw: Any) -> None:
         self.raw = raw
         self.allowed: dict[tuple[Term, ...], set[int]] = {}  # filters -> documents (this generation)
+        self.kept: dict[int, Stored] = {}  # docnum -> stored fields read (fixed for this generation)
 
     def doc_count_all(self) -> int:
         return int(self.raw.doc_count_all())
@@ -335,6 +337,15 @@ class Searcher:
         return int(self.raw.doc_frequency(field, term))
 
     def stored(self, docnum: int) -> Stored:
+        got = self.kept.get(docnum)
+        if got is None:
+            got = self._stored(docnum)
+            if len(self.kept) >= STORED_KEPT:
+                del self.kept[next(iter(self.kept))]
+            self.kept[docnum] = got
+        return got
+
+    def _stored(self, docnum: int) -> Stored:
         f = self.raw.stored_fields(docnum)
         start, end, line_start, line_end = f["loc"]
         return Stored(

@@ -74,15 +74,39 @@ class Entries:
         key = (rel, offset, line, digest)
         if key in self.known:
             return self.known[key]
-        from ..storage import segments
-
-        scan = segments.scan(data, rel, offset=offset, line=line)
-        whole = len(scan.entries) == 1 and scan.entries[0].end_offset == offset + len(data)
-        found = Known(digest, scan.entries[0]) if whole else None
+        located = _one_entry(data, rel, offset, line)
+        found = Known(digest, located) if located is not None else None
         if len(self.known) >= self.kept:
             del self.known[next(iter(self.known))]
         self.known[key] = found
         return found
+
+
+def _one_entry(data: bytes, rel: str, offset: int, line: int) -> Located | None:
+    """The entry ``data`` holds when it is exactly one whole entry (its begin line first, its end
+    line last, none between), read as ``segments.scan`` reads it (invalid UTF-8 replaced, a CR before
+    each line end dropped); None otherwise (the caller scans the segment)."""
+    from ..storage import entries
+
+    if not data.endswith(b"\n"):
+        return None
+    lines = data[:-1].decode("utf-8", errors="replace").split("\n")
+    lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+    if (
+        len(lines) < 3
+        or not entries.BEGIN_RE.fullmatch(lines[0])
+        or not lines[-1].startswith(entries.END_PREFIX)
+    ):
+        return None
+    if any(x.startswith((entries.BEGIN_PREFIX, entries.END_PREFIX)) for x in lines[1:-1]):
+        return None
+    try:
+        entry = entries.parse_lines(lines)
+    except entries.FrameError:
+        return None
+    flaw = entries.canonical_flaw(lines, entry)
+    verdict = None if flaw is None else f"non-canonical: {flaw}"
+    return Located(entry, rel, line, line + len(lines) - 1, offset, offset + len(data), verdict)
 
 
 class Signatures:
