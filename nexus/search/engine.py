@@ -40,7 +40,7 @@ wq: Any = whoosh_query  # Whoosh does not re-export its query classes for type c
 lang: Any = whoosh_lang
 STOP = frozenset(STOP_WORDS)
 K1, B, AVGDL = 1.2, 0.75, 40.0  # BM25 parameters; AVGDL: a fixed typical length, in words
-STORED_KEPT = 50_000  # documents' stored fields a searcher keeps once read (~300 bytes each)
+STORED_KEPT = 20_000  # documents' stored fields a searcher keeps once read (~350 bytes each)
 
 Term = tuple[str, str]  # (field, term)
 Group = tuple[Term, ...]  # one query word: its alternatives (its stems, one per language)

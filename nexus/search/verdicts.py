@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 KeyStamp = tuple[tuple[str, int], ...]
 Lookup = Callable[[str, str], str | None]  # (agent, key id) -> the public key to check with, or None
-ENTRIES_KEPT = 20_000  # entries remembered per process (~4 KB each with their snippet text)
-VERDICTS_KEPT = 100_000
+ENTRIES_KEPT = 2_000  # entries remembered per process (~13 KB each with both snippet texts: ≤ ~27 MB)
+VERDICTS_KEPT = 20_000  # verdicts remembered per process (~150 bytes each)
 
 
 class Known:
