@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -50,13 +51,20 @@ RESULTS = ROOT / "benchmarks" / "results"
 VAULTS = [RESULTS / "vaults"]  # (--vaults: somewhere with room; a 1M-entry vault is ~500 MB)
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MB, stdout) of one run of ``cmd`` as a whole process."""
+CPU: list[float] = [0.0]  # CPU seconds of the last ``measure`` (the process and the children it waited for)
+
+
+def measure(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MB, stdout) of one run of ``cmd`` as a whole process (``cwd``: the code
+    ``python -m nexus`` runs); its CPU seconds go to ``CPU[0]``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.DEVNULL, cwd=ROOT)
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.DEVNULL, cwd=cwd)
         _pid, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode()
@@ -98,7 +106,85 @@ def append_many(vault: Vault, keys: Path, count: int, tag: str) -> None:
     writer.flush()
 
 
-def run_size(n: int, new: int, runs: int, index: bool, old: bool = True) -> dict[str, Any]:
+def signatures_per_cpu_second(count: int = 3000) -> float:
+    """Bare Ed25519 verifications a CPU-second in this process (the ceiling of one core, measured
+    beside the runs under the same load)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    data = b"x" * 400
+    sig, public = key.sign(data), key.public_key()
+    t0 = time.process_time()
+    for _ in range(count):
+        public.verify(sig, data)
+    return count / (time.process_time() - t0)
+
+
+def full_verify(n: int, nexus: list[str], env: dict[str, str], code: Path, key: str) -> dict[str, Any]:
+    """``nexus verify --full`` (of the code in ``code``): time, rate, peak memory, CPU seconds (the
+    parent and its pool), entries per CPU-second beside bare signature checks a CPU-second, and the
+    utilisation of the machine's cores (CPU seconds / (seconds x cores))."""
+    sigs = signatures_per_cpu_second()
+    load = os.getloadavg()[0]
+    t, rss, text = measure([*nexus, "verify", "--full", "--json"], env, code)
+    report = json.loads(text)
+    assert report["ok"] and report["full"] and report["entries"] == n, report
+    cpu = CPU[0]
+    return {
+        f"{key}_s": round(t, 2),
+        f"{key}_mb": round(rss),
+        f"{key}_per_s": round(n / t),
+        f"{key}_cpu_s": round(cpu, 1),
+        f"{key}_per_cpu_s": round(n / cpu),
+        f"{key}_sigs_per_cpu_s": round((sigs + signatures_per_cpu_second()) / 2),
+        f"{key}_utilisation": round(cpu / (t * (os.cpu_count() or 1)), 2),
+        f"{key}_load": round((load + os.getloadavg()[0]) / 2, 1),
+    }
+
+
+def same_verify_code(before: Path) -> bool:
+    """The code in ``before`` checks entries with the same modules as this code: the verify state one
+    saves is used by the other (else every handoff of one would verify the whole log again, and
+    their handoffs cannot take turns on one vault)."""
+    from nexus.ledger import verify_state
+
+    here = ROOT / "nexus"
+    for module in verify_state.CONTEXT_MODULES:
+        try:
+            if (here / module).read_bytes() != (before / "nexus" / module).read_bytes():
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def handoffs(
+    vault: Vault, keys: Path, new: int, runs: int, nexus: list[str], env: dict[str, str], before: Path | None
+) -> dict[str, Any]:
+    """``nexus handoff`` after ``new`` new entries, ``runs`` times: time, CPU seconds, peak memory
+    (medians; the largest peak); with ``before``, that code's handoff takes turns with this one's."""
+    codes = {"handoff": ROOT}
+    if before is not None and same_verify_code(before):
+        codes["before_handoff"] = before
+    found: dict[str, list[tuple[float, float, float]]] = {key: [] for key in codes}
+    for r in range(runs):
+        for key, code in codes.items():
+            append_many(vault, keys, new, f"h{r}{key}")
+            t, rss, text = measure([*nexus, "handoff", "--json"], env, code)
+            data = json.loads(text)
+            assert f"> {new} entries by" in data["markdown"], data["markdown"][:400]
+            found[key].append((t, CPU[0], rss))
+    row: dict[str, Any] = {}
+    for key, got in found.items():
+        row[f"{key}_after_new_s"] = round(statistics.median(g[0] for g in got), 3)
+        row[f"{key}_after_new_cpu_s"] = round(statistics.median(g[1] for g in got), 3)
+        row[f"{key}_after_new_mb"] = round(max(g[2] for g in got))
+    return row
+
+
+def run_size(
+    n: int, new: int, runs: int, index: bool, old: bool = True, before: Path | None = None
+) -> dict[str, Any]:
     source = prepare(n)
     work = Path(tempfile.mkdtemp(prefix=f"bench-costs-{n}-", dir=VAULTS[0]))
     try:
@@ -133,12 +219,11 @@ def run_size(n: int, new: int, runs: int, index: bool, old: bool = True) -> dict
             row["old_full_per_s"] = round(n / t)
             assert text.split()[1] == "0", text
 
-        t, rss, text = measure([*nexus, "verify", "--full", "--json"], env)
-        report = json.loads(text)
-        assert report["ok"] and report["full"] and report["entries"] == n, report
-        row["full_s"], row["full_mb"], row["full_per_s"] = round(t, 2), round(rss), round(n / t)
+        if before is not None:  # (first: the verify state this code leaves is the one used next)
+            row.update(full_verify(n, nexus, env, before, "before_full"))
+        row.update(full_verify(n, nexus, env, ROOT, "full"))
         if old:
-            row["full_vs_old"] = round(row["old_full_s"] / t, 2)
+            row["full_vs_old"] = round(row["old_full_s"] / row["full_s"], 2)
 
         t, rss, text = measure([*nexus, "verify", "--json"], env)
         assert json.loads(text)["checked"] == 0
@@ -158,17 +243,9 @@ def run_size(n: int, new: int, runs: int, index: bool, old: bool = True) -> dict
 
         t, _rss, _ = measure([*nexus, "handoff", "--since", "1h", "--json"], env)
         row["handoff_first_s"] = round(t, 2)
-        ho, ho_mb = [], []
-        for r in range(runs):
-            append_many(vault, keys, new, f"h{r}")
-            t, rss, text = measure([*nexus, "handoff", "--json"], env)
-            data = json.loads(text)
-            assert f"> {new} entries by" in data["markdown"], data["markdown"][:400]
-            ho.append(t)
-            ho_mb.append(rss)
-        row["handoff_after_new_s"] = round(statistics.median(ho), 3)
-        row["handoff_after_new_mb"] = round(max(ho_mb))
-        row["handoff_after_new_ratio"] = round(statistics.median(ho) / b, 1)
+        row["handoff_first_cpu_s"], row["handoff_first_mb"] = round(CPU[0], 1), round(_rss)
+        row.update(handoffs(vault, keys, new, runs, nexus, env, before))
+        row["handoff_after_new_ratio"] = round(row["handoff_after_new_s"] / b, 1)
 
         if index:
             t, rss, text = measure([*nexus, "index", "rebuild", "--json"], env)
@@ -201,6 +278,12 @@ def main() -> int:
     parser.add_argument("--no-index", action="store_true", help="skip the index build")
     parser.add_argument("--no-old", action="store_true", help="skip the old full pass")
     parser.add_argument("--generate-only", action="store_true", help="only make the vaults")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a folder holding another nexus package (e.g. `git archive` of the code before): its "
+        "verify --full and handoff after new entries run beside this code's, taking turns",
+    )
     parser.add_argument("--vaults", type=Path, default=VAULTS[0], help="where generated vaults are kept")
     args = parser.parse_args()
     VAULTS[0] = args.vaults
@@ -210,7 +293,7 @@ def main() -> int:
         if args.generate_only:
             prepare(n)
             continue
-        row = run_size(n, args.new, args.runs, not args.no_index, not args.no_old)
+        row = run_size(n, args.new, args.runs, not args.no_index, not args.no_old, args.before)
         print(json.dumps(row), flush=True)
         rows.append(row)
     if rows:

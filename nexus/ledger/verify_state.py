@@ -273,6 +273,17 @@ class _Fold:
 # ------------------------------------------------------------------ running
 
 
+CONTEXT_MODULES = (  # the code every remembered verdict depends on
+    "ledger/verify.py",
+    "ledger/verify_state.py",
+    "storage/segments.py",
+    "storage/entries.py",
+    "keys/identity.py",
+    "ledger/renames.py",
+    "keys/trust.py",
+)
+
+
 def context_of(vault: Vault, identities: dict[str, Identity], ring: Keyring | None = None) -> str:
     """What every remembered verdict depends on besides the bytes: the identities, the renames the
     watcher recorded and the code that checks. Any change to these and the state is not used. (An
@@ -288,15 +299,7 @@ def context_of(vault: Vault, identities: dict[str, Identity], ring: Keyring | No
     except OSError:
         h.update(b"-")
     here = Path(__file__).parent.parent  # the nexus package
-    for module in (
-        "ledger/verify.py",
-        "ledger/verify_state.py",
-        "storage/segments.py",
-        "storage/entries.py",
-        "keys/identity.py",
-        "ledger/renames.py",
-        "keys/trust.py",
-    ):
+    for module in CONTEXT_MODULES:
         try:
             h.update((here / module).read_bytes())
         except OSError:
