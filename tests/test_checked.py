@@ -94,3 +94,13 @@ def test_the_memo_stays_bounded_and_keeps_the_newest(tmp_path: Path, monkeypatch
     assert all(memo.known(d) for d in digests[-4:])
     assert not memo.known(digests[0])
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_long_running_process_holds_a_bounded_memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checked, "KEEP", 4)
+    memo = checked.Memo(tmp_path)
+    digests = [bytes([i]) * checked.SIZE for i in range(1, 40)]
+    for d in digests:
+        memo.add(d)
+        assert memo._known is not None and len(memo._known) <= 2 * 4
+    assert memo.known(digests[-1]) and not memo.known(digests[0])

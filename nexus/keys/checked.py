@@ -40,11 +40,12 @@ def digest(public_key: str, signature: str, data: bytes) -> bytes:
 
 class Memo:
     """The remembered valid signatures of one machine (``home``: its pins folder), read when first
-    asked; :meth:`save` appends what this process verified since."""
+    asked; :meth:`save` appends what this process verified since. In memory too it holds at most
+    ``2 * KEEP`` digests, the newest (a long-running server checks every entry it is asked about)."""
 
     def __init__(self, home: Path) -> None:
         self.path = home / FILE
-        self._known: set[bytes] | None = None
+        self._known: dict[bytes, None] | None = None  # (insertion order: oldest first)
         self._records = 0
         self._new: list[bytes] = []
 
@@ -57,17 +58,20 @@ class Memo:
         if self._known is None:
             self._known = self._load()
         if key not in self._known:
-            self._known.add(key)
+            self._known[key] = None
             self._new.append(key)
+            if len(self._known) > 2 * KEEP:
+                for old in list(self._known)[:KEEP]:
+                    del self._known[old]
 
-    def _load(self) -> set[bytes]:
+    def _load(self) -> dict[bytes, None]:
         try:
             with open(self.path, "rb") as f:
                 data = f.read()
         except OSError:  # (none yet, or unreadable: everything is checked)
-            return set()
+            return {}
         self._records = len(data) // SIZE
-        return {data[i : i + SIZE] for i in range(0, self._records * SIZE, SIZE)}
+        return dict.fromkeys(data[i : i + SIZE] for i in range(0, self._records * SIZE, SIZE))
 
     def save(self) -> None:
         """Append the digests verified since the last save (compacting when the file is too big).
