@@ -230,7 +230,12 @@ def test_three_clones_sync_in_random_orders_and_lose_nothing(tmp_path: Path) -> 
         assert watcher.poll() is None, "the watcher died"
     finally:
         watcher.terminate()
-        _out, err = watcher.communicate(timeout=30)
+        try:
+            _out, err = watcher.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # (never left running into the next test)
+            watcher.kill()
+            watcher.communicate()
+            raise
     assert "Traceback" not in err, err
     seen = [json.loads(line) for line in events.read_text().splitlines()]
     assert not [e for e in seen if e.get("event") in ("restored", "recreated", "error")], seen

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -756,3 +757,26 @@ def test_a_restores_new_offsets_are_computed_exactly_without_parsing_again(
     assert new == shadow.insert_entries(data, old, missing, shadow.render_notice("01KBNOTICE", "t", ["x"]))
     assert [loc.entry.id for loc in segments.scan(new, rel).entries] == ids
     assert shadow.shifted_scan(data, old, inserts, rel) == segments.scan(new, rel)
+
+
+def test_folders_made_again_and_again_never_stop_the_observer(
+    env: Env, watching: Callable[..., WatchProcess]
+) -> None:
+    """A folder removed and made again while watched (what git does to `state/history` on a merge)
+    makes watchdog warn that it replaces a watch; under `-W error` that warning once killed the
+    observer's thread, so later changes went unseen and stopping hung. The watcher still sees an
+    editor's save afterwards and stops at once, with no traceback or warning on stderr."""
+    w = watching()
+    folder = env.vault.root / "state" / "churn"
+    for _ in range(60):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "x.md").write_text("x\n")
+        shutil.rmtree(folder)
+    a = _append(env, "ella", "after the churn")
+    segment = env.vault.root / log.find_entry(env.vault, a).file
+    segment.write_bytes(segment.read_bytes()[: segment.read_bytes().index(f"%% nexus:begin {a}".encode())])
+    assert w.wait_for(lambda e: e["event"] == "restored")[0]["entries"] == [a]
+    w.proc.send_signal(signal.SIGTERM)
+    _out, err = w.proc.communicate(timeout=30)
+    assert w.proc.returncode == 0 and "Traceback" not in err and "Warning" not in err, err
+    assert not [e for e in w.events if e["event"] == "error"], w.events

@@ -410,8 +410,14 @@ def _record_rename(vault: Vault, src: str, dest: str) -> None:
 
 def _observe(watcher: Watcher, options: Options, stop: threading.Event, wake: threading.Event) -> None:
     """Run the observer and the workers around the event loop; stop them all, whatever happens."""
+    import warnings
+
     from watchdog.observers import Observer
 
+    # watchdog warns when a folder is made again under a watch it still holds ("Callback with id …
+    # already exists … It will be Overwritten.") and replaces the watch, which is right; under
+    # `-W error` that warning killed the observer's thread (its lock held: stopping then hung)
+    warnings.filterwarnings("ignore", message=r"Callback with id .* already exists", category=RuntimeWarning)
     vault, emit = watcher.vault, watcher.emit
     changed: queue.SimpleQueue[str] = queue.SimpleQueue()
     indexer = IndexRefresher(vault, emit)
@@ -420,16 +426,31 @@ def _observe(watcher: Watcher, options: Options, stop: threading.Event, wake: th
     verifier = LogVerifier(vault, env, emit)
     verifier.start()
     verifier.poke()  # what was appended while no watcher ran
-    observer = Observer()
-    observer.schedule(_event_handler(vault, changed, wake), str(vault.root), recursive=True)
-    observer.start()
+
+    def observing() -> Any:
+        observer = Observer()
+        observer.schedule(_event_handler(vault, changed, wake), str(vault.root), recursive=True)
+        observer.start()
+        return observer
+
+    observers = [observing()]
+
+    def check_observer() -> None:
+        """A dead observer (any error in its thread) is named and replaced; the rescan that calls
+        this catches up on what it missed."""
+        if not observers[-1].is_alive():
+            emit({"event": "error", "file": ".", "message": "the file observer stopped; started again"})
+            observers.append(observing())
+
     try:
         watcher.full_pass()  # changes made between the first pass and the observer starting
         indexer.poke()  # and what changed while no watcher ran
-        _loop(watcher, options, changed, stop, wake, indexer, verifier)
+        _loop(watcher, options, changed, stop, wake, indexer, verifier, check_observer)
     finally:
-        observer.stop()
-        observer.join(timeout=10)
+        for observer in observers:
+            observer.stop()
+        for observer in observers:
+            observer.join(timeout=10)
         indexer.close()
         verifier.close()
         heartbeat.stopped(vault)
@@ -453,9 +474,10 @@ def _loop(
     wake: threading.Event,
     indexer: IndexRefresher,
     verifier: LogVerifier,
+    check_observer: Callable[[], None] = lambda: None,
 ) -> None:
     """Handle changed paths as they come, deadlines as they fall due, and a full rescan (with a
-    heartbeat) every ``rescan_seconds``, until ``stop``."""
+    heartbeat, and ``check_observer``) every ``rescan_seconds``, until ``stop``."""
     vault, every = watcher.vault, options.rescan_seconds
     log_dir = os.fspath(vault.log_dir) + os.sep
     started = time.time()
@@ -474,6 +496,7 @@ def _loop(
             verifier.poke()
         watcher.due()
         if time.monotonic() >= next_rescan:
+            check_observer()
             watcher.full_pass()
             indexer.poke()  # (cheap when nothing changed: a stat per file)
             heartbeat.beat(vault, started=started, every=every)
