@@ -364,10 +364,11 @@ def _load(vault: Vault, context: str) -> dict[str, Any] | None:
 def _save(vault: Vault, state: dict[str, Any]) -> None:
     from ..storage import durable
 
+    path = state_path(vault)
     with contextlib.suppress(OSError):  # derived state: losing it costs one full verification
-        durable.replace(state_path(vault), json.dumps(state, separators=(",", ":")).encode(), durable=False)
+        durable.replace(path, json.dumps(state, separators=(",", ":")).encode(), durable=False)
     inside = vault.state / "verify" / "state.json"
-    if state_path(vault) != inside:  # (where older versions kept it: nothing reads it any more)
+    if path != inside:  # (where older versions kept it: nothing reads it any more)
         with contextlib.suppress(OSError):
             inside.unlink()
 

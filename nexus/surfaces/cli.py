@@ -148,7 +148,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_coordination_commands(sub: Any) -> None:
+def _add_coordination_commands(groups: dict[str, Any]) -> None:
+    sub = groups[""]
     p = _cmd(
         sub,
         "watch",
@@ -180,7 +181,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return mcp_server.run(_workspace(args), args.agent)
 
 
-def _add_search_commands(sub: Any) -> None:
+def _add_search_commands(groups: dict[str, Any]) -> None:
+    sub = groups[""]
     p = _cmd(
         sub,
         "mcp",
@@ -280,7 +282,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_setup_command(sub: Any) -> None:
+def _add_setup_command(groups: dict[str, Any]) -> None:
+    sub = groups[""]
     p = _cmd(
         sub,
         "setup",
@@ -371,7 +374,8 @@ def _add_git_commands(groups: dict[str, Any]) -> None:
     )
 
 
-def _add_sync_command(sub: Any) -> None:
+def _add_sync_command(groups: dict[str, Any]) -> None:
+    sub = groups[""]
     p = _cmd(
         sub,
         "sync",
@@ -556,8 +560,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"nexus: error: {self.prog}: {_one_line(message)} (see `{self.prog} --help`)\n")
 
 
-# the command words of the commands written by hand here (the rest come from the operations)
-HAND_WRITTEN = {"watch": "coordination", "mcp": "search", "setup": "setup", "git": "git", "sync": "sync"}
+# the command words of the commands written by hand here, and what adds them (the rest come from the
+# operations)
+HAND_WRITTEN: dict[str, Callable[[dict[str, Any]], None]] = {
+    "watch": _add_coordination_commands,
+    "mcp": _add_search_commands,
+    "setup": _add_setup_command,
+    "git": _add_git_commands,
+    "sync": _add_sync_command,
+}
 
 
 def command_word(argv: Sequence[str]) -> str | None:
@@ -591,17 +602,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if only is None:
         _group(groups, "log")  # first in the help
     _add_operations(groups, only)
-    hand = {HAND_WRITTEN[only]} if only in HAND_WRITTEN else set() if only else set(HAND_WRITTEN.values())
-    if "coordination" in hand:
-        _add_coordination_commands(sub)
-    if "search" in hand:
-        _add_search_commands(sub)
-    if "setup" in hand:
-        _add_setup_command(sub)
-    if "git" in hand:
-        _add_git_commands(groups)
-    if "sync" in hand:
-        _add_sync_command(sub)
+    for word, add in HAND_WRITTEN.items():
+        if only is None or only == word:
+            add(groups)
     return parser
 
 
