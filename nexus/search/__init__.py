@@ -21,6 +21,8 @@ none of them: each name below is loaded on first use):
 * ``query`` — query syntax, phrases, filters; ``scoring`` — BM25 over posting blocks;
 * ``reader`` — a process's open view of an index; ``hits`` — hits read back from the vault;
 * ``verdicts`` — entries parsed and signatures checked once per process, keyed by their exact bytes;
+* ``seals`` — entries sealed when indexed (their signature proven at query time by two hashes);
+  ``proof`` — what ``nexus verify`` proved, so the build need not check those signatures again;
 * ``snippets`` — the text around the matched words;
 * ``supersession`` — superseded decisions ranked below what replaced them; ``finder`` — ``search``.
 """

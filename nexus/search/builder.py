@@ -28,6 +28,7 @@ from ..storage.vault import Vault
 from . import documents, engine
 from .language import analysis
 from .manifest import FileRecord, Manifest, index_dir, now
+from .seals import Sealer, sealer
 
 Progress = Callable[[int, int], None]
 
@@ -135,9 +136,10 @@ def build_part(
     mtimes: dict[str, int],
     langs: tuple[str, ...],
     progress: Progress | None = None,
+    seals: Sealer | None = None,
 ) -> Part:
-    """Index ``jobs`` into one new segment of ``folder``. ``progress`` sees this part's share (the
-    parts are dealt to be of similar size)."""
+    """Index ``jobs`` into one new segment of ``folder``, each entry sealed when ``seals`` is given.
+    ``progress`` sees this part's share (the parts are dealt to be of similar size)."""
     writer = engine.PartWriter(folder, LIMIT_MB)
     words = analysis(langs)
     ends: Ends = {}
@@ -149,7 +151,7 @@ def build_part(
             data = read_range(root, job.rel, job.begin, job.stop)
             if documents.is_segment(job.rel):
                 scan = segments.scan(data, job.rel, offset=job.begin, line=job.line)
-                docs = documents.segment_docs(scan, words)
+                docs = documents.segment_docs(scan, words, _seals(seals, root, job, data, scan))
                 ends[(job.rel, job.begin)] = Mark(job.begin, job.line, None, job.begin).after(scan, job.stop)
             else:
                 docs = list(documents.note_docs(job.rel, data, mtimes[job.rel] / 1e9, words))
@@ -164,11 +166,27 @@ def build_part(
         raise
 
 
+def _seals(
+    seals: Sealer | None, root: Path, job: Job, data: bytes, scan: segments.Scan
+) -> list[bytes] | None:
+    """The seals of a job's entries (None without a sealer)."""
+    if seals is None or not scan.entries:
+        return None
+    covered = seals.proof.covered(root / job.rel, job.rel, job.begin, data) if seals.proof else range(0)
+    return seals.seals(scan.entries, data, job.begin, covered)
+
+
 def _child(
-    folder: Path, jobs: list[Job], root: Path, mtimes: dict[str, int], langs: tuple[str, ...], out: Connection
+    folder: Path,
+    jobs: list[Job],
+    root: Path,
+    mtimes: dict[str, int],
+    langs: tuple[str, ...],
+    seals: Sealer | None,
+    out: Connection,
 ) -> None:
     try:
-        out.send(("ok", build_part(folder, jobs, root, mtimes, langs)))
+        out.send(("ok", build_part(folder, jobs, root, mtimes, langs, None, seals)))
     except BaseException as err:  # reported to the parent, which cancels the build
         out.send(("error", f"{type(err).__name__}: {err}"))
     finally:
@@ -190,6 +208,7 @@ def _parts(
     mtimes: dict[str, int],
     langs: tuple[str, ...],
     progress: Progress | None,
+    seals: Sealer | None,
 ) -> list[Part]:
     """Build the buckets' parts: the first here, each other one in a forked child."""
     import multiprocessing
@@ -199,11 +218,13 @@ def _parts(
     try:
         for jobs in buckets[1:]:
             receive, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(folder, jobs, root, mtimes, langs, send), daemon=True)
+            proc = ctx.Process(
+                target=_child, args=(folder, jobs, root, mtimes, langs, seals, send), daemon=True
+            )
             proc.start()
             send.close()
             children.append((proc, receive))
-        results = [build_part(folder, buckets[0], root, mtimes, langs, progress)]
+        results = [build_part(folder, buckets[0], root, mtimes, langs, progress, seals)]
         results.extend(_collect(child, receive) for child, receive in children)
         return results
     except BaseException:
@@ -247,12 +268,13 @@ def build(vault: Vault, progress: Progress | None, langs: tuple[str, ...]) -> Ma
     parts = _processes(total_bytes)
     buckets, records = plan(vault.root, files, parts)
     mtimes = {rel: r.mtime for rel, r in records.items()}
+    seals = sealer(vault, with_proof=True)  # (each entry checked once here, not at every search)
     writer = engine.Index.create(folder).writer()  # holds Whoosh's own lock; commits the parts' segments
     try:
         if parts > 1:
-            results = _parts(folder, buckets, vault.root, mtimes, langs, progress)
+            results = _parts(folder, buckets, vault.root, mtimes, langs, progress, seals)
         else:
-            results = [build_part(folder, buckets[0], vault.root, mtimes, langs, progress)]
+            results = [build_part(folder, buckets[0], vault.root, mtimes, langs, progress, seals)]
         writer.commit_segments([r.segment for r in results if r.segment is not None])
     except BaseException:
         writer.cancel()

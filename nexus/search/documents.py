@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ..ledger import log
@@ -107,7 +107,7 @@ def _terms(analysis: Analysis, text: str) -> Terms:
     return Terms(counts, words)
 
 
-def entry_doc(located: Located, analysis: Analysis) -> Doc:
+def entry_doc(located: Located, analysis: Analysis, seal: bytes = b"") -> Doc:
     e = located.entry
     text = e.summary if e.body is None else f"{e.summary}\n{e.summary}\n{e.body}"
     loc = (located.offset, located.end_offset, located.line_start, located.line_end)
@@ -123,12 +123,15 @@ def entry_doc(located: Located, analysis: Analysis) -> Doc:
         "",
         _terms(analysis, text),
         loc,
+        seal,
     )
 
 
-def segment_docs(scan: Scan, analysis: Analysis) -> list[Doc]:
-    """The entries a scan of a segment found."""
-    return [entry_doc(located, analysis) for located in scan.entries]
+def segment_docs(scan: Scan, analysis: Analysis, seals: Sequence[bytes] | None = None) -> list[Doc]:
+    """The entries a scan of a segment found (``seals``: each one's seal, ``seals.Sealer``)."""
+    if seals is None:
+        return [entry_doc(located, analysis) for located in scan.entries]
+    return [entry_doc(located, analysis, s) for located, s in zip(scan.entries, seals, strict=True)]
 
 
 _BY_FOLDER = {

@@ -70,6 +70,7 @@ class Doc:
     heading: str
     text: Terms
     loc: Loc
+    seal: bytes = b""  # an entry's seal (keys.seal), when this machine found its signature valid
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,7 @@ class Stored:
     ts: str
     heading: str
     loc: Loc
+    seal: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,7 @@ def schema() -> Any:
         # would need a field each, and every field's postings cost build time).
         text=_Words(analyzer=analyzer, phrase=False),
         loc=fields.STORED,  # [byte start, byte end, line start, line end]
+        seal=fields.STORED,  # an entry's seal (keys.seal): its signature found valid at index time
     )
 
 
@@ -153,6 +156,8 @@ def _fields(doc: Doc) -> dict[str, Any]:
             out[name] = value
     out["text"] = doc.text
     out["loc"] = list(doc.loc)
+    if doc.seal:
+        out["seal"] = doc.seal
     return out
 
 
@@ -359,6 +364,7 @@ class Searcher:
             f.get("ts", ""),
             f.get("heading", ""),
             (start, end, line_start, line_end),
+            f.get("seal", b""),
         )
 
     def leaves(self) -> list[tuple[Leaf, int]]:

@@ -124,7 +124,7 @@ class HitReader:
             time=e.ts,
             type=e.type,
             channel=e.channel,
-            verified=self.signatures.verified(known, self.keys),
+            verified=self.signatures.verified(known, self.keys, stored.seal),
             superseded=by is not None,
             superseded_by=by or None,
         )

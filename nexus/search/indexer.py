@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from ..ledger.marks import START
 from ..records import RefreshStats
@@ -32,6 +32,10 @@ from .language import DEFAULT_LANGUAGES, Analysis, analysis, check_languages
 from .manifest import FileRecord, Manifest, index_dir, now
 from .manifest import load as load_manifest
 from .manifest import save as save_manifest
+from .seals import Sealer, memo, sealer
+
+if TYPE_CHECKING:
+    from ..keys.checked import Memo
 
 LOCK = threading.RLock()  # one search or refresh at a time per process
 P = ParamSpec("P")
@@ -158,6 +162,7 @@ def _apply(vault: Vault, manifest: Manifest, changed: list[str], removed: list[s
     reindexed, documents added)."""
     known = manifest.files
     writer = engine.Index.open(index_dir(vault) / manifest.dir).writer()
+    seals = _Seals(sealer(vault), memo())
     words = analysis(manifest.languages)
     added = touched = 0
     try:
@@ -165,7 +170,7 @@ def _apply(vault: Vault, manifest: Manifest, changed: list[str], removed: list[s
             writer.delete_path(rel)
             del known[rel]
         for rel in changed:
-            n = _reindex(vault, rel, known, writer, words)
+            n = _reindex(vault, rel, known, writer, words, seals)
             if n is not None:
                 touched += 1
                 added += n
@@ -173,19 +178,39 @@ def _apply(vault: Vault, manifest: Manifest, changed: list[str], removed: list[s
     except BaseException:
         writer.cancel()
         raise
+    if seals.memo is not None:
+        seals.memo.save()
     manifest.updated = now()
     return touched, added
 
 
+class _Seals:
+    """Sealing for an update of the index: the sealer (None: nothing sealed) and the machine's memo."""
+
+    def __init__(self, sealer: Sealer | None, memo: Memo | None) -> None:
+        self.sealer = sealer
+        self.memo = memo if sealer is not None else None
+
+    def of(self, scan: segments.Scan, data: bytes, base: int) -> list[bytes] | None:
+        if self.sealer is None or not scan.entries:
+            return None
+        return self.sealer.seals(scan.entries, data, base, range(0), self.memo)
+
+
 def _reindex(
-    vault: Vault, rel: str, known: dict[str, FileRecord], writer: engine.Writer, words: Analysis
+    vault: Vault,
+    rel: str,
+    known: dict[str, FileRecord],
+    writer: engine.Writer,
+    words: Analysis,
+    seals: _Seals,
 ) -> int | None:
     """Index file ``rel`` again (only its appended bytes when it just grew); the documents added, or
     None when it is gone or only touched (same content)."""
     path = vault.root / rel
     old = known.get(rel)
     if old is not None and old.mark is not None and documents.is_segment(rel):
-        appended = _appended(rel, path, old, writer, words)
+        appended = _appended(rel, path, old, writer, words, seals)
         if appended is not None:
             known[rel] = appended[0]
             return appended[1]
@@ -205,7 +230,7 @@ def _reindex(
     record = FileRecord(len(data), st.st_mtime_ns, digest)
     if documents.is_segment(rel):
         scan = segments.scan(data, rel, offset=0, line=1)
-        docs = documents.segment_docs(scan, words)
+        docs = documents.segment_docs(scan, words, seals.of(scan, data, 0))
         record = replace(record, mark=START.after(scan, len(data)))
     else:
         docs = list(documents.note_docs(rel, data, st.st_mtime_ns / 1e9, words))
@@ -216,7 +241,7 @@ def _reindex(
 
 
 def _appended(
-    rel: str, path: Path, old: FileRecord, writer: engine.Writer, words: Analysis
+    rel: str, path: Path, old: FileRecord, writer: engine.Writer, words: Analysis, seals: _Seals
 ) -> tuple[FileRecord, int] | None:
     """Index what was appended to a segment since ``old`` (its record), reading on from its mark;
     None when the segment did not just grow or its mark no longer holds (reindex it whole).
@@ -229,7 +254,7 @@ def _appended(
         data, scan = mark.read(path, rel)
     except FileNotFoundError:
         return None
-    docs = documents.segment_docs(scan, words)
+    docs = documents.segment_docs(scan, words, seals.of(scan, data, mark.offset))
     for doc in docs:
         writer.add(doc)
     size = mark.offset + len(data)

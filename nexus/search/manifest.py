@@ -3,7 +3,7 @@
 ``.nexus/index/manifest.json`` (derived state, rewritten whole without fsync: a lost or damaged one
 means the index is rebuilt)::
 
-    {"version": 9, "dir": "ix-XXXX", "built": TIME, "updated": TIME, "languages": ["en"],
+    {"version": 10, "dir": "ix-XXXX", "built": TIME, "updated": TIME, "languages": ["en"],
      "files": {"log/2026-11.md": {"size": N, "mtime": NS, "sha": HEX|null,
                                   "mark": [OFFSET, LINE, LAST_ID, SCANNED]}, "notes/x.md": {...}}}
 
@@ -24,7 +24,7 @@ from ..ledger.marks import Mark
 from ..storage import durable
 from ..storage.vault import Vault
 
-VERSION = 9  # 9: a segment's marks.Mark; 8: the package's own field class in the index (older: rebuilt)
+VERSION = 10  # 10: entries' seals (keys.seal); 9: a segment's marks.Mark; 8: own field class (older: rebuilt)
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 

@@ -9,7 +9,9 @@ under the public key and that same digest. A byte changed anywhere in the entry 
 signature, its key id) changes the digest, so an entry edited in place is parsed and checked again,
 never served from memory. Both are bounded (oldest first out) and held in memory only; with
 ``trust`` configured (the CLI, the MCP server) a valid signature also goes to the machine's memo
-beside the pins (``keys.checked``, outside the vault), which every reader shares.
+beside the pins (``keys.checked``, outside the vault), which every reader shares, and a hit whose
+index document carries a seal that holds for the bytes read and the author's key (``seals``) is
+verified without Ed25519.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..records import Located
@@ -109,6 +112,14 @@ def _one_entry(data: bytes, rel: str, offset: int, line: int) -> Located | None:
     return Located(entry, rel, line, line + len(lines) - 1, offset, offset + len(data), verdict)
 
 
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 class Signatures:
     """The authors' public keys (read again when an identity note changes) and the verdicts already
         reached, for one vault; with ``trust`` configured, also the signatures this machine found valid
@@ -121,6 +132,8 @@ class Signatures:
         self.checked: dict[tuple[str, bytes], bool] = {}  # (public key, sha256 of the entry's bytes)
         self.entries = Entries()
         self.memo: Memo | None = None  # the machine's memo (keys.checked), when trust is configured
+        self.secret: bytes | None = None  # the machine's secret (keys.seal), when trust is configured
+        self.ring: tuple[tuple[object, ...], Lookup] | None = None  # (what it was read from, lookup)
 
     def public_keys(self) -> dict[str, tuple[str, str]]:
         """agent -> (key id, public key) from the identity notes."""
@@ -142,17 +155,22 @@ class Signatures:
 
     def lookup(self) -> Lookup:
         """Which public key checks an entry, read once for a search: the keys this machine pinned when
-        ``trust`` is configured (not what a note says now), else the identity notes' keys."""
+        ``trust`` is configured (not what a note says now), else the identity notes' keys. With
+        ``trust``, also this machine's secret (``keys.seal``): a hit's seal proves its signature."""
         from ..keys import trust
 
         home = trust.configured()
         if home is not None:
+            from ..keys import seal
+
             if self.memo is None or self.memo.path.parent != home:
                 from ..keys.checked import Memo
 
                 self.memo = Memo(home)
-            return trust.load(self.vault, home).public_key
+            self.secret = seal.secret(home)
+            return self._pinned(home)
         self.memo = None
+        self.secret = None
         keys = self.public_keys()
 
         def declared(agent: str, key_id: str) -> str | None:
@@ -161,8 +179,35 @@ class Signatures:
 
         return declared
 
-    def verified(self, known: Known, lookup: Lookup) -> bool:
-        """The entry's signature checks against its author's key (only its canonical encoding does)."""
+    def _pinned(self, home: Path) -> Lookup:
+        """The pinned keys' lookup, read again only when the pins or an identity note changed (what
+        ``trust.load`` reads: reading it costs ~0.5-1 ms a search)."""
+        from ..keys import trust
+
+        stamp = (str(home), _stat(trust.pins_path(home, self.vault)), self._notes_stamp())
+        if self.ring is None or self.ring[0] != stamp:
+            ring = trust.load(self.vault, home)
+            # (first sight of a name pins it: the pins file changed, read once more next time)
+            self.ring = ((str(home), _stat(trust.pins_path(home, self.vault)), stamp[2]), ring.public_key)
+        return self.ring[1]
+
+    def _notes_stamp(self) -> tuple[tuple[str, int, int, int], ...]:
+        stamp: list[tuple[str, int, int, int]] = []
+        try:
+            for child in sorted(os.scandir(self.vault.agents_dir), key=lambda d: d.name):
+                try:
+                    st = os.stat(os.path.join(child.path, "identity.md"))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                stamp.append((child.name, st.st_mtime_ns, st.st_size, st.st_ino))
+        except FileNotFoundError:
+            pass
+        return tuple(stamp)
+
+    def verified(self, known: Known, lookup: Lookup, sealed: bytes = b"") -> bool:
+        """The entry's signature checks against its author's key (only its canonical encoding does):
+        proven by ``sealed``, the seal the index stored for it (``seals``), when it holds for these
+        exact bytes and that key; else checked."""
         from ..keys import identity
         from ..storage import entries
 
@@ -173,6 +218,11 @@ class Signatures:
         public = lookup(e.agent, e.key)
         if public is None:
             return False
+        if sealed and self.secret is not None:
+            from ..keys.seal import holds
+
+            if holds(self.secret, public, known.digest, sealed):
+                return True
         memo = (public, known.digest)
         valid = self.checked.get(memo)
         if valid is None:

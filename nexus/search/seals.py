@@ -1,0 +1,97 @@
+"""Entries sealed when indexed, so a search proves "verified" with two hashes instead of Ed25519.
+
+When the index is built or updated, each entry whose signature checks against the key this machine
+pinned for its author (``keys.trust``) gets a seal of its exact bytes (``keys.seal``: an HMAC keyed
+with a secret kept outside the vault) stored beside it in the index. An entry that ``nexus verify``'s
+proof covers (``proof``: bytes this machine already verified, hashed outside the vault) is sealed
+without checking its signature again; any other is checked here, once, in the build's processes.
+A search reads the entry's bytes back, hashes them and checks the seal against the key it would
+verify with (``verdicts``); a seal that does not hold, or none, means the signature is checked as
+before. Nothing is sealed without trust configured (no pins, no secret: a library caller).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..records import Located
+from ..storage.vault import Vault
+
+if TYPE_CHECKING:
+    from ..keys.checked import Memo
+    from .proof import Proof
+
+
+@dataclass(frozen=True)
+class Sealer:
+    """What sealing needs (plain data, inherited by a build's forked processes): the secret, the
+    public keys this machine trusts (name -> key id -> public key) and the verify proof, if any."""
+
+    secret: bytes
+    keys: dict[str, dict[str, str]]
+    proof: Proof | None = None
+
+    def seals(
+        self, found: Sequence[Located], data: bytes, base: int, covered: range, memo: Memo | None = None
+    ) -> list[bytes]:
+        """The seal of each entry of ``found`` (parsed from ``data``, which starts at byte ``base`` of
+        its file; b"" when it does not verify). Entries inside ``covered`` (byte offsets the verify
+        proof vouches for) are not checked again."""
+        from ..keys import identity
+        from ..keys.seal import seal
+        from ..storage import entries
+
+        out: list[bytes] = []
+        proof = self.proof
+        for located in found:
+            e = located.entry
+            public = self.keys.get(e.agent, {}).get(e.key)
+            flaw = located.verdict
+            if public is None or not e.sig or (flaw is not None and flaw.startswith("non-canonical")):
+                out.append(b"")
+                continue
+            vouched = (
+                proof is not None
+                and located.offset in covered
+                and located.end_offset - 1 in covered
+                and proof.vouches(located.file, e.id, located.line_start)
+            )
+            if not vouched and not identity.verify_signature(public, e.sig, entries.signing_bytes(e), memo):
+                out.append(b"")
+                continue
+            raw = data[located.offset - base : located.end_offset - base]
+            out.append(seal(self.secret, public, hashlib.sha256(raw).digest()))
+        return out
+
+
+def sealer(vault: Vault, *, with_proof: bool = False) -> Sealer | None:
+    """The sealer for ``vault`` on this machine (its secret made on first use), or None without
+    trust configured or when no secret can be kept."""
+    from ..keys import seal, trust
+
+    home = trust.configured()
+    if home is None:
+        return None
+    key = seal.secret(home, create=True)
+    if key is None:
+        return None
+    ring = trust.load(vault, home)
+    proof = None
+    if with_proof:
+        from .proof import load
+
+        proof = load(vault, ring)
+    return Sealer(key, ring.keys, proof)
+
+
+def memo() -> Memo | None:
+    """The machine's memo of signatures found valid (``keys.checked``), for an update of the index:
+    entries a reader already checked are not checked again (None without trust configured)."""
+    from ..keys import trust
+    from ..keys.checked import Memo
+
+    home = trust.configured()
+    return Memo(home) if home is not None else None
