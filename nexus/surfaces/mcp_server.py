@@ -29,12 +29,32 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from ..errors import NexusError, StaleEditError
-from ..operations import BY_COMMAND, MCP, OPERATIONS, Call, Operation, Param
+from ..errors import NexusError
+from ..operations import MCP, Operation, Param
 from ..storage.vault import Vault
 from ..workspace import Workspace
+from .mcp_tools import (
+    AGENT_TOOLS,
+    FULL_DESCRIPTION,
+    PROOF_FIELDS,
+    TOOL_SETS,
+    call_operation,
+    check_agent,
+    error_text,
+    instructions,
+    missing,
+    not_one_of,
+    refused_text,
+    served,
+    structured,
+    tool_for_cli,
+    unknown_argument,
+    version,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["AGENT_TOOLS", "CLI_WITHOUT_TOOL", "PROOF_FIELDS", "TOOL_SETS", "build_server", "tool_for_cli"]
 
 # CLI command -> why it has no MCP tool (the test walks the parser against this and the tool list).
 CLI_WITHOUT_TOOL = {
@@ -46,15 +66,7 @@ CLI_WITHOUT_TOOL = {
     "sync": "talks to a git remote with the machine's credentials: a person's or a scheduler's act",
 }
 
-# The tools an agent needs on its turns (served by default: every tool definition is paid for in every
-# session's context). `--tools all` serves every tool, for maintenance and for people.
-AGENT_TOOLS = tuple(op.tool for op in OPERATIONS if op.tool and op.agent_tool)
-TOOL_SETS = ("agent", "all")
-# Fields an agent never needs in a result (signatures, chain hashes, key material): left out unless a
-# tool is called with full=true.
-PROOF_FIELDS = frozenset({"sig", "prev", "key", "public_key", "key_id", "seq", "seen"})
-
-Full = Annotated[bool, Field(description="true: include signatures, chain hashes and key ids.")]
+Full = Annotated[bool, Field(description=FULL_DESCRIPTION)]
 
 
 def _hints(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations:
@@ -74,29 +86,18 @@ CHANGE = _hints(False, True, False)
 CURSOR = _hints(False, False, False)
 
 
-def _lean(value: Any) -> Any:
-    """``value`` without the proof fields (signatures, chain hashes, keys) at any depth."""
-    if isinstance(value, dict):
-        return {k: _lean(v) for k, v in value.items() if k not in PROOF_FIELDS}
-    if isinstance(value, list):
-        return [_lean(v) for v in value]
-    return value
-
-
 def _adapter(fn: F) -> F:
-    """Turn nexus's own errors into ToolError with the same message; leave proofs out unless full."""
+    """Turn nexus's own errors into ToolError with the same message (``mcp_tools.error_text``)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            result = fn(*args, **kwargs)
-        except StaleEditError as err:
-            raise ToolError(f"{err}\n{err.diff}") from None
-        except NexusError as err:
-            raise ToolError(str(err)) from None
-        except (FileNotFoundError, PermissionError, IsADirectoryError) as err:
-            raise ToolError(f"{err.strerror}: {err.filename}") from None
-        return result if kwargs.get("full") or isinstance(result, str) else _lean(result)
+            return fn(*args, **kwargs)
+        except Exception as err:
+            text = error_text(err)
+            if text is None:
+                raise
+            raise ToolError(text) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -108,12 +109,11 @@ def readable(tool: str, err: ValidationError) -> str:
         name = ".".join(str(p) for p in problem["loc"]) or "arguments"
         kind = problem["type"]
         if kind == "missing":
-            parts.append(f"missing required argument `{name}`")
+            parts.append(missing(name))
         elif kind in ("literal_error", "enum"):
-            allowed = problem.get("ctx", {}).get("expected", "")
-            parts.append(f"`{name}` must be one of {allowed}")
+            parts.append(not_one_of(name, problem.get("ctx", {}).get("expected", "")))
         elif kind == "extra_forbidden":
-            parts.append(f"unknown argument `{name}`")
+            parts.append(unknown_argument(name))
         else:
             parts.append(f"`{name}`: {problem['msg'].lower()}")
     return f"{tool}: " + "; ".join(parts)
@@ -144,14 +144,6 @@ def _says_nothing(schema: dict[str, Any] | None) -> bool:
     }
 
 
-def tool_for_cli(command: str) -> str:
-    """The MCP tool of a CLI command (``log append`` → ``log_append``, ``review`` → ``review_pending``)."""
-    op = BY_COMMAND.get(command)
-    if op is not None and op.tool:
-        return op.tool
-    return command.replace(" ", "_").replace("-", "_")
-
-
 class NexusMCPServer(MCPServer):
     """MCPServer whose refused calls read as one line (``TOOL: what is wrong``, no SDK prefix) naming
     tools instead of shell commands, and whose tool list is compact (every definition is paid for in
@@ -171,8 +163,6 @@ class NexusMCPServer(MCPServer):
         ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        from ..team.hints import tools_for_commands
-
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as err:
@@ -181,8 +171,18 @@ class NexusMCPServer(MCPServer):
                 raise ToolError(readable(name, cause)) from None
             if isinstance(cause, ToolError):
                 names = {t.name for t in await MCPServer.list_tools(self)}
-                raise ToolError(tools_for_commands(f"{name}: {cause}", names, tool_for_cli)) from None
+                raise ToolError(refused_text(name, str(cause), names)) from None
             raise
+
+    async def serve_lines(self, stdin: Any, stdout: Any) -> None:
+        """Serve one connection through the SDK's own stdio transport, reading lines from ``stdin``
+        (an async iterator of ``str``) and writing through ``stdout`` (async ``write``/``flush``):
+        what ``run("stdio")`` does on the process's streams. The front hands its stream over so."""
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server(stdin, stdout) as (read, write):
+            lowlevel = self._lowlevel_server  # what MCPServer.run_stdio_async runs
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 
 # ------------------------------------------------------------ tools generated from the operations
@@ -222,15 +222,10 @@ def _signature(op: Operation) -> inspect.Signature:
 
 def _tool_function(op: Operation, ws: Workspace, agent: str) -> Callable[..., Any]:
     """The function the SDK calls for ``op``: its parameters are the operation's (so the schema is
-    generated from them), it runs the operation and answers with its result's JSON."""
-    settings_params = {p.name: p.setting for p in op.params_for(MCP) if p.setting}
+    generated from them); it runs the operation (``mcp_tools.call_operation``, what the front runs)."""
 
     def tool(**kwargs: Any) -> Any:
-        kwargs.pop("full", None)
-        overrides = {settings_params[k]: kwargs.pop(k) for k in list(kwargs) if k in settings_params}
-        call = Call.of(ws.with_settings(**overrides), agent=agent, surface=MCP)
-        result = op.function()(call, **kwargs)
-        return result.for_mcp() if hasattr(result, "for_mcp") else result.to_json()
+        return call_operation(op, ws, agent, kwargs)
 
     tool.__name__ = op.tool or op.name
     tool.__doc__ = op.description or op.summary
@@ -239,51 +234,34 @@ def _tool_function(op: Operation, ws: Workspace, agent: str) -> Callable[..., An
 
 
 def _add_operations(server: MCPServer, ws: Workspace, agent: str, tools: str) -> None:
-    for op in OPERATIONS:
-        if op.tool and (tools == "all" or op.agent_tool):
-            server.add_tool(
-                _adapter(_tool_function(op, ws, agent)),
-                name=op.tool,
-                title=op.title,
-                description=op.description or op.summary,
-                annotations=ANNOTATIONS[op.kind],
-                structured_output=False if op.name == "brief" else None,
-            )
+    for op in served(tools):
+        server.add_tool(
+            _adapter(_tool_function(op, ws, agent)),
+            name=op.tool,
+            title=op.title,
+            description=op.description or op.summary,
+            annotations=ANNOTATIONS[op.kind],
+            structured_output=None if structured(op) else False,
+        )
 
 
 def build_server(ws: Workspace, agent: str, *, tools: str | None = None) -> MCPServer:
     """The server, with the ``tools`` set (``agent``: the few an agent's turns need; ``all``: every
     tool; default: the ``mcp_tools`` setting) bound to the workspace's vault and acting as ``agent``."""
-    from ..errors import InputError
-    from ..storage.text import check_name
+    tools = ws.settings.mcp_tools if tools is None else tools
+    check_agent(ws, agent, tools)
+    return make_server(ws, agent, tools)
 
-    vault, keys_home, st = ws.vault, ws.keys_home, ws.settings
-    tools = st.mcp_tools if tools is None else tools
 
-    check_name(agent)
-    if tools not in TOOL_SETS:
-        raise InputError(f"unknown tool set {tools!r}: use one of {', '.join(TOOL_SETS)}")
-    from ..keys import trust
-
-    trust.configure(keys_home)  # the keys this machine pinned decide what readers show as verified
-    if not vault.identity_path(agent).is_file():
-        from ..errors import IdentityError
-
-        raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
+def make_server(ws: Workspace, agent: str, tools: str) -> NexusMCPServer:
+    """The server for an agent and a tool set already checked (``mcp_tools.check_agent``)."""
     server = NexusMCPServer(
         "nexus",
-        version=_version(),
-        instructions=(
-            f"nexus: shared, durable memory for agents working together. You are {agent!r}. "
-            "Call the `brief` tool before each response; after a meaningful turn record what you "
-            "did with `log_append`; acknowledge what others wrote with `acknowledge`; record "
-            "decisions with `decide`; find anything with `search`; save your working context "
-            "with `checkpoint_save`."
-        ),
+        version=version(),
+        instructions=instructions(agent),
     )
-
     _add_operations(server, ws, agent, tools)
-    _resources(server, vault)
+    _resources(server, ws.vault)
     return server
 
 
@@ -336,14 +314,10 @@ def _resources(server: MCPServer, vault: Vault) -> None:
             ) from None
 
 
-def _version() -> str:
-    from .. import __version__
-
-    return str(__version__)
-
-
 def run(ws: Workspace, agent: str) -> int:
-    """Serve over stdio until the client closes the stream (the tool set: ``ws.settings.mcp_tools``)."""
+    """Serve over stdio with the SDK alone, from the first byte, until the client closes the stream
+    (the tool set: ``ws.settings.mcp_tools``). ``nexus mcp`` runs the front (``mcp_front.py``),
+    which hands over to this server once the SDK is loaded; this is ``NEXUS_MCP_FRONT=sdk``."""
     server = build_server(ws, agent)
     server.run("stdio")
     return 0

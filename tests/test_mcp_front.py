@@ -1,0 +1,375 @@
+"""`nexus mcp`'s stdio front (issue 9 item 7): it answers the first requests exactly as the SDK server
+would, hands the stream over to the SDK server once the SDK is loaded, and serves alone when the SDK
+cannot be loaded. Real processes compare the front (`NEXUS_MCP_FRONT=front`: never hands over) with
+the SDK server alone (`NEXUS_MCP_FRONT=sdk`), response for response; the argument checks and the
+result text are compared with the SDK's own in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Env
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nexus.surfaces import mcp_front, mcp_tools
+
+ROOT = Path(__file__).resolve().parent.parent
+ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+def _request(i: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": i, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def _init(i: int, version: str) -> dict[str, Any]:
+    client = {"name": "test", "version": "1"}
+    return _request(i, "initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": client})
+
+
+def _call(i: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return _request(i, "tools/call", {"name": name, "arguments": arguments})
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _serve(
+    vault: Path, keys: Path, messages: list[dict[str, Any]], *, mode: str, tools: str = "agent", **extra: str
+) -> tuple[list[dict[str, Any]], str]:
+    """Run `nexus mcp` as a client would: each request written once the previous one is answered
+    (the SDK runs concurrent requests concurrently), stdin closed at the end. Returns every line the
+    server wrote, in order, and its stderr."""
+    environ = dict(os.environ, NEXUS_VAULT=str(vault), NEXUS_HOME=str(keys), NEXUS_MCP_FRONT=mode, **extra)
+    err = vault.parent / f"stderr-{mode}.txt"
+    out: list[dict[str, Any]] = []
+    with (
+        err.open("wb") as stderr,
+        subprocess.Popen(
+            [sys.executable, "-W", "error", "-m", "nexus", "mcp", "--agent", "ella", "--tools", tools],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=environ,
+            cwd=str(vault),
+        ) as proc,
+    ):
+        assert proc.stdin is not None and proc.stdout is not None
+        for message in messages:
+            proc.stdin.write((json.dumps(message) + "\n").encode())
+            proc.stdin.flush()
+            while "id" in message and message["id"] not in {m.get("id") for m in out}:
+                line = proc.stdout.readline()
+                assert line, f"the server closed stdout before answering {message}: {err.read_text()}"
+                out.append(json.loads(line))
+        proc.stdin.close()
+        out += [json.loads(line) for line in proc.stdout]
+        assert proc.wait(timeout=60) == 0, err.read_text()
+    return out, err.read_text(encoding="utf-8")
+
+
+def _twins(env: Env, tmp_path: Path) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
+    """Two identical copies of the vault and its keys: one for the front, one for the SDK."""
+    pairs = []
+    for name in ("front", "sdk"):
+        shutil.copytree(env.vault.root, tmp_path / name / "vault", symlinks=True)
+        shutil.copytree(env.keys_home, tmp_path / name / "keys", symlinks=True)
+        pairs.append((tmp_path / name / "vault", tmp_path / name / "keys"))
+    return pairs[0], pairs[1]
+
+
+def _normal(messages: list[dict[str, Any]]) -> str:
+    """The answers with entry ids and times replaced (two vaults never mint the same ones)."""
+    return TIME.sub(
+        "TIME", ULID.sub("ULID", json.dumps(messages, sort_keys=True, ensure_ascii=False, indent=1))
+    )
+
+
+AGENT_SESSION = [
+    _init(1, "2026-07-28"),  # newer than the handshake: both counter-offer the latest handshake version
+    INITIALIZED,
+    _request(2, "ping"),
+    _request(3, "tools/list"),
+    _request(4, "prompts/list"),
+    _request(5, "resources/list"),
+    _request(6, "resources/templates/list"),
+    _call(7, "brief", {}),
+    _call(8, "log_append", {"channel": "build", "type": "note", "summary": "front capybara", "body": "é ✓"}),
+    _call(9, "log_append", {"channel": "build", "type": "note"}),
+    _call(10, "log_append", {"channel": "build", "type": "gossip", "summary": "x"}),
+    _call(11, "nope", {}),
+    _call(12, "log_append", {"channel": "Bad Channel", "type": "note", "summary": "x"}),
+    _call(13, "log_append", {"channel": "build", "type": "note", "summary": "extra key", "zzz": 1}),
+    _call(14, "acknowledge", {"ids": ["not-an-id"]}),
+    _call(15, "search", {"query": "capybara"}),
+    _call(16, "checkpoint_save", {"status": "sleeping"}),
+    _call(17, "state_restore", {"version": 1}),
+    _call(18, "brief", {"peek": True, "max_chars": 3000}),
+    _call(19, "log_append", {"channel": "build", "type": "note", "summary": "hidden", "body": "a %% b %% c"}),
+]
+ALL_SESSION = [
+    _init(1, "2025-06-18"),
+    INITIALIZED,
+    _request(2, "tools/list", {"cursor": "anything"}),
+    _call(3, "log_tail", {"n": 1}),
+    _call(4, "log_tail", {"n": 1, "full": True}),
+    _call(5, "state_set", {"content": "# State\n", "expect": 7}),
+    _call(6, "decisions", {"all": True}),
+    _call(7, "memory_facts_add", {"name": "x", "type": "rumour"}),
+]
+
+
+@pytest.mark.parametrize(("session", "tools"), [(AGENT_SESSION, "agent"), (ALL_SESSION, "all")])
+def test_the_front_answers_as_the_sdk_server_does(
+    env: Env, tmp_path: Path, session: list[dict[str, Any]], tools: str
+) -> None:
+    """Response for response, the front alone (never handing over) and the SDK server alone give the
+    same JSON: initialize, the listings, tool results, refusals, unknown tools."""
+    question = env.append("lyra", "which queue?", type="question").located.entry.id
+    env.append("lyra", "a capybara was seen", body="near the build server")
+    front_vault, sdk_vault = _twins(env, tmp_path)
+    front, front_err = _serve(*front_vault, session, mode="front", tools=tools)
+    sdk, _ = _serve(*sdk_vault, session, mode="sdk", tools=tools)
+    assert [m.get("id") for m in front] == [m["id"] for m in session if "id" in m]
+    assert all("result" in m for m in front), front  # the front answered every one itself
+    assert _normal(front) == _normal(sdk)
+    assert "could not be loaded" not in front_err  # nothing was left for the SDK
+    if tools == "agent":
+        assert question in json.dumps([m for m in front if m["id"] == 7])  # the brief shows what is owed
+    for vault, _keys in (front_vault, sdk_vault):
+        verify = subprocess.run(
+            [sys.executable, "-m", "nexus", "--vault", str(vault), "verify"],
+            env=dict(os.environ, NEXUS_HOME=str(_keys)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_a_session_through_the_official_client_spans_the_hand_over(env: Env, tmp_path: Path) -> None:
+    """`lazy`: the SDK loads only when a request needs it, so the first calls are the front's for
+    certain; a resource read makes the SDK take the stream; calls and reads after it are the SDK's."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env.append("lyra", "before the hand-over, a heron")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
+        env={
+            "NEXUS_VAULT": str(env.vault.root),
+            "NEXUS_HOME": str(env.keys_home),
+            "PYTHONPATH": str(ROOT),
+            "NEXUS_MCP_FRONT": "lazy",
+        },
+        cwd=str(env.vault.root),
+    )
+
+    async def go() -> None:
+        with (tmp_path / "stderr.txt").open("w") as errlog:
+            await session_through(errlog)
+
+    async def session_through(errlog: Any) -> None:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as typed,
+        ):
+            session: Any = typed
+            init = await session.initialize()
+            assert init.server_info.name == "nexus" and "ella" in (init.instructions or "")
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert names == set(mcp_tools.AGENT_TOOLS)
+            brief = await session.call_tool("brief", {})
+            assert not brief.is_error and "a heron" in brief.content[0].text
+            first = await session.call_tool(
+                "log_append", {"channel": "c", "type": "note", "summary": "front otter"}
+            )
+            assert not first.is_error
+            decide = {"title": "Otters first", "decision": "Always.", "rationale": "They are quick."}
+            assert not (await session.call_tool("decide", decide)).is_error
+            # the SDK takes the stream here: the decision the front recorded is there for it
+            decisions = await session.read_resource("nexus://decisions")
+            assert "Otters first" in decisions.contents[0].text
+            second = await session.call_tool(
+                "log_append", {"channel": "c", "type": "note", "summary": "sdk otter"}
+            )
+            assert not second.is_error
+            found = await session.call_tool("search", {"query": "otter"})
+            ids = {h["entry_id"] for h in found.structured_content["items"] if h["entry_id"]}
+            assert {first.structured_content["id"], second.structured_content["id"]} <= ids
+            missing = await session.call_tool("log_append", {"channel": "c", "type": "note"})
+            assert (
+                missing.is_error
+                and missing.content[0].text == "log_append: missing required argument `summary`"
+            )
+            assert {t.name for t in (await session.list_tools()).tools} == names
+            log = await session.read_resource("nexus://log/tail")
+            assert "front otter" in log.contents[0].text and "sdk otter" in log.contents[0].text
+
+    asyncio.run(go())
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+    assert env.run("verify").returncode == 0
+
+
+def test_without_the_sdk_the_front_serves_tools_and_errors_the_rest(env: Env, tmp_path: Path) -> None:
+    """An `mcp` package that fails to import: the front still answers initialize, the tool list and
+    tool calls; a resource read gets a JSON-RPC error; EOF ends with exit 0."""
+    broken = tmp_path / "broken"
+    (broken / "mcp").mkdir(parents=True)
+    (broken / "mcp" / "__init__.py").write_text("raise ImportError('no SDK here')\n")
+    messages = [
+        _init(1, "2025-11-25"),
+        INITIALIZED,
+        _request(2, "resources/read", {"uri": "nexus://decisions"}),
+        _request(3, "tools/list"),
+        _call(4, "log_append", {"channel": "c", "type": "note", "summary": "no sdk needed"}),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+        _call(5, "brief", {"max_chars": "lots"}),  # a value the SDK would judge: refused here
+    ]
+    out, err = _serve(
+        env.vault.root,
+        env.keys_home,
+        messages,
+        mode="auto",
+        PYTHONPATH=os.pathsep.join([str(broken), str(ROOT)]),
+    )
+    by_id = {m["id"]: m for m in out}
+    assert len(out) == len(by_id) == 5  # every request answered once; the notification none
+    assert by_id[1]["result"]["serverInfo"]["name"] == "nexus"
+    assert "no SDK here" in by_id[2]["error"]["message"] and "no SDK here" in err
+    assert len(by_id[3]["result"]["tools"]) == len(mcp_tools.AGENT_TOOLS)
+    assert by_id[4]["result"]["isError"] is False
+    assert by_id[5]["error"]["code"] == mcp_front.INTERNAL_ERROR
+    assert "no sdk needed" in env.run("log", "tail").stdout
+
+
+def test_mcp_tools_json_is_what_the_sdk_server_serves() -> None:
+    """The front's tool list and initialize answer are generated from the SDK server; regenerate with
+    `python -m nexus.surfaces.mcp_front --write` when this fails."""
+    assert mcp_front.load_data() == json.loads(json.dumps(mcp_front.generate())), (
+        "nexus/surfaces/mcp_tools.json is stale: run `python -m nexus.surfaces.mcp_front --write`"
+    )
+
+
+# ------------------------------------------------------------ in-process: the front's checks = the SDK's
+
+
+def _sdk_tools(env: Env) -> dict[str, Any]:
+    from nexus import workspace
+    from nexus.surfaces import mcp_server
+
+    server = mcp_server.build_server(
+        workspace.for_vault(env.vault, {}, keys=env.keys_home), "ella", tools="all"
+    )
+    return {str(op.tool): server._tool_manager.get_tool(str(op.tool)) for op in mcp_tools.served("all")}
+
+
+def _sdk_kwargs(tool: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """What the SDK gives the tool function for ``arguments``, or its one-line refusal."""
+    from pydantic import ValidationError
+
+    from nexus.surfaces.mcp_server import readable
+
+    try:
+        return tool.fn_metadata.validate_arguments(arguments)
+    except ValidationError as err:
+        return readable(name, err)
+
+
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 300),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.sampled_from(
+        ["note", "memory", "done", "null", "[1]", "true", "5", '"x"', "{}", "", "zzz", "in-progress"]
+    ),
+    st.text(max_size=6),
+    st.lists(st.sampled_from(["a", "01M8SVKGTG3WGC8PMSEQ1C7XQJ", "null"]), max_size=2),
+    st.lists(st.integers(0, 3), min_size=1, max_size=2),
+)
+
+
+def test_the_fronts_argument_check_is_the_sdks(env: Env) -> None:
+    """For any arguments, when the front does not defer to the SDK, it gives the tool exactly the
+    keyword arguments the SDK's argument model gives, or exactly the SDK's one-line refusal."""
+    tools = _sdk_tools(env)
+
+    @settings(max_examples=300, deadline=None)
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        op = data.draw(st.sampled_from(mcp_tools.served("all")))
+        names = [p.name for p in op.params_for("mcp")] + (["full"] if op.full else []) + ["other"]
+        arguments = data.draw(st.dictionaries(st.sampled_from(names), VALUES, max_size=4))
+        expected = _sdk_kwargs(tools[str(op.tool)], str(op.tool), arguments)
+        try:
+            got: Any = mcp_tools.check_arguments(op, arguments)
+        except mcp_tools.Defer:
+            return
+        except ValueError as err:
+            got = str(err)
+        assert got == expected, (op.tool, arguments)
+
+    check()
+
+
+def test_every_tools_refusal_of_missing_or_closed_set_arguments_is_the_sdks(env: Env) -> None:
+    """Every tool with a required parameter or a closed set: the refusal for none given and for a
+    value outside each set, the front's text beside the SDK's."""
+    tools = _sdk_tools(env)
+    checked = 0
+    for op in mcp_tools.served("all"):
+        params = op.params_for("mcp")
+        bad = {p.name: "zzz" for p in params if p.choices}
+        for arguments in ({}, bad):
+            if not any(p.required for p in params) and not (arguments and bad):
+                continue  # nothing to refuse: the call would run
+            try:
+                front = mcp_tools.check_arguments(op, arguments)
+            except ValueError as err:
+                front = str(err)  # type: ignore[assignment]
+            assert front == _sdk_kwargs(tools[str(op.tool)], str(op.tool), arguments), op.tool
+            checked += 1
+    assert checked >= 20
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(exclude_categories=["Cs"])),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=JSON_VALUES)
+def test_result_text_is_the_sdks(value: Any) -> None:
+    """A result's text content is byte for byte what the SDK writes (pydantic-core's JSON)."""
+    import pydantic_core
+
+    assert mcp_tools.json_text(value) == pydantic_core.to_json(value, fallback=str, indent=2).decode()
+
+
+def test_the_tool_data_is_shipped_with_the_package() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert "mcp_tools.json" in config["package-data"]["nexus.surfaces"]
+    assert mcp_front.DATA.is_file() and mcp_front.DATA.parent == Path(mcp_tools.__file__).parent
