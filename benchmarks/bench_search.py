@@ -1,12 +1,14 @@
 """Search benchmark: nexus's Whoosh index against SQLite FTS5 over the same text, in the same run.
 
     .venv/bin/python benchmarks/bench_search.py [--entries 100000] [--queries 200] [--json]
-    .venv/bin/python benchmarks/bench_search.py --before PATH [--builds 2]   # side by side
+    .venv/bin/python benchmarks/bench_search.py --before PATH [--builds 2] [--verify-first]  # side by side
 
 With ``--before PATH`` (a checkout of an earlier nexus) it instead runs that code and this one side by
 side on copies of one synthetic vault, under the same load: each build in turn, then the same queries
 sent to one process of each, alternately, one at a time; it reports both, their ratio, and how many
-queries' top hits differ (the two versions should answer the same).
+queries' top hits differ (the two versions should answer the same). Each side searches as the CLI and
+the MCP server do, with this machine's pins configured (its own ``NEXUS_HOME``); ``--verify-first``:
+each runs ``nexus verify`` before its builds, so a build can use the proof (``search/proof.py``).
 
 Builds a synthetic vault (signed entries rendered straight into month segments, plus decision,
 checkpoint and free notes), then measures for both engines: full build (both read the vault's
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -308,7 +311,7 @@ def folder_size(path: Path) -> int:
 
 
 WORKER = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 from pathlib import Path
 from nexus import search
 from nexus.storage.vault import Vault
@@ -318,10 +321,16 @@ def cpu():
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 vault = Vault(Path(sys.argv[1]))
+if os.environ.get("NEXUS_HOME"):  # as the CLI and the MCP server search: with this machine's pins
+    from nexus.keys import trust
+    trust.configure(Path(os.environ["NEXUS_HOME"]))
 for line in sys.stdin:
     kind, q = json.loads(line)
     c, t = cpu(), time.perf_counter()
-    if kind == "build":
+    if kind == "verify":  # what nexus verify proves (the build may use it)
+        from nexus.ledger import verify_state
+        hits = [None] * verify_state.run(vault).entries
+    elif kind == "build":
         hits = [None] * search.rebuild(vault).documents_added
     elif kind == "phrase":
         hits = search.search(vault, f'"{q}"')
@@ -330,7 +339,8 @@ for line in sys.stdin:
     else:
         hits = search.search(vault, q)
     dt, dc = time.perf_counter() - t, cpu() - c
-    top = [[h.path, h.line_start] for h in hits[:10]] if kind != "build" else len(hits)
+    found = kind in ("build", "verify")
+    top = len(hits) if found else [[h.path, h.line_start, h.verified] for h in hits[:10]]
     print(json.dumps([dt, dc, top]), flush=True)
 """
 
@@ -364,6 +374,37 @@ def _summary(rows: dict[str, dict[str, list[float]]], entries: int) -> dict[str,
     return result
 
 
+Ask = Callable[[str, str, str], tuple[float, float, object]]
+
+
+def _alternate(
+    ask: Ask, qs: dict[str, list[str]], args: argparse.Namespace
+) -> tuple[dict[str, dict[str, list[float]]], int]:
+    """The builds, then every query, sent to "before" and "after" in turn (the order alternating);
+    the times per side, and how many queries' top 10 (with their verified flags) differ."""
+    rows: dict[str, dict[str, list[float]]] = {}
+    if args.verify_first:
+        for name in ("before", "after"):
+            ask(name, "verify", "")
+    for i in range(args.builds):  # the order alternates, so neither always runs first
+        for name in ("before", "after") if i % 2 == 0 else ("after", "before"):
+            dt, dc, _ = ask(name, "build", "")
+            rows.setdefault("build", {}).setdefault(f"{name} s", []).append(dt)
+            rows["build"].setdefault(f"{name} cpu", []).append(dc)
+    differ = 0
+    for name in ("before", "after"):
+        ask(name, "one term", "warmup")
+    for kind, items in qs.items():
+        for j, q in enumerate(items):
+            got = {}
+            for name in ("before", "after") if j % 2 == 0 else ("after", "before"):
+                dt, dc, got[name] = ask(name, kind, q)
+                rows.setdefault(kind, {}).setdefault(f"{name} s", []).append(dt)
+                rows[kind].setdefault(f"{name} cpu", []).append(dc)
+            differ += got["before"] != got["after"]
+    return rows, differ
+
+
 def side_by_side(args: argparse.Namespace) -> int:
     """This code and an earlier checkout (``args.before``) on copies of one vault, alternately."""
     import subprocess
@@ -376,8 +417,8 @@ def side_by_side(args: argparse.Namespace) -> int:
         shutil.copytree(vault.root, tmp / "before", symlinks=True)
         qs = queries(rng, words, cum, vault, args.queries)
         trees = {"before": args.before.resolve(), "after": Path(__file__).resolve().parent.parent}
-        for name, tree in trees.items():
-            env = dict(os.environ, PYTHONPATH=str(tree))
+        for name, tree in trees.items():  # each its own NEXUS_HOME: pins, memo, proof, secret
+            env = dict(os.environ, PYTHONPATH=str(tree), NEXUS_HOME=str(tmp / f"home-{name}"))
             procs[name] = subprocess.Popen(
                 [sys.executable, "-c", WORKER, str(tmp / name)],
                 env=env,
@@ -395,23 +436,7 @@ def side_by_side(args: argparse.Namespace) -> int:
             dt, dc, top = json.loads(proc.stdout.readline())
             return float(dt), float(dc), top
 
-        rows: dict[str, dict[str, list[float]]] = {}
-        for i in range(args.builds):  # the order alternates, so neither always runs first
-            for name in ("before", "after") if i % 2 == 0 else ("after", "before"):
-                dt, dc, _ = ask(name, "build", "")
-                rows.setdefault("build", {}).setdefault(f"{name} s", []).append(dt)
-                rows["build"].setdefault(f"{name} cpu", []).append(dc)
-        differ = 0
-        for name in procs:
-            ask(name, "one term", "warmup")
-        for kind, items in qs.items():
-            for j, q in enumerate(items):
-                got = {}
-                for name in ("before", "after") if j % 2 == 0 else ("after", "before"):
-                    dt, dc, got[name] = ask(name, kind, q)
-                    rows.setdefault(kind, {}).setdefault(f"{name} s", []).append(dt)
-                    rows[kind].setdefault(f"{name} cpu", []).append(dc)
-                differ += got["before"] != got["after"]
+        rows, differ = _alternate(ask, qs, args)
         result = _summary(rows, args.entries)
         result["queries_whose_top_10_differ"] = differ
         print(json.dumps(result, indent=2))
@@ -434,9 +459,17 @@ def main() -> int:
     ap.add_argument("--appends", type=int, default=20)
     ap.add_argument("--keep", action="store_true", help="keep the synthetic vault")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--verify-first",
+        action="store_true",
+        help="with --before: each side runs nexus verify before its builds (a build may use the proof)",
+    )
     args = ap.parse_args()
     if args.before is not None:
         return side_by_side(args)
+    from nexus.keys import trust
+
+    trust.configure(Path(os.environ["NEXUS_HOME"]))  # as the CLI and the MCP server search
     rng = random.Random(5)
     tmp = Path(tempfile.mkdtemp(prefix="nexus-bench-search-"))
     try:

@@ -122,3 +122,63 @@ def test_one_entry_is_read_as_a_segment_scan_reads_it(env: Env) -> None:
         two = data[first.offset : second.end_offset]
         assert _one_entry(two, located.file, first.offset, first.line_start) is None
         assert _one_entry(data[first.offset : first.end_offset - 1], located.file, first.offset, 1) is None
+
+
+def _cut_as_before(flat: Any, terms: Any, width: int = 200) -> str:
+    """The snippet cutter before it stopped looking past the window (the reference)."""
+    import re
+
+    from nexus.search.language import WORD_RE
+
+    text = flat.text
+    fenced = [(m.start(), m.end()) for m in re.finditer(r"\[\[[^\]]*\]\]|\*\*[^*]+\*\*", text)]
+    words = [
+        (m.start(), m.end(), m.group(0).lower())
+        for m in WORD_RE.finditer(text)
+        if not any(a <= m.start() < b for a, b in fenced)
+    ]
+    matches = [(s, e) for s, e, word in words if word in terms]
+    if not matches:
+        return str(text[:width] + ("…" if len(text) > width else ""))
+    first = matches[0][0]
+    begin = max(0, first - width // 3)
+    if begin:
+        space = text.find(" ", begin)
+        begin = space + 1 if 0 <= space < first else begin
+    stop = min(len(text), begin + width)
+    out, pos = [], begin
+    for s, e in matches:
+        if s < begin or e > stop:
+            continue
+        out.append(text[pos:s])
+        out.append(f"**{text[s:e]}**")
+        pos = e
+    out.append(text[pos:stop])
+    return ("…" if begin else "") + "".join(out) + ("…" if stop < len(text) else "")
+
+
+def test_snippets_cut_as_before() -> None:
+    import random
+
+    from nexus.search.language import MatchedTerms, analysis
+    from nexus.search.snippets import cut, flatten
+
+    rng = random.Random(13)
+    words = [
+        "falcon",
+        "Falcons",
+        "nest",
+        "roof",
+        "**bold falcon**",
+        "[[falcon note]]",
+        "budget",
+        "x" * 90,
+        "\n",
+    ]
+    lang = analysis(("en",))
+    for _ in range(3000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(0, 120)))
+        terms = MatchedTerms(lang, rng.sample(["falcon", "nest", "budget", "roof", "xx"], rng.randint(0, 3)))
+        flat = flatten(text)
+        for width in (200, 40):
+            assert cut(flat, terms, width) == _cut_as_before(flat, terms, width), text

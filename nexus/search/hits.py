@@ -31,6 +31,7 @@ class HitReader:
 
     def __init__(self, vault: Vault, signatures: Signatures, terms: MatchedTerms, phrases: Patterns) -> None:
         self.vault = vault
+        self.root = str(vault.root)
         self.signatures = signatures
         self.terms = terms
         self.phrases = phrases
@@ -41,7 +42,7 @@ class HitReader:
         fd = self.fds.get(rel)
         if fd is None:
             try:
-                fd = os.open(self.vault.root / rel, os.O_RDONLY)
+                fd = os.open(os.path.join(self.root, rel), os.O_RDONLY)
             except (FileNotFoundError, NotADirectoryError):
                 return None
             self.fds[rel] = fd
@@ -109,7 +110,7 @@ class HitReader:
         if self.keys is None:
             self.keys = self.signatures.lookup()
         terms = self.terms
-        from_body = e.body and any(w in terms for w in known.body_words)
+        from_body = known.body_matches(terms)
         return Hit(
             kind="entry",
             path=located.file,

@@ -32,12 +32,16 @@ from .language import DEFAULT_LANGUAGES, Analysis, analysis, check_languages
 from .manifest import FileRecord, Manifest, index_dir, now
 from .manifest import load as load_manifest
 from .manifest import save as save_manifest
+from .manifest import stamp as manifest_stamp
 from .seals import Sealer, memo, sealer
 
 if TYPE_CHECKING:
     from ..keys.checked import Memo
 
 LOCK = threading.RLock()  # one search or refresh at a time per process
+# vault root -> ((open index folder, the manifest file's stamp), the vault's files) last found fresh:
+# while neither changed the index is still fresh (one comparison instead of a record per file)
+FRESH: dict[str, tuple[tuple[str, tuple[int, int, int] | None], documents.Files]] = {}
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -113,6 +117,9 @@ def refresh(
     the index folder the caller has open (known to exist)."""
     started = time.perf_counter()
     files = documents.vault_files(vault)
+    seen = FRESH.get(str(vault.root)) if open_dir is not None and not languages else None
+    if seen is not None and seen[1] == files and seen[0] == (open_dir, manifest_stamp(vault)):
+        return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
     manifest = load_manifest(vault)
     langs = check_languages(languages) if languages else None
     if manifest is not None and langs is not None and manifest.languages != langs:
@@ -121,8 +128,11 @@ def refresh(
             if theirs is None or theirs.languages != langs:
                 return build_and_swap(vault, progress, langs, started)
         manifest = load_manifest(vault)
+    stamp = manifest_stamp(vault)
     fresh = manifest is not None and not any(changes(manifest, files))
     if fresh and manifest is not None and (manifest.dir == open_dir or usable(vault, manifest)):
+        if manifest.dir == open_dir and stamp is not None and stamp == manifest_stamp(vault):
+            FRESH[str(vault.root)] = ((open_dir, stamp), files)
         return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
     with exclusive(vault.lock("index")):
         return _refresh_locked(vault, progress, langs, started, len(files))

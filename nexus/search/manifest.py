@@ -144,6 +144,16 @@ class Manifests:
 MANIFESTS = Manifests()  # this process's
 
 
+def stamp(vault: Vault) -> tuple[int, int, int] | None:
+    """The manifest file's (inode, mtime, size), or None when it is missing: rewritten whole by
+    ``save`` (a new inode), so the same stamp means the same manifest."""
+    try:
+        st = (index_dir(vault) / MANIFEST).stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def load(vault: Vault) -> Manifest | None:
     return MANIFESTS.load(vault)
 

@@ -131,6 +131,9 @@ class _Segment:
 
     def __init__(self, leaf: Leaf, base: int, posts: list[Posts], sources: list[Group]) -> None:
         self.leaf, self.base, self.posts, self.sources = leaf, base, posts, sources
+        self.full: dict[int, float] = {}  # docnum -> score of those matching every word (2+ words)
+        if len(posts) == 1:
+            return  # (one word: its rows are made straight from its postings)
         deleted = leaf.deleted
         got, f = posts[0]
         acc = (
@@ -148,6 +151,16 @@ class _Segment:
         """(words, score, -docnum) of the documents matching every word (ties go to the earlier
         document, as in Whoosh)."""
         base, acc = self.base, self.full
+        if len(self.posts) == 1:
+            got, f = self.posts[0]
+            deleted = self.leaf.deleted
+            if allow is None and not deleted:
+                return [(total, w * f, -d - base) for d, w in got.items()]
+            return [
+                (total, w * f, -d - base)
+                for d, w in got.items()
+                if d not in deleted and (allow is None or d + base in allow)
+            ]
         if allow is not None:
             return [(total, sc, -d - base) for d, sc in acc.items() if d + base in allow]
         return list(zip([total] * len(acc), acc.values(), [-d - base for d in acc], strict=True))

@@ -1,15 +1,17 @@
 """Snippets: about 200 characters of a hit's text around its first matched word, matched words in
 bold (never inside a wikilink or text already bold).
 
-A text is flattened once (``flatten``: whitespace runs made one space, and its words outside links and
-bold found with their positions); cutting a snippet from it for a query (``cut``) then only looks up
-each word among the query's matched terms. ``verdicts`` keeps an entry's flattened texts for the life
-of the process, so a hit seen again costs one lookup per word.
+A text is flattened once (``flatten``: whitespace runs made one space, the spans of its links and
+bold found); cutting a snippet from it for a query (``cut``) finds its words outside links and bold
+as it goes, looking each up among the query's matched terms up to the first match, then only within
+the window around it. ``verdicts`` keeps an entry's flattened texts for the life of the process.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .language import WORD_RE, MatchedTerms
@@ -19,42 +21,52 @@ _LINK_OR_STRONG_RE = re.compile(r"\[\[[^\]]*\]\]|\*\*[^*]+\*\*")
 
 @dataclass(frozen=True, slots=True)
 class Flat:
-    """A text on one line, and its words outside wikilinks and bold: (start, end, lowercased)."""
+    """A text on one line, and the spans of its wikilinks and bold (whose words are never bolded)."""
 
     text: str
-    words: tuple[tuple[int, int, str], ...]
+    fenced: tuple[tuple[int, int], ...]
 
 
 def flatten(text: str) -> Flat:
     flat = " ".join(text.split())
-    fenced = [(m.start(), m.end()) for m in _LINK_OR_STRONG_RE.finditer(flat)]
-    words = tuple(
-        (m.start(), m.end(), m.group(0).lower())
-        for m in WORD_RE.finditer(flat)
-        if not fenced or not any(a <= m.start() < b for a, b in fenced)
-    )
-    return Flat(flat, words)
+    if "[[" not in flat and "**" not in flat:
+        return Flat(flat, ())
+    return Flat(flat, tuple((m.start(), m.end()) for m in _LINK_OR_STRONG_RE.finditer(flat)))
+
+
+def _words(flat: Flat) -> Iterator[tuple[int, int, str]]:
+    """The words outside wikilinks and bold, in text order: (start, end, lowercased), found as they
+    are asked for (a snippet looks only as far as its window)."""
+    fenced = flat.fenced
+    for m in WORD_RE.finditer(flat.text):
+        s = m.start()
+        if fenced and any(a <= s < b for a, b in fenced):
+            continue
+        yield s, m.end(), m.group(0).lower()
 
 
 def cut(flat: Flat, terms: MatchedTerms, width: int = 200) -> str:
-    """The snippet of ``flat`` for a query whose matched terms are ``terms``."""
+    """The snippet of ``flat`` for a query whose matched terms are ``terms``: words are looked up
+    only up to the first match, then within the window around it."""
     text = flat.text
-    matches = [(s, e) for s, e, word in flat.words if word in terms]
-    if not matches:
+    words = _words(flat)
+    first = next((w for w in words if w[2] in terms), None)
+    if first is None:
         return text[:width] + ("…" if len(text) > width else "")
-    first = matches[0][0]
-    begin = max(0, first - width // 3)
+    start = first[0]
+    begin = max(0, start - width // 3)
     if begin:
         space = text.find(" ", begin)
-        begin = space + 1 if 0 <= space < first else begin
+        begin = space + 1 if 0 <= space < start else begin
     stop = min(len(text), begin + width)
     out, pos = [], begin
-    for s, e in matches:
-        if s < begin or e > stop:
-            continue
-        out.append(text[pos:s])
-        out.append(f"**{text[s:e]}**")
-        pos = e
+    for s, e, word in itertools.chain((first,), words):
+        if e > stop:
+            break  # (and every later word)
+        if s == start or word in terms:
+            out.append(text[pos:s])
+            out.append(f"**{text[s:e]}**")
+            pos = e
     out.append(text[pos:stop])
     return ("…" if begin else "") + "".join(out) + ("…" if stop < len(text) else "")
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..records import Located
 from ..storage.vault import Vault
-from .language import WORD_RE
+from .language import WORD_RE, MatchedTerms
 from .snippets import Flat, flatten
 
 if TYPE_CHECKING:
@@ -40,15 +40,19 @@ class Known:
     """An entry as its bytes parse: the entry where it stands, and its snippet texts (made on first
     use: most hits need only one of them)."""
 
-    __slots__ = ("_body", "_whole", "body_words", "digest", "located")
+    __slots__ = ("_body", "_whole", "digest", "located")
 
     def __init__(self, digest: bytes, located: Located) -> None:
         self.digest = digest
         self.located = located
-        body = located.entry.body
-        self.body_words = frozenset(w.lower() for w in WORD_RE.findall(body)) if body else frozenset()
         self._body: Flat | None = None
         self._whole: Flat | None = None
+
+    def body_matches(self, terms: MatchedTerms) -> bool:
+        """Whether a word of the body (links and bold included) is one of a query's matched terms
+        (looked up until the first that is)."""
+        body = self.located.entry.body
+        return bool(body) and any(m.group(0).lower() in terms for m in WORD_RE.finditer(body or ""))
 
     def body(self) -> Flat:
         if self._body is None:
@@ -134,6 +138,7 @@ class Signatures:
         self.memo: Memo | None = None  # the machine's memo (keys.checked), when trust is configured
         self.secret: bytes | None = None  # the machine's secret (keys.seal), when trust is configured
         self.ring: tuple[tuple[object, ...], Lookup] | None = None  # (what it was read from, lookup)
+        self.pins: tuple[tuple[object, ...], Path] | None = None  # ((home, nexus.md's stamp), pins file)
 
     def public_keys(self) -> dict[str, tuple[str, str]]:
         """agent -> (key id, public key) from the identity notes."""
@@ -184,12 +189,22 @@ class Signatures:
         ``trust.load`` reads: reading it costs ~0.5-1 ms a search)."""
         from ..keys import trust
 
-        stamp = (str(home), _stat(trust.pins_path(home, self.vault)), self._notes_stamp())
+        pins = self._pins_path(home)
+        stamp = (str(home), _stat(pins), self._notes_stamp())
         if self.ring is None or self.ring[0] != stamp:
             ring = trust.load(self.vault, home)
             # (first sight of a name pins it: the pins file changed, read once more next time)
-            self.ring = ((str(home), _stat(trust.pins_path(home, self.vault)), stamp[2]), ring.public_key)
+            self.ring = ((str(home), _stat(pins), stamp[2]), ring.public_key)
         return self.ring[1]
+
+    def _pins_path(self, home: Path) -> Path:
+        """Where the pins are (named by the vault's id, worked out again when ``nexus.md`` changes)."""
+        from ..keys import trust
+
+        marker = _stat(self.vault.root / "nexus.md")
+        if self.pins is None or self.pins[0] != (str(home), marker):
+            self.pins = ((str(home), marker), trust.pins_path(home, self.vault))
+        return self.pins[1]
 
     def _notes_stamp(self) -> tuple[tuple[str, int, int, int], ...]:
         stamp: list[tuple[str, int, int, int]] = []
