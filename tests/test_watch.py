@@ -498,14 +498,15 @@ def test_a_restore_moves_the_derived_state_instead_of_rebuilding_it(
     later = env.append("lyra", "a question", type="question").located.entry.id
     w.wait_for(lambda e: e["event"] == "owed" and e["id"] == later)
     state_file = coordination.state_path(env.vault, DEFAULT_ACK_TYPES, 60.0)
-    _wait_until(lambda: later in state_file.read_text())
-    segment.write_bytes(stale + b"\n")  # a stale save (one extra byte, so offsets move)
-    w.wait_for(lambda e: e["event"] == "restored")
 
     def state() -> coordination.State:
-        found = coordination.State.from_json(json.loads(state_file.read_text()))
+        found = coordination.load(env.vault, DEFAULT_ACK_TYPES, 60.0)  # (the head; its months as read)
         assert found is not None
         return found
+
+    _wait_until(lambda: state_file.exists() and later in state().pending)
+    segment.write_bytes(stale + b"\n")  # a stale save (one extra byte, so offsets move)
+    w.wait_for(lambda e: e["event"] == "restored")
 
     try:
         _wait_until(lambda: coordination.marks_current(env.vault, state().marks))

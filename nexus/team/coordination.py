@@ -10,12 +10,21 @@ another shape or version is treated as missing.
 
 Files (``P`` is a short hash of the parameters, so two settings never fight over one file):
 
-* ``state-P.json`` – a :class:`State`: per segment its :class:`SegmentMark`, every entry of an
-  ack-needing type (:class:`Pending`: where it is, its type, who acked it), the entries inside the
-  race window of the newest one (:class:`Recent`) and every race (:class:`RacePair`); those three
-  and :class:`Ref` are named tuples, written as JSON lists;
+* ``state-P.json`` – the head of a :class:`State`: per segment its :class:`SegmentMark`, the entries
+  inside the race window of the newest one (:class:`Recent`), every race (:class:`RacePair`), and
+  which month files hold the entries of an ack-needing type, at which generation;
+* ``pending-P-YYYY-MM.json`` – the entries of an ack-needing type whose id falls in that month
+  (:class:`Pending`: where it is, its type, who acked it), read and rewritten a month at a time
+  (``pending.py``): a refresh after N new entries touches the months of those entries and of what
+  they ack, not the history. :class:`Pending`, :class:`Recent`, :class:`RacePair` and :class:`Ref`
+  are named tuples, written as JSON lists;
 * ``view-P-AGENT.json`` – a :class:`View`: what one agent owes and its unresolved races, with the
-  marks it was computed at: all ``nexus brief`` reads when nothing changed.
+  marks it was computed at: all ``nexus brief`` reads when nothing changed. A refresh updates each
+  view from the one it replaces and what changed (the pending entries it touched), when that view
+  was current; otherwise it computes it from every month.
+
+The head is written last: a crash between the month files and the head leaves a month of a newer
+generation than the head names, and the next refresh rebuilds (``pending.Damaged``).
 
 A :class:`Ref` says where an entry is: enough to read it back with one seek (:func:`materialize`).
 """
@@ -26,6 +35,7 @@ import bisect
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -34,8 +44,9 @@ from ..ledger.marks import START, Mark
 from ..records import Located
 from ..storage import durable, entries, segments
 from ..storage.vault import Vault
+from .pending import Book, Damaged, reader
 
-VERSION = 4  # 4: typed records (3: refused state edits (state-conflict) never race)
+VERSION = 5  # 5: pending entries a month a file (4: typed records; 3: refused state edits never race)
 RECONCILE = "reconcile"
 REFUSED = "state-conflict"  # a stale state edit, refused: nothing changed
 
@@ -57,6 +68,11 @@ def _ref(raw: Any) -> Ref:
 
 def _races(raw: Any) -> list[RacePair]:
     return [_new(RacePair, (_ref(a), _ref(b), by)) for a, b, by in raw]
+
+
+def _pending(raw: Any) -> Pending:
+    r, t, a = raw
+    return _new(Pending, (_ref(r), t, tuple(a)))
 
 
 # The records held by the thousand (a ref per pending entry, per recent entry, per race side) are typed
@@ -162,32 +178,38 @@ class State:
     ack_types: tuple[str, ...]
     window_ms: int
     marks: dict[str, SegmentMark] = field(default_factory=dict)
-    pending: dict[str, Pending] = field(default_factory=dict)
+    pending: Book[Pending] = field(default_factory=Book)
     recent: list[Recent] = field(default_factory=list)
     races: list[RacePair] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """The head (the pending entries are in their month files: :meth:`Book.save`)."""
         return {
             "v": VERSION,
             "ack_types": list(self.ack_types),
             "window_ms": self.window_ms,
             "marks": _marks_json(self.marks),
-            "pending": self.pending,  # (named tuples: json writes them as lists)
-            "recent": self.recent,
+            "gen": self.pending.gen,
+            "months": self.pending.months,
+            "recent": self.recent,  # (named tuples: json writes them as lists)
             "races": self.races,
         }
 
     @classmethod
-    def from_json(cls, raw: Any) -> State | None:
-        """The state ``raw`` holds, or None when it has another version or shape (rebuilt)."""
+    def from_json(
+        cls, raw: Any, read: Callable[[str], tuple[int, dict[str, Any]] | None] | None = None
+    ) -> State | None:
+        """The state whose head ``raw`` is (its months read with ``read``, when first needed), or
+        None when it has another version or shape (rebuilt)."""
         try:
             if raw["v"] != VERSION:
                 return None
+            months = {str(m): int(g) for m, g in raw["months"].items()}
             return cls(
                 tuple(str(t) for t in raw["ack_types"]),
                 int(raw["window_ms"]),
                 _marks_from(raw["marks"]),
-                {k: _new(Pending, (_ref(r), t, tuple(a))) for k, (r, t, a) in raw["pending"].items()},
+                Book(months, read, _pending, int(raw["gen"])),
                 [_new(Recent, (_ref(r), ms, skip)) for r, ms, skip in raw["recent"]],
                 _races(raw["races"]),
             )
@@ -241,6 +263,12 @@ def view_path(vault: Vault, agent: str, ack_types: tuple[str, ...], window_secon
     return vault.state / "coord" / f"view-{_params_key(ack_types, window_seconds)}-{agent}.json"
 
 
+def _months_at(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> Callable[[str], Path]:
+    """Where each month file of the pending entries is."""
+    folder, key = vault.state / "coord", _params_key(ack_types, window_seconds)
+    return lambda month: folder / f"pending-{key}-{month}.json"
+
+
 @dataclass
 class Update:
     """What one ``refresh`` found: the state, and what is new since the previous refresh."""
@@ -251,6 +279,8 @@ class Update:
     resolved: list[tuple[str, str, str]] = field(default_factory=list)  # (a, b, reconcile id)
     rebuilt: bool = False
     marks_moved: bool = False  # e.g. text after the last entry was read: save, or every look rereads it
+    touched: set[str] = field(default_factory=set)  # pending entries added or acked (views follow them)
+    before: dict[str, SegmentMark] | None = None  # the marks the state was loaded at (None: rebuilt)
 
     @property
     def changed(self) -> bool:
@@ -296,11 +326,13 @@ def _empty(ack_types: tuple[str, ...], window_seconds: float) -> State:
 
 
 def load(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> State | None:
+    """The saved state (its head; months are read as they are needed), or None: missing, of another
+    shape or for other parameters."""
     try:
         raw = json.loads(state_path(vault, ack_types, window_seconds).read_bytes())
     except (FileNotFoundError, ValueError):
         return None
-    state = State.from_json(raw)
+    state = State.from_json(raw, reader(_months_at(vault, ack_types, window_seconds), VERSION))
     if state is None or state.ack_types != tuple(sorted(ack_types)):
         return None
     return state if state.window_ms == int(window_seconds * 1000) else None
@@ -313,8 +345,10 @@ def absorb(state: State, located: Located, update: Update) -> None:
         item = state.pending.get(acked)
         if item is not None and item.owed_by(e.agent):
             state.pending[acked] = item._replace(acked=(*item.acked, e.agent))
+            update.touched.add(acked)
     if e.type in state.ack_types:
         state.pending[e.id] = Pending(Ref.of(located), e.type)
+        update.touched.add(e.id)
     if e.type == RECONCILE and e.ack:
         acked_ids = set(e.ack)
         for i, race in enumerate(state.races):
@@ -391,14 +425,42 @@ def refresh(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> 
     from ..storage.locks import exclusive
 
     with exclusive(vault.lock("coord")):
-        state = load(vault, ack_types, window_seconds)
-        update = Update(state or _empty(ack_types, window_seconds))
-        if state is None or not _catch_up(vault, update.state, update):
-            update = Update(_empty(ack_types, window_seconds), rebuilt=True)
-            _catch_up(vault, update.state, update)
-        if update.changed or not state_path(vault, ack_types, window_seconds).exists():
-            save(vault, update.state, ack_types, window_seconds)
+        update = _refresh(vault, ack_types, window_seconds)
+    update.state.pending.repair = lambda: _repair(vault, ack_types, window_seconds)
     return update
+
+
+def _refresh(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> Update:
+    """``refresh`` under the lock: a month file of another generation than the head names, or one
+    that cannot be read, and the state is rebuilt."""
+    state = load(vault, ack_types, window_seconds)
+    update = Update(state or _empty(ack_types, window_seconds))
+    ok = False
+    if state is not None:
+        update.before = dict(state.marks)
+        state.pending.strict = True
+        try:
+            ok = _catch_up(vault, state, update)
+        except Damaged:
+            ok = False
+        state.pending.strict = False
+    if not ok:
+        update = Update(_empty(ack_types, window_seconds), rebuilt=True)
+        _catch_up(vault, update.state, update)
+    if update.changed or not state_path(vault, ack_types, window_seconds).exists():
+        save(vault, update.state, ack_types, window_seconds, update)
+    return update
+
+
+def _repair(vault: Vault, ack_types: tuple[str, ...], window_seconds: float) -> Book[Pending]:
+    """The pending entries rebuilt from the log (a month file went bad after a refresh read the head)."""
+    from ..storage.locks import exclusive
+
+    with exclusive(vault.lock("coord")):
+        update = Update(_empty(ack_types, window_seconds), rebuilt=True)
+        _catch_up(vault, update.state, update)
+        save(vault, update.state, ack_types, window_seconds, update)
+    return update.state.pending
 
 
 def relocate(
@@ -421,13 +483,17 @@ def relocate(
         state = load(vault, ack_types, window_seconds)
         if state is None or file not in state.marks:
             return False
+        state.pending.strict = True
         known = state.marks[file]
         last, count = known.mark.last, known.count
         ids = [loc.entry.id for loc in found]
         if last is None or ids != sorted(ids) or last not in ids or ids.index(last) + 1 != count:
             return False
         where = {loc.entry.id: loc for loc in found}
-        if not _move_refs(state, file, where):
+        try:
+            if not _move_refs(state, file, where):
+                return False
+        except Damaged:
             return False
         anchor = where[last]
         state.marks[file] = SegmentMark(Mark.past(anchor, min(anchor.end_offset, size)), count)
@@ -449,7 +515,8 @@ def _move_refs(state: State, file: str, where: dict[str, Located]) -> bool:
         ref = moved(item.ref)
         if ref is None:
             return False
-        pending[entry_id] = item._replace(ref=ref)
+        if ref != item.ref:
+            pending[entry_id] = item._replace(ref=ref)
     recent = []
     for r in state.recent:
         ref = moved(r.ref)
@@ -468,30 +535,68 @@ def _move_refs(state: State, file: str, where: dict[str, Located]) -> bool:
     return True
 
 
-def save(vault: Vault, state: State, ack_types: tuple[str, ...], window_seconds: float) -> None:
+def save(
+    vault: Vault,
+    state: State,
+    ack_types: tuple[str, ...],
+    window_seconds: float,
+    update: Update | None = None,
+) -> None:
+    """Write the months that changed, then the head, then a view for every agent (each from the one
+    it replaces when ``update`` says what changed since that one was current)."""
     from ..keys.roster import agents
 
+    months_at = _months_at(vault, ack_types, window_seconds)
+    state.pending.save(months_at, VERSION)
+    folder = vault.state / "coord"
+    key = _params_key(ack_types, window_seconds)
+    if update is not None and update.rebuilt:  # month files no head names any more
+        for stale in folder.glob(f"pending-{key}-*.json"):
+            if stale.name[len(f"pending-{key}-") : -5] not in state.pending.months:
+                stale.unlink(missing_ok=True)
     durable.replace(
         state_path(vault, ack_types, window_seconds), json.dumps(state.to_json()).encode(), durable=False
     )
-    folder = vault.state / "coord"
-    prefix = f"view-{_params_key(ack_types, window_seconds)}-"
+    prefix = f"view-{key}-"
     names = agents(vault)
     for name in names:
-        durable.replace(
-            folder / f"{prefix}{name}.json",
-            json.dumps(make_view(state, name).to_json()).encode(),
-            durable=False,
-        )
+        path = folder / f"{prefix}{name}.json"
+        data = _next_view(path, state, name, update)
+        durable.replace(path, json.dumps(data.to_json()).encode(), durable=False)
     for stale in folder.glob(f"{prefix}*.json"):  # views of identities that are gone
         if stale.name[len(prefix) : -5] not in set(names):
             stale.unlink(missing_ok=True)
 
 
+def _next_view(path: Path, state: State, agent: str, update: Update | None) -> View:
+    """``agent``'s view of ``state``: the view at ``path`` moved on by what ``update`` touched when
+    that view was current when the state was loaded, else computed from every month."""
+    if update is None or update.before is None:
+        return make_view(state, agent)
+    try:
+        old = View.from_json(json.loads(path.read_bytes()))
+    except (OSError, ValueError):
+        old = None
+    if old is None or old.agent != agent or old.marks != update.before:
+        return make_view(state, agent)
+    owed = {ref.id: ref for ref in old.owed}
+    for entry_id in update.touched:
+        item = state.pending.get(entry_id)
+        if item is not None and item.owed_by(agent):
+            owed[entry_id] = item.ref
+        else:
+            owed.pop(entry_id, None)
+    return View(agent, dict(state.marks), tuple(owed[k] for k in sorted(owed)), _agent_races(state, agent))
+
+
+def _agent_races(state: State, agent: str) -> tuple[RacePair, ...]:
+    return tuple(r for r in state.races if r.resolved_by is None and agent in (r.a.agent, r.b.agent))
+
+
 def make_view(state: State, agent: str) -> View:
+    """``agent``'s view computed from the whole state (every month is read)."""
     owed = sorted((p.ref for p in state.pending.values() if p.owed_by(agent)), key=lambda ref: ref.id)
-    races = tuple(r for r in state.races if r.resolved_by is None and agent in (r.a.agent, r.b.agent))
-    return View(agent, dict(state.marks), tuple(owed), races)
+    return View(agent, dict(state.marks), tuple(owed), _agent_races(state, agent))
 
 
 def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: float) -> View:
@@ -505,9 +610,14 @@ def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: f
     except (FileNotFoundError, ValueError):
         pass
     update = refresh(vault, ack_types, window_seconds)
+    try:  # (the refresh wrote every agent's view when anything changed)
+        saved = View.from_json(json.loads(path.read_bytes()))
+        if saved is not None and saved.agent == agent and saved.marks == update.state.marks:
+            return saved
+    except (FileNotFoundError, ValueError):
+        pass
     data = make_view(update.state, agent)
-    if not path.exists():  # an agent added since the last save: next time, the fast path
-        durable.replace(path, json.dumps(data.to_json()).encode(), durable=False)
+    durable.replace(path, json.dumps(data.to_json()).encode(), durable=False)  # next time, the fast path
     return data
 
 
