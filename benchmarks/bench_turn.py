@@ -7,9 +7,12 @@ Interleaved in one loop (baseline, session-start, prompt with nothing new, promp
 log append, brief, baseline, …) so every command sees the same disk and load; reported as p50/p90 and
 the p50 ratio to the baseline (target: ≤ 4x). The hook commands run as the runtimes run them: the
 installed `nexus-hook` script with the event JSON on stdin. Then `nexus mcp --agent A` spawned over
-pipes: initialize, then a `brief` call, timed from spawn to the answer (target: ≤ 0.6 s), with
-`python -c "import mcp.server"` beside it. Then `-X importtime` of the quiet prompt hook and of
-`nexus mcp`'s start. Nothing is asserted. JSON goes to benchmarks/results/bench_turn.json.
+pipes: initialize, then a `brief` call, timed from spawn to the answer (target: ≤ 0.6 s; the stdio
+front answers it), side by side in the same loop with the SDK server alone (`NEXUS_MCP_FRONT=sdk`:
+what `nexus mcp` was before the front) and `python -c "import mcp.server"`; and a `resources/read`
+(which only the SDK answers: the front hands over first) timed the same way, front and SDK alone.
+Then `-X importtime` of the quiet prompt hook, of the front's first answer and of the SDK server's
+module. Nothing is asserted. JSON goes to benchmarks/results/bench_turn.json.
 """
 
 from __future__ import annotations
@@ -61,11 +64,15 @@ def timed_cpu(cmd: list[str], env: dict[str, str], stdin: str = "") -> tuple[flo
     return wall, cpu
 
 
-def mcp_first_answer(cmd: list[str], env: dict[str, str]) -> float:
-    """Milliseconds from spawning the server to the answer of its first tool call (`brief`)."""
+BRIEF = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "brief", "arguments": {}}}
+RESOURCE = {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "nexus://decisions"}}
+
+
+def mcp_messages(request: dict[str, object]) -> list[dict[str, object]]:
+    """What a client sends at once after spawning a server: initialize, initialized, ``request``."""
     from mcp.types import LATEST_PROTOCOL_VERSION
 
-    msgs = [
+    return [
         {
             "jsonrpc": "2.0",
             "id": 1,
@@ -77,8 +84,14 @@ def mcp_first_answer(cmd: list[str], env: dict[str, str]) -> float:
             },
         },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "brief", "arguments": {}}},
+        request,
     ]
+
+
+def mcp_first_answer(cmd: list[str], env: dict[str, str], request: dict[str, object] = BRIEF) -> float:
+    """Milliseconds from spawning the server to the answer of ``request`` (its first tool call,
+    `brief`, unless another is given), sent right after initialize."""
+    msgs = mcp_messages(request)
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -256,20 +269,31 @@ def main() -> int:
                 f" {cpu50:>8.1f} {cpu50 / cpu_base:>6.2f}"
             )
         mcp_cmd = [*nexus, "mcp", "--agent", "ella"]
-        first: list[float] = []
-        bare: list[float] = []
-        old_first: list[float] = []
-        for _ in range(args.mcp_runs):
-            first.append(mcp_first_answer(mcp_cmd, env))
-            bare.append(timed([sys.executable, "-c", "import mcp.server"], env))
+        sdk_env = dict(env, NEXUS_MCP_FRONT="sdk")
+        mcp: dict[str, list[float]] = {
+            k: [] for k in ("front", "sdk", "front resource", "sdk resource", "import", "before")
+        }
+        for _ in range(args.mcp_runs):  # interleaved, like the per-turn commands
+            mcp["front"].append(mcp_first_answer(mcp_cmd, env))
+            mcp["sdk"].append(mcp_first_answer(mcp_cmd, sdk_env))
+            mcp["front resource"].append(mcp_first_answer(mcp_cmd, env, RESOURCE))
+            mcp["sdk resource"].append(mcp_first_answer(mcp_cmd, sdk_env, RESOURCE))
+            mcp["import"].append(timed([sys.executable, "-c", "import mcp.server"], env))
             if args.before:
-                old_first.append(
+                mcp["before"].append(
                     mcp_first_answer([sys.executable, "-m", "nexus", "mcp", "--agent", "ella"], before_env)
                 )
+        mcp50 = {k: pct(v, 0.5) for k, v in mcp.items() if v}
         print(
-            f"\nnexus mcp: spawn to first `brief` answer p50 {pct(first, 0.5):.0f} ms, p90 "
-            f"{pct(first, 0.9):.0f} ms (python -c 'import mcp.server' alone: p50 {pct(bare, 0.5):.0f} ms)"
-            + (f"; before: p50 {pct(old_first, 0.5):.0f} ms" if old_first else "")
+            f"\nnexus mcp, spawn to the first `brief` answer: p50 {mcp50['front']:.0f} ms, p90 "
+            f"{pct(mcp['front'], 0.9):.0f} ms (the front); the SDK server alone p50 {mcp50['sdk']:.0f} ms "
+            f"({mcp50['front'] / mcp50['sdk']:.2f}x); `import mcp.server` alone p50 {mcp50['import']:.0f} ms"
+            + (f"; before: p50 {mcp50['before']:.0f} ms" if "before" in mcp50 else "")
+        )
+        print(
+            f"nexus mcp, spawn to the first `resources/read` answer (the SDK's, after the hand-over): "
+            f"p50 {mcp50['front resource']:.0f} ms; the SDK server alone p50 {mcp50['sdk resource']:.0f} ms "
+            f"({mcp50['front resource'] / mcp50['sdk resource']:.2f}x)"
         )
         subprocess.run(
             [*hook, "prompt", "--agent", "ella"],
@@ -279,18 +303,34 @@ def main() -> int:
             capture_output=True,
         )  # settle, so the import profile is the quiet path's
         quiet_imports = importtime(["-m", "nexus.surfaces.hooks", "prompt", "--agent", "ella"], env, event)
+        front_stdin = "".join(json.dumps(m) + "\n" for m in mcp_messages(BRIEF))
+        front_imports = importtime(
+            ["-m", "nexus", "mcp", "--agent", "ella"], dict(env, NEXUS_MCP_FRONT="front"), front_stdin
+        )
         mcp_imports = importtime(["-c", "import nexus.surfaces.mcp_server"], env)
         print("quiet prompt hook, top-level imports (cumulative ms):", quiet_imports)
+        print("nexus mcp's front to its first answer, top-level imports (cumulative ms):", front_imports)
         print("nexus.surfaces.mcp_server import, top-level imports (cumulative ms):", mcp_imports)
         report = {
             "rows": rows,
             "mcp_first_answer_ms": {
-                "p50": round(pct(first, 0.5)),
-                "p90": round(pct(first, 0.9)),
-                "before_p50": round(pct(old_first, 0.5)) if old_first else None,
+                "p50": round(mcp50["front"]),
+                "p90": round(pct(mcp["front"], 0.9)),
+                "sdk_alone_p50": round(mcp50["sdk"]),
+                "ratio_to_sdk_alone": round(mcp50["front"] / mcp50["sdk"], 2),
+                "before_p50": round(mcp50["before"]) if "before" in mcp50 else None,
             },
-            "import_mcp_server_ms": round(pct(bare, 0.5)),
-            "imports": {"prompt (nothing new)": quiet_imports, "nexus.surfaces.mcp_server": mcp_imports},
+            "mcp_first_resource_ms": {
+                "p50": round(mcp50["front resource"]),
+                "sdk_alone_p50": round(mcp50["sdk resource"]),
+            },
+            "import_mcp_server_ms": round(mcp50["import"]),
+            "imports": {
+                "prompt (nothing new)": quiet_imports,
+                "nexus mcp front, first answer": front_imports,
+                "nexus.surfaces.mcp_server": mcp_imports,
+            },
+            "load_average": os.getloadavg(),
             "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (RESULTS / "bench_turn.json").write_text(json.dumps(report, indent=2), encoding="utf-8")

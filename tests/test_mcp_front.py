@@ -257,6 +257,32 @@ def test_without_the_sdk_the_front_serves_tools_and_errors_the_rest(env: Env, tm
     assert "no sdk needed" in env.run("log", "tail").stdout
 
 
+def test_requests_kept_for_the_sdk_are_answered_when_stdin_closes_at_once(env: Env) -> None:
+    """A client that writes its requests and closes stdin: the front answers its own, the SDK those
+    kept for it (its transport alone would drop what is in flight at EOF), a cancelled one excepted."""
+    messages = [
+        _init(1, "2025-11-25"),
+        INITIALIZED,
+        _request(2, "resources/read", {"uri": "nexus://decisions"}),
+        _call(3, "log_append", {"channel": "c", "type": "note", "summary": "before eof"}),
+        _request(4, "resources/read", {"uri": "nexus://log/tail"}),
+        _request(5, "resources/read", {"uri": "nexus://decisions"}),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}},
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        capture_output=True,
+        text=True,
+        env=env.environ,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    by_id = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}
+    assert {1, 2, 3, 4} <= set(by_id) and all("result" in by_id[i] for i in (1, 2, 3, 4)), proc.stdout
+    assert "before eof" in by_id[4]["result"]["contents"][0]["text"]
+
+
 def test_mcp_tools_json_is_what_the_sdk_server_serves() -> None:
     """The front's tool list and initialize answer are generated from the SDK server; regenerate with
     `python -m nexus.surfaces.mcp_front --write` when this fails."""

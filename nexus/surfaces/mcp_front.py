@@ -323,15 +323,59 @@ class Session:
                 replay.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         replay += [line.decode("utf-8", "replace") for line in self.pending]
         self.pending = []
-        anyio.run(server.serve_lines, Lines(replay, self.events), Output(wire, handover_id))
+        outstanding = Outstanding()
+        anyio.run(
+            server.serve_lines,
+            Lines(replay, self.events, outstanding),
+            Output(wire, handover_id, outstanding),
+        )
         return 0
+
+
+class Outstanding:
+    """The requests handed to the SDK and not answered yet. The SDK's transport drops what is in
+    flight when stdin closes, so at EOF its stdin is held open until they are answered (or
+    cancelled), for at most ``limit`` seconds: no request kept for the SDK is lost."""
+
+    def __init__(self, limit: float = 60.0) -> None:
+        self.ids: set[str] = set()
+        self.limit = limit
+
+    @staticmethod
+    def _parse(line: str) -> dict[str, Any]:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return {}
+        return message if isinstance(message, dict) else {}
+
+    def sent(self, line: str) -> None:
+        message = self._parse(line)
+        if "method" in message and "id" in message:
+            self.ids.add(json.dumps(message["id"]))
+        elif message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
+            self.ids.discard(json.dumps(message["params"].get("requestId")))
+
+    def answered(self, line: str) -> None:
+        message = self._parse(line)
+        if "id" in message and "method" not in message:
+            self.ids.discard(json.dumps(message["id"]))
+
+    async def drained(self) -> None:
+        import anyio
+
+        with anyio.move_on_after(self.limit):
+            while self.ids:
+                await anyio.sleep(0.01)
 
 
 class Lines:
     """The SDK's stdin after the hand-over: the replayed lines, then the rest of the process's."""
 
-    def __init__(self, replay: list[str], events: queue.Queue[tuple[str, Any]]) -> None:
-        self.replay, self.events = replay, events
+    def __init__(
+        self, replay: list[str], events: queue.Queue[tuple[str, Any]], outstanding: Outstanding
+    ) -> None:
+        self.replay, self.events, self.outstanding = replay, events, outstanding
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -340,21 +384,25 @@ class Lines:
         import anyio.to_thread
 
         for line in self.replay:
+            self.outstanding.sent(line)
             yield line if line.endswith("\n") else line + "\n"
         while True:
             kind, item = await anyio.to_thread.run_sync(self.events.get)
             if kind == "eof":
+                await self.outstanding.drained()
                 return
             if kind == "line":
-                yield item.decode("utf-8", "replace")
+                text = item.decode("utf-8", "replace")
+                self.outstanding.sent(text)
+                yield text
 
 
 class Output:
     """The SDK's stdout after the hand-over: whole lines to the wire, less the answer to the
     replayed ``initialize`` (the client had the front's)."""
 
-    def __init__(self, wire: Wire, handover_id: str) -> None:
-        self.wire, self.handover_id, self.buffer = wire, handover_id, ""
+    def __init__(self, wire: Wire, handover_id: str, outstanding: Outstanding) -> None:
+        self.wire, self.handover_id, self.outstanding, self.buffer = wire, handover_id, outstanding, ""
 
     async def write(self, text: str) -> int:
         self.buffer += text
@@ -365,6 +413,7 @@ class Output:
         for line in lines:
             if line and not self._swallowed(line):
                 self.wire.line(line)
+            self.outstanding.answered(line)
 
     def _swallowed(self, line: str) -> bool:
         if self.handover_id not in line:
