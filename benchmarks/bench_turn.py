@@ -140,7 +140,7 @@ def main() -> int:
         "--before",
         type=Path,
         help="a checkout of an earlier nexus to run beside this one "
-        "(`python -m` with that folder first on PYTHONPATH)",
+        "(`python -P -m` with that folder first on PYTHONPATH)",
     )
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -199,7 +199,8 @@ def main() -> int:
             "nexus brief": ([*nexus, "brief", "--agent", "lyra"], ""),
         }
         if args.before:
-            old = [sys.executable, "-m"]
+            # -P: `python -m` run from the checkout would put it first on sys.path, ahead of --before
+            old = [sys.executable, "-P", "-m"]
             cmds.update(
                 {
                     "before: nexus-hook session-start": (
@@ -281,7 +282,9 @@ def main() -> int:
             mcp["import"].append(timed([sys.executable, "-c", "import mcp.server"], env))
             if args.before:
                 mcp["before"].append(
-                    mcp_first_answer([sys.executable, "-m", "nexus", "mcp", "--agent", "ella"], before_env)
+                    mcp_first_answer(
+                        [sys.executable, "-P", "-m", "nexus", "mcp", "--agent", "ella"], before_env
+                    )
                 )
         mcp50 = {k: pct(v, 0.5) for k, v in mcp.items() if v}
         print(
