@@ -27,15 +27,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from .valueclasses import dataclass
 
 DEFAULT_ACK_TYPES = ("correction", "decision", "handoff", "question")
 
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting nexus reads, with its default (resolved by :func:`resolve`)."""
+
     brief_max_chars: int = 10_000
     ack_types: tuple[str, ...] = DEFAULT_ACK_TYPES
     race_window_seconds: int = 60

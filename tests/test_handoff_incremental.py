@@ -107,9 +107,9 @@ def test_a_handoff_after_new_entries_equals_one_built_from_scratch(
     read_back: list[str] = []
     real = coordination.materialize
 
-    def spy(vault: Any, ref: coordination.Ref) -> Any:
+    def spy(vault: Any, ref: coordination.Ref, checker: Any = None) -> Any:
         read_back.append(ref.id)
-        return real(vault, ref)
+        return real(vault, ref, checker)
 
     monkeypatch.setattr(coordination, "materialize", spy)
     now = time.time()

@@ -237,3 +237,35 @@ def test_library_defaults_are_the_settings_defaults() -> None:
         window = params.get("race_window") or params["window_seconds"]
         assert window.default == settings.DEFAULTS.race_window_seconds, fn
         assert params["ack_types"].default == settings.DEFAULTS.ack_types, fn
+
+
+def test_a_turn_after_hundreds_of_new_races_reads_only_what_it_shows(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two agents writing at once without reading make a race of every pair (O(n²)); the next turn
+    lists what fits its share of the budget, counts the rest, and reads back only what it lists."""
+    from nexus.settings import Settings
+    from nexus.team import coordination, races, session
+
+    session.start(env.vault, "ella", "s-1")
+    for i in range(25):
+        env.append("ella", f"ella's step {i}")
+        env.append("lyra", f"lyra's step {i}")
+    total = len(races.agent_races(env.vault, "ella"))
+    assert total > 100
+    read_back: list[str] = []
+    real = coordination.materialize
+
+    def spy(vault: Any, ref: coordination.Ref, checker: Any = None) -> Any:
+        read_back.append(ref.id)
+        return real(vault, ref, checker)
+
+    monkeypatch.setattr(coordination, "materialize", spy)
+    text = session.turn(env.vault, "ella", "s-1", Settings(brief_max_chars=4000))
+    shown = text.count("- RACE:")
+    assert f"## New races: {total}\n" in text and 0 < shown < total
+    assert f"… {total - shown} more: run `nexus log owed --agent ella` and `nexus races --unresolved`" in text
+    assert len(text) <= 4000
+    assert len(read_back) <= 2 * (shown + 1)  # (the one that did not fit was read, then counted)
+    monkeypatch.undo()
+    assert session.turn(env.vault, "ella", "s-1") == ""  # told once, the omitted ones as a count

@@ -22,14 +22,19 @@ from __future__ import annotations
 
 import base64
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import IdentityError
 from ..keys import identity, roster, trust
 from ..ledger import log
 from ..storage import durable
 from ..storage.vault import Vault
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
 
 TYPE = "rotation"
 CHANNEL = "identity"
@@ -38,6 +43,8 @@ _BODY_PREFIX = "new public key: "
 
 @dataclass(frozen=True)
 class Rotation:
+    """A key rotation: the agent, its old and new key ids, and the entries that announced and confirmed it."""
+
     name: str
     old_key_id: str
     new_key_id: str

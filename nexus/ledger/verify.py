@@ -32,8 +32,8 @@ function of an entry and a ``Keyring`` (plain data), so it runs in worker proces
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import field
+from typing import TYPE_CHECKING, Any
 
 from ..keys import trust
 from ..keys.checked import Memo
@@ -45,6 +45,11 @@ from ..storage.progress import Progress
 from ..storage.vault import Vault
 from . import log
 
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
+
 WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict", "renamed", "fork-resolved"})
 # Findings on one entry that mean it is not its author's words as signed: readers show it apart.
 ENTRY_KINDS = frozenset({"edited", "non-canonical", "forged", "unknown-agent", "key-changed", "framing"})
@@ -54,6 +59,8 @@ _FRAMING_HINTS = ("nexus:begin", "nexus:end", "nexus:segment", '"sig":')
 
 @dataclass
 class Report:
+    """What a verification found: entries and segments read, problems, signatures checked this run."""
+
     entries: int = 0
     segments: int = 0
     problems: list[Problem] = field(default_factory=list)
@@ -366,6 +373,8 @@ def printable(text: str) -> bool:
 
 @dataclass
 class _Link:
+    """One entry of an agent's chain while the chain is checked: its hash and whether it verified."""
+
     located: Located
     digest: str
     signed_ok: bool
@@ -464,20 +473,38 @@ def verdict(
     return "ok" if problem is None or problem.kind in WARNING_KINDS else f"{problem.kind}: {problem.message}"
 
 
+class Checker:
+    """A reader's verdicts for a whole operation: the keyring, the renames and the machine's memo are
+    loaded once, on the first entry (a brief reads back dozens of entries one at a time)."""
+
+    def __init__(self, vault: Vault, ring: Keyring | None = None) -> None:
+        self.vault = vault
+        self._ring = ring
+        self._renamed: _Renamed | None = None
+        self._memo: Memo | None = None
+
+    def mark(self, items: list[Located]) -> list[Located]:
+        """``items`` with their verdicts; what was newly found valid is saved to the memo at once."""
+        from dataclasses import replace
+
+        if not items:
+            return items
+        if self._renamed is None:
+            self._ring = self._ring if self._ring is not None else trust.load(self.vault)
+            self._renamed = _Renamed(self.vault)
+            home = trust.configured()
+            self._memo = Memo(home) if home is not None else None
+        ring, renamed, memo = self._ring, self._renamed, self._memo
+        assert ring is not None
+        out = [replace(loc, verdict=verdict(loc, ring, renamed, memo)) for loc in items]
+        if memo is not None:
+            memo.save()
+        return out
+
+
 def mark(items: list[Located], ring: Keyring | None, vault: Vault) -> list[Located]:
     """``items`` with their verdicts (readers show only "ok" entries as their author's words)."""
-    from dataclasses import replace
-
-    if not items:
-        return items
-    ring = ring if ring is not None else trust.load(vault)
-    renamed = _Renamed(vault)
-    home = trust.configured()
-    memo = Memo(home) if home is not None else None
-    out = [replace(loc, verdict=verdict(loc, ring, renamed, memo)) for loc in items]
-    if memo is not None:
-        memo.save()
-    return out
+    return Checker(vault, ring).mark(items)
 
 
 def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:

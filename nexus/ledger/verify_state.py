@@ -29,9 +29,9 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..keys.trust import Keyring
 from ..records import Identity, Problem
@@ -49,6 +49,11 @@ from .verify import (
     scan_problems,
     vault_problems,
 )
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
 
 STATE_VERSION = 1
 CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries
@@ -90,6 +95,8 @@ Rec = tuple[str, str, int, "str | None", str, int, str, "Problem | None", str]
 
 @dataclass
 class Chunk:
+    """One worker's piece of new log bytes, checked: where it ends, its hash, what it found."""
+
     rel: str
     start: int
     end: int  # bytes [start, end) are verified and hashed: where the next run starts
@@ -168,6 +175,8 @@ def check_chunk(job: Job) -> Chunk:
 
 @dataclass
 class _Segment:
+    """What is remembered of one segment: its verified ranges with their hashes, and its findings."""
+
     ranges: list[list[Any]] = field(default_factory=list)  # [start, end, sha256 hex], from 0
     end: int = 0
     line: int = 1

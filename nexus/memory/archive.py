@@ -19,8 +19,8 @@ import re
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, IntegrityError, MemoryFullError, NotFoundError
 from ..records import ArchivedEntry, MemoryResult
@@ -28,6 +28,11 @@ from ..storage import durable
 from ..storage.vault import Vault
 from . import bounded as memory
 from . import scan
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
 
 PLAN_RE = re.compile(
     r"\b(?:plans?\s+to|planning\s+to|planned|pending|offered\s+to|will|going\s+to|todo|to-do|"
@@ -123,6 +128,8 @@ def archived(vault: Vault) -> list[ArchivedEntry]:
 
 @dataclass(frozen=True)
 class SweepReport:
+    """What a memory sweep archived, and how many plans it kept because they are still young."""
+
     archived: tuple[ArchivedEntry, ...]
     kept_plans: int  # plan-shaped entries still younger than the age
     older_than_days: float

@@ -26,8 +26,9 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import IdentityError, InputError, NotFoundError
 from ..records import BankFact
@@ -36,6 +37,11 @@ from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, check_name
 from ..storage.vault import Vault
 from . import scan
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
 
 TYPES = ("decision", "fact", "failure", "preference")
 FACT_TYPE = {"decision": "project", "fact": "reference", "failure": "feedback", "preference": "user"}
@@ -412,6 +418,8 @@ def rebuild_review(vault: Vault) -> Path:
 
 @dataclass(frozen=True)
 class ReviewOutcome:
+    """What applying a person's review note did: the facts approved and the problems found."""
+
     approved: tuple[BankFact, ...]
     problems: tuple[str, ...]
 

@@ -31,7 +31,6 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +43,11 @@ from ..storage.vault import Vault
 from . import scan
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass
+
     from ..records import BriefSection
+else:
+    from ..valueclasses import dataclass
 
 DELIM = "\n§\n"
 TARGETS = ("memory", "user")
@@ -490,6 +493,8 @@ def render_block(target: str, entries: Sequence[str], limit: int) -> str:
 
 @dataclass(frozen=True)
 class Snapshot:
+    """An agent's frozen memory for a session: the text, both files' results, and what was held back."""
+
     agent: str
     text: str
     memory: MemoryResult

@@ -20,11 +20,16 @@ entry would reach every agent's brief).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, UnsafeContentError
 from ..storage.text import describe_char, first_invisible
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
 
 RULES_FILE = "scan_rules.toml"
 VAULT_RULES_FILE = "scan-rules.toml"
@@ -34,6 +39,8 @@ MAX_SCAN_CHARS = 65_536
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule of the safety scan: its id, category, why it exists, its pattern and who added it."""
+
     id: str
     category: str
     why: str
@@ -43,6 +50,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing the safety scan found in text headed for memory."""
+
     rule: str
     category: str
     why: str

@@ -6,11 +6,17 @@ truncation or hand edit. It is pure (bytes in, findings out); callers do the I/O
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from typing import TYPE_CHECKING
 
 from ..records import Located
 from . import entries
 from .entries import BEGIN_PREFIX, BEGIN_RE, END_PREFIX, FrameError
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
 
 SEGMENT_MARKER_PREFIX = "%% nexus:segment "
 
@@ -65,6 +71,8 @@ class Torn:
 
 @dataclass
 class Scan:
+    """What scanning segment bytes found: entries, stray and broken text, a torn tail, where content ends."""
+
     entries: list[Located] = field(default_factory=list)
     stray: list[Stray] = field(default_factory=list)
     broken: list[Broken] = field(default_factory=list)

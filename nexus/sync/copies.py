@@ -15,14 +15,18 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..records import Located
 from ..storage import durable, segments
 from ..storage.vault import Vault
 from . import merge
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
 
 COPY_RE = re.compile(
     r"(?P<segment>\d{4}-\d\d)(?:\.sync-conflict-\d{8}-\d{6}-[A-Za-z0-9]+"
@@ -35,6 +39,8 @@ SETTLE_SECONDS = 1.0  # a copy this recently written may still be being written:
 
 @dataclass(frozen=True)
 class Imported:
+    """What importing one conflict copy added to the log, skipped, and where the copy went."""
+
     copy: str
     segment: str
     imported: tuple[str, ...]

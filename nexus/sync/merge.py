@@ -28,9 +28,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+from typing import TYPE_CHECKING
 
 from ..storage.entries import END_PREFIX
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
 
 _END = END_PREFIX.encode()
 
@@ -67,6 +73,8 @@ def kind_of(path: str) -> tuple[str, str]:
 
 @dataclass
 class Merged:
+    """The result of merging a file: its bytes, whether it merged clean, and what was kept beside it."""
+
     data: bytes
     clean: bool = True  # False: git's conflict stays for a person (only the plain-text rule)
     conflicts: list[Conflict] = field(default_factory=list)

@@ -40,7 +40,8 @@ def owed(
     if info.get("kind") == "human":
         return []
     data = coordination.view(vault, agent, ack_types, race_window)
-    return [coordination.materialize(vault, ref) for ref in data.owed]
+    check = coordination.entry_checker(vault)
+    return [coordination.materialize(vault, ref, check) for ref in data.owed]
 
 
 def unacknowledged(

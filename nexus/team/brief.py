@@ -162,11 +162,14 @@ def _owed_section(
     used = 0
     omitted = 0
     full = False  # once the budget is spent, the rest is counted, never read back
+    check = coordination.entry_checker(vault)
     for pair in race_refs:
         if full:
             omitted += 1
             continue
-        race = Race(coordination.materialize(vault, pair.a), coordination.materialize(vault, pair.b))
+        race = Race(
+            coordination.materialize(vault, pair.a, check), coordination.materialize(vault, pair.b, check)
+        )
         block = (
             f"- RACE: {_race_side(race.a)} and {_race_side(race.b)} were written without "
             f"either seeing the other. Read both, then reconcile with\n  "
@@ -190,7 +193,7 @@ def _owed_section(
         if full:
             omitted += 1
             continue
-        block = _entry_line(coordination.materialize(vault, ref), body=ref.id in unread, vault=vault)
+        block = _entry_line(coordination.materialize(vault, ref, check), body=ref.id in unread, vault=vault)
         if used + len(block) + 1 > limit:
             omitted += 1
             full = True

@@ -36,15 +36,22 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..ledger.marks import START, Mark
 from ..records import Located
 from ..storage import durable, entries, segments
 from ..storage.vault import Vault
 from .pending import Book, Damaged, reader
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+
+    from ..ledger.verify import Checker
+else:
+    from ..valueclasses import dataclass
 
 VERSION = 5  # 5: pending entries a month a file (4: typed records; 3: refused state edits never race)
 RECONCILE = "reconcile"
@@ -624,26 +631,28 @@ def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: f
 # ------------------------------------------------------------------ reading entries back
 
 
-def materialize(vault: Vault, ref: Ref) -> Located:
+def materialize(vault: Vault, ref: Ref, checker: Checker | None = None) -> Located:
     """The entry a ref points to, read with one seek (or found by id if the file moved under it), with
-    its verdict (``Located.verdict``)."""
+    its verdict (``Located.verdict``). A caller reading many passes one ``checker`` (:func:`entry_checker`), so
+    the keys are loaded once."""
     entry_id, file, offset, end, line = ref.id, ref.file, ref.offset, ref.end, ref.line
+    checker = checker if checker is not None else entry_checker(vault)
     try:
         with open(vault.root / file, "rb") as f:
             f.seek(offset)
             data = f.read(end - offset)
         found = segments.scan(data, file, offset=offset, line=line).entries
         if found and found[0].entry.id == entry_id:
-            return _checked(vault, found[0])
+            return checker.mark([found[0]])[0]
     except OSError:
         pass
     from ..ledger.logfiles import find_entry
 
-    return _checked(vault, find_entry(vault, entry_id))
+    return checker.mark([find_entry(vault, entry_id)])[0]
 
 
-def _checked(vault: Vault, located: Located) -> Located:
-    """The entry with its verdict (readers show only verified entries as their author's words)."""
-    from ..ledger.verify import mark
+def entry_checker(vault: Vault) -> Checker:
+    """What gives the entries :func:`materialize` reads back their verdicts, for one operation."""
+    from ..ledger.verify import Checker
 
-    return mark([located], None, vault)[0]
+    return Checker(vault)

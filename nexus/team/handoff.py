@@ -22,9 +22,9 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..records import Located
@@ -32,12 +32,19 @@ from ..settings import DEFAULTS, Settings
 from ..storage import durable, properties
 from ..storage.vault import Vault
 
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ..valueclasses import dataclass
+
 SHOWN_PER_CHANNEL = 12
 SHOWN_RACES = 10
 
 
 @dataclass
 class Handoff:
+    """A morning handoff: the window it covers, its page, its items, and where its scan stopped."""
+
     since: str | None
     until: str
     last_entry: str | None = None  # the newest entry covered: `--since last` starts after it
@@ -308,8 +315,9 @@ def _races(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None
     found = sorted(w.coordination.races, key=lambda r: (r.a.id, r.b.id))
     open_races = [r for r in found if r.resolved_by is None]  # until reconciled, every time
     items["races"] = [[r.a.id, r.b.id] for r in open_races]
+    check = coordination.entry_checker(vault)
     for r in open_races[:SHOWN_RACES]:
-        a, b = coordination.materialize(vault, r.a), coordination.materialize(vault, r.b)
+        a, b = coordination.materialize(vault, r.a, check), coordination.materialize(vault, r.b, check)
         page.races.append(
             f"- {a.entry.agent} “{a.entry.summary}” {a.link} and {b.entry.agent} "
             f"“{b.entry.summary}” {b.link} were written without seeing each other — reconcile "

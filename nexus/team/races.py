@@ -30,13 +30,14 @@ def find_races(
     """Every race in the log, ordered by (a id, b id); only unresolved ones when ``unresolved``."""
     state = coordination.refresh(vault, ack_types, window_seconds).state
     out = []
+    check = coordination.entry_checker(vault)
     for race in sorted(state.races, key=lambda r: (r.a.id, r.b.id)):
         if unresolved and race.resolved_by is not None:
             continue
         out.append(
             Race(
-                coordination.materialize(vault, race.a),
-                coordination.materialize(vault, race.b),
+                coordination.materialize(vault, race.a, check),
+                coordination.materialize(vault, race.b, check),
                 race.resolved_by,
             )
         )
@@ -52,6 +53,8 @@ def agent_races(
 ) -> list[Race]:
     """The unresolved races ``agent`` is part of (what its brief lists)."""
     data = coordination.view(vault, agent, ack_types, window_seconds)
+    check = coordination.entry_checker(vault)
     return [
-        Race(coordination.materialize(vault, r.a), coordination.materialize(vault, r.b)) for r in data.races
+        Race(coordination.materialize(vault, r.a, check), coordination.materialize(vault, r.b, check))
+        for r in data.races
     ]

@@ -32,6 +32,9 @@ from typing import TYPE_CHECKING, Any
 from ..storage import durable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..ledger.verify import Checker
     from ..records import BankFact, Checkpoint, Located
     from ..settings import Settings
     from ..storage.vault import Vault
@@ -162,7 +165,6 @@ def turn(
     from ..ledger import log
     from ..storage.text import check_name
     from . import brief, coordination
-    from .hints import say
 
     check_name(agent)
     moment = stamp(vault)
@@ -182,23 +184,12 @@ def turn(
         _save(vault, agent, session_id, record)
         return ""
     parts: list[str] = []
+    check = coordination.entry_checker(vault)
+    share = max_chars * 2 // 5  # races and owed entries: at most this much each; unread gets the rest
     if new_races:
-        lines = []
-        for a_ref, b_ref in new_races:
-            a, b = coordination.materialize(vault, a_ref), coordination.materialize(vault, b_ref)
-            lines.append(
-                f'- RACE: {a.entry.agent}\'s [{a.entry.id}] "{a.entry.summary}" and '
-                f'{b.entry.agent}\'s [{b.entry.id}] "{b.entry.summary}": reconcile with '
-                + say(surface, "reconcile", agent=agent, channel=b.entry.channel, a=a.entry.id, b=b.entry.id)
-            )
-        parts.append(f"## New races: {len(new_races)}\n" + "\n".join(lines))
+        parts.append(_races_part(vault, agent, new_races, check, surface, share))
     if new_owed:
-        shown = [coordination.materialize(vault, ref) for ref in new_owed]
-        lines = [brief.entry_line(x, body=True, vault=vault) for x in shown]
-        parts.append(
-            f"## Newly waiting for your acknowledgement: {len(new_owed)} (ack with "
-            f"{say(surface, 'ack', agent=agent)})\n" + "\n".join(lines)
-        )
+        parts.append(_owed_part(vault, agent, new_owed, check, surface, share))
     if new_decisions:
         from ..project import decisions
 
@@ -224,6 +215,57 @@ def turn(
     _save(vault, agent, session_id, record)
     text = header + "\n\n".join(parts) + "\n"
     return text if len(text) <= max_chars else text[: max_chars - 40] + "\n… (cut at the budget)\n"
+
+
+def _bounded(refs: list[Any], line: Callable[[Any], str], budget: int) -> tuple[list[str], int]:
+    """Lines for ``refs`` in order while they fit ``budget``; the rest are counted, never read back
+    (an agent that comes back to hundreds of new races reads a few of them, at the cost of a few)."""
+    lines: list[str] = []
+    used = 0
+    for i, ref in enumerate(refs):
+        text = line(ref)
+        if used + len(text) + 1 > budget and lines:
+            return lines, len(refs) - i
+        lines.append(text)
+        used += len(text) + 1
+    return lines, 0
+
+
+def _races_part(
+    vault: Vault, agent: str, pairs: list[tuple[Any, Any]], check: Checker, surface: str, budget: int
+) -> str:
+    from . import coordination
+    from .hints import say
+
+    def line(pair: tuple[Any, Any]) -> str:
+        a = coordination.materialize(vault, pair[0], check)
+        b = coordination.materialize(vault, pair[1], check)
+        return (
+            f'- RACE: {a.entry.agent}\'s [{a.entry.id}] "{a.entry.summary}" and '
+            f'{b.entry.agent}\'s [{b.entry.id}] "{b.entry.summary}": reconcile with '
+            + say(surface, "reconcile", agent=agent, channel=b.entry.channel, a=a.entry.id, b=b.entry.id)
+        )
+
+    lines, omitted = _bounded(pairs, line, budget)
+    if omitted:
+        lines.append(f"- … {omitted} more: {say(surface, 'owed', agent=agent)}")
+    return f"## New races: {len(pairs)}\n" + "\n".join(lines)
+
+
+def _owed_part(vault: Vault, agent: str, refs: list[Any], check: Checker, surface: str, budget: int) -> str:
+    from . import brief, coordination
+    from .hints import say
+
+    def line(ref: Any) -> str:
+        return brief.entry_line(coordination.materialize(vault, ref, check), body=True, vault=vault)
+
+    lines, omitted = _bounded(refs, line, budget)
+    if omitted:
+        lines.append(f"- … {omitted} more: {say(surface, 'owed', agent=agent)}")
+    return (
+        f"## Newly waiting for your acknowledgement: {len(refs)} (ack with "
+        f"{say(surface, 'ack', agent=agent)})\n" + "\n".join(lines)
+    )
 
 
 def pre_compact(

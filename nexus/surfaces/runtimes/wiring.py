@@ -11,11 +11,17 @@ import os
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...storage import durable
 from .configfiles import read_text
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    from ...valueclasses import dataclass
 
 SCOPES = ("project", "user")
 
@@ -73,6 +79,8 @@ class Change:
 
 @dataclass(frozen=True)
 class Outcome:
+    """One file wiring a runtime did or would change: its old and new text, and the backup made."""
+
     path: Path
     what: str
     old: str | None
