@@ -4,7 +4,10 @@ with `python -c pass`, and `nexus mcp` from spawn to its first tool answer.
     .venv/bin/python benchmarks/bench_turn.py [--runs 30]
 
 Interleaved in one loop (baseline, session-start, prompt with nothing new, prompt with one new entry,
-log append, brief, baseline, …) so every command sees the same disk and load; reported as p50/p90 and
+log append, brief, baseline, …) so every command sees the same disk and load. The "one new entry" is
+lyra's, written after she read the log, as the protocol asks (until stop 11 she never read, so each of
+her entries raced with every recent one of ella's: hundreds of races a turn, O(n²), which is what
+that row measured); reported as p50/p90 and
 the p50 ratio to the baseline (target: ≤ 4x). The hook commands run as the runtimes run them: the
 installed `nexus-hook` script with the event JSON on stdin. Then `nexus mcp --agent A` spawned over
 pipes: initialize, then a `brief` call, timed from spawn to the answer (target: ≤ 0.6 s; the stdio
@@ -35,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from harness import pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
-from nexus.ledger import log  # noqa: E402
+from nexus.ledger import cursors, log  # noqa: E402
 from nexus.storage.vault import init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -238,7 +241,8 @@ def main() -> int:
         cpus: dict[str, list[float]] = {k: [] for k in cmds}
         for _ in range(args.runs + 2):
             for name, (cmd, stdin) in cmds.items():
-                if name.endswith("(1 new entry)"):
+                if name.endswith("(1 new entry)"):  # lyra reads first, as an agent does before it writes
+                    cursors.unread(vault, "lyra")
                     log.append(vault, lyra, channel="bench", type="note", summary="something new")
                 elif name.endswith("(nothing new)"):  # settle what the previous round left new
                     subprocess.run(cmd, input=stdin.encode(), env=env, check=True, capture_output=True)
