@@ -1512,18 +1512,20 @@ def _nexus_team_coordination__State(cls, __d, __f):
 
 
 def _nexus_team_coordination__Update(cls, __d, __f):
-    def __init__(self, state, new_entries=__d['new_entries'], new_races=_FACTORY, resolved=_FACTORY, rebuilt=__d['rebuilt'], marks_moved=__d['marks_moved']):
+    def __init__(self, state, new_entries=__d['new_entries'], new_races=_FACTORY, resolved=_FACTORY, rebuilt=__d['rebuilt'], marks_moved=__d['marks_moved'], touched=_FACTORY, before=__d['before']):
         self.state = state
         self.new_entries = new_entries
         self.new_races = __f['new_races']() if new_races is _FACTORY else new_races
         self.resolved = __f['resolved']() if resolved is _FACTORY else resolved
         self.rebuilt = rebuilt
         self.marks_moved = marks_moved
+        self.touched = __f['touched']() if touched is _FACTORY else touched
+        self.before = before
     def __repr__(self):
-        return (self.__class__.__qualname__ + f"(state={self.state!r}, new_entries={self.new_entries!r}, new_races={self.new_races!r}, resolved={self.resolved!r}, rebuilt={self.rebuilt!r}, marks_moved={self.marks_moved!r})")
+        return (self.__class__.__qualname__ + f"(state={self.state!r}, new_entries={self.new_entries!r}, new_races={self.new_races!r}, resolved={self.resolved!r}, rebuilt={self.rebuilt!r}, marks_moved={self.marks_moved!r}, touched={self.touched!r}, before={self.before!r})")
     def __eq__(self, other):
         if other.__class__ is self.__class__:
-            return (self.state, self.new_entries, self.new_races, self.resolved, self.rebuilt, self.marks_moved,) == (other.state, other.new_entries, other.new_races, other.resolved, other.rebuilt, other.marks_moved,)
+            return (self.state, self.new_entries, self.new_races, self.resolved, self.rebuilt, self.marks_moved, self.touched, self.before,) == (other.state, other.new_entries, other.new_races, other.resolved, other.rebuilt, other.marks_moved, other.touched, other.before,)
         return NotImplemented
     out = {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': None}
     return out
@@ -1749,7 +1751,7 @@ MADE = {
     'nexus.sync.merge:Merged': ((False, False, False, (('data', 'required', True, True, True, None), ('clean', 'default', True, True, True, None), ('conflicts', 'factory', True, True, True, None), ('beside', 'factory', True, True, True, None))), _nexus_sync_merge__Merged),
     'nexus.team.coordination:SegmentMark': ((True, True, False, (('mark', 'required', True, True, True, None), ('count', 'default', True, True, True, None))), _nexus_team_coordination__SegmentMark),
     'nexus.team.coordination:State': ((True, False, False, (('ack_types', 'required', True, True, True, None), ('window_ms', 'required', True, True, True, None), ('marks', 'factory', True, True, True, None), ('pending', 'factory', True, True, True, None), ('recent', 'factory', True, True, True, None), ('races', 'factory', True, True, True, None))), _nexus_team_coordination__State),
-    'nexus.team.coordination:Update': ((False, False, False, (('state', 'required', True, True, True, None), ('new_entries', 'default', True, True, True, None), ('new_races', 'factory', True, True, True, None), ('resolved', 'factory', True, True, True, None), ('rebuilt', 'default', True, True, True, None), ('marks_moved', 'default', True, True, True, None))), _nexus_team_coordination__Update),
+    'nexus.team.coordination:Update': ((False, False, False, (('state', 'required', True, True, True, None), ('new_entries', 'default', True, True, True, None), ('new_races', 'factory', True, True, True, None), ('resolved', 'factory', True, True, True, None), ('rebuilt', 'default', True, True, True, None), ('marks_moved', 'default', True, True, True, None), ('touched', 'factory', True, True, True, None), ('before', 'default', True, True, True, None))), _nexus_team_coordination__Update),
     'nexus.team.coordination:View': ((True, False, False, (('agent', 'required', True, True, True, None), ('marks', 'factory', True, True, True, None), ('owed', 'default', True, True, True, None), ('races', 'default', True, True, True, None))), _nexus_team_coordination__View),
     'nexus.team.handoff:Handoff': ((False, False, False, (('since', 'required', True, True, True, None), ('until', 'required', True, True, True, None), ('last_entry', 'default', True, True, True, None), ('last_state_version', 'default', True, True, True, None), ('markdown', 'default', True, True, True, None), ('items', 'factory', True, True, True, None), ('scan', 'default', True, True, True, None))), _nexus_team_handoff__Handoff),
     'nexus.team.handoff:_Page': ((False, False, False, (('waiting', 'factory', True, True, True, None), ('corrections', 'factory', True, True, True, None), ('races', 'factory', True, True, True, None), ('reconciled', 'factory', True, True, True, None), ('decisions', 'factory', True, True, True, None), ('checkpoints', 'factory', True, True, True, None), ('state', 'factory', True, True, True, None), ('work', 'factory', True, True, True, None), ('counts', 'factory', True, True, True, None), ('shown', 'factory', True, True, True, None))), _nexus_team_handoff___Page),

@@ -633,8 +633,8 @@ def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: f
 
 def materialize(vault: Vault, ref: Ref, checker: Checker | None = None) -> Located:
     """The entry a ref points to, read with one seek (or found by id if the file moved under it), with
-    its verdict (``Located.verdict``). A caller reading many passes one ``checker`` (:func:`entry_checker`), so
-    the keys are loaded once."""
+    its verdict (``Located.verdict``). A caller reading many passes one ``checker``
+    (:func:`entry_checker`), so the keys are loaded once."""
     entry_id, file, offset, end, line = ref.id, ref.file, ref.offset, ref.end, ref.line
     checker = checker if checker is not None else entry_checker(vault)
     try:
