@@ -21,7 +21,7 @@ from conftest import Env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexus.surfaces import mcp_front, mcp_tools
+from nexus.surfaces import mcp_answers, mcp_front, mcp_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
@@ -283,11 +283,38 @@ def test_requests_kept_for_the_sdk_are_answered_when_stdin_closes_at_once(env: E
     assert "before eof" in by_id[4]["result"]["contents"][0]["text"]
 
 
+def test_a_session_opening_with_the_2026_envelope_is_the_sdks_from_the_first_byte(env: Env) -> None:
+    """No `initialize`: the client's first request carries the 2026-07-28 per-request envelope. The
+    SDK decides the era from the first request, so the front keeps everything for it."""
+    meta = {
+        mcp_answers.load_data()["modern_meta_key"]: "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    messages = [
+        _request(1, "server/discover", {"_meta": meta}),
+        _request(2, "tools/call", {"name": "brief", "arguments": {"peek": True}, "_meta": meta}),
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        capture_output=True,
+        text=True,
+        env=env.environ,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    by_id = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}
+    assert "2026-07-28" in by_id[1]["result"]["supportedVersions"], by_id[1]
+    assert by_id[2]["result"]["resultType"] == "complete"  # the 2026 shape: the SDK's answer
+    assert by_id[2]["result"]["content"][0]["text"].startswith("# nexus brief for ella")
+
+
 def test_mcp_tools_json_is_what_the_sdk_server_serves() -> None:
     """The front's tool list and initialize answer are generated from the SDK server; regenerate with
-    `python -m nexus.surfaces.mcp_front --write` when this fails."""
-    assert mcp_front.load_data() == json.loads(json.dumps(mcp_front.generate())), (
-        "nexus/surfaces/mcp_tools.json is stale: run `python -m nexus.surfaces.mcp_front --write`"
+    `python -m nexus.surfaces.mcp_answers --write` when this fails."""
+    assert mcp_answers.load_data() == json.loads(json.dumps(mcp_answers.generate())), (
+        "nexus/surfaces/mcp_tools.json is stale: run `python -m nexus.surfaces.mcp_answers --write`"
     )
 
 
@@ -398,4 +425,4 @@ def test_the_tool_data_is_shipped_with_the_package() -> None:
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert "mcp_tools.json" in config["package-data"]["nexus.surfaces"]
-    assert mcp_front.DATA.is_file() and mcp_front.DATA.parent == Path(mcp_tools.__file__).parent
+    assert mcp_answers.DATA.is_file() and mcp_answers.DATA.parent == Path(mcp_tools.__file__).parent
