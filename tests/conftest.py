@@ -81,3 +81,19 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
         identity.add(vault, keys, name)
     identity.add(vault, keys, "sam", human=True)
     yield Env(vault, keys)
+
+
+def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the entries read back from the log by ref (``coordination.materialize``) from now on,
+    until ``monkeypatch.undo()``."""
+    from nexus.team import coordination
+
+    read_back: list[str] = []
+    real = coordination.materialize
+
+    def spy(vault: Any, ref: coordination.Ref, checker: Any = None) -> Any:
+        read_back.append(ref.id)
+        return real(vault, ref, checker)
+
+    monkeypatch.setattr(coordination, "materialize", spy)
+    return read_back

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import Env, spy_reads
 
 from nexus.ledger import log, verify_state
 from nexus.storage import segments
@@ -86,7 +86,7 @@ def _from_scratch(env: Env, now: float) -> handoff.Handoff:
 def test_a_handoff_after_new_entries_equals_one_built_from_scratch(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nexus.team import acks, coordination, races
+    from nexus.team import acks, races
 
     env.append("ella", "we use postgres", type="decision")
     for i in range(8):  # written without reading each other: races, more than the page shows
@@ -104,14 +104,7 @@ def test_a_handoff_after_new_entries_equals_one_built_from_scratch(
     env.append("ella", "seen", ack=(q,))
     assert len(races.find_races(env.vault, unresolved=True)) > handoff.SHOWN_RACES
 
-    read_back: list[str] = []
-    real = coordination.materialize
-
-    def spy(vault: Any, ref: coordination.Ref, checker: Any = None) -> Any:
-        read_back.append(ref.id)
-        return real(vault, ref, checker)
-
-    monkeypatch.setattr(coordination, "materialize", spy)
+    read_back = spy_reads(monkeypatch)
     now = time.time()
     h = handoff.build(env.vault, now=now)
     assert 0 < len(read_back) <= 2 * handoff.SHOWN_RACES  # only the races the page shows are read back

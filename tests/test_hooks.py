@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import Env, spy_reads
 
 from nexus.ledger import log
 from nexus.project import checkpoints
@@ -245,7 +245,7 @@ def test_a_turn_after_hundreds_of_new_races_reads_only_what_it_shows(
     """Two agents writing at once without reading make a race of every pair (O(n²)); the next turn
     lists what fits its share of the budget, counts the rest, and reads back only what it lists."""
     from nexus.settings import Settings
-    from nexus.team import coordination, races, session
+    from nexus.team import races, session
 
     session.start(env.vault, "ella", "s-1")
     for i in range(25):
@@ -253,14 +253,7 @@ def test_a_turn_after_hundreds_of_new_races_reads_only_what_it_shows(
         env.append("lyra", f"lyra's step {i}")
     total = len(races.agent_races(env.vault, "ella"))
     assert total > 100
-    read_back: list[str] = []
-    real = coordination.materialize
-
-    def spy(vault: Any, ref: coordination.Ref, checker: Any = None) -> Any:
-        read_back.append(ref.id)
-        return real(vault, ref, checker)
-
-    monkeypatch.setattr(coordination, "materialize", spy)
+    read_back = spy_reads(monkeypatch)
     text = session.turn(env.vault, "ella", "s-1", Settings(brief_max_chars=4000))
     shown = text.count("- RACE:")
     assert f"## New races: {total}\n" in text and 0 < shown < total
