@@ -69,14 +69,14 @@ def shape(cls: type, frozen: bool, slots: bool) -> tuple[Any, ...] | None:
     return (frozen, slots, "__post_init__" in cls.__dict__, tuple(fields))
 
 
-def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool = False) -> Any:
+def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool = False, **other: Any) -> Any:
     """``dataclasses.dataclass(cls, frozen=frozen, slots=slots)``, with the generated methods when
-    they fit the class (see the module's docstring)."""
+    they fit the class (see the module's docstring); any other option: the standard dataclass."""
 
     def wrap(cls: type) -> type:
-        made = _made(cls, frozen, slots)
+        made = None if other else _made(cls, frozen, slots)
         if made is None:
-            return dataclasses.dataclass(cls, frozen=frozen, slots=slots)
+            return dataclasses.dataclass(cls, frozen=frozen, slots=slots, **other)
         return attach(cls, made, slots)
 
     return wrap if cls is None else wrap(cls)

@@ -179,3 +179,5 @@ def test_a_class_whose_shape_changed_is_made_by_the_standard_dataclass(
     assert repr(cls("x")) == "Entry(a='x')"
     inherited = valueclasses.dataclass(type("Child", (cls,), {"__annotations__": {"b": "int"}}), frozen=True)
     assert repr(inherited("x", 1)) == "Child(a='x', b=1)"
+    ordered = valueclasses.dataclass(order=True)(type("Pair", (), {"__annotations__": {"a": "int"}}))
+    assert ordered(1) < ordered(2)  # (an option it does not generate: the standard dataclass)
