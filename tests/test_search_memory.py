@@ -182,3 +182,73 @@ def test_snippets_cut_as_before() -> None:
         flat = flatten(text)
         for width in (200, 40):
             assert cut(flat, terms, width) == _cut_as_before(flat, terms, width), text
+
+
+def test_partial_matches_ranked_from_the_heaviest_postings_only_rank_as_a_whole_ranking_does(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two-word queries whose words rarely meet: the partial matches taken from each word's heaviest
+    postings (heapq.nlargest) are exactly those the whole ranking gives, ties included."""
+    import random
+
+    from nexus.search import reader, scoring
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(40)]
+    for i in range(120):
+        env.append("ella" if i % 2 else "lyra", " ".join(rng.choices(words, k=rng.randint(2, 6))))
+    queries = [f"{rng.choice(words)} {rng.choice(words)}" for _ in range(60)]
+    answers = {}
+    for share in (10**9, 0):  # never, then always, the heaviest postings only
+        monkeypatch.setattr(scoring, "SHARE", share)
+        reader.VIEWS.clear()
+        answers[share] = [
+            [(h.entry_id, h.score) for h in search.search(env.vault, q, limit=5)] for q in queries
+        ]
+    assert answers[0] == answers[10**9]
+    assert any(len(a) == 5 for a in answers[0])
+
+
+def test_one_word_rows_taken_from_the_heaviest_postings_rank_as_every_row_does(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One-word queries (with and without filters, with deleted documents): the best rows taken from
+    the heaviest postings (heapq.nlargest by weight) are exactly those scoring every posting gives,
+    equal weights included."""
+    import heapq
+    import random
+
+    from nexus.search import reader, scoring
+
+    rng = random.Random(11)
+    words = [f"v{i}" for i in range(12)]
+    for i in range(150):
+        env.append(("ella", "lyra")[i % 2], " ".join(rng.choices(words, k=rng.randint(1, 4))))
+    for i in range(4):
+        _note_text = "\n\n".join(f"## {w}\n{' '.join(rng.choices(words, k=5))}" for w in words[:6])
+        (env.vault.root / f"notes-{i}.md").write_text(f"# n{i}\n\n{_note_text}\n", encoding="utf-8")
+    search.search(env.vault, "v1")
+    (env.vault.root / "notes-0.md").write_text("# n0\n\nv1 v2 v3\n", encoding="utf-8")  # deletions
+
+    def every_row(self: Any, total: int, allow: set[int] | None, k: int) -> list[tuple[int, float, int]]:
+        got, f = self.posts[0]
+        rows = [
+            (total, w * f, -d - self.base)
+            for d, w in got.items()
+            if d not in self.leaf.deleted and (allow is None or d + self.base in allow)
+        ]
+        return heapq.nlargest(k, rows)
+
+    def answers() -> list[list[tuple[str | None, str, float]]]:
+        reader.VIEWS.clear()
+        out = []
+        for w in words:
+            for agent in (None, "lyra"):
+                hits = search.search(env.vault, w, agent=agent, limit=7)
+                out.append([(h.entry_id, h.path, h.score) for h in hits])
+        return out
+
+    fast = answers()
+    monkeypatch.setattr(scoring._Segment, "_one_word_rows", every_row)
+    assert answers() == fast
+    assert any(len(a) == 7 for a in fast)

@@ -83,17 +83,29 @@ def analysis(langs: tuple[str, ...]) -> Analysis:
     return Analysis(langs)
 
 
+class _Matches(dict[str, bool]):
+    """word -> whether it matches, worked out on first lookup (a snippet asks about every word it
+    shows: a known word costs one dict lookup in C)."""
+
+    def __init__(self, analysis: Analysis, terms: set[str]) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.terms = terms
+
+    def __missing__(self, word: str) -> bool:
+        got = word in self.terms or any(s in self.terms for s in self.analysis.stems(word))
+        self[word] = got
+        return got
+
+
 class MatchedTerms:
-    """The index terms a query matched; a word of a snippet matches when one of its stems is one."""
+    """The index terms a query matched; a word of a snippet matches when one of its stems is one.
+    ``known[word]`` is the fast form of ``word in terms``."""
 
     def __init__(self, analysis: Analysis, terms: Sequence[str] = ()) -> None:
         self.analysis = analysis
         self.terms = set(terms)
-        self.known: dict[str, bool] = {}  # word -> matches (a snippet asks about every word it shows)
+        self.known = _Matches(analysis, self.terms)
 
     def __contains__(self, word: str) -> bool:
-        got = self.known.get(word)
-        if got is None:
-            got = word in self.terms or any(s in self.terms for s in self.analysis.stems(word))
-            self.known[word] = got
-        return got
+        return self.known[word]

@@ -14,12 +14,14 @@ changes (deletions are applied per query), so they stay valid while the index fo
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from operator import itemgetter
 from typing import Generic, TypeVar
 
 from .engine import Group, Leaf, Searcher, Term, idf
 
 POSTINGS_BUDGET = 400_000  # postings kept decoded per scorer (~30 MB): the most recently used terms
+SHARE = 8  # a word's postings are ranked whole unless fewer than 1/SHARE of them are needed
 
 Row = tuple[int, float, int]  # (words matched, score, docnum)
 Posts = tuple[dict[int, float], float]  # docnum -> stored weight, and the factor (idf) scoring them
@@ -70,11 +72,15 @@ class Scorer:
             self.decoded.put(key, out)
         return out
 
-    def _ranked(self, leaf: Leaf, group: Group, got: dict[int, float]) -> Ranked:
-        """A word's postings in one segment, heaviest first (kept like the decoded postings)."""
+    def _ranked(self, leaf: Leaf, group: Group, got: dict[int, float], enough: int | None = None) -> Ranked:
+        """A word's postings in one segment, heaviest first (kept like the decoded postings); only the
+        heaviest ``enough`` when the caller needs no more and they are a small share (not kept:
+        ``heapq.nlargest`` gives exactly the first ``enough`` of the whole ranking, ties in order)."""
         key = (leaf.segment_id, *group[0]) if leaf.segment_id is not None and len(group) == 1 else None
         if key is not None and (cached := self.by_weight.get(key)) is not None:
             return cached
+        if enough is not None and enough * SHARE < len(got):
+            return heapq.nlargest(enough, got.items(), key=itemgetter(1))
         ranked = sorted(got.items(), key=itemgetter(1), reverse=True)
         if key is not None:
             self.by_weight.put(key, ranked)
@@ -119,7 +125,7 @@ class Scorer:
         for leaf, base in searcher.leaves():
             seg = _Segment(leaf, base, [self._group_postings(leaf, g, idfs) for g in sources], sources)
             segments.append(seg)
-            scored.extend(seg.full_rows(len(groups), allow))
+            scored.extend(seg.full_rows(len(groups), allow, k))
         if partial and len(groups) > 1 and len(scored) < k:
             for seg in segments:
                 scored.extend(seg.partial_rows(self, len(groups), allow, k))
@@ -147,23 +153,28 @@ class _Segment:
             acc = {d: s + got[d] * f for d, s in acc.items() if d in got}
         self.full = acc
 
-    def full_rows(self, total: int, allow: set[int] | None) -> list[Row]:
+    def full_rows(self, total: int, allow: set[int] | None, k: int) -> list[Row]:
         """(words, score, -docnum) of the documents matching every word (ties go to the earlier
         document, as in Whoosh)."""
         base, acc = self.base, self.full
         if len(self.posts) == 1:
-            got, f = self.posts[0]
-            deleted = self.leaf.deleted
-            if allow is None and not deleted:
-                return [(total, w * f, -d - base) for d, w in got.items()]
-            return [
-                (total, w * f, -d - base)
-                for d, w in got.items()
-                if d not in deleted and (allow is None or d + base in allow)
-            ]
+            return self._one_word_rows(total, allow, k)
         if allow is not None:
             return [(total, sc, -d - base) for d, sc in acc.items() if d + base in allow]
         return list(zip([total] * len(acc), acc.values(), [-d - base for d in acc], strict=True))
+
+    def _one_word_rows(self, total: int, allow: set[int] | None, k: int) -> list[Row]:
+        """One word: its ``k`` heaviest postings are its ``k`` best rows, taken without making a row
+        of every posting. Exact: the stored weights are float32 values, so a heavier one stays
+        strictly higher once multiplied by the idf (relative gaps of 2^-24 against rounding of
+        2^-53), and a word of several stems is already scored (factor 1.0); equal weights keep
+        their postings' order (the earlier document first), as equal scores do."""
+        got, f = self.posts[0]
+        base, deleted = self.base, self.leaf.deleted
+        items: Iterable[tuple[int, float]] = got.items()
+        if deleted or allow is not None:
+            items = (x for x in items if x[0] not in deleted and (allow is None or x[0] + base in allow))
+        return [(total, w * f, -d - base) for d, w in heapq.nlargest(k, items, key=itemgetter(1))]
 
     def _keep(self, d: int, allow: set[int] | None) -> bool:
         return d not in self.full and d not in self.leaf.deleted and (allow is None or d + self.base in allow)
@@ -173,9 +184,11 @@ class _Segment:
         base = self.base
         if total == 2:  # the common case, without building the union: one word or the other
             out: list[Row] = []
+            # (without filters, at most the documents matching both and the deleted ones are skipped)
+            enough = k + len(self.full) + len(self.leaf.deleted) if allow is None else None
             for (got, f), group in zip(self.posts, self.sources, strict=True):
                 rows: list[Row] = []
-                for d, w in scorer._ranked(self.leaf, group, got):  # best first: stop at k
+                for d, w in scorer._ranked(self.leaf, group, got, enough):  # best first: stop at k
                     if self._keep(d, allow):
                         rows.append((1, w * f, -d - base))
                         if len(rows) >= k:

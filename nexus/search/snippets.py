@@ -34,15 +34,17 @@ def flatten(text: str) -> Flat:
     return Flat(flat, tuple((m.start(), m.end()) for m in _LINK_OR_STRONG_RE.finditer(flat)))
 
 
-def _words(flat: Flat) -> Iterator[tuple[int, int, str]]:
-    """The words outside wikilinks and bold, in text order: (start, end, lowercased), found as they
-    are asked for (a snippet looks only as far as its window)."""
+def _words(flat: Flat) -> Iterator[re.Match[str]]:
+    """The words outside wikilinks and bold, in text order, found as they are asked for (a snippet
+    looks only as far as its window)."""
     fenced = flat.fenced
+    if not fenced:
+        yield from WORD_RE.finditer(flat.text)
+        return
     for m in WORD_RE.finditer(flat.text):
         s = m.start()
-        if fenced and any(a <= s < b for a, b in fenced):
-            continue
-        yield s, m.end(), m.group(0).lower()
+        if not any(a <= s < b for a, b in fenced):
+            yield m
 
 
 def cut(flat: Flat, terms: MatchedTerms, width: int = 200) -> str:
@@ -50,20 +52,22 @@ def cut(flat: Flat, terms: MatchedTerms, width: int = 200) -> str:
     only up to the first match, then within the window around it."""
     text = flat.text
     words = _words(flat)
-    first = next((w for w in words if w[2] in terms), None)
+    known = terms.known
+    first = next((m for m in words if known[m.group(0).lower()]), None)
     if first is None:
         return text[:width] + ("…" if len(text) > width else "")
-    start = first[0]
+    start = first.start()
     begin = max(0, start - width // 3)
     if begin:
         space = text.find(" ", begin)
         begin = space + 1 if 0 <= space < start else begin
     stop = min(len(text), begin + width)
     out, pos = [], begin
-    for s, e, word in itertools.chain((first,), words):
+    for m in itertools.chain((first,), words):
+        s, e = m.span()
         if e > stop:
             break  # (and every later word)
-        if s == start or word in terms:
+        if s == start or known[m.group(0).lower()]:
             out.append(text[pos:s])
             out.append(f"**{text[s:e]}**")
             pos = e

@@ -52,7 +52,10 @@ class Known:
         """Whether a word of the body (links and bold included) is one of a query's matched terms
         (looked up until the first that is)."""
         body = self.located.entry.body
-        return bool(body) and any(m.group(0).lower() in terms for m in WORD_RE.finditer(body or ""))
+        if not body:
+            return False
+        known = terms.known
+        return any(known[w.lower()] for w in WORD_RE.findall(body))
 
     def body(self) -> Flat:
         if self._body is None:
