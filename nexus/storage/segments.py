@@ -85,11 +85,96 @@ def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
     """Scan ``data``, the bytes of segment ``file`` from byte ``offset`` (which starts line ``line``).
 
     When ``offset`` is 0 everything before the segment marker line (or the first entry) is preamble.
+
+    Entries exactly as nexus writes them (a begin line, lines none of which begins another entry, the
+    end line, one empty line) are cut out a whole entry at a time (:func:`_regular`); from the first
+    byte that is anything else (a person's text, damage, a torn tail, a CR, invalid UTF-8) the rest
+    is read line by line (:func:`scan_lines`, the reference: the same findings either way, a property
+    test checks it). A full verification reads every entry this way: ~40% less CPU than line by line.
     """
+    start = 0
+    if offset == 0:
+        start = _preamble_end(data)
+        if start < 0:  # (no marker line and no entry: the whole thing is read line by line)
+            return scan_lines(data, file, offset=offset, line=line)
+        line += data.count(b"\n", 0, start)
+    result = Scan(end_offset=offset + start, end_line=line)
+    pos, line = _regular(result, data, start, offset, line, file)
+    if pos == len(data):
+        result.end_offset, result.end_line = offset + pos, line
+        return result
+    rest = scan_lines(data[pos:] if pos else data, file, offset=offset + pos, line=line, preamble=False)
+    if not result.entries and not result.broken:
+        return rest
+    result.entries += rest.entries
+    result.broken += rest.broken  # (an entry cut out whole whose fields cannot be read is broken)
+    result.stray, result.torn = rest.stray, rest.torn
+    result.end_offset, result.end_line = rest.end_offset, rest.end_line
+    return result
+
+
+_BEGIN_B = BEGIN_PREFIX.encode()
+_NL_BEGIN = b"\n" + _BEGIN_B
+_NL_END = b"\n" + END_PREFIX.encode()
+_MARKER_B = SEGMENT_MARKER_PREFIX.encode()
+
+
+def _preamble_end(data: bytes) -> int:
+    """Where entries may start in a segment read from its start (as ``_after_preamble``): after the
+    first line that starts with the segment marker, or at the first line that begins an entry; -1
+    when there is neither."""
+    pos = 0
+    size = len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            return -1  # (the last line has no newline: never a marker or an entry here)
+        if data.startswith(_MARKER_B, pos):
+            return nl + 1
+        if data.startswith(_BEGIN_B, pos):
+            return pos
+        pos = nl + 1
+    return -1
+
+
+def _regular(result: Scan, data: bytes, pos: int, offset: int, line: int, file: str) -> tuple[int, int]:
+    """Take entries written exactly as nexus writes them from ``pos`` on, each followed by empty lines;
+    return where the first thing that is not one starts (a line start) and its line number."""
+    size = len(data)
+    find, startswith, begin_re = data.find, data.startswith, BEGIN_RE.fullmatch
+    while pos < size:
+        if data[pos] == 10:  # an empty line between entries
+            pos, line = pos + 1, line + 1
+            continue
+        if not startswith(_BEGIN_B, pos):
+            break
+        end = find(_NL_END, pos)
+        if end < 0:
+            break
+        eol = find(b"\n", end + 1)
+        if eol < 0 or find(_NL_BEGIN, pos, end + 1) >= 0 or find(b"\r", pos, eol) >= 0:
+            break  # (cut short, another begin line inside, or a CR: read line by line)
+        try:
+            lines = data[pos:eol].decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            break
+        if begin_re(lines[0]) is None:
+            break
+        last = line + len(lines) - 1
+        _finish(result, lines, (offset + pos, line), offset + eol + 1, last, file)
+        pos, line = eol + 1, last + 1
+    return pos, line
+
+
+def scan_lines(data: bytes, file: str, *, offset: int = 0, line: int = 1, preamble: bool = True) -> Scan:
+    """``scan``, line by line: the reference, and what reads whatever is not a regular entry.
+    ``preamble``: when ``offset`` is 0, skip the preamble first."""
     result = Scan(end_offset=offset, end_line=line)
     raw_lines = data.split(b"\n")
     partial = raw_lines.pop()  # bytes after the last newline (b"" when data ends with one)
-    first, pos, line_no = _after_preamble(raw_lines, offset, line) if offset == 0 else (0, offset, line)
+    first, pos, line_no = (
+        _after_preamble(raw_lines, offset, line) if offset == 0 and preamble else (0, offset, line)
+    )
     reader = _Reader(result, file)
     for raw in raw_lines[first:]:
         next_pos = pos + len(raw) + 1
