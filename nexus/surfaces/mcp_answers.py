@@ -166,7 +166,6 @@ class Answers:
 def generate() -> dict[str, Any]:
     """What ``mcp_tools.json`` holds, asked of the SDK server itself over its stdio transport: the
     ``initialize`` answer at every handshake version, both tool sets, the prompt and resource lists."""
-    import importlib.metadata
     import tempfile
 
     import anyio
@@ -192,7 +191,6 @@ def generate() -> dict[str, Any]:
 
     return {
         "generated_by": "python -m nexus.surfaces.mcp_answers --write",
-        "sdk": importlib.metadata.version("mcp"),
         "handshake_versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
         "latest_handshake_version": LATEST_HANDSHAKE_VERSION,
         "front_versions": [v for v, answers in asked.items() if same(answers)],

@@ -4,7 +4,8 @@ stream to the SDK server (``mcp_server.py``), which serves the rest of the sessi
 Importing the SDK takes about a second (``import mcp.server`` builds two protocol versions' pydantic
 models); an agent runtime's first requests (``initialize``, ``tools/list``, a ``brief`` call) need
 none of it. The front imports neither ``mcp`` nor ``pydantic``. It reads newline-delimited JSON-RPC
-and answers by itself, exactly as the SDK server would, what it can be sure of:
+and answers by itself (``mcp_answers.Answers``), exactly as the SDK server would, what it can be sure
+of:
 
 - ``initialize`` (the same protocol-version negotiation, capabilities, server info, instructions),
   ``ping``, ``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``: from
