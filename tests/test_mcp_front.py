@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,17 @@ from nexus.surfaces import mcp_answers, mcp_front, mcp_tools
 ROOT = Path(__file__).resolve().parent.parent
 ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+@pytest.fixture(autouse=True)
+def _trust_as_found() -> Iterator[None]:
+    """Building a server in-process configures the process-wide trust (the pins folder), as an entry
+    point does: put it back, or later tests in this process read another test's pins and seals."""
+    from nexus.keys import trust
+
+    before = trust._HOME
+    yield
+    trust.configure(before)
 
 
 def _request(i: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
