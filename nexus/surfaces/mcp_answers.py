@@ -139,7 +139,11 @@ class Answers:
         name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             raise Defer
-        if meta is not None and (not isinstance(meta, dict) or not set(meta) <= {"progressToken"}):
+        if meta is not None and (
+            not isinstance(meta, dict)
+            or not set(meta) <= {"progressToken"}
+            or not _is_id(meta.get("progressToken", 0))
+        ):
             raise Defer
         op = self.ops.get(name)
         if op is None:
