@@ -207,35 +207,6 @@ def _nexus_ledger_rotation__Rotation(cls, __d, __f):
     return out
 
 
-def _nexus_ledger_verify__Head(cls, __d, __f):
-    def __init__(self, seq, digest, signed_ok, file, line, entry_id):
-        _set(self, 'seq', seq)
-        _set(self, 'digest', digest)
-        _set(self, 'signed_ok', signed_ok)
-        _set(self, 'file', file)
-        _set(self, 'line', line)
-        _set(self, 'entry_id', entry_id)
-    def __repr__(self):
-        return (self.__class__.__qualname__ + f"(seq={self.seq!r}, digest={self.digest!r}, signed_ok={self.signed_ok!r}, file={self.file!r}, line={self.line!r}, entry_id={self.entry_id!r})")
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return (self.seq, self.digest, self.signed_ok, self.file, self.line, self.entry_id,) == (other.seq, other.digest, other.signed_ok, other.file, other.line, other.entry_id,)
-        return NotImplemented
-    out = {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': None}
-    def __hash__(self):
-        return hash((self.seq, self.digest, self.signed_ok, self.file, self.line, self.entry_id,))
-    def __setattr__(self, name, value):
-        if type(self) is cls or name in ('seq', 'digest', 'signed_ok', 'file', 'line', 'entry_id'):
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        super(cls, self).__setattr__(name, value)
-    def __delattr__(self, name):
-        if type(self) is cls or name in ('seq', 'digest', 'signed_ok', 'file', 'line', 'entry_id'):
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
-        super(cls, self).__delattr__(name)
-    out.update(__hash__=__hash__, __setattr__=__setattr__, __delattr__=__delattr__)
-    return out
-
-
 def _nexus_ledger_verify__Report(cls, __d, __f):
     def __init__(self, entries=__d['entries'], segments=__d['segments'], problems=_FACTORY, checked=__d['checked'], full=__d['full']):
         self.entries = entries
@@ -1705,7 +1676,6 @@ MADE = {
     'nexus.ledger.log:_Target': ((False, False, False, (('state', 'required', True, True, True, None), ('fd', 'required', True, True, True, None), ('fast', 'required', True, True, True, None), ('dir_mtime', 'required', True, True, True, None), ('ino', 'required', True, True, True, None), ('path', 'default', True, True, True, None), ('rel', 'default', True, True, True, None))), _nexus_ledger_log___Target),
     'nexus.ledger.marks:Mark': ((True, True, False, (('offset', 'default', True, True, True, None), ('line', 'default', True, True, True, None), ('last', 'default', True, True, True, None), ('scanned', 'default', True, True, True, None))), _nexus_ledger_marks__Mark),
     'nexus.ledger.rotation:Rotation': ((True, False, False, (('name', 'required', True, True, True, None), ('old_key_id', 'required', True, True, True, None), ('new_key_id', 'required', True, True, True, None), ('announced', 'required', True, True, True, None), ('confirmed', 'required', True, True, True, None))), _nexus_ledger_rotation__Rotation),
-    'nexus.ledger.verify:Head': ((True, False, False, (('seq', 'required', True, True, True, None), ('digest', 'required', True, True, True, None), ('signed_ok', 'required', True, True, True, None), ('file', 'required', True, True, True, None), ('line', 'required', True, True, True, None), ('entry_id', 'required', True, True, True, None))), _nexus_ledger_verify__Head),
     'nexus.ledger.verify:Report': ((False, False, False, (('entries', 'default', True, True, True, None), ('segments', 'default', True, True, True, None), ('problems', 'factory', True, True, True, None), ('checked', 'default', True, True, True, None), ('full', 'default', True, True, True, None))), _nexus_ledger_verify__Report),
     'nexus.ledger.verify:_Link': ((False, False, False, (('located', 'required', True, True, True, None), ('digest', 'required', True, True, True, None), ('signed_ok', 'required', True, True, True, None))), _nexus_ledger_verify___Link),
     'nexus.ledger.verify_state:Chunk': ((False, False, False, (('rel', 'required', True, True, True, None), ('start', 'required', True, True, True, None), ('end', 'required', True, True, True, None), ('end_line', 'required', True, True, True, None), ('sha', 'required', True, True, True, None), ('broken', 'required', True, True, True, None), ('stray', 'required', True, True, True, None), ('torn', 'required', True, True, True, None), ('recs', 'required', True, True, True, None), ('size', 'required', True, True, True, None))), _nexus_ledger_verify_state__Chunk),
