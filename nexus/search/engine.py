@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable, Generator, Sequence
+from array import array
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,7 +191,9 @@ class Index:
         return int(self.raw.latest_generation())
 
     def doc_count(self) -> int:
-        return int(self.raw.doc_count())
+        """The documents not deleted, from the table of contents (Whoosh's own count opens a reader:
+        every segment's files mapped and read, +110 MB at 330,000 entries, only to count)."""
+        return sum(int(segment.doc_count()) for segment in self.raw._segments())
 
     def searcher(self) -> Searcher:
         return Searcher(self.raw.searcher(weighting=_BM25()))
@@ -266,6 +269,29 @@ def _batched_pool() -> Any:
     return BatchedPool
 
 
+class _Bucket:
+    """One of the 256 hash buckets of a segment's term index while it is written, as two flat arrays.
+    Whoosh keeps each term's (hash, position) as a tuple in a list, ~130 bytes a term held until the
+    segment is finished: ~65 MB in a build process indexing 500,000 entries of a 1M-entry vault (each
+    entry has terms of its own, its id first). Here 16 bytes a term; the file written is the same."""
+
+    __slots__ = ("hashes", "positions")
+
+    def __init__(self) -> None:
+        self.hashes = array("Q")
+        self.positions = array("q")
+
+    def append(self, pair: tuple[int, int]) -> None:
+        self.hashes.append(pair[0])
+        self.positions.append(pair[1])
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.hashes, self.positions, strict=True)
+
+
 class PartWriter:
     """One new segment of an index folder, written without the index lock (the parent process
     holds it and commits the parts' segments together)."""
@@ -275,6 +301,7 @@ class PartWriter:
 
         self.raw: Any = SegmentWriter(whoosh_index.open_dir(str(folder)), _lk=False, limitmb=limitmb)  # type: ignore[no-untyped-call]
         self.raw.pool = _batched_pool()(self.raw._tempstorage, self.raw.newsegment, limitmb=limitmb)
+        self.raw.fieldwriter._tindex.buckets = [_Bucket() for _ in range(256)]
 
     def add(self, doc: Doc) -> None:
         self.raw.add_document(**_fields(doc))

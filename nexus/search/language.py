@@ -43,6 +43,10 @@ def fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
+MEMO_WORDS = 100_000  # words whose stems an Analysis remembers (~19 MB; a build's vocabulary grows
+#                       with the log: a million words remembered held ~190 MB in a build process)
+
+
 class Analysis:
     """One index's way of turning text into terms (see the module's docstring)."""
 
@@ -61,7 +65,7 @@ class Analysis:
         got = self.memo.get(word)
         if got is None:
             got = tuple(dict.fromkeys(fold(stem(word)) or word for stem in self.stemmers))
-            if len(self.memo) < 1_000_000:
+            if len(self.memo) < MEMO_WORDS:
                 self.memo[word] = got
         return got
 
