@@ -185,7 +185,10 @@ def test_a_secret_others_can_read_is_not_used(trusted: Env, checks: list[str]) -
     assert len(checks) == 3
 
 
-def test_without_trust_configured_nothing_is_sealed(env: Env, checks: list[str]) -> None:
+def test_without_trust_configured_nothing_is_sealed(
+    env: Env, checks: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(trust, "_HOME", None)  # a library caller (whatever an earlier test configured)
     _falcons(env)
     search.rebuild(env.vault)
     assert checks == [] and not (env.keys_home / seal.FILE).exists()

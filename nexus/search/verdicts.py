@@ -192,12 +192,9 @@ class Signatures:
         ``trust.load`` reads: reading it costs ~0.5-1 ms a search)."""
         from ..keys import trust
 
-        pins = self._pins_path(home)
-        stamp = (str(home), _stat(pins), self._notes_stamp())
-        if self.ring is None or self.ring[0] != stamp:
-            ring = trust.load(self.vault, home)
-            # (first sight of a name pins it: the pins file changed, read once more next time)
-            self.ring = ((str(home), _stat(pins), stamp[2]), ring.public_key)
+        stamp = (str(home), _stat(self._pins_path(home)), self._notes_stamp())  # (taken before reading:
+        if self.ring is None or self.ring[0] != stamp:  # a change made meanwhile is read next time)
+            self.ring = (stamp, trust.load(self.vault, home).public_key)
         return self.ring[1]
 
     def _pins_path(self, home: Path) -> Path:
