@@ -18,7 +18,7 @@ from conftest import Env
 
 from nexus import search
 from nexus.keys import identity, seal, trust
-from nexus.ledger import verify_state
+from nexus.ledger import verify, verify_state
 from nexus.search import documents, engine, reader
 from nexus.search.language import analysis
 from nexus.search.manifest import index_dir
@@ -35,15 +35,24 @@ def trusted(env: Env, monkeypatch: pytest.MonkeyPatch) -> Env:
 
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The entries whose signature was checked with Ed25519 (by anyone in this process)."""
+    """The entries whose signature was checked with Ed25519 (by anyone in this process): by OpenSSL,
+    or accepted by libsodium first (``verify.fast_signature_ok``: what it refuses OpenSSL decides)."""
     seen: list[str] = []
     real: Callable[..., bool] = identity.verify_signature
+    real_fast: Callable[..., bool] = verify.fast_signature_ok
 
     def spy(public_key: str, signature: str, data: bytes, memo: Any = None) -> bool:
         seen.append(signature)
         return real(public_key, signature, data, memo)
 
+    def fast_spy(public_key: str, signature: str, data: bytes) -> bool:
+        ok = real_fast(public_key, signature, data)
+        if ok:
+            seen.append(signature)
+        return ok
+
     monkeypatch.setattr(identity, "verify_signature", spy)
+    monkeypatch.setattr(verify, "fast_signature_ok", fast_spy)
     return seen
 
 

@@ -40,7 +40,6 @@ class Sealer:
         """The seal of each entry of ``found`` (parsed from ``data``, which starts at byte ``base`` of
         its file; b"" when it does not verify). Entries inside ``covered`` (byte offsets the verify
         proof vouches for) are not checked again."""
-        from ..keys import identity
         from ..keys.seal import seal
         from ..storage import entries
 
@@ -59,12 +58,26 @@ class Sealer:
                 and located.end_offset - 1 in covered
                 and proof.vouches(located.file, e.id, located.line_start)
             )
-            if not vouched and not identity.verify_signature(public, e.sig, entries.signing_bytes(e), memo):
+            if not vouched and not _signature_ok(public, e.sig, entries.signing_bytes(e), memo):
                 out.append(b"")
                 continue
             raw = data[located.offset - base : located.end_offset - base]
             out.append(seal(self.secret, public, hashlib.sha256(raw).digest()))
         return out
+
+
+def _signature_ok(public: str, sig: str, data: bytes, memo: Memo | None) -> bool:
+    """Whether the signature holds: libsodium first in a build (about twice as fast as OpenSSL, and
+    what it accepts OpenSSL accepts: ``verify.fast_signature_ok``), OpenSSL deciding what it refuses;
+    an update asks the machine's memo first."""
+    from ..keys import identity
+
+    if memo is None:
+        from ..ledger.verify import fast_signature_ok
+
+        if fast_signature_ok(public, sig, data):
+            return True
+    return identity.verify_signature(public, sig, data, memo)
 
 
 def sealer(vault: Vault, *, with_proof: bool = False) -> Sealer | None:
