@@ -70,6 +70,19 @@ class Env:
         return log.append(self.vault, self.signer(agent), summary=summary, **kw)
 
 
+@pytest.fixture(autouse=True)
+def _trust_as_found() -> Iterator[None]:
+    """Every test leaves the process-wide trust (the pins folder an entry point configures: ``main``
+    of the CLI, the hooks, Hermes' provider or the MCP server, run in-process) as it found it; else a
+    later test in this process reads another test's pins and seals (a search then proves its hits by
+    seal where the test expects a signature check)."""
+    from nexus.keys import trust
+
+    before = trust._HOME
+    yield
+    trust.configure(before)
+
+
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     """A fresh vault with agents ella and lyra and the human sam."""

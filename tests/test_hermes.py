@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,18 +30,6 @@ pytestmark = pytest.mark.skipif(
     not (SITE / "agent" / "memory_manager.py").is_file(),
     reason=f"hermes-agent is not installed in {SITE} (scripts/bootstrap installs it; pip could not)",
 )
-
-
-@pytest.fixture(autouse=True)
-def _trust_as_found() -> Iterator[None]:
-    """``main`` in-process configures the process-wide trust (the pins folder), as an entry point
-    does: put it back, or later tests in this process read this test's pins and seals (a search then
-    proves its hits by seal, and test_search_memory's signature memo stays empty)."""
-    from nexus.keys import trust
-
-    before = trust._HOME
-    yield
-    trust.configure(before)
 
 
 SESSION = r"""

@@ -20,17 +20,6 @@ from nexus.surfaces.cli import build_parser
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _trust_as_found() -> Iterator[None]:
-    """Building a server in-process configures the process-wide trust (the pins folder), as an entry
-    point does: put it back, or later tests in this process read another test's pins and seals."""
-    from nexus.keys import trust
-
-    before = trust._HOME
-    yield
-    trust.configure(before)
-
-
 def _cli_commands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator[str]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +26,6 @@ from nexus.surfaces import mcp_answers, mcp_front, mcp_tools
 ROOT = Path(__file__).resolve().parent.parent
 ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-
-
-@pytest.fixture(autouse=True)
-def _trust_as_found() -> Iterator[None]:
-    """Building a server in-process configures the process-wide trust (the pins folder), as an entry
-    point does: put it back, or later tests in this process read another test's pins and seals."""
-    from nexus.keys import trust
-
-    before = trust._HOME
-    yield
-    trust.configure(before)
 
 
 def _request(i: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -269,6 +257,20 @@ def test_without_the_sdk_the_front_serves_tools_and_errors_the_rest(env: Env, tm
     assert "no sdk needed" in env.run("log", "tail").stdout
 
 
+def _whole_session(env: Env, messages: list[dict[str, Any]]) -> tuple[dict[Any, dict[str, Any]], str]:
+    """``nexus mcp`` fed ``messages`` then EOF at once: its answers by id, and its stdout."""
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        capture_output=True,
+        text=True,
+        env=env.environ,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}, proc.stdout
+
+
 def test_requests_kept_for_the_sdk_are_answered_when_stdin_closes_at_once(env: Env) -> None:
     """A client that writes its requests and closes stdin: the front answers its own, the SDK those
     kept for it (its transport alone would drop what is in flight at EOF), a cancelled one excepted."""
@@ -281,17 +283,8 @@ def test_requests_kept_for_the_sdk_are_answered_when_stdin_closes_at_once(env: E
         _request(5, "resources/read", {"uri": "nexus://decisions"}),
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}},
     ]
-    proc = subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
-        input="".join(json.dumps(m) + "\n" for m in messages),
-        capture_output=True,
-        text=True,
-        env=env.environ,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    by_id = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}
-    assert {1, 2, 3, 4} <= set(by_id) and all("result" in by_id[i] for i in (1, 2, 3, 4)), proc.stdout
+    by_id, stdout = _whole_session(env, messages)
+    assert {1, 2, 3, 4} <= set(by_id) and all("result" in by_id[i] for i in (1, 2, 3, 4)), stdout
     assert "before eof" in by_id[4]["result"]["contents"][0]["text"]
 
 
@@ -307,16 +300,7 @@ def test_a_session_opening_with_the_2026_envelope_is_the_sdks_from_the_first_byt
         _request(1, "server/discover", {"_meta": meta}),
         _request(2, "tools/call", {"name": "brief", "arguments": {"peek": True}, "_meta": meta}),
     ]
-    proc = subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
-        input="".join(json.dumps(m) + "\n" for m in messages),
-        capture_output=True,
-        text=True,
-        env=env.environ,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    by_id = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}
+    by_id, _ = _whole_session(env, messages)
     assert "2026-07-28" in by_id[1]["result"]["supportedVersions"], by_id[1]
     assert by_id[2]["result"]["resultType"] == "complete"  # the 2026 shape: the SDK's answer
     assert by_id[2]["result"]["content"][0]["text"].startswith("# nexus brief for ella")
