@@ -110,3 +110,30 @@ def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(coordination, "materialize", spy)
     return read_back
+
+
+def edit_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """Replace ``old`` by ``new`` (same length) keeping the file's size and mtime: a freshness check
+    (size and mtime) cannot see it; only the bytes read back can."""
+    assert len(old) == len(new)
+    st = path.stat()
+    data = path.read_bytes()
+    assert data.count(old) == 1
+    path.write_bytes(data.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def edit_entry_in_place(
+    vault: Vault, located: Any, what: str, text: tuple[bytes, bytes]
+) -> tuple[bytes, bytes]:
+    """Change an entry's ``text`` (old, new) or, ``what="signature"``, one character of its signature,
+    in place (see :func:`edit_in_place`); returns the segment's bytes before, and what was written."""
+    seg = vault.root / located.file
+    original = seg.read_bytes()
+    if what == "text":
+        old, new = text
+    else:
+        sig = located.entry.sig.encode()
+        old, new = sig, sig[:10] + (b"A" if sig[10:11] != b"A" else b"B") + sig[11:]
+    edit_in_place(seg, old, new)
+    return original, new

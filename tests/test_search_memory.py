@@ -10,23 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import Env, edit_entry_in_place
 
 from nexus import search
 from nexus.search import builder, engine
 from nexus.search.reader import view
-
-
-def _edit_in_place(path: Path, old: bytes, new: bytes) -> None:
-    """Replace ``old`` by ``new`` (same length), keeping the file's size and mtime: the index's
-    freshness check (size and mtime) cannot see it; only the bytes read back can."""
-    assert len(old) == len(new)
-    st = path.stat()
-    data = path.read_bytes()
-    assert data.count(old) == 1
-    path.write_bytes(data.replace(old, new))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
 
 
 @pytest.mark.parametrize("what", ["text", "signature"])
@@ -46,13 +34,7 @@ def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(
     assert "✓ signed" in env.run("search", "falcon").stdout  # and, by the CLI, in the machine's memo
     assert (Path(os.environ["NEXUS_HOME"]) / "checked-signatures").stat().st_size > 0
     seg = env.vault.root / located.file
-    original = seg.read_bytes()
-    if what == "text":
-        old, new = b"budget is 100", b"budget is 900"
-    else:
-        sig = located.entry.sig.encode()
-        old, new = sig, sig[:10] + (b"A" if sig[10:11] != b"A" else b"B") + sig[11:]
-    _edit_in_place(seg, old, new)
+    original, _ = edit_entry_in_place(env.vault, located, what, (b"budget is 100", b"budget is 900"))
     hits = search.search(env.vault, "falcon")
     assert len(hits) == 1 and hits[0].verified is False  # the edited bytes are checked, not recalled
     if what == "text":

@@ -10,11 +10,10 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import Env, edit_entry_in_place, edit_in_place
 
 from nexus import search
 from nexus.keys import identity, seal, trust
@@ -61,16 +60,6 @@ def _fresh_process() -> None:
     reader.VIEWS.clear()
 
 
-def _edit_in_place(path: Path, old: bytes, new: bytes) -> None:
-    """Same length, size and mtime kept: only the bytes read back can tell."""
-    assert len(old) == len(new)
-    st = path.stat()
-    data = path.read_bytes()
-    assert data.count(old) == 1
-    path.write_bytes(data.replace(old, new))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-
 def seg_bytes(env: Env, rel: str) -> bytes:
     return (env.vault.root / rel).read_bytes()
 
@@ -105,13 +94,7 @@ def test_an_entry_edited_in_place_after_it_was_indexed_is_not_verified(
     located = _falcons(trusted)[0]
     search.rebuild(trusted.vault)
     seg = trusted.vault.root / located.file
-    original = seg.read_bytes()
-    if what == "text":
-        old, new = b"budget is 100", b"budget is 900"
-    else:
-        sig = located.entry.sig.encode()
-        old, new = sig, sig[:10] + (b"A" if sig[10:11] != b"A" else b"B") + sig[11:]
-    _edit_in_place(seg, old, new)
+    original, new = edit_entry_in_place(trusted.vault, located, what, (b"budget is 100", b"budget is 900"))
     _fresh_process()
     checks.clear()
     hits = {h.entry_id: h for h in search.search(trusted.vault, "falcon")}
@@ -152,7 +135,7 @@ def test_a_seal_column_rewritten_by_an_attacker_never_yields_verified(
     genuine = [kept[f"e:{x.entry.id}"] for x in segments.scan(seg_bytes(trusted, located.file), "x").entries]
     assert len(genuine) == 3 and all(genuine)
     seg = trusted.vault.root / located.file
-    _edit_in_place(seg, b"budget is 100", b"budget is 900")
+    edit_in_place(seg, b"budget is 100", b"budget is 900")
     mine = os.urandom(32)
     makers: dict[str, Callable[[int, bytes, str], bytes]] = {
         "another secret": lambda i, raw, public: seal.seal(mine, public, hashlib.sha256(raw).digest()),
@@ -172,7 +155,7 @@ def test_without_the_secret_hits_are_checked_as_before(trusted: Env, checks: lis
     located = _falcons(trusted)[0]
     search.rebuild(trusted.vault)
     (trusted.keys_home / seal.FILE).unlink()  # lost (or another machine's index): seals prove nothing
-    _edit_in_place(trusted.vault.root / located.file, b"budget is 100", b"budget is 900")
+    edit_in_place(trusted.vault.root / located.file, b"budget is 100", b"budget is 900")
     _fresh_process()
     checks.clear()
     hits = {h.entry_id: h for h in search.search(trusted.vault, "falcon")}
@@ -233,7 +216,7 @@ def test_the_build_seals_what_verify_proved_without_checking_it_again(
     hits = search.search(trusted.vault, "falcon")
     assert len(hits) == 4 and all(h.verified for h in hits) and checks == [after.entry.sig]
     # bytes changed since the proof are never vouched for: the range no longer hashes as proven
-    _edit_in_place(trusted.vault.root / located[1].file, b"nest seen", b"nest SEEN")
+    edit_in_place(trusted.vault.root / located[1].file, b"nest seen", b"nest SEEN")
     checks.clear()
     search.rebuild(trusted.vault)
     assert len(checks) == 4  # the proof covers nothing of the changed segment now
