@@ -79,13 +79,6 @@ def snippet(text: str, terms: MatchedTerms, width: int = 200) -> str:
     return cut(flatten(text), terms, width)
 
 
-def entry_snippet(summary: str, body: str | None, terms: MatchedTerms) -> str:
-    """An entry's snippet: from its body when a word of the body matched, else from summary and body."""
-    if body and any(m.group(0).lower() in terms for m in WORD_RE.finditer(body)):
-        return snippet(body, terms)
-    return snippet(summary if not body else f"{summary} — {body}", terms)
-
-
 def section_text(text: str) -> str:
     """A section without its heading line (the hit shows the heading apart)."""
     first, _, rest = text.partition("\n")
