@@ -50,7 +50,8 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             seen.append(signature)
         return ok
 
-    monkeypatch.setattr(identity, "verify_signature", spy)
+    monkeypatch.setattr(identity, "verify_signature", spy)  # (readers)
+    monkeypatch.setattr(verify, "verify_signature", spy)  # (a build's check, ``verify.signature_ok``)
     monkeypatch.setattr(verify, "fast_signature_ok", fast_spy)
     return seen
 

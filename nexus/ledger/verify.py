@@ -427,6 +427,17 @@ def fast_signature_ok(public_key: str, signature: str, data: bytes) -> bool:
     return True
 
 
+def signature_ok(
+    public_key: str, signature: str, data: bytes, memo: Memo | None = None, *, fast: bool = False
+) -> bool:
+    """Whether ``signature`` by ``public_key`` holds for ``data``: with ``fast``, libsodium first
+    (:func:`fast_signature_ok`: what it accepts OpenSSL accepts), OpenSSL (``verify_signature``, the
+    ``memo`` first) deciding whatever it refuses."""
+    return (fast and fast_signature_ok(public_key, signature, data)) or verify_signature(
+        public_key, signature, data, memo
+    )
+
+
 def check_entry(
     located: Located,
     ring: Keyring,
@@ -461,9 +472,7 @@ def check_entry(
         )
     public = keys.get(e.key)
     if public is not None:
-        if not (fast and fast_signature_ok(public, e.sig, data)) and not verify_signature(
-            public, e.sig, data, memo
-        ):
+        if not signature_ok(public, e.sig, data, memo, fast=fast):
             changes = renamed.original(e, public) if renamed is not None else None
             if changes is not None:
                 moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"

@@ -41,6 +41,7 @@ class Sealer:
         its file; b"" when it does not verify). Entries inside ``covered`` (byte offsets the verify
         proof vouches for) are not checked again."""
         from ..keys.seal import seal
+        from ..ledger.verify import signature_ok
         from ..storage import entries
 
         out: list[bytes] = []
@@ -58,26 +59,15 @@ class Sealer:
                 and located.end_offset - 1 in covered
                 and proof.vouches(located.file, e.id, located.line_start)
             )
-            if not vouched and not _signature_ok(public, e.sig, entries.signing_bytes(e), memo):
+            # (a build: libsodium first, as a full verify; an update: the machine's memo first)
+            if not vouched and not signature_ok(
+                public, e.sig, entries.signing_bytes(e), memo, fast=memo is None
+            ):
                 out.append(b"")
                 continue
             raw = data[located.offset - base : located.end_offset - base]
             out.append(seal(self.secret, public, hashlib.sha256(raw).digest()))
         return out
-
-
-def _signature_ok(public: str, sig: str, data: bytes, memo: Memo | None) -> bool:
-    """Whether the signature holds: libsodium first in a build (about twice as fast as OpenSSL, and
-    what it accepts OpenSSL accepts: ``verify.fast_signature_ok``), OpenSSL deciding what it refuses;
-    an update asks the machine's memo first."""
-    from ..keys import identity
-
-    if memo is None:
-        from ..ledger.verify import fast_signature_ok
-
-        if fast_signature_ok(public, sig, data):
-            return True
-    return identity.verify_signature(public, sig, data, memo)
 
 
 def sealer(vault: Vault, *, with_proof: bool = False) -> Sealer | None:
