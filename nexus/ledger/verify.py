@@ -36,6 +36,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..keys import trust
+from ..keys.bulk import fast_signature_ok as fast_signature_ok  # (tests count its calls here)
 from ..keys.checked import Memo
 from ..keys.identity import all_identities, verify_signature
 from ..keys.trust import Keyring
@@ -384,55 +385,12 @@ class _Link:
         return self.located.entry.seq
 
 
-_SODIUM: list[Any] = []  # [crypto_sign_open, its error] once imported; [None, None] without PyNaCl
-_RAW_KEYS: dict[str, bytes] = {}
-
-
-def fast_signature_ok(public_key: str, signature: str, data: bytes) -> bool:
-    """True when libsodium (PyNaCl) accepts ``signature`` (base64) by ``public_key``
-    (``ed25519:<base64>``) for ``data``: about twice as fast as OpenSSL's Ed25519 on this machine
-    (the largest part of a full verify's CPU). libsodium accepts a subset of what OpenSSL accepts
-    (both check ``[S]B = R + [k]A`` without the cofactor and a canonical S, from the same bytes;
-    libsodium also refuses small-order and non-canonical points), so a True here is OpenSSL's True;
-    False means "ask :func:`verify_signature`", which decides (:func:`check_entry` with ``fast``)."""
-    if not _SODIUM:
-        try:
-            from nacl.bindings import crypto_sign_open
-            from nacl.exceptions import BadSignatureError
-
-            _SODIUM[:] = [crypto_sign_open, BadSignatureError]
-        except ImportError:  # (pragma: PyNaCl is a dependency; without it, OpenSSL checks everything)
-            _SODIUM[:] = [None, None]
-    sign_open, bad = _SODIUM
-    if sign_open is None:
-        return False
-    raw = _RAW_KEYS.get(public_key)
-    try:
-        if raw is None:
-            import base64
-
-            raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
-            if len(raw) != 32:
-                return False
-            if len(_RAW_KEYS) < 4096:
-                _RAW_KEYS[public_key] = raw
-        import binascii
-
-        sig = binascii.a2b_base64(signature, strict_mode=True)
-        if len(sig) != 64:
-            return False
-        sign_open(sig + data, raw)
-    except (bad, ValueError, TypeError):
-        return False
-    return True
-
-
 def signature_ok(
     public_key: str, signature: str, data: bytes, memo: Memo | None = None, *, fast: bool = False
 ) -> bool:
-    """Whether ``signature`` by ``public_key`` holds for ``data``: with ``fast``, libsodium first
-    (:func:`fast_signature_ok`: what it accepts OpenSSL accepts), OpenSSL (``verify_signature``, the
-    ``memo`` first) deciding whatever it refuses."""
+    """Whether ``signature`` by ``public_key`` holds for ``data``: with ``fast``, zebra or libsodium
+    first (``keys/bulk.py``: they answer only "valid"), OpenSSL (``verify_signature``, the ``memo``
+    first) deciding whatever they do not accept."""
     return (fast and fast_signature_ok(public_key, signature, data)) or verify_signature(
         public_key, signature, data, memo
     )
@@ -455,8 +413,8 @@ def check_entry(
     With ``renamed``, an entry whose links Obsidian moved to a renamed note is "ok" with a ``renamed``
     warning (``renamed.signed`` keeps the text as signed). ``canonical``: ``entries.canonical(entry)``
     when the caller has it already. ``memo``: signatures this machine already found valid (readers
-    pass it, ``checked.py``; a verification never does). ``fast``: libsodium first (a verification
-    of many entries: :func:`fast_signature_ok`). Never raises."""
+    pass it, ``checked.py``; a verification never does). ``fast``: zebra or libsodium first (a verification
+    of many entries: ``keys/bulk.py``). Never raises."""
     e = located.entry
     where = (located.file, located.line_start)
     keys = ring.keys.get(e.agent)

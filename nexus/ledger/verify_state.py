@@ -305,6 +305,7 @@ CONTEXT_MODULES = (  # the code every remembered verdict depends on
     "keys/identity.py",
     "ledger/renames.py",
     "keys/trust.py",
+    "keys/bulk.py",
 )
 
 
