@@ -4,8 +4,10 @@ entry): they must be exactly the bytes the JSON encoder writes for the same fiel
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,9 +58,161 @@ def test_written_out_is_what_the_encoder_writes(fields: dict[str, Any], sig: str
 
 def test_a_field_of_another_type_still_takes_the_encoder() -> None:
     base: dict[str, Any] = dict(
-        id="a", ts="t", agent="ella", channel="c", type="note", summary="s", body=None, ack=("x",),
-        seen=None, seq=True, prev=None, key="k", via=None,
-    )  # fmt: skip
+        id="a",
+        ts="t",
+        agent="ella",
+        channel="c",
+        type="note",
+        summary="s",
+        body=None,
+        ack=("x",),
+        seen=None,
+        seq=True,
+        prev=None,
+        key="k",
+        via=None,
+    )
     assert b'"seq":true' in entries.canonical_fields(**base)
     assert b'"seen":3' in entries.canonical_fields(**{**base, "seq": 1, "seen": 3})
     assert b'"ack":["x"]' in entries.canonical_fields(**{**base, "seq": 1, "ack": ["x"]})
+
+
+# ------------------------------------------------------------- reading an end line without json.loads
+
+_ID = "01M69N2XVHT7C2C7ZBTZ5R3RK7"
+_PLAIN_TEXT = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
+_END_TEXT = TEXT | _PLAIN_TEXT | st.sampled_from(["", _ID, "a,b", 'a"b', "a\\b", "ñ", "\x7f"])
+
+
+def _by_json(lines: list[str]) -> tuple[Any, Any]:
+    """What the reader answers when every end line goes through json.loads (the reference)."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(entries, "_END_PLAIN", re.compile(r"(?!)"))
+        return _outcome(lines)
+
+
+def _outcome(lines: list[str]) -> tuple[Any, Any]:
+    try:
+        entry, flaw = entries.parse_checked(lines)
+    except entries.FrameError as err:
+        return "error", (str(err), err.line)
+    return entry, flaw
+
+
+def _lines(end: str) -> list[str]:
+    header = f"**2026-12-01 10:00:00Z** · ella · general · note — s ^{_ID}"
+    return [f"%% nexus:begin {_ID} %%", header, "", end]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    ack=st.lists(_END_TEXT, max_size=3),
+    key=_END_TEXT,
+    prev=st.none() | _END_TEXT,
+    seen=st.none() | _END_TEXT,
+    seq=st.integers(min_value=-(2**70), max_value=2**70),
+    sig=_END_TEXT,
+    via=st.none() | _END_TEXT,
+)
+def test_an_end_line_nexus_writes_reads_the_same_as_through_json(
+    ack: list[str], key: str, prev: str | None, seen: str | None, seq: int, sig: str, via: str | None
+) -> None:
+    e = Entry(
+        _ID,
+        "2026-12-01T10:00:00Z",
+        "ella",
+        "general",
+        "note",
+        "s",
+        None,
+        tuple(ack),
+        seen,
+        seq,
+        prev,
+        key,
+        sig,
+        via,
+    )
+    lines = _lines(entries.end_line(e))
+    reference = _by_json(lines)
+    assert _outcome(lines) == reference
+    assert reference == (e, None)
+
+
+_MUTATIONS = [
+    lambda s: s.replace(":", ": ", 1),
+    lambda s: s.replace(',"id"', ', "id"'),
+    lambda s: s.replace('"seq":1', '"seq":01'),
+    lambda s: s.replace('"seq":1', '"seq":-0'),
+    lambda s: s.replace('"seq":1', '"seq":1.0'),
+    lambda s: s.replace('"seq":1', '"seq":true'),
+    lambda s: s.replace('"v":1', '"v":2'),
+    lambda s: s.replace('"v":1', '"v":1,"x":1'),
+    lambda s: s.replace('"key":"k1"', '"key":"k\\u0031"'),
+    lambda s: s.replace('"key":"k1"', '"key":"k\\/1"'),
+    lambda s: s.replace('"prev":null', '"prev":"a"'),
+    lambda s: s.replace('"prev":null', '"prev":nul'),
+    lambda s: s.replace('"ack":[]', '"ack":["a","b"]'),
+    lambda s: s.replace('"ack":[]', '"ack":["a" ,"b"]'),
+    lambda s: s.replace('"ack":[]', '"ack":[1]'),
+    lambda s: s.replace('"ack":[],', ""),
+    lambda s: s.replace(',"seen":null', ',"seen":null,"seen":"x"'),
+    lambda s: s.replace('"id":"', '"id":"X'),
+    lambda s: s.replace(" %%", "%%"),
+    lambda s: s.replace("}", ',"via":"x"}'),
+    lambda s: s.replace("}", ',"via":null}'),
+    lambda s: s.replace("}", ',"via":"\\u00f1"}'),
+    lambda s: s.replace("}", ',"via":"ñ"}'),
+    lambda s: s.replace("}", "}}"),
+    lambda s: s.replace('"sig":"', '"sig":"\t'),
+    lambda s: s,
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(picks=st.lists(st.integers(0, len(_MUTATIONS) - 1), min_size=1, max_size=3))
+def test_any_other_end_line_reads_as_json_reads_it(picks: list[int]) -> None:
+    """Spacing, key order, escapes, numbers JSON writes otherwise, extra or duplicate fields: whatever
+    the plain reader takes must be read exactly as json.loads reads it, flaws included."""
+    e = Entry(
+        _ID,
+        "2026-12-01T10:00:00Z",
+        "ella",
+        "general",
+        "note",
+        "s",
+        None,
+        (),
+        None,
+        1,
+        None,
+        "k1",
+        "c2lnbmF0dXJl",
+        None,
+    )
+    end = entries.end_line(e)
+    for i in picks:
+        end = _MUTATIONS[i](end)
+    lines = _lines(end)
+    reference = _by_json(lines)
+    assert _outcome(lines) == reference
+
+
+def test_the_plain_reader_is_really_used() -> None:
+    e = Entry(
+        _ID,
+        "2026-12-01T10:00:00Z",
+        "ella",
+        "general",
+        "note",
+        "s",
+        None,
+        ("a",),
+        None,
+        1,
+        None,
+        "k1",
+        "c2ln",
+        "x",
+    )
+    assert entries._END_PLAIN.fullmatch(entries.end_line(e)) is not None

@@ -317,11 +317,10 @@ def _finish(
     result: Scan, lines: list[str], start: tuple[int, int], end: int, last_line: int, file: str
 ) -> None:
     try:
-        entry = entries.parse_lines(lines)
+        entry, flaw = entries.parse_checked(lines)
     except FrameError as err:
         _broken(result, lines, start, end, str(err))
         return
-    flaw = entries.canonical_flaw(lines, entry)
     result.entries.append(
         Located(
             entry,
