@@ -16,6 +16,7 @@ none of them: each name below is loaded on first use):
 * ``engine`` — Whoosh behind a small interface: index, writers, searcher, postings, queries;
 * ``language`` — words, stop words and stems in the index's languages;
 * ``documents`` — the vault's files and the documents made of them (entries, note sections);
+* ``watches`` — the kernel's word that nothing in a vault changed (inotify), so a search skips its stats;
 * ``manifest`` — which index folder is current, each file as indexed, a segment's mark;
 * ``builder`` — a full build, shared between processes; ``indexer`` — refresh and rebuild;
 * ``query`` — query syntax, phrases, filters; ``scoring`` — BM25 over posting blocks;

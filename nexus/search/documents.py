@@ -22,6 +22,7 @@ from ..storage.vault import Vault
 from . import sections
 from .engine import Doc, Terms
 from .language import Analysis
+from .watches import WATCHES, Listing
 
 Files = dict[str, tuple[int, int]]  # relpath -> (size, mtime_ns)
 
@@ -38,16 +39,23 @@ def is_segment(rel: str) -> bool:
 
 class Listings:
     """Each folder's subfolders and Markdown files (no dot-names, no symlinks), listed again only
-    when the folder's mtime moved: one ``stat`` instead of a ``scandir`` for an unchanged folder."""
+    when the folder's mtime moved: one ``stat`` instead of a ``scandir`` for an unchanged folder.
+    Where the kernel watches the vault for this process (``watches``), a listing it says nothing
+    has changed since is reused whole: no ``stat`` at all."""
 
     def __init__(self) -> None:
         self.known: dict[str, tuple[int, list[str], list[tuple[str, str]]]] = {}
+        self.last: dict[str, Files] = {}  # vault root -> its last listing, while it is watched
 
-    def listing(self, folder: str, root: str) -> tuple[list[str], list[tuple[str, str]]] | None:
+    def listing(
+        self, folder: str, root: str, watching: Listing
+    ) -> tuple[list[str], list[tuple[str, str]]] | None:
         try:
-            mtime = os.stat(folder).st_mtime_ns
+            st = os.stat(folder)
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return None
+        watching.seen(folder, st, True)  # (before it is listed)
+        mtime = st.st_mtime_ns
         cached = self.known.get(folder)
         if cached is not None and cached[0] == mtime:
             return cached[1], cached[2]
@@ -73,13 +81,19 @@ class Listings:
 
     def files(self, vault: Vault) -> Files:
         """Every Markdown file outside dot-folders: relpath -> (size, mtime_ns). A ``stat`` per file
-        (an edit in place changes only the file) and per folder (listed again when its mtime moved)."""
-        out: Files = {}
+        (an edit in place changes only the file) and per folder (listed again when its mtime moved),
+        unless the kernel says nothing changed since the last listing (``watches``)."""
         root = str(vault.root)
+        last = self.last.get(root)
+        if last is not None and WATCHES.unchanged(root):
+            return dict(last)
+        watching = WATCHES.listing(root)
+        out: Files = {}
         stack = [root]
         stat = os.stat
+        seen = watching.seen
         while stack:
-            found = self.listing(stack.pop(), root)
+            found = self.listing(stack.pop(), root, watching)
             if found is None:
                 continue
             stack.extend(found[0])
@@ -88,7 +102,12 @@ class Listings:
                     st = stat(path)
                 except (FileNotFoundError, NotADirectoryError):
                     continue
+                seen(path, st, False)
                 out[rel] = (st.st_size, st.st_mtime_ns)
+        watching.end()
+        self.last.pop(root, None)
+        if watching.watched:
+            self.last[root] = dict(out)
         return out
 
 
