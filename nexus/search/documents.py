@@ -86,7 +86,7 @@ class Listings:
         root = str(vault.root)
         last = self.last.get(root)
         if last is not None and WATCHES.unchanged(root):
-            return dict(last)
+            return last  # (callers never change it)
         watching = WATCHES.listing(root)
         out: Files = {}
         stack = [root]
@@ -107,7 +107,7 @@ class Listings:
         watching.end()
         self.last.pop(root, None)
         if watching.watched:
-            self.last[root] = dict(out)
+            self.last[root] = out
         return out
 
 

@@ -97,7 +97,8 @@ class _Matches(dict[str, bool]):
         self.terms = terms
 
     def __missing__(self, word: str) -> bool:
-        got = word in self.terms or any(s in self.terms for s in self.analysis.stems(word))
+        terms = self.terms
+        got = word in terms or not terms.isdisjoint(self.analysis.memo.get(word) or self.analysis.stems(word))
         self[word] = got
         return got
 

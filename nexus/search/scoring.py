@@ -141,13 +141,12 @@ class _Segment:
         if len(posts) == 1:
             return  # (one word: its rows are made straight from its postings)
         deleted = leaf.deleted
-        got, f = posts[0]
-        acc = (
-            {d: w * f for d, w in got.items() if d not in deleted}
-            if deleted
-            else {d: w * f for d, w in got.items()}
-        )
-        for got, f in posts[1:]:
+        (got, f), (other, g) = posts[0], posts[1]  # (the rarest word first: the fewest lookups)
+        if deleted:
+            acc = {d: w * f + other[d] * g for d, w in got.items() if d in other and d not in deleted}
+        else:
+            acc = {d: w * f + other[d] * g for d, w in got.items() if d in other}
+        for got, f in posts[2:]:
             if not acc:
                 break
             acc = {d: s + got[d] * f for d, s in acc.items() if d in got}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from .language import WORD_RE, MatchedTerms
@@ -47,13 +47,25 @@ def _words(flat: Flat) -> Iterator[re.Match[str]]:
             yield m
 
 
+def _first(flat: Flat, known: Mapping[str, bool]) -> tuple[re.Match[str] | None, Iterator[re.Match[str]]]:
+    """The first word of ``flat`` (outside links and bold) that is a matched term, and the words
+    after it. Without links or bold, the words are looked up in C up to the first that matches
+    (``findall``, ``map``), and only that many matches are made."""
+    if flat.fenced:
+        words = _words(flat)
+        return next((m for m in words if known[m.group(0).lower()]), None), words
+    found = map(known.__getitem__, map(str.lower, WORD_RE.findall(flat.text)))
+    at = next(itertools.compress(itertools.count(), found), None)
+    words = WORD_RE.finditer(flat.text)
+    return (None, words) if at is None else (next(itertools.islice(words, at, None)), words)
+
+
 def cut(flat: Flat, terms: MatchedTerms, width: int = 200) -> str:
     """The snippet of ``flat`` for a query whose matched terms are ``terms``: words are looked up
     only up to the first match, then within the window around it."""
     text = flat.text
-    words = _words(flat)
     known = terms.known
-    first = next((m for m in words if known[m.group(0).lower()]), None)
+    first, words = _first(flat, known)
     if first is None:
         return text[:width] + ("…" if len(text) > width else "")
     start = first.start()

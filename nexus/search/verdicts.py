@@ -54,8 +54,7 @@ class Known:
         body = self.located.entry.body
         if not body:
             return False
-        known = terms.known
-        return any(known[w.lower()] for w in WORD_RE.findall(body))
+        return any(map(terms.known.__getitem__, map(str.lower, WORD_RE.findall(body))))
 
     def body(self) -> Flat:
         if self._body is None:
@@ -100,8 +99,10 @@ def _one_entry(data: bytes, rel: str, offset: int, line: int) -> Located | None:
 
     if not data.endswith(b"\n"):
         return None
-    lines = data[:-1].decode("utf-8", errors="replace").split("\n")
-    lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+    text = data[:-1].decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [x[:-1] if x.endswith("\r") else x for x in lines]
     if (
         len(lines) < 3
         or not entries.BEGIN_RE.fullmatch(lines[0])
@@ -111,10 +112,9 @@ def _one_entry(data: bytes, rel: str, offset: int, line: int) -> Located | None:
     if any(x.startswith((entries.BEGIN_PREFIX, entries.END_PREFIX)) for x in lines[1:-1]):
         return None
     try:
-        entry = entries.parse_lines(lines)
+        entry, flaw = entries.parse_checked(lines)
     except entries.FrameError:
         return None
-    flaw = entries.canonical_flaw(lines, entry)
     verdict = None if flaw is None else f"non-canonical: {flaw}"
     return Located(entry, rel, line, line + len(lines) - 1, offset, offset + len(data), verdict)
 
