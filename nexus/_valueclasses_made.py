@@ -20,9 +20,10 @@ _FACTORY = _Factory()  # the default of a parameter whose field has a default fa
 
 def _nexus_keys_identity__Signer(cls, __d, __f):
     def __init__(self, name, key_id, _key):
-        _set(self, 'name', name)
-        _set(self, 'key_id', key_id)
-        _set(self, '_key', _key)
+        _d = self.__dict__
+        _d['name'] = name
+        _d['key_id'] = key_id
+        _d['_key'] = _key
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(name={self.name!r}, key_id={self.key_id!r}, _key={self._key!r})")
     def __eq__(self, other):
@@ -46,9 +47,10 @@ def _nexus_keys_identity__Signer(cls, __d, __f):
 
 def _nexus_keys_trust__Keyring(cls, __d, __f):
     def __init__(self, keys=_FACTORY, changed=_FACTORY, pinned=__d['pinned']):
-        _set(self, 'keys', __f['keys']() if keys is _FACTORY else keys)
-        _set(self, 'changed', __f['changed']() if changed is _FACTORY else changed)
-        _set(self, 'pinned', pinned)
+        _d = self.__dict__
+        _d['keys'] = __f['keys']() if keys is _FACTORY else keys
+        _d['changed'] = __f['changed']() if changed is _FACTORY else changed
+        _d['pinned'] = pinned
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(keys={self.keys!r}, changed={self.changed!r}, pinned={self.pinned!r})")
     def __eq__(self, other):
@@ -72,9 +74,10 @@ def _nexus_keys_trust__Keyring(cls, __d, __f):
 
 def _nexus_ledger_cursors__Cursor(cls, __d, __f):
     def __init__(self, seen=__d['seen'], segments=_FACTORY, arrived=__d['arrived']):
-        _set(self, 'seen', seen)
-        _set(self, 'segments', __f['segments']() if segments is _FACTORY else segments)
-        _set(self, 'arrived', arrived)
+        _d = self.__dict__
+        _d['seen'] = seen
+        _d['segments'] = __f['segments']() if segments is _FACTORY else segments
+        _d['arrived'] = arrived
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(seen={self.seen!r}, segments={self.segments!r}, arrived={self.arrived!r})")
     def __eq__(self, other):
@@ -98,14 +101,15 @@ def _nexus_ledger_cursors__Cursor(cls, __d, __f):
 
 def _nexus_ledger_log___Input(cls, __d, __f):
     def __init__(self, agent, channel, type, summary, body, body_changed, ack, via):
-        _set(self, 'agent', agent)
-        _set(self, 'channel', channel)
-        _set(self, 'type', type)
-        _set(self, 'summary', summary)
-        _set(self, 'body', body)
-        _set(self, 'body_changed', body_changed)
-        _set(self, 'ack', ack)
-        _set(self, 'via', via)
+        _d = self.__dict__
+        _d['agent'] = agent
+        _d['channel'] = channel
+        _d['type'] = type
+        _d['summary'] = summary
+        _d['body'] = body
+        _d['body_changed'] = body_changed
+        _d['ack'] = ack
+        _d['via'] = via
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(agent={self.agent!r}, channel={self.channel!r}, type={self.type!r}, summary={self.summary!r}, body={self.body!r}, body_changed={self.body_changed!r}, ack={self.ack!r}, via={self.via!r})")
     def __eq__(self, other):
@@ -181,11 +185,12 @@ def _nexus_ledger_marks__Mark(cls, __d, __f):
 
 def _nexus_ledger_rotation__Rotation(cls, __d, __f):
     def __init__(self, name, old_key_id, new_key_id, announced, confirmed):
-        _set(self, 'name', name)
-        _set(self, 'old_key_id', old_key_id)
-        _set(self, 'new_key_id', new_key_id)
-        _set(self, 'announced', announced)
-        _set(self, 'confirmed', confirmed)
+        _d = self.__dict__
+        _d['name'] = name
+        _d['old_key_id'] = old_key_id
+        _d['new_key_id'] = new_key_id
+        _d['announced'] = announced
+        _d['confirmed'] = confirmed
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(name={self.name!r}, old_key_id={self.old_key_id!r}, new_key_id={self.new_key_id!r}, announced={self.announced!r}, confirmed={self.confirmed!r})")
     def __eq__(self, other):
@@ -283,9 +288,10 @@ def _nexus_ledger_verify_state___Segment(cls, __d, __f):
 
 def _nexus_memory_archive__SweepReport(cls, __d, __f):
     def __init__(self, archived, kept_plans, older_than_days):
-        _set(self, 'archived', archived)
-        _set(self, 'kept_plans', kept_plans)
-        _set(self, 'older_than_days', older_than_days)
+        _d = self.__dict__
+        _d['archived'] = archived
+        _d['kept_plans'] = kept_plans
+        _d['older_than_days'] = older_than_days
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(archived={self.archived!r}, kept_plans={self.kept_plans!r}, older_than_days={self.older_than_days!r})")
     def __eq__(self, other):
@@ -309,8 +315,9 @@ def _nexus_memory_archive__SweepReport(cls, __d, __f):
 
 def _nexus_memory_bank__ReviewOutcome(cls, __d, __f):
     def __init__(self, approved, problems):
-        _set(self, 'approved', approved)
-        _set(self, 'problems', problems)
+        _d = self.__dict__
+        _d['approved'] = approved
+        _d['problems'] = problems
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(approved={self.approved!r}, problems={self.problems!r})")
     def __eq__(self, other):
@@ -334,11 +341,12 @@ def _nexus_memory_bank__ReviewOutcome(cls, __d, __f):
 
 def _nexus_memory_bounded__Snapshot(cls, __d, __f):
     def __init__(self, agent, text, memory, user, blocked):
-        _set(self, 'agent', agent)
-        _set(self, 'text', text)
-        _set(self, 'memory', memory)
-        _set(self, 'user', user)
-        _set(self, 'blocked', blocked)
+        _d = self.__dict__
+        _d['agent'] = agent
+        _d['text'] = text
+        _d['memory'] = memory
+        _d['user'] = user
+        _d['blocked'] = blocked
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(agent={self.agent!r}, text={self.text!r}, memory={self.memory!r}, user={self.user!r}, blocked={self.blocked!r})")
     def __eq__(self, other):
@@ -362,10 +370,11 @@ def _nexus_memory_bounded__Snapshot(cls, __d, __f):
 
 def _nexus_memory_bounded__Store(cls, __d, __f):
     def __init__(self, target, agent, path, key):
-        _set(self, 'target', target)
-        _set(self, 'agent', agent)
-        _set(self, 'path', path)
-        _set(self, 'key', key)
+        _d = self.__dict__
+        _d['target'] = target
+        _d['agent'] = agent
+        _d['path'] = path
+        _d['key'] = key
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(target={self.target!r}, agent={self.agent!r}, path={self.path!r}, key={self.key!r})")
     def __eq__(self, other):
@@ -389,10 +398,11 @@ def _nexus_memory_bounded__Store(cls, __d, __f):
 
 def _nexus_memory_scan__Finding(cls, __d, __f):
     def __init__(self, rule, category, why, excerpt):
-        _set(self, 'rule', rule)
-        _set(self, 'category', category)
-        _set(self, 'why', why)
-        _set(self, 'excerpt', excerpt)
+        _d = self.__dict__
+        _d['rule'] = rule
+        _d['category'] = category
+        _d['why'] = why
+        _d['excerpt'] = excerpt
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(rule={self.rule!r}, category={self.category!r}, why={self.why!r}, excerpt={self.excerpt!r})")
     def __eq__(self, other):
@@ -416,11 +426,12 @@ def _nexus_memory_scan__Finding(cls, __d, __f):
 
 def _nexus_memory_scan__Rule(cls, __d, __f):
     def __init__(self, id, category, why, regex, source):
-        _set(self, 'id', id)
-        _set(self, 'category', category)
-        _set(self, 'why', why)
-        _set(self, 'regex', regex)
-        _set(self, 'source', source)
+        _d = self.__dict__
+        _d['id'] = id
+        _d['category'] = category
+        _d['why'] = why
+        _d['regex'] = regex
+        _d['source'] = source
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(id={self.id!r}, category={self.category!r}, why={self.why!r}, regex={self.regex!r}, source={self.source!r})")
     def __eq__(self, other):
@@ -444,9 +455,10 @@ def _nexus_memory_scan__Rule(cls, __d, __f):
 
 def _nexus_records__AppendResult(cls, __d, __f):
     def __init__(self, located, quarantined=__d['quarantined'], body_changed=__d['body_changed']):
-        _set(self, 'located', located)
-        _set(self, 'quarantined', quarantined)
-        _set(self, 'body_changed', body_changed)
+        _d = self.__dict__
+        _d['located'] = located
+        _d['quarantined'] = quarantined
+        _d['body_changed'] = body_changed
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(located={self.located!r}, quarantined={self.quarantined!r}, body_changed={self.body_changed!r})")
     def __eq__(self, other):
@@ -470,14 +482,15 @@ def _nexus_records__AppendResult(cls, __d, __f):
 
 def _nexus_records__ArchivedEntry(cls, __d, __f):
     def __init__(self, id, target, agent, text, first_seen, archived, reason, path):
-        _set(self, 'id', id)
-        _set(self, 'target', target)
-        _set(self, 'agent', agent)
-        _set(self, 'text', text)
-        _set(self, 'first_seen', first_seen)
-        _set(self, 'archived', archived)
-        _set(self, 'reason', reason)
-        _set(self, 'path', path)
+        _d = self.__dict__
+        _d['id'] = id
+        _d['target'] = target
+        _d['agent'] = agent
+        _d['text'] = text
+        _d['first_seen'] = first_seen
+        _d['archived'] = archived
+        _d['reason'] = reason
+        _d['path'] = path
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(id={self.id!r}, target={self.target!r}, agent={self.agent!r}, text={self.text!r}, first_seen={self.first_seen!r}, archived={self.archived!r}, reason={self.reason!r}, path={self.path!r})")
     def __eq__(self, other):
@@ -501,18 +514,19 @@ def _nexus_records__ArchivedEntry(cls, __d, __f):
 
 def _nexus_records__BankFact(cls, __d, __f):
     def __init__(self, id, agent, type, content, retained, status, source=__d['source'], reviewed_by=__d['reviewed_by'], reviewed_at=__d['reviewed_at'], why=__d['why'], fact=__d['fact'], path=__d['path']):
-        _set(self, 'id', id)
-        _set(self, 'agent', agent)
-        _set(self, 'type', type)
-        _set(self, 'content', content)
-        _set(self, 'retained', retained)
-        _set(self, 'status', status)
-        _set(self, 'source', source)
-        _set(self, 'reviewed_by', reviewed_by)
-        _set(self, 'reviewed_at', reviewed_at)
-        _set(self, 'why', why)
-        _set(self, 'fact', fact)
-        _set(self, 'path', path)
+        _d = self.__dict__
+        _d['id'] = id
+        _d['agent'] = agent
+        _d['type'] = type
+        _d['content'] = content
+        _d['retained'] = retained
+        _d['status'] = status
+        _d['source'] = source
+        _d['reviewed_by'] = reviewed_by
+        _d['reviewed_at'] = reviewed_at
+        _d['why'] = why
+        _d['fact'] = fact
+        _d['path'] = path
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(id={self.id!r}, agent={self.agent!r}, type={self.type!r}, content={self.content!r}, retained={self.retained!r}, status={self.status!r}, source={self.source!r}, reviewed_by={self.reviewed_by!r}, reviewed_at={self.reviewed_at!r}, why={self.why!r}, fact={self.fact!r}, path={self.path!r})")
     def __eq__(self, other):
@@ -536,15 +550,16 @@ def _nexus_records__BankFact(cls, __d, __f):
 
 def _nexus_records__Brief(cls, __d, __f):
     def __init__(self, agent, generated, max_chars, sections, owed, races, unread_shown, unread_omitted, cursor_advanced):
-        _set(self, 'agent', agent)
-        _set(self, 'generated', generated)
-        _set(self, 'max_chars', max_chars)
-        _set(self, 'sections', sections)
-        _set(self, 'owed', owed)
-        _set(self, 'races', races)
-        _set(self, 'unread_shown', unread_shown)
-        _set(self, 'unread_omitted', unread_omitted)
-        _set(self, 'cursor_advanced', cursor_advanced)
+        _d = self.__dict__
+        _d['agent'] = agent
+        _d['generated'] = generated
+        _d['max_chars'] = max_chars
+        _d['sections'] = sections
+        _d['owed'] = owed
+        _d['races'] = races
+        _d['unread_shown'] = unread_shown
+        _d['unread_omitted'] = unread_omitted
+        _d['cursor_advanced'] = cursor_advanced
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(agent={self.agent!r}, generated={self.generated!r}, max_chars={self.max_chars!r}, sections={self.sections!r}, owed={self.owed!r}, races={self.races!r}, unread_shown={self.unread_shown!r}, unread_omitted={self.unread_omitted!r}, cursor_advanced={self.cursor_advanced!r})")
     def __eq__(self, other):
@@ -568,10 +583,11 @@ def _nexus_records__Brief(cls, __d, __f):
 
 def _nexus_records__BriefSection(cls, __d, __f):
     def __init__(self, name, title, text, omitted=__d['omitted']):
-        _set(self, 'name', name)
-        _set(self, 'title', title)
-        _set(self, 'text', text)
-        _set(self, 'omitted', omitted)
+        _d = self.__dict__
+        _d['name'] = name
+        _d['title'] = title
+        _d['text'] = text
+        _d['omitted'] = omitted
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(name={self.name!r}, title={self.title!r}, text={self.text!r}, omitted={self.omitted!r})")
     def __eq__(self, other):
@@ -595,15 +611,16 @@ def _nexus_records__BriefSection(cls, __d, __f):
 
 def _nexus_records__Checkpoint(cls, __d, __f):
     def __init__(self, agent, task, step, next, status, files, notes, saved, seq):
-        _set(self, 'agent', agent)
-        _set(self, 'task', task)
-        _set(self, 'step', step)
-        _set(self, 'next', next)
-        _set(self, 'status', status)
-        _set(self, 'files', files)
-        _set(self, 'notes', notes)
-        _set(self, 'saved', saved)
-        _set(self, 'seq', seq)
+        _d = self.__dict__
+        _d['agent'] = agent
+        _d['task'] = task
+        _d['step'] = step
+        _d['next'] = next
+        _d['status'] = status
+        _d['files'] = files
+        _d['notes'] = notes
+        _d['saved'] = saved
+        _d['seq'] = seq
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(agent={self.agent!r}, task={self.task!r}, step={self.step!r}, next={self.next!r}, status={self.status!r}, files={self.files!r}, notes={self.notes!r}, saved={self.saved!r}, seq={self.seq!r})")
     def __eq__(self, other):
@@ -627,19 +644,20 @@ def _nexus_records__Checkpoint(cls, __d, __f):
 
 def _nexus_records__Decision(cls, __d, __f):
     def __init__(self, id, title, status, author, date, decision, rationale, alternatives, supersedes, superseded_by, refs, entry, path):
-        _set(self, 'id', id)
-        _set(self, 'title', title)
-        _set(self, 'status', status)
-        _set(self, 'author', author)
-        _set(self, 'date', date)
-        _set(self, 'decision', decision)
-        _set(self, 'rationale', rationale)
-        _set(self, 'alternatives', alternatives)
-        _set(self, 'supersedes', supersedes)
-        _set(self, 'superseded_by', superseded_by)
-        _set(self, 'refs', refs)
-        _set(self, 'entry', entry)
-        _set(self, 'path', path)
+        _d = self.__dict__
+        _d['id'] = id
+        _d['title'] = title
+        _d['status'] = status
+        _d['author'] = author
+        _d['date'] = date
+        _d['decision'] = decision
+        _d['rationale'] = rationale
+        _d['alternatives'] = alternatives
+        _d['supersedes'] = supersedes
+        _d['superseded_by'] = superseded_by
+        _d['refs'] = refs
+        _d['entry'] = entry
+        _d['path'] = path
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(id={self.id!r}, title={self.title!r}, status={self.status!r}, author={self.author!r}, date={self.date!r}, decision={self.decision!r}, rationale={self.rationale!r}, alternatives={self.alternatives!r}, supersedes={self.supersedes!r}, superseded_by={self.superseded_by!r}, refs={self.refs!r}, entry={self.entry!r}, path={self.path!r})")
     def __eq__(self, other):
@@ -663,20 +681,21 @@ def _nexus_records__Decision(cls, __d, __f):
 
 def _nexus_records__Entry(cls, __d, __f):
     def __init__(self, id, ts, agent, channel, type, summary, body, ack, seen, seq, prev, key, sig=__d['sig'], via=__d['via']):
-        _set(self, 'id', id)
-        _set(self, 'ts', ts)
-        _set(self, 'agent', agent)
-        _set(self, 'channel', channel)
-        _set(self, 'type', type)
-        _set(self, 'summary', summary)
-        _set(self, 'body', body)
-        _set(self, 'ack', ack)
-        _set(self, 'seen', seen)
-        _set(self, 'seq', seq)
-        _set(self, 'prev', prev)
-        _set(self, 'key', key)
-        _set(self, 'sig', sig)
-        _set(self, 'via', via)
+        _d = self.__dict__
+        _d['id'] = id
+        _d['ts'] = ts
+        _d['agent'] = agent
+        _d['channel'] = channel
+        _d['type'] = type
+        _d['summary'] = summary
+        _d['body'] = body
+        _d['ack'] = ack
+        _d['seen'] = seen
+        _d['seq'] = seq
+        _d['prev'] = prev
+        _d['key'] = key
+        _d['sig'] = sig
+        _d['via'] = via
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(id={self.id!r}, ts={self.ts!r}, agent={self.agent!r}, channel={self.channel!r}, type={self.type!r}, summary={self.summary!r}, body={self.body!r}, ack={self.ack!r}, seen={self.seen!r}, seq={self.seq!r}, prev={self.prev!r}, key={self.key!r}, sig={self.sig!r}, via={self.via!r})")
     def __eq__(self, other):
@@ -700,17 +719,18 @@ def _nexus_records__Entry(cls, __d, __f):
 
 def _nexus_records__Fact(cls, __d, __f):
     def __init__(self, name, description, type, body, created, path, approved_by=__d['approved_by'], approved_at=__d['approved_at'], source=__d['source'], retired=__d['retired'], invalid=__d['invalid']):
-        _set(self, 'name', name)
-        _set(self, 'description', description)
-        _set(self, 'type', type)
-        _set(self, 'body', body)
-        _set(self, 'created', created)
-        _set(self, 'path', path)
-        _set(self, 'approved_by', approved_by)
-        _set(self, 'approved_at', approved_at)
-        _set(self, 'source', source)
-        _set(self, 'retired', retired)
-        _set(self, 'invalid', invalid)
+        _d = self.__dict__
+        _d['name'] = name
+        _d['description'] = description
+        _d['type'] = type
+        _d['body'] = body
+        _d['created'] = created
+        _d['path'] = path
+        _d['approved_by'] = approved_by
+        _d['approved_at'] = approved_at
+        _d['source'] = source
+        _d['retired'] = retired
+        _d['invalid'] = invalid
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(name={self.name!r}, description={self.description!r}, type={self.type!r}, body={self.body!r}, created={self.created!r}, path={self.path!r}, approved_by={self.approved_by!r}, approved_at={self.approved_at!r}, source={self.source!r}, retired={self.retired!r}, invalid={self.invalid!r})")
     def __eq__(self, other):
@@ -734,24 +754,25 @@ def _nexus_records__Fact(cls, __d, __f):
 
 def _nexus_records__Hit(cls, __d, __f):
     def __init__(self, kind, path, line_start, line_end, link, title, snippet, score, entry_id=__d['entry_id'], heading=__d['heading'], agent=__d['agent'], time=__d['time'], type=__d['type'], channel=__d['channel'], status=__d['status'], superseded=__d['superseded'], superseded_by=__d['superseded_by'], verified=__d['verified']):
-        _set(self, 'kind', kind)
-        _set(self, 'path', path)
-        _set(self, 'line_start', line_start)
-        _set(self, 'line_end', line_end)
-        _set(self, 'link', link)
-        _set(self, 'title', title)
-        _set(self, 'snippet', snippet)
-        _set(self, 'score', score)
-        _set(self, 'entry_id', entry_id)
-        _set(self, 'heading', heading)
-        _set(self, 'agent', agent)
-        _set(self, 'time', time)
-        _set(self, 'type', type)
-        _set(self, 'channel', channel)
-        _set(self, 'status', status)
-        _set(self, 'superseded', superseded)
-        _set(self, 'superseded_by', superseded_by)
-        _set(self, 'verified', verified)
+        _d = self.__dict__
+        _d['kind'] = kind
+        _d['path'] = path
+        _d['line_start'] = line_start
+        _d['line_end'] = line_end
+        _d['link'] = link
+        _d['title'] = title
+        _d['snippet'] = snippet
+        _d['score'] = score
+        _d['entry_id'] = entry_id
+        _d['heading'] = heading
+        _d['agent'] = agent
+        _d['time'] = time
+        _d['type'] = type
+        _d['channel'] = channel
+        _d['status'] = status
+        _d['superseded'] = superseded
+        _d['superseded_by'] = superseded_by
+        _d['verified'] = verified
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(kind={self.kind!r}, path={self.path!r}, line_start={self.line_start!r}, line_end={self.line_end!r}, link={self.link!r}, title={self.title!r}, snippet={self.snippet!r}, score={self.score!r}, entry_id={self.entry_id!r}, heading={self.heading!r}, agent={self.agent!r}, time={self.time!r}, type={self.type!r}, channel={self.channel!r}, status={self.status!r}, superseded={self.superseded!r}, superseded_by={self.superseded_by!r}, verified={self.verified!r})")
     def __eq__(self, other):
@@ -775,12 +796,13 @@ def _nexus_records__Hit(cls, __d, __f):
 
 def _nexus_records__Identity(cls, __d, __f):
     def __init__(self, name, kind, public_key, key_id, created, path):
-        _set(self, 'name', name)
-        _set(self, 'kind', kind)
-        _set(self, 'public_key', public_key)
-        _set(self, 'key_id', key_id)
-        _set(self, 'created', created)
-        _set(self, 'path', path)
+        _d = self.__dict__
+        _d['name'] = name
+        _d['kind'] = kind
+        _d['public_key'] = public_key
+        _d['key_id'] = key_id
+        _d['created'] = created
+        _d['path'] = path
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(name={self.name!r}, kind={self.kind!r}, public_key={self.public_key!r}, key_id={self.key_id!r}, created={self.created!r}, path={self.path!r})")
     def __eq__(self, other):
@@ -804,17 +826,18 @@ def _nexus_records__Identity(cls, __d, __f):
 
 def _nexus_records__IndexStatus(cls, __d, __f):
     def __init__(self, path, exists, documents, entries, sections, files, stale_files, size_bytes, built, updated, damaged=__d['damaged']):
-        _set(self, 'path', path)
-        _set(self, 'exists', exists)
-        _set(self, 'documents', documents)
-        _set(self, 'entries', entries)
-        _set(self, 'sections', sections)
-        _set(self, 'files', files)
-        _set(self, 'stale_files', stale_files)
-        _set(self, 'size_bytes', size_bytes)
-        _set(self, 'built', built)
-        _set(self, 'updated', updated)
-        _set(self, 'damaged', damaged)
+        _d = self.__dict__
+        _d['path'] = path
+        _d['exists'] = exists
+        _d['documents'] = documents
+        _d['entries'] = entries
+        _d['sections'] = sections
+        _d['files'] = files
+        _d['stale_files'] = stale_files
+        _d['size_bytes'] = size_bytes
+        _d['built'] = built
+        _d['updated'] = updated
+        _d['damaged'] = damaged
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(path={self.path!r}, exists={self.exists!r}, documents={self.documents!r}, entries={self.entries!r}, sections={self.sections!r}, files={self.files!r}, stale_files={self.stale_files!r}, size_bytes={self.size_bytes!r}, built={self.built!r}, updated={self.updated!r}, damaged={self.damaged!r})")
     def __eq__(self, other):
@@ -838,13 +861,14 @@ def _nexus_records__IndexStatus(cls, __d, __f):
 
 def _nexus_records__Located(cls, __d, __f):
     def __init__(self, entry, file, line_start, line_end, offset, end_offset, verdict=__d['verdict']):
-        _set(self, 'entry', entry)
-        _set(self, 'file', file)
-        _set(self, 'line_start', line_start)
-        _set(self, 'line_end', line_end)
-        _set(self, 'offset', offset)
-        _set(self, 'end_offset', end_offset)
-        _set(self, 'verdict', verdict)
+        _d = self.__dict__
+        _d['entry'] = entry
+        _d['file'] = file
+        _d['line_start'] = line_start
+        _d['line_end'] = line_end
+        _d['offset'] = offset
+        _d['end_offset'] = end_offset
+        _d['verdict'] = verdict
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(entry={self.entry!r}, file={self.file!r}, line_start={self.line_start!r}, line_end={self.line_end!r}, offset={self.offset!r}, end_offset={self.end_offset!r}, verdict={self.verdict!r})")
     def __eq__(self, other):
@@ -868,16 +892,17 @@ def _nexus_records__Located(cls, __d, __f):
 
 def _nexus_records__MemoryResult(cls, __d, __f):
     def __init__(self, target, agent, path, message, entries, chars, limit, changed, backup=__d['backup'], skipped=__d['skipped']):
-        _set(self, 'target', target)
-        _set(self, 'agent', agent)
-        _set(self, 'path', path)
-        _set(self, 'message', message)
-        _set(self, 'entries', entries)
-        _set(self, 'chars', chars)
-        _set(self, 'limit', limit)
-        _set(self, 'changed', changed)
-        _set(self, 'backup', backup)
-        _set(self, 'skipped', skipped)
+        _d = self.__dict__
+        _d['target'] = target
+        _d['agent'] = agent
+        _d['path'] = path
+        _d['message'] = message
+        _d['entries'] = entries
+        _d['chars'] = chars
+        _d['limit'] = limit
+        _d['changed'] = changed
+        _d['backup'] = backup
+        _d['skipped'] = skipped
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(target={self.target!r}, agent={self.agent!r}, path={self.path!r}, message={self.message!r}, entries={self.entries!r}, chars={self.chars!r}, limit={self.limit!r}, changed={self.changed!r}, backup={self.backup!r}, skipped={self.skipped!r})")
     def __eq__(self, other):
@@ -901,12 +926,13 @@ def _nexus_records__MemoryResult(cls, __d, __f):
 
 def _nexus_records__Notice(cls, __d, __f):
     def __init__(self, id, kind, file, entries, ts, message):
-        _set(self, 'id', id)
-        _set(self, 'kind', kind)
-        _set(self, 'file', file)
-        _set(self, 'entries', entries)
-        _set(self, 'ts', ts)
-        _set(self, 'message', message)
+        _d = self.__dict__
+        _d['id'] = id
+        _d['kind'] = kind
+        _d['file'] = file
+        _d['entries'] = entries
+        _d['ts'] = ts
+        _d['message'] = message
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(id={self.id!r}, kind={self.kind!r}, file={self.file!r}, entries={self.entries!r}, ts={self.ts!r}, message={self.message!r})")
     def __eq__(self, other):
@@ -930,12 +956,13 @@ def _nexus_records__Notice(cls, __d, __f):
 
 def _nexus_records__Problem(cls, __d, __f):
     def __init__(self, kind, file, line, message, entry_id=__d['entry_id'], agent=__d['agent']):
-        _set(self, 'kind', kind)
-        _set(self, 'file', file)
-        _set(self, 'line', line)
-        _set(self, 'message', message)
-        _set(self, 'entry_id', entry_id)
-        _set(self, 'agent', agent)
+        _d = self.__dict__
+        _d['kind'] = kind
+        _d['file'] = file
+        _d['line'] = line
+        _d['message'] = message
+        _d['entry_id'] = entry_id
+        _d['agent'] = agent
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(kind={self.kind!r}, file={self.file!r}, line={self.line!r}, message={self.message!r}, entry_id={self.entry_id!r}, agent={self.agent!r})")
     def __eq__(self, other):
@@ -959,9 +986,10 @@ def _nexus_records__Problem(cls, __d, __f):
 
 def _nexus_records__Race(cls, __d, __f):
     def __init__(self, a, b, resolved_by=__d['resolved_by']):
-        _set(self, 'a', a)
-        _set(self, 'b', b)
-        _set(self, 'resolved_by', resolved_by)
+        _d = self.__dict__
+        _d['a'] = a
+        _d['b'] = b
+        _d['resolved_by'] = resolved_by
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(a={self.a!r}, b={self.b!r}, resolved_by={self.resolved_by!r})")
     def __eq__(self, other):
@@ -985,12 +1013,13 @@ def _nexus_records__Race(cls, __d, __f):
 
 def _nexus_records__RefreshStats(cls, __d, __f):
     def __init__(self, files_checked, files_indexed, files_removed, documents_added, rebuilt, seconds):
-        _set(self, 'files_checked', files_checked)
-        _set(self, 'files_indexed', files_indexed)
-        _set(self, 'files_removed', files_removed)
-        _set(self, 'documents_added', documents_added)
-        _set(self, 'rebuilt', rebuilt)
-        _set(self, 'seconds', seconds)
+        _d = self.__dict__
+        _d['files_checked'] = files_checked
+        _d['files_indexed'] = files_indexed
+        _d['files_removed'] = files_removed
+        _d['documents_added'] = documents_added
+        _d['rebuilt'] = rebuilt
+        _d['seconds'] = seconds
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(files_checked={self.files_checked!r}, files_indexed={self.files_indexed!r}, files_removed={self.files_removed!r}, documents_added={self.documents_added!r}, rebuilt={self.rebuilt!r}, seconds={self.seconds!r})")
     def __eq__(self, other):
@@ -1014,13 +1043,14 @@ def _nexus_records__RefreshStats(cls, __d, __f):
 
 def _nexus_records__Section(cls, __d, __f):
     def __init__(self, heading, level, line_start, line_end, start, end, text):
-        _set(self, 'heading', heading)
-        _set(self, 'level', level)
-        _set(self, 'line_start', line_start)
-        _set(self, 'line_end', line_end)
-        _set(self, 'start', start)
-        _set(self, 'end', end)
-        _set(self, 'text', text)
+        _d = self.__dict__
+        _d['heading'] = heading
+        _d['level'] = level
+        _d['line_start'] = line_start
+        _d['line_end'] = line_end
+        _d['start'] = start
+        _d['end'] = end
+        _d['text'] = text
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(heading={self.heading!r}, level={self.level!r}, line_start={self.line_start!r}, line_end={self.line_end!r}, start={self.start!r}, end={self.end!r}, text={self.text!r})")
     def __eq__(self, other):
@@ -1044,11 +1074,12 @@ def _nexus_records__Section(cls, __d, __f):
 
 def _nexus_records__ShadowCopy(cls, __d, __f):
     def __init__(self, id, agent, file, sha, text):
-        _set(self, 'id', id)
-        _set(self, 'agent', agent)
-        _set(self, 'file', file)
-        _set(self, 'sha', sha)
-        _set(self, 'text', text)
+        _d = self.__dict__
+        _d['id'] = id
+        _d['agent'] = agent
+        _d['file'] = file
+        _d['sha'] = sha
+        _d['text'] = text
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(id={self.id!r}, agent={self.agent!r}, file={self.file!r}, sha={self.sha!r}, text={self.text!r})")
     def __eq__(self, other):
@@ -1072,15 +1103,16 @@ def _nexus_records__ShadowCopy(cls, __d, __f):
 
 def _nexus_records__StateVersion(cls, __d, __f):
     def __init__(self, version, author, kind, ts, summary, sha256, restored_from, content, path):
-        _set(self, 'version', version)
-        _set(self, 'author', author)
-        _set(self, 'kind', kind)
-        _set(self, 'ts', ts)
-        _set(self, 'summary', summary)
-        _set(self, 'sha256', sha256)
-        _set(self, 'restored_from', restored_from)
-        _set(self, 'content', content)
-        _set(self, 'path', path)
+        _d = self.__dict__
+        _d['version'] = version
+        _d['author'] = author
+        _d['kind'] = kind
+        _d['ts'] = ts
+        _d['summary'] = summary
+        _d['sha256'] = sha256
+        _d['restored_from'] = restored_from
+        _d['content'] = content
+        _d['path'] = path
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(version={self.version!r}, author={self.author!r}, kind={self.kind!r}, ts={self.ts!r}, summary={self.summary!r}, sha256={self.sha256!r}, restored_from={self.restored_from!r}, content={self.content!r}, path={self.path!r})")
     def __eq__(self, other):
@@ -1104,16 +1136,17 @@ def _nexus_records__StateVersion(cls, __d, __f):
 
 def _nexus_settings__Settings(cls, __d, __f):
     def __init__(self, brief_max_chars=__d['brief_max_chars'], ack_types=__d['ack_types'], race_window_seconds=__d['race_window_seconds'], stale_checkpoint_minutes=__d['stale_checkpoint_minutes'], memory_chars=__d['memory_chars'], user_chars=__d['user_chars'], sweep_days=__d['sweep_days'], rescan_seconds=__d['rescan_seconds'], mcp_tools=__d['mcp_tools'], search_languages=__d['search_languages']):
-        _set(self, 'brief_max_chars', brief_max_chars)
-        _set(self, 'ack_types', ack_types)
-        _set(self, 'race_window_seconds', race_window_seconds)
-        _set(self, 'stale_checkpoint_minutes', stale_checkpoint_minutes)
-        _set(self, 'memory_chars', memory_chars)
-        _set(self, 'user_chars', user_chars)
-        _set(self, 'sweep_days', sweep_days)
-        _set(self, 'rescan_seconds', rescan_seconds)
-        _set(self, 'mcp_tools', mcp_tools)
-        _set(self, 'search_languages', search_languages)
+        _d = self.__dict__
+        _d['brief_max_chars'] = brief_max_chars
+        _d['ack_types'] = ack_types
+        _d['race_window_seconds'] = race_window_seconds
+        _d['stale_checkpoint_minutes'] = stale_checkpoint_minutes
+        _d['memory_chars'] = memory_chars
+        _d['user_chars'] = user_chars
+        _d['sweep_days'] = sweep_days
+        _d['rescan_seconds'] = rescan_seconds
+        _d['mcp_tools'] = mcp_tools
+        _d['search_languages'] = search_languages
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(brief_max_chars={self.brief_max_chars!r}, ack_types={self.ack_types!r}, race_window_seconds={self.race_window_seconds!r}, stale_checkpoint_minutes={self.stale_checkpoint_minutes!r}, memory_chars={self.memory_chars!r}, user_chars={self.user_chars!r}, sweep_days={self.sweep_days!r}, rescan_seconds={self.rescan_seconds!r}, mcp_tools={self.mcp_tools!r}, search_languages={self.search_languages!r})")
     def __eq__(self, other):
@@ -1137,12 +1170,13 @@ def _nexus_settings__Settings(cls, __d, __f):
 
 def _nexus_storage_segments__Broken(cls, __d, __f):
     def __init__(self, line, offset, end_offset, message, entry_id, text):
-        _set(self, 'line', line)
-        _set(self, 'offset', offset)
-        _set(self, 'end_offset', end_offset)
-        _set(self, 'message', message)
-        _set(self, 'entry_id', entry_id)
-        _set(self, 'text', text)
+        _d = self.__dict__
+        _d['line'] = line
+        _d['offset'] = offset
+        _d['end_offset'] = end_offset
+        _d['message'] = message
+        _d['entry_id'] = entry_id
+        _d['text'] = text
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(line={self.line!r}, offset={self.offset!r}, end_offset={self.end_offset!r}, message={self.message!r}, entry_id={self.entry_id!r}, text={self.text!r})")
     def __eq__(self, other):
@@ -1184,11 +1218,12 @@ def _nexus_storage_segments__Scan(cls, __d, __f):
 
 def _nexus_storage_segments__Stray(cls, __d, __f):
     def __init__(self, line_start, line_end, offset, end_offset, text):
-        _set(self, 'line_start', line_start)
-        _set(self, 'line_end', line_end)
-        _set(self, 'offset', offset)
-        _set(self, 'end_offset', end_offset)
-        _set(self, 'text', text)
+        _d = self.__dict__
+        _d['line_start'] = line_start
+        _d['line_end'] = line_end
+        _d['offset'] = offset
+        _d['end_offset'] = end_offset
+        _d['text'] = text
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(line_start={self.line_start!r}, line_end={self.line_end!r}, offset={self.offset!r}, end_offset={self.end_offset!r}, text={self.text!r})")
     def __eq__(self, other):
@@ -1212,9 +1247,10 @@ def _nexus_storage_segments__Stray(cls, __d, __f):
 
 def _nexus_storage_segments__Torn(cls, __d, __f):
     def __init__(self, offset, line, size):
-        _set(self, 'offset', offset)
-        _set(self, 'line', line)
-        _set(self, 'size', size)
+        _d = self.__dict__
+        _d['offset'] = offset
+        _d['line'] = line
+        _d['size'] = size
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(offset={self.offset!r}, line={self.line!r}, size={self.size!r})")
     def __eq__(self, other):
@@ -1238,10 +1274,11 @@ def _nexus_storage_segments__Torn(cls, __d, __f):
 
 def _nexus_surfaces_runtimes_wiring__Change(cls, __d, __f):
     def __init__(self, path, what, merge, mode=__d['mode']):
-        _set(self, 'path', path)
-        _set(self, 'what', what)
-        _set(self, 'merge', merge)
-        _set(self, 'mode', mode)
+        _d = self.__dict__
+        _d['path'] = path
+        _d['what'] = what
+        _d['merge'] = merge
+        _d['mode'] = mode
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(path={self.path!r}, what={self.what!r}, merge={self.merge!r}, mode={self.mode!r})")
     def __eq__(self, other):
@@ -1265,11 +1302,12 @@ def _nexus_surfaces_runtimes_wiring__Change(cls, __d, __f):
 
 def _nexus_surfaces_runtimes_wiring__Outcome(cls, __d, __f):
     def __init__(self, path, what, old, new, backup=__d['backup']):
-        _set(self, 'path', path)
-        _set(self, 'what', what)
-        _set(self, 'old', old)
-        _set(self, 'new', new)
-        _set(self, 'backup', backup)
+        _d = self.__dict__
+        _d['path'] = path
+        _d['what'] = what
+        _d['old'] = old
+        _d['new'] = new
+        _d['backup'] = backup
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(path={self.path!r}, what={self.what!r}, old={self.old!r}, new={self.new!r}, backup={self.backup!r})")
     def __eq__(self, other):
@@ -1293,15 +1331,16 @@ def _nexus_surfaces_runtimes_wiring__Outcome(cls, __d, __f):
 
 def _nexus_surfaces_runtimes_wiring__Wiring(cls, __d, __f):
     def __init__(self, agent, vault, keys_home, scope, project, home, nexus, hook, env=_FACTORY):
-        _set(self, 'agent', agent)
-        _set(self, 'vault', vault)
-        _set(self, 'keys_home', keys_home)
-        _set(self, 'scope', scope)
-        _set(self, 'project', project)
-        _set(self, 'home', home)
-        _set(self, 'nexus', nexus)
-        _set(self, 'hook', hook)
-        _set(self, 'env', __f['env']() if env is _FACTORY else env)
+        _d = self.__dict__
+        _d['agent'] = agent
+        _d['vault'] = vault
+        _d['keys_home'] = keys_home
+        _d['scope'] = scope
+        _d['project'] = project
+        _d['home'] = home
+        _d['nexus'] = nexus
+        _d['hook'] = hook
+        _d['env'] = __f['env']() if env is _FACTORY else env
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(agent={self.agent!r}, vault={self.vault!r}, keys_home={self.keys_home!r}, scope={self.scope!r}, project={self.project!r}, home={self.home!r}, nexus={self.nexus!r}, hook={self.hook!r}, env={self.env!r})")
     def __eq__(self, other):
@@ -1325,11 +1364,12 @@ def _nexus_surfaces_runtimes_wiring__Wiring(cls, __d, __f):
 
 def _nexus_sync_copies__Imported(cls, __d, __f):
     def __init__(self, copy, segment, imported, skipped, archived):
-        _set(self, 'copy', copy)
-        _set(self, 'segment', segment)
-        _set(self, 'imported', imported)
-        _set(self, 'skipped', skipped)
-        _set(self, 'archived', archived)
+        _d = self.__dict__
+        _d['copy'] = copy
+        _d['segment'] = segment
+        _d['imported'] = imported
+        _d['skipped'] = skipped
+        _d['archived'] = archived
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(copy={self.copy!r}, segment={self.segment!r}, imported={self.imported!r}, skipped={self.skipped!r}, archived={self.archived!r})")
     def __eq__(self, other):
@@ -1353,11 +1393,12 @@ def _nexus_sync_copies__Imported(cls, __d, __f):
 
 def _nexus_sync_gitsync___Repository(cls, __d, __f):
     def __init__(self, top, git_dir, branch, remote, prefix):
-        _set(self, 'top', top)
-        _set(self, 'git_dir', git_dir)
-        _set(self, 'branch', branch)
-        _set(self, 'remote', remote)
-        _set(self, 'prefix', prefix)
+        _d = self.__dict__
+        _d['top'] = top
+        _d['git_dir'] = git_dir
+        _d['branch'] = branch
+        _d['remote'] = remote
+        _d['prefix'] = prefix
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(top={self.top!r}, git_dir={self.git_dir!r}, branch={self.branch!r}, remote={self.remote!r}, prefix={self.prefix!r})")
     def __eq__(self, other):
@@ -1381,10 +1422,11 @@ def _nexus_sync_gitsync___Repository(cls, __d, __f):
 
 def _nexus_sync_merge__Conflict(cls, __d, __f):
     def __init__(self, kind, file, message, other=__d['other']):
-        _set(self, 'kind', kind)
-        _set(self, 'file', file)
-        _set(self, 'message', message)
-        _set(self, 'other', other)
+        _d = self.__dict__
+        _d['kind'] = kind
+        _d['file'] = file
+        _d['message'] = message
+        _d['other'] = other
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(kind={self.kind!r}, file={self.file!r}, message={self.message!r}, other={self.other!r})")
     def __eq__(self, other):
@@ -1455,12 +1497,13 @@ def _nexus_team_coordination__SegmentMark(cls, __d, __f):
 
 def _nexus_team_coordination__State(cls, __d, __f):
     def __init__(self, ack_types, window_ms, marks=_FACTORY, pending=_FACTORY, recent=_FACTORY, races=_FACTORY):
-        _set(self, 'ack_types', ack_types)
-        _set(self, 'window_ms', window_ms)
-        _set(self, 'marks', __f['marks']() if marks is _FACTORY else marks)
-        _set(self, 'pending', __f['pending']() if pending is _FACTORY else pending)
-        _set(self, 'recent', __f['recent']() if recent is _FACTORY else recent)
-        _set(self, 'races', __f['races']() if races is _FACTORY else races)
+        _d = self.__dict__
+        _d['ack_types'] = ack_types
+        _d['window_ms'] = window_ms
+        _d['marks'] = __f['marks']() if marks is _FACTORY else marks
+        _d['pending'] = __f['pending']() if pending is _FACTORY else pending
+        _d['recent'] = __f['recent']() if recent is _FACTORY else recent
+        _d['races'] = __f['races']() if races is _FACTORY else races
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(ack_types={self.ack_types!r}, window_ms={self.window_ms!r}, marks={self.marks!r}, pending={self.pending!r}, recent={self.recent!r}, races={self.races!r})")
     def __eq__(self, other):
@@ -1504,10 +1547,11 @@ def _nexus_team_coordination__Update(cls, __d, __f):
 
 def _nexus_team_coordination__View(cls, __d, __f):
     def __init__(self, agent, marks=_FACTORY, owed=__d['owed'], races=__d['races']):
-        _set(self, 'agent', agent)
-        _set(self, 'marks', __f['marks']() if marks is _FACTORY else marks)
-        _set(self, 'owed', owed)
-        _set(self, 'races', races)
+        _d = self.__dict__
+        _d['agent'] = agent
+        _d['marks'] = __f['marks']() if marks is _FACTORY else marks
+        _d['owed'] = owed
+        _d['races'] = races
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(agent={self.agent!r}, marks={self.marks!r}, owed={self.owed!r}, races={self.races!r})")
     def __eq__(self, other):
@@ -1614,9 +1658,10 @@ def _nexus_watch_keeper__Track(cls, __d, __f):
 
 def _nexus_watch_watcher__NoteHandler(cls, __d, __f):
     def __init__(self, name, matches, run):
-        _set(self, 'name', name)
-        _set(self, 'matches', matches)
-        _set(self, 'run', run)
+        _d = self.__dict__
+        _d['name'] = name
+        _d['matches'] = matches
+        _d['run'] = run
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(name={self.name!r}, matches={self.matches!r}, run={self.run!r})")
     def __eq__(self, other):
@@ -1640,13 +1685,14 @@ def _nexus_watch_watcher__NoteHandler(cls, __d, __f):
 
 def _nexus_watch_watcher__Options(cls, __d, __f):
     def __init__(self, rescan_seconds=__d['rescan_seconds'], settle_seconds=__d['settle_seconds'], ack_types=__d['ack_types'], race_window=__d['race_window'], once=__d['once'], handlers=__d['handlers'], verify_env=__d['verify_env']):
-        _set(self, 'rescan_seconds', rescan_seconds)
-        _set(self, 'settle_seconds', settle_seconds)
-        _set(self, 'ack_types', ack_types)
-        _set(self, 'race_window', race_window)
-        _set(self, 'once', once)
-        _set(self, 'handlers', handlers)
-        _set(self, 'verify_env', verify_env)
+        _d = self.__dict__
+        _d['rescan_seconds'] = rescan_seconds
+        _d['settle_seconds'] = settle_seconds
+        _d['ack_types'] = ack_types
+        _d['race_window'] = race_window
+        _d['once'] = once
+        _d['handlers'] = handlers
+        _d['verify_env'] = verify_env
     def __repr__(self):
         return (self.__class__.__qualname__ + f"(rescan_seconds={self.rescan_seconds!r}, settle_seconds={self.settle_seconds!r}, ack_types={self.ack_types!r}, race_window={self.race_window!r}, once={self.once!r}, handlers={self.handlers!r}, verify_env={self.verify_env!r})")
     def __eq__(self, other):

@@ -36,7 +36,7 @@ SEEN: dict[tuple[str, str], tuple[Any, ...]] = {}
 GENERATING = False  # set by the generator: every class is made the standard way while it reads them
 _FIELD_FLAGS = ("init", "repr", "compare", "hash")
 # names the generated __init__ uses besides its parameters: a field with one of them is made the standard way
-_RESERVED = frozenset({"self", "cls", "_set", "_FACTORY", "FrozenInstanceError", "__d", "__f"})
+_RESERVED = frozenset({"self", "cls", "_set", "_d", "_FACTORY", "FrozenInstanceError", "__d", "__f"})
 _OWN_METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
 
 
@@ -51,6 +51,8 @@ def shape(cls: type, frozen: bool, slots: bool) -> tuple[Any, ...] | None:
         if name in _RESERVED or any(word in text for word in ("ClassVar", "InitVar", "KW_ONLY")):
             return None
         value = cls.__dict__.get(name, dataclasses.MISSING)
+        if hasattr(type(value), "__set__"):  # (a data descriptor: it, not the instance dict, holds the value)
+            return None
         if isinstance(value, dataclasses.Field):
             if value.kw_only is True or value.metadata:
                 return None
@@ -137,7 +139,15 @@ def source(key: str, form: tuple[Any, ...]) -> str:
             default = "" if kind == "required" else "=_FACTORY" if kind == "factory" else f"=__d[{name!r}]"
             params.append(name + default)
         if init or kind != "required":
-            body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
+            body.append(
+                f"self.{name} = {value}"
+                if not frozen
+                else f"_set(self, {name!r}, {value})"
+                if slots
+                else f"_d[{name!r}] = {value}"  # (a third of object.__setattr__'s cost a field)
+            )
+    if frozen and not slots and body:
+        body.insert(0, "_d = self.__dict__")
     if post_init:
         body.append("self.__post_init__()")
     shown = [f[0] for f in fields if f[3]]

@@ -181,3 +181,19 @@ def test_a_class_whose_shape_changed_is_made_by_the_standard_dataclass(
     assert repr(inherited("x", 1)) == "Child(a='x', b=1)"
     ordered = valueclasses.dataclass(order=True)(type("Pair", (), {"__annotations__": {"a": "int"}}))
     assert ordered(1) < ordered(2)  # (an option it does not generate: the standard dataclass)
+
+
+def test_a_field_held_by_a_data_descriptor_is_not_generated() -> None:
+    """Generated frozen methods write fields straight into the instance's dict; a class attribute
+    that is a data descriptor would hold the value instead, so such a class is not generated."""
+
+    class Loud:
+        def __get__(self, obj: object, owner: type | None = None) -> str:
+            return "from the descriptor"
+
+        def __set__(self, obj: object, value: object) -> None:
+            raise AttributeError("read-only")
+
+    body = {"__annotations__": {"a": "str"}, "a": Loud()}
+    assert valueclasses.shape(type("Held", (), body), True, False) is None
+    assert valueclasses.shape(type("Plain", (), {"__annotations__": {"a": "str"}}), True, False) is not None

@@ -278,12 +278,37 @@ def parse_checked(lines: list[str]) -> tuple[Entry, str | None]:
 
 
 def _parse(lines: list[str]) -> tuple[Entry, bool]:
-    begin, header, meta, plain = _framing(lines)
+    begin, header, plain, meta = _framing(lines)
     entry_id = begin.group("id")
-    entry = _entry(entry_id, header, meta, _body(lines[2:-1]), len(lines) - 1)
-    if meta.get("id") != entry_id or header.group("bid") != entry_id:
+    if plain is not None:  # (every field of the right type already: built as it is)
+        ack, end_id, key, prev, seen, seq, sig, via = plain.groups()
+        date, clock, agent, channel, kind, summary = header.group(
+            "date", "time", "agent", "channel", "type", "summary"
+        )
+        acks = tuple(_ACK_ITEM.findall(ack)) if ack else ()
+        body = _body(lines[2:-1])
+        entry = Entry(
+            entry_id,
+            f"{date}T{clock}Z",
+            agent,
+            channel,
+            kind,
+            summary,
+            body,
+            acks,
+            seen,
+            int(seq),
+            prev,
+            key,
+            sig,
+            via,
+        )
+    else:
+        entry = _entry(entry_id, header, meta, _body(lines[2:-1]), len(lines) - 1)
+        end_id = meta.get("id")
+    if end_id != entry_id or header.group("bid") != entry_id:
         raise FrameError("the ids of the begin line, header and end line differ", 1)
-    return entry, plain
+    return entry, plain is not None
 
 
 # An end line exactly as ``end_line`` writes it when every string field is printable ASCII without a
@@ -299,9 +324,11 @@ _END_PLAIN = re.compile(
 _ACK_ITEM = re.compile(r'"([^"]*)"')
 
 
-def _framing(lines: list[str]) -> tuple[re.Match[str], re.Match[str], dict[str, Any], bool]:
-    """The begin line's and header's matches, the end line's metadata and whether ``_END_PLAIN`` read
-    it; FrameError if broken."""
+def _framing(
+    lines: list[str],
+) -> tuple[re.Match[str], re.Match[str], re.Match[str] | None, dict[str, Any]]:
+    """The begin line's and header's matches, then ``_END_PLAIN``'s match of the end line, or the end
+    line's metadata read by ``json.loads``; FrameError if broken."""
     if len(lines) < 3:
         raise FrameError("entry is cut short", len(lines))
     begin = BEGIN_RE.fullmatch(lines[0])
@@ -312,12 +339,7 @@ def _framing(lines: list[str]) -> tuple[re.Match[str], re.Match[str], dict[str, 
         raise FrameError("bad header line", 1)
     plain = _END_PLAIN.fullmatch(lines[-1])
     if plain is not None:
-        ack, eid, key, prev, seen, seq, sig, via = plain.groups()
-        meta: Any = {"ack": _ACK_ITEM.findall(ack) if ack else [], "id": eid, "key": key, "prev": prev}
-        meta.update(seen=seen, seq=int(seq), sig=sig, v=FORMAT_VERSION)
-        if via is not None:
-            meta["via"] = via
-        return begin, header, meta, True
+        return begin, header, plain, {}
     end = END_RE.fullmatch(lines[-1])
     if not end:
         raise FrameError("bad end line", len(lines) - 1)
@@ -327,7 +349,7 @@ def _framing(lines: list[str]) -> tuple[re.Match[str], re.Match[str], dict[str, 
         raise FrameError(f"end line is not valid JSON: {err.msg}", len(lines) - 1) from None
     if not isinstance(meta, dict):
         raise FrameError("end line metadata is not an object", len(lines) - 1)
-    return begin, header, meta, False
+    return begin, header, None, meta
 
 
 def _body(body_lines: list[str]) -> str | None:
@@ -348,13 +370,16 @@ def _entry(entry_id: str, header: re.Match[str], meta: dict[str, Any], body: str
         seq = meta["seq"]
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise TypeError("seq")
+        date, clock, agent, channel, kind, summary = header.group(
+            "date", "time", "agent", "channel", "type", "summary"
+        )
         return Entry(
             id=entry_id,
-            ts=f"{header.group('date')}T{header.group('time')}Z",
-            agent=header.group("agent"),
-            channel=header.group("channel"),
-            type=header.group("type"),
-            summary=header.group("summary"),
+            ts=f"{date}T{clock}Z",
+            agent=agent,
+            channel=channel,
+            type=kind,
+            summary=summary,
             body=body,
             ack=tuple(ack),
             seen=_opt_str(meta.get("seen")),
