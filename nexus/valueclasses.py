@@ -19,6 +19,11 @@ factories, field flags, ``frozen``, ``slots``, ``__post_init__``) differs from w
 that uses a form this module does not generate (inheritance, ``InitVar``, ``ClassVar``, ``kw_only``,
 its own ``__eq__``…), is made by the standard ``dataclass`` instead: slower, never different.
 
+One thing is written otherwise, to the same effect: a frozen class without slots sets its fields in
+``__init__`` straight into the instance's ``__dict__`` (what ``object.__setattr__`` does for a plain
+attribute, at a third of the cost a field; a full verify builds two such records an entry). A class
+attribute that is a data descriptor would hold the value instead, so such a class is not generated.
+
 ``python -m nexus.valueclasses --write`` regenerates the methods; ``--check`` (and a test) fails when
 they are not what the classes need. The generated methods behave as the standard ones (a test
 compares every class both ways).
