@@ -241,3 +241,22 @@ def test_one_word_rows_taken_from_the_heaviest_postings_rank_as_every_row_does(
     monkeypatch.setattr(scoring._Segment, "_one_word_rows", every_row)
     assert answers() == fast
     assert any(len(a) == 7 for a in fast)
+
+
+def test_the_heaviest_postings_are_those_a_whole_stable_ranking_puts_first() -> None:
+    """``scoring.heaviest`` (the k-th weight, then the positions at or above it) gives exactly the
+    first k of a stable sort by weight and of ``heapq.nlargest``: equal weights in position order."""
+    import heapq
+    import random
+    from array import array
+    from operator import itemgetter
+
+    from nexus.search.scoring import heaviest
+
+    rng = random.Random(17)
+    for _ in range(2000):
+        n, k = rng.randint(0, 200), rng.randint(0, 40)
+        ws = array("d", [rng.choice([0.5, 1.0, 1.25, round(rng.random(), 2)]) for _ in range(n)])
+        expected = sorted(range(n), key=ws.__getitem__, reverse=True)[:k]
+        assert heaviest(ws, k) == expected
+        assert expected == [i for i, _ in heapq.nlargest(k, enumerate(ws), key=itemgetter(1))]

@@ -17,6 +17,7 @@ Callers hand documents over already analysed (``Terms``: stem counts and the num
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -329,26 +330,51 @@ class Leaf:
         self.segment_id: str | None = segment.segment_id() if segment is not None else None
         self.deleted: frozenset[int] = raw.deleted_docs_set if raw.has_deletions() else frozenset()
 
-    def postings(self, field: str, term: str) -> dict[int, float] | None:
-        """docnum -> stored weight for one term, deleted documents included (callers drop them);
-        None when the term is absent."""
+    def postings(self, field: str, term: str) -> tuple[array[int], array[float]] | None:
+        """One term's docnums (ascending) and stored weights, deleted documents included (callers
+        drop them); None when the term is absent."""
         try:
             m = self.raw.postings(field, term)
         except Exception:  # TermNotFound
             return None
         if type(m).__name__ == "FilterMatcher" and hasattr(m, "child"):  # deletions: decode underneath
             m = m.child
-        out: dict[int, float] = {}
+        ids, weights = array("i"), array("d")
         if hasattr(m, "_read_data") and hasattr(m, "_next_block") and not getattr(m, "_byteids", True):
             while m.is_active():  # a whole block at a time; ids are delta-encoded
                 if m._data is None:
                     m._read_data()
                 m._read_weights()
-                out.update(zip(itertools.accumulate(m._data[0]), m._weights, strict=False))
+                block, ws = m._data[0], m._weights
+                n = min(len(block), len(ws))  # (as a zip of the two would pair them)
+                ids.extend(itertools.islice(itertools.accumulate(block), n))
+                weights.extend(itertools.islice(ws, n))
                 m._next_block()
         else:  # another matcher: posting by posting
-            out.update(m.items_as("weight"))
-        return out
+            for d, w in m.items_as("weight"):
+                ids.append(d)
+                weights.append(w)
+        return ids, weights
+
+
+def _stored_fields(reader: Any) -> Callable[[int], dict[str, Any]]:
+    """docnum -> the stored fields of a document, read straight from its segment's columns: what
+    Whoosh's reader does, less its copy of each dict filtered by the schema (an index of another
+    schema is another manifest version: rebuilt) and its calls through each layer."""
+    leaves = reader.leaf_readers()
+    perdocs = [getattr(leaf, "_perdoc", None) for leaf, _ in leaves]
+    if not leaves or any(p is None or not hasattr(p, "stored_fields") for p in perdocs):
+        return lambda docnum: dict(reader.stored_fields(docnum))
+    if len(leaves) == 1:
+        return perdocs[0].stored_fields  # type: ignore[no-any-return,union-attr]
+    bases = [base for _, base in leaves]
+    fields = [p.stored_fields for p in perdocs]  # type: ignore[union-attr]
+
+    def stored(docnum: int) -> dict[str, Any]:
+        i = bisect.bisect_right(bases, docnum) - 1
+        return fields[i](docnum - bases[i])  # type: ignore[no-any-return]
+
+    return stored
 
 
 class Searcher:
@@ -358,6 +384,7 @@ class Searcher:
         self.raw = raw
         self.allowed: dict[tuple[Term, ...], set[int]] = {}  # filters -> documents (this generation)
         self.kept: dict[int, Stored] = {}  # docnum -> stored fields read (fixed for this generation)
+        self._fields: Callable[[int], dict[str, Any]] | None = None  # docnum -> its stored fields
 
     def doc_count_all(self) -> int:
         return int(self.raw.doc_count_all())
@@ -378,7 +405,9 @@ class Searcher:
         return got
 
     def _stored(self, docnum: int) -> Stored:
-        f = self.raw.stored_fields(docnum)
+        if self._fields is None:
+            self._fields = _stored_fields(self.raw.reader())
+        f = self._fields(docnum)
         start, end, line_start, line_end = f["loc"]
         return Stored(
             f["key"],
