@@ -260,3 +260,57 @@ def test_the_heaviest_postings_are_those_a_whole_stable_ranking_puts_first() -> 
         expected = sorted(range(n), key=ws.__getitem__, reverse=True)[:k]
         assert heaviest(ws, k) == expected
         assert expected == [i for i, _ in heapq.nlargest(k, enumerate(ws), key=itemgetter(1))]
+
+
+def test_partial_matches_left_out_when_enough_match_every_word_change_no_answer(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two-word queries, some with fewer every-word matches than the limit, some with more, with a
+    note whose every-word match is turned away by the path filter: leaving the partial matches out
+    while enough documents match every word gives the same hits as always computing them."""
+    import random
+
+    from nexus.search import reader, scoring
+
+    rng = random.Random(23)
+    words = [f"u{i}" for i in range(12)]
+    for i in range(160):
+        env.append("ella" if i % 2 else "lyra", " ".join(rng.choices(words, k=rng.randint(2, 7))))
+    (env.vault.root / "notes-x.md").write_text("# x\n\nu1 u2 u3 u4\n", encoding="utf-8")
+    for text in ("zeta eta", "zeta eta", "zeta", "zeta", "eta"):  # three match both, one a note:
+        env.append("ella", text)  # with the path filter, the partial matches are needed after all
+    (env.vault.root / "notes-z.md").write_text("# z\n\nzeta eta\n", encoding="utf-8")
+    queries = [f"{rng.choice(words)} {rng.choice(words)}" for _ in range(40)] + ["zeta eta"]
+    real = scoring.Scorer.top
+    asked: list[int | None] = []
+
+    def always(self: Any, *args: Any) -> Any:
+        asked.append(args[-1] if len(args) > 5 else None)
+        return real(self, *args[:5])
+
+    answers = []
+    for scorer in (None, always):
+        if scorer is not None:
+            monkeypatch.setattr(scoring.Scorer, "top", scorer)
+        reader.VIEWS.clear()
+        answers.append(
+            [
+                [(h.entry_id, h.path, h.score) for h in search.search(env.vault, q, limit=limit, path=p)]
+                for q in queries
+                for limit in (3, 10)
+                for p in (None, "log/*")
+            ]
+        )
+    assert answers[0] == answers[1] and asked
+    assert any(len(a) == 10 for a in answers[0])
+    monkeypatch.setattr(scoring.Scorer, "top", real)
+    calls: list[bool] = []
+
+    def spy(self: Any, *args: Any) -> Any:
+        rows, left_out = real(self, *args)
+        calls.append(left_out)
+        return rows, left_out
+
+    monkeypatch.setattr(scoring.Scorer, "top", spy)
+    hits = search.search(env.vault, "zeta eta", limit=3, path="log/*")
+    assert calls == [True, False] and len(hits) == 3  # (asked again: the note was turned away)

@@ -70,12 +70,14 @@ def search(
     dead = here.register.load(vault)
     reader = HitReader(vault, here.signatures, terms, phrases)
     k = limit + 20
+    need: int | None = limit  # (partial matches only when fewer than ``limit`` match every word)
     try:
         while True:
             try:
                 allow = opened.searcher.matching(filters.terms) if filters.terms else None
+                left_out = False
                 if groups is not None:
-                    rows = opened.scorer.top(opened.searcher, groups, allow, k, partial)
+                    rows, left_out = opened.scorer.top(opened.searcher, groups, allow, k, partial, need)
                 else:
                     rows = [(1, score, doc) for score, doc in opened.searcher.run(q, k, allow)]
                 hits = _hits(opened, reader, rows, filters, dead, limit)
@@ -83,7 +85,12 @@ def search(
                 here.forget()
                 opened = here.current()
                 continue
-            if len(hits) >= limit or len(rows) < k:
+            if len(hits) >= limit:
+                return dead.replacements_first(hits)
+            if left_out:  # every-word matches were turned away: the partial ones after all
+                need = None
+                continue
+            if len(rows) < k:
                 return dead.replacements_first(hits)
             k *= 4
     finally:

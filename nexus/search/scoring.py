@@ -162,10 +162,18 @@ class Scorer:
         return best, 1.0
 
     def top(
-        self, searcher: Searcher, groups: list[Group], allow: set[int] | None, k: int, partial: bool
-    ) -> list[Row]:
+        self,
+        searcher: Searcher,
+        groups: list[Group],
+        allow: set[int] | None,
+        k: int,
+        partial: bool,
+        need: int | None = None,
+    ) -> tuple[list[Row], bool]:
         """The best ``k`` documents for words ``groups`` (see the module); with ``partial``, those
-        matching fewer words follow (computed only when fewer than ``k`` match them all)."""
+        matching fewer words follow (computed only when fewer than ``k`` match them all, and not at
+        all when at least ``need`` do: they would rank after those). Returns the rows and whether
+        partial matches were left out so (ask again without ``need`` if the caller lacks hits)."""
         n = searcher.doc_count_all()
         idfs: dict[Term, float] = {}
         df_of: list[int] = []
@@ -177,7 +185,7 @@ class Scorer:
                 idfs[term] = idf(n, df)
             df_of.append(total_df)
         if not partial and not all(df_of):
-            return []
+            return [], False
         order = sorted(range(len(groups)), key=lambda gi: df_of[gi])
         sources = [groups[gi] for gi in order]
         scored: list[Row] = []  # (words matched, score, -docnum)
@@ -186,10 +194,14 @@ class Scorer:
             seg = _Segment(leaf, base, [self._group_postings(leaf, g, idfs) for g in sources], sources)
             segments.append(seg)
             scored.extend(seg.full_rows(len(groups), allow, k))
+        left_out = False
         if partial and len(groups) > 1 and len(scored) < k:
-            for seg in segments:
-                scored.extend(seg.partial_rows(self, len(groups), allow, k))
-        return [(m, sc, -neg) for m, sc, neg in heapq.nlargest(k, scored)]
+            if need is not None and len(scored) >= need:
+                left_out = True
+            else:
+                for seg in segments:
+                    scored.extend(seg.partial_rows(self, len(groups), allow, k))
+        return [(m, sc, -neg) for m, sc, neg in heapq.nlargest(k, scored)], left_out
 
 
 class _Segment:
