@@ -339,7 +339,7 @@ class Leaf:
             return None
         if type(m).__name__ == "FilterMatcher" and hasattr(m, "child"):  # deletions: decode underneath
             m = m.child
-        ids, weights = array("i"), array("d")
+        ids, weights = array("i"), array("f")  # (Whoosh stores weights as float32: kept exactly)
         if hasattr(m, "_read_data") and hasattr(m, "_next_block") and not getattr(m, "_byteids", True):
             while m.is_active():  # a whole block at a time; ids are delta-encoded
                 if m._data is None:
@@ -348,9 +348,14 @@ class Leaf:
                 block, ws = m._data[0], m._weights
                 n = min(len(block), len(ws))  # (as a zip of the two would pair them)
                 ids.extend(itertools.islice(itertools.accumulate(block), n))
-                weights.extend(itertools.islice(ws, n))
+                if isinstance(ws, array) and ws.typecode == weights.typecode and len(ws) == n:
+                    weights.extend(ws)  # (a copy of the block's bytes)
+                else:  # (anything else: kept as doubles, never rounded)
+                    weights = weights if weights.typecode == "d" else array("d", weights)
+                    weights.extend(itertools.islice(ws, n))
                 m._next_block()
         else:  # another matcher: posting by posting
+            weights = array("d")
             for d, w in m.items_as("weight"):
                 ids.append(d)
                 weights.append(w)

@@ -9,7 +9,7 @@ fewer follow (most words, then best score).
 A ``Scorer`` keeps decoded posting lists by (segment id, field, term): a Whoosh segment never
 changes (deletions are applied per query), so they stay valid while the index folder does; up to
 ``POSTINGS_BUDGET`` postings, the least recently used dropped. They are kept compact (``Postings``:
-two arrays, 12 bytes a posting, where a dict of Python numbers took ~75), so five times as many stay
+two arrays, 8 bytes a posting, where a dict of Python numbers took ~75), so five times as many stay
 decoded in less memory; a query that needs to look documents up makes a dict of one (several times
 cheaper than decoding it again from Whoosh's blocks).
 """
@@ -26,14 +26,15 @@ from typing import Generic, TypeVar
 
 from .engine import Group, Leaf, Searcher, Term, idf
 
-POSTINGS_BUDGET = 2_000_000  # postings kept per scorer, decoded and by weight (~24 MB each): the last used
+POSTINGS_BUDGET = 2_000_000  # postings kept per scorer, decoded and by weight (~16 MB each): the last used
 SHARE = 8  # a word's postings are ranked whole unless fewer than 1/SHARE of them are needed
 
 Row = tuple[int, float, int]  # (words matched, score, docnum)
 
 
 class Postings:
-    """Postings as two arrays: docnums and their weights (kept exactly: doubles), in the order given
+    """Postings as two arrays: docnums and their weights (kept exactly: float32 as Whoosh stores
+    them, else doubles), in the order given
     (a segment's: docnum order; a ranking: heaviest first). Without a dict (``map``) made of them
     when made, a word's postings in one segment, so in docnum order."""
 
@@ -42,10 +43,6 @@ class Postings:
     def __init__(self, ids: array[int], weights: array[float]) -> None:
         self.ids, self.weights = ids, weights
         self._map: dict[int, float] | None = None
-
-    @classmethod
-    def of(cls, pairs: list[tuple[int, float]]) -> Postings:
-        return cls(array("i", map(itemgetter(0), pairs)), array("d", map(itemgetter(1), pairs)))
 
     def again(self) -> Postings:
         """The same arrays, without a dict made for another query (what a cache hands out)."""
@@ -139,7 +136,9 @@ class Scorer:
         if enough is not None and enough * SHARE < len(got):
             return [(ids[i], ws[i]) for i in heaviest(ws, enough)]
         order = sorted(range(len(ws)), key=ws.__getitem__, reverse=True)
-        ranked = Postings(array("i", map(ids.__getitem__, order)), array("d", map(ws.__getitem__, order)))
+        ranked = Postings(
+            array("i", map(ids.__getitem__, order)), array(ws.typecode, map(ws.__getitem__, order))
+        )
         if key is not None:
             self.by_weight.put(key, ranked)
         return ranked.items()
