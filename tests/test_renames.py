@@ -136,6 +136,10 @@ def test_renaming_notes_in_obsidian_keeps_signed_content_and_every_decision(env:
     assert report["ok"] is True and not errors, report
     kinds = [p["kind"] for p in report["problems"]]
     assert kinds.count("renamed") >= 4  # three entries, D-0002's note (its Sources link) and D-0001's name
+    # Search says the same as verify and the readers: the rewritten entry is still lyra's, verified.
+    hits = env.run("search", "secrets", "--json").json()
+    entry_hits = [h for h in hits if h["kind"] == "entry" and h["title"] == "Read the token notes"]
+    assert entry_hits and all(h["verified"] is True for h in entry_hits), hits
     decisions = {d["id"]: d for d in env.run("decisions", "--all", "--json").json()}
     assert set(decisions) == {"D-0001", "D-0002"}
     assert decisions["D-0001"]["path"] == "decisions/D-0001 API tokens.md"
@@ -179,3 +183,11 @@ def test_a_link_pointed_elsewhere_by_hand_is_still_an_edit(env: Env) -> None:
     seg.write_text(seg.read_text(encoding="utf-8").replace("[[notes/a]]", "[[notes/b]]"), encoding="utf-8")
     report = env.run("verify", "--json", check=False).json()
     assert report["ok"] is False and [p["kind"] for p in report["problems"]] == ["edited"]
+    hits = [h for h in env.run("search", "Read", "--json").json() if h["kind"] == "entry"]
+    assert hits and all(h["verified"] is False for h in hits), hits
+    # A rename recorded afterwards that does not explain this edit changes nothing either.
+    from nexus.ledger import renames
+
+    renames.record(env.vault, "notes/c", "notes/b")
+    hits = [h for h in env.run("search", "Read", "--json").json() if h["kind"] == "entry"]
+    assert hits and all(h["verified"] is False for h in hits), hits

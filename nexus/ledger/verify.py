@@ -195,6 +195,12 @@ class _Renamed:
         return changes
 
 
+def signed_before_a_rename(vault: Vault, entry: Any, public_key: str) -> bool:
+    """Whether ``entry``, whose signature fails, was signed by ``public_key`` before Obsidian moved its
+    links to a renamed note (what ``verify`` reports as ``renamed``, a warning; search uses it)."""
+    return _Renamed(vault).original(entry, public_key) is not None
+
+
 def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
     """Everything from scratch, in one process, holding every entry in memory: the reference the
     streaming verification (``verify_state.py``) agrees with, and what it falls back to when the log's

@@ -242,9 +242,14 @@ class Signatures:
         valid = self.checked.get(memo)
         if valid is None:
             valid = identity.verify_signature(public, e.sig, entries.signing_bytes(e), self.memo)
-            if len(self.checked) >= VERDICTS_KEPT:
-                del self.checked[next(iter(self.checked))]
-            self.checked[memo] = valid
+            if not valid:  # links Obsidian moved to a renamed note: still its author's words
+                from ..ledger.verify import signed_before_a_rename
+
+                valid = signed_before_a_rename(self.vault, e, public)
+            if valid:  # (a refusal is checked again next time: a rename recorded since may explain it)
+                if len(self.checked) >= VERDICTS_KEPT:
+                    del self.checked[next(iter(self.checked))]
+                self.checked[memo] = valid
         return valid
 
     def save(self) -> None:
