@@ -108,6 +108,8 @@ class Listings:
         self.last.pop(root, None)
         if watching.watched:
             self.last[root] = out
+        for other in [r for r in self.last if r not in WATCHES.vaults]:
+            del self.last[other]  # (a vault no longer watched: its listing is of no more use)
         return out
 
 
