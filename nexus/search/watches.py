@@ -13,11 +13,12 @@ Anything else means list again: any event, an overflowed queue, a watch the kern
 first seen in that listing or with a new inode (watched now, so the next listing can be trusted).
 
 Not used (every search lists as before): off Linux; on a filesystem inotify cannot speak for
-(network and FUSE mounts, virtual machines' shared folders: only local disk filesystems are trusted,
-read from ``/proc/self/mountinfo``); a vault with a folder on another device; more than
+(network and FUSE mounts, virtual machines' shared folders, overlays: only local disk filesystems
+are trusted, read from ``/proc/self/mountinfo``); a vault with a folder on another device; more than
 ``MAX_WATCHES`` paths; when the kernel refuses a watch; in a child process after ``fork``
-(it shares the instance; reading it would take the parent's events). Writes through ``mmap`` raise
-no event (nor, until written back, a new mtime); editors do not write that way.
+(it shares the instance; reading it would take the parent's events). The one write the kernel does
+not report is through a shared ``mmap`` (a ``stat`` would see its new mtime): editors, sync tools
+and nexus write with ``write`` and ``rename``.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ EVENT = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follo
 
 MAX_WATCHES = 8_192  # paths watched for one vault (past it, the vault is listed at every search)
 MAX_VAULTS = 4  # vaults watched at once by a process (the least recently listed one is let go)
+# local disk filesystems, where every write goes through this kernel's VFS (not overlay: a write to
+# its upper layer from outside the overlay raises no event on it)
 LOCAL = frozenset(
-    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "overlay", "jfs", "reiserfs"}
-    | {"bcachefs", "nilfs2", "ramfs", "hfsplus", "apfs"}
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "jfs", "reiserfs", "bcachefs"}
+    | {"nilfs2", "ramfs"}
 )
 
 
