@@ -60,6 +60,15 @@ def _first(flat: Flat, known: Mapping[str, bool]) -> tuple[re.Match[str] | None,
     return (None, words) if at is None else (next(itertools.islice(words, at, None)), words)
 
 
+def _alone(text: str, first: re.Match[str], stop: int, known: Mapping[str, bool]) -> bool:
+    """Whether no word after ``first`` and ending by ``stop`` is a matched term (looked up in C): the
+    snippet then bolds ``first`` alone. A word cut by ``stop`` is not in the window."""
+    after = WORD_RE.findall(text, first.end(), stop)
+    if after and stop < len(text) and WORD_RE.match(text, stop - 1) and WORD_RE.match(text, stop):
+        after.pop()  # (runs on past stop: the window ends before it)
+    return not any(map(known.__getitem__, map(str.lower, after)))
+
+
 def cut(flat: Flat, terms: MatchedTerms, width: int = 200) -> str:
     """The snippet of ``flat`` for a query whose matched terms are ``terms``: words are looked up
     only up to the first match, then within the window around it."""
@@ -74,6 +83,10 @@ def cut(flat: Flat, terms: MatchedTerms, width: int = 200) -> str:
         space = text.find(" ", begin)
         begin = space + 1 if 0 <= space < start else begin
     stop = min(len(text), begin + width)
+    if not flat.fenced and _alone(text, first, stop, known):
+        s, e = first.span()
+        shown = text[begin:stop] if e > stop else f"{text[begin:s]}**{text[s:e]}**{text[e:stop]}"
+        return ("…" if begin else "") + shown + ("…" if stop < len(text) else "")
     out, pos = [], begin
     for m in itertools.chain((first,), words):
         s, e = m.span()
