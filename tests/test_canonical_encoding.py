@@ -58,20 +58,9 @@ def test_written_out_is_what_the_encoder_writes(fields: dict[str, Any], sig: str
 
 def test_a_field_of_another_type_still_takes_the_encoder() -> None:
     base: dict[str, Any] = dict(
-        id="a",
-        ts="t",
-        agent="ella",
-        channel="c",
-        type="note",
-        summary="s",
-        body=None,
-        ack=("x",),
-        seen=None,
-        seq=True,
-        prev=None,
-        key="k",
-        via=None,
-    )
+        id="a", ts="t", agent="ella", channel="c", type="note", summary="s", body=None, ack=("x",),
+        seen=None, seq=True, prev=None, key="k", via=None,
+    )  # fmt: skip
     assert b'"seq":true' in entries.canonical_fields(**base)
     assert b'"seen":3' in entries.canonical_fields(**{**base, "seq": 1, "seen": 3})
     assert b'"ack":["x"]' in entries.canonical_fields(**{**base, "seq": 1, "ack": ["x"]})
@@ -99,6 +88,15 @@ def _outcome(lines: list[str]) -> tuple[Any, Any]:
     return entry, flaw
 
 
+def _entry(
+    ack: tuple[str, ...], seen: str | None, seq: int, prev: str | None, key: str, sig: str, via: str | None
+) -> Entry:
+    """An entry of ``_lines``' begin line and header with these end-line fields."""
+    return Entry(
+        _ID, "2026-12-01T10:00:00Z", "ella", "general", "note", "s", None, ack, seen, seq, prev, key, sig, via
+    )
+
+
 def _lines(end: str) -> list[str]:
     header = f"**2026-12-01 10:00:00Z** · ella · general · note — s ^{_ID}"
     return [f"%% nexus:begin {_ID} %%", header, "", end]
@@ -117,22 +115,7 @@ def _lines(end: str) -> list[str]:
 def test_an_end_line_nexus_writes_reads_the_same_as_through_json(
     ack: list[str], key: str, prev: str | None, seen: str | None, seq: int, sig: str, via: str | None
 ) -> None:
-    e = Entry(
-        _ID,
-        "2026-12-01T10:00:00Z",
-        "ella",
-        "general",
-        "note",
-        "s",
-        None,
-        tuple(ack),
-        seen,
-        seq,
-        prev,
-        key,
-        sig,
-        via,
-    )
+    e = _entry(tuple(ack), seen, seq, prev, key, sig, via)
     lines = _lines(entries.end_line(e))
     reference = _by_json(lines)
     assert _outcome(lines) == reference
@@ -174,22 +157,7 @@ _MUTATIONS = [
 def test_any_other_end_line_reads_as_json_reads_it(picks: list[int]) -> None:
     """Spacing, key order, escapes, numbers JSON writes otherwise, extra or duplicate fields: whatever
     the plain reader takes must be read exactly as json.loads reads it, flaws included."""
-    e = Entry(
-        _ID,
-        "2026-12-01T10:00:00Z",
-        "ella",
-        "general",
-        "note",
-        "s",
-        None,
-        (),
-        None,
-        1,
-        None,
-        "k1",
-        "c2lnbmF0dXJl",
-        None,
-    )
+    e = _entry((), None, 1, None, "k1", "c2lnbmF0dXJl", None)
     end = entries.end_line(e)
     for i in picks:
         end = _MUTATIONS[i](end)
@@ -199,20 +167,5 @@ def test_any_other_end_line_reads_as_json_reads_it(picks: list[int]) -> None:
 
 
 def test_the_plain_reader_is_really_used() -> None:
-    e = Entry(
-        _ID,
-        "2026-12-01T10:00:00Z",
-        "ella",
-        "general",
-        "note",
-        "s",
-        None,
-        ("a",),
-        None,
-        1,
-        None,
-        "k1",
-        "c2ln",
-        "x",
-    )
+    e = _entry(("a",), None, 1, None, "k1", "c2ln", "x")
     assert entries._END_PLAIN.fullmatch(entries.end_line(e)) is not None
