@@ -9,8 +9,8 @@ of their CPU on (one check an entry).
    It checks the cofactored equation of ZIP-215 (``[8][S]B = [8]R + [8][k]A``) where OpenSSL checks
    ``[S]B - [k]A`` and compares its encoding with R's bytes. The two answers agree on every
    signature made the standard way, and on everything anyone without the private key can make (k is
-   a hash of R's bytes, so R cannot be changed after signing). They differ on three kinds of input,
-   and nexus gives zebra none it could answer differently:
+   a hash of R's bytes, so R cannot be changed after signing). They differ on three kinds of input;
+   nexus hands zebra neither of the first two:
 
    * a public key of small order, or outside the prime-order subgroup, or not canonically encoded:
      such a key is never handed to zebra (libsodium's ``crypto_core_ed25519_is_valid_point``, once
@@ -24,8 +24,8 @@ of their CPU on (one check an entry).
 2. **libsodium** (PyNaCl): about 0.5× OpenSSL's CPU, accepting a subset of what OpenSSL accepts
    (it also refuses small-order and non-canonical points).
 
-Without either library OpenSSL checks everything; the verdicts are the same, only slower
-(``tests/test_fast_signatures.py``).
+Without either library OpenSSL checks everything; the verdicts are the same (but for that one
+deliberately non-standard kind), only slower (``tests/test_fast_signatures.py``).
 """
 
 from __future__ import annotations

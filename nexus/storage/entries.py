@@ -314,7 +314,7 @@ def _parse(lines: list[str]) -> tuple[Entry, bool]:
 # An end line exactly as ``end_line`` writes it when every string field is printable ASCII without a
 # quote or a backslash (always, for what nexus writes: ids, hex key ids, base64): the same keys in the
 # same order, no spaces, no escapes, ``seq`` as ``repr`` writes it. Reading it with this costs a third
-# of ``json.loads``; any other end line is read by ``json.loads`` (tests/test_entries_plain.py).
+# of ``json.loads``; any other end line is read by ``json.loads`` (tests/test_canonical_encoding.py).
 _PLAIN = r"[ !#-\[\]-~]*"
 _END_PLAIN = re.compile(
     rf'%% nexus:end \{{"ack":\[((?:"{_PLAIN}"(?:,"{_PLAIN}")*)?)\],"id":"({_PLAIN})","key":"({_PLAIN})",'
