@@ -16,7 +16,7 @@ import pytest
 from conftest import Env, edit_entry_in_place, edit_in_place
 
 from nexus import search
-from nexus.keys import identity, seal, trust
+from nexus.keys import bulk, identity, seal, trust
 from nexus.ledger import verify, verify_state
 from nexus.search import documents, engine, reader
 from nexus.search.language import analysis
@@ -35,10 +35,10 @@ def trusted(env: Env, monkeypatch: pytest.MonkeyPatch) -> Env:
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The entries whose signature was checked with Ed25519 (by anyone in this process): by OpenSSL,
-    or accepted by libsodium first (``verify.fast_signature_ok``: what it refuses OpenSSL decides)."""
+    or accepted by libsodium first (``bulk.fast_signature_ok``: what it refuses OpenSSL decides)."""
     seen: list[str] = []
     real: Callable[..., bool] = identity.verify_signature
-    real_fast: Callable[..., bool] = verify.fast_signature_ok
+    real_fast: Callable[..., bool] = bulk.fast_signature_ok
 
     def spy(public_key: str, signature: str, data: bytes, memo: Any = None) -> bool:
         seen.append(signature)
@@ -52,7 +52,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(identity, "verify_signature", spy)  # (readers)
     monkeypatch.setattr(verify, "verify_signature", spy)  # (a build's check, ``verify.signature_ok``)
-    monkeypatch.setattr(verify, "fast_signature_ok", fast_spy)
+    monkeypatch.setattr(bulk, "fast_signature_ok", fast_spy)
     return seen
 
 

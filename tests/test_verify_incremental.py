@@ -13,7 +13,7 @@ import pytest
 from conftest import Env
 from test_verify import _build, unsigned_entry  # the same six-entry log the serial tests verify
 
-from nexus.keys import identity
+from nexus.keys import bulk, identity
 from nexus.ledger import log, verify_state
 from nexus.ledger.verify import Report, verify, verify_exact
 from nexus.records import Entry, Located
@@ -282,14 +282,14 @@ def test_a_verify_after_new_entries_checks_only_those(env: Env, monkeypatch: pyt
         calls.append(data)
         return real(public_key, signature, data)
 
-    real_fast = verify_mod.fast_signature_ok
+    real_fast = bulk.fast_signature_ok
 
     def counting_fast(public_key: str, signature: str, data: bytes) -> bool:
         calls.append(data)  # (libsodium first: OpenSSL is asked only about what it refuses)
         return real_fast(public_key, signature, data)
 
     monkeypatch.setattr(verify_mod, "verify_signature", counting)
-    monkeypatch.setattr(verify_mod, "fast_signature_ok", counting_fast)
+    monkeypatch.setattr(bulk, "fast_signature_ok", counting_fast)
     for i in range(3):
         env.append("lyra", f"new {i}")
     report = verify(env.vault)

@@ -217,18 +217,20 @@ def turn(
     return text if len(text) <= max_chars else text[: max_chars - 40] + "\n… (cut at the budget)\n"
 
 
-def _bounded(refs: list[Any], line: Callable[[Any], str], budget: int) -> tuple[list[str], int]:
+def _bounded(refs: list[Any], line: Callable[[Any], str], budget: int, more: str) -> str:
     """Lines for ``refs`` in order while they fit ``budget``; the rest are counted, never read back
-    (an agent that comes back to hundreds of new races reads a few of them, at the cost of a few)."""
+    (an agent that comes back to hundreds of new races reads a few of them, at the cost of a few),
+    and named in a last line pointing to ``more`` (the command that lists them all)."""
     lines: list[str] = []
     used = 0
     for i, ref in enumerate(refs):
         text = line(ref)
         if used + len(text) + 1 > budget and lines:
-            return lines, len(refs) - i
+            lines.append(f"- … {len(refs) - i} more: {more}")
+            break
         lines.append(text)
         used += len(text) + 1
-    return lines, 0
+    return "\n".join(lines)
 
 
 def _races_part(
@@ -246,10 +248,7 @@ def _races_part(
             + say(surface, "reconcile", agent=agent, channel=b.entry.channel, a=a.entry.id, b=b.entry.id)
         )
 
-    lines, omitted = _bounded(pairs, line, budget)
-    if omitted:
-        lines.append(f"- … {omitted} more: {say(surface, 'owed', agent=agent)}")
-    return f"## New races: {len(pairs)}\n" + "\n".join(lines)
+    return f"## New races: {len(pairs)}\n" + _bounded(pairs, line, budget, say(surface, "owed", agent=agent))
 
 
 def _owed_part(vault: Vault, agent: str, refs: list[Any], check: Checker, surface: str, budget: int) -> str:
@@ -259,12 +258,10 @@ def _owed_part(vault: Vault, agent: str, refs: list[Any], check: Checker, surfac
     def line(ref: Any) -> str:
         return brief.entry_line(coordination.materialize(vault, ref, check), body=True, vault=vault)
 
-    lines, omitted = _bounded(refs, line, budget)
-    if omitted:
-        lines.append(f"- … {omitted} more: {say(surface, 'owed', agent=agent)}")
     return (
         f"## Newly waiting for your acknowledgement: {len(refs)} (ack with "
-        f"{say(surface, 'ack', agent=agent)})\n" + "\n".join(lines)
+        f"{say(surface, 'ack', agent=agent)})\n"
+        + _bounded(refs, line, budget, say(surface, "owed", agent=agent))
     )
 
 
