@@ -70,17 +70,14 @@ def _libs() -> list[Any]:
 
 def _key(public_key: str) -> tuple[bytes, bool] | None:
     """The raw key and whether zebra may check it (a canonical point of the prime-order subgroup,
-    not of small order); None for a key that is not 32 bytes of base64."""
+    not of small order); None for a key that is not ``ed25519:`` and 32 bytes of base64."""
     known = _KEYS.get(public_key)
     if known is not None:
         return known
-    import base64
+    from .trust import raw_key
 
-    try:
-        raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
-    except ValueError:
-        return None
-    if len(raw) != 32:
+    raw = raw_key(public_key)
+    if raw is None:
         return None
     valid_point = _libs()[3]
     sound = bool(valid_point is not None and valid_point(raw))

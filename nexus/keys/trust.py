@@ -60,15 +60,21 @@ def configured() -> Path | None:
     return _HOME
 
 
-def key_id_of(public_key: str) -> str | None:
-    """The key id of ``ed25519:<base64>``, computed (never read from a note), or None if malformed."""
+def raw_key(public_key: str) -> bytes | None:
+    """The 32 bytes of ``ed25519:<base64>``, or None if malformed."""
+    if not public_key.startswith("ed25519:"):
+        return None
     try:
         raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
     except ValueError:
         return None
-    if not public_key.startswith("ed25519:") or len(raw) != 32:
-        return None
-    return hashlib.sha256(raw).hexdigest()[:16]
+    return raw if len(raw) == 32 else None
+
+
+def key_id_of(public_key: str) -> str | None:
+    """The key id of ``ed25519:<base64>``, computed (never read from a note), or None if malformed."""
+    raw = raw_key(public_key)
+    return None if raw is None else hashlib.sha256(raw).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
