@@ -497,6 +497,10 @@ def _version_9(files: Records) -> dict[str, object]:  # before entries' seals (k
     return {"version": 9, "dir": "ix-0ld0", "files": files, "languages": ["en"]}
 
 
+def _version_10(files: Records) -> dict[str, object]:  # Whoosh's own posting blocks (not engine.FlatCodec)
+    return {"version": 10, "dir": "ix-0ld0", "files": files, "languages": ["en"]}
+
+
 def _sizes_as_text(files: Records) -> dict[str, object]:
     records = {rel: {**r, "size": str(r["size"])} for rel, r in files.items()}
     return {"version": MANIFEST_VERSION, "dir": "ix-0ld0", "files": records, "languages": ["en"]}
@@ -506,6 +510,7 @@ OLD_MANIFESTS: dict[str, Callable[[Records], dict[str, object]]] = {
     "version 7": _version_7,
     "version 8": _version_8,
     "version 9": _version_9,
+    "version 10": _version_10,
     "a record of another shape": _sizes_as_text,
 }
 
@@ -526,7 +531,7 @@ def test_an_index_an_older_nexus_wrote_is_rebuilt(env: Env, shape: str) -> None:
     hits = env.run("search", "osprey", "--json").json()
     assert sorted(h["path"].split("/")[0] for h in hits) == ["log", "notes"]
     manifest = json.loads((index / "manifest.json").read_text())
-    assert manifest["version"] == MANIFEST_VERSION == 10 and manifest["dir"] != "ix-0ld0"
+    assert manifest["version"] == MANIFEST_VERSION == 11 and manifest["dir"] != "ix-0ld0"
     assert not (index / "ix-0ld0").exists()
 
 

@@ -33,6 +33,7 @@ from whoosh import lang as whoosh_lang
 from whoosh import query as whoosh_query
 from whoosh.analysis.filters import STOP_WORDS, LowercaseFilter, StopFilter
 from whoosh.analysis.tokenizers import RegexTokenizer
+from whoosh.codec import whoosh3 as whoosh_w3
 from whoosh.qparser.default import QueryParser
 from whoosh.system import pack_uint
 
@@ -40,6 +41,7 @@ from ..errors import QueryError
 
 wq: Any = whoosh_query  # Whoosh does not re-export its query classes for type checkers
 lang: Any = whoosh_lang
+w3: Any = whoosh_w3  # (subclassed below: typed as Any, as the rest of Whoosh's API here)
 STOP = frozenset(STOP_WORDS)
 K1, B, AVGDL = 1.2, 0.75, 40.0  # BM25 parameters; AVGDL: a fixed typical length, in words
 STORED_KEPT = 20_000  # documents' stored fields a searcher keeps once read (~350 bytes each)
@@ -163,6 +165,72 @@ def _fields(doc: Doc) -> dict[str, Any]:
     return out
 
 
+# ------------------------------------------------------------------ postings on disk
+
+BLOCK = 1024  # postings a block (Whoosh's default: 128)
+
+
+class FlatPostingsWriter(w3.W3PostingsWriter):  # type: ignore[misc]
+    """Whoosh's posting writer, a block of a text or ID field kept as the bytes of two flat arrays
+    (docnums as uint32, weights as float32) where Whoosh pickles a tuple of docnum gaps and one of
+    floats: decoding a block is two copies of its bytes (``array.frombytes``), where unpickling made
+    a Python number a posting and the gaps were added up one by one. ``BLOCK`` postings a block (an
+    eighth as many blocks to step through as Whoosh's 128), not compressed."""
+
+    def _mini_ids(self) -> Any:
+        return super()._mini_ids() if self._byteids else self._ids.tobytes()
+
+    def _mini_weights(self) -> Any:
+        weights = self._weights
+        if len(weights) > 1 and any(w != weights[0] for w in weights):
+            return weights.tobytes()
+        return super()._mini_weights()  # (all equal: Whoosh keeps one number, or none for 1.0)
+
+
+class FlatMatcher(w3.W3LeafMatcher):  # type: ignore[misc]
+    """Whoosh's matcher over ``FlatPostingsWriter``'s blocks (a block of Whoosh's own shape is read
+    as Whoosh reads it): Whoosh's own queries (phrases, prefixes, filters) read them too."""
+
+    def _read_ids(self) -> None:
+        if self._data is None:
+            self._read_data()
+        raw = self._data[0]
+        if not isinstance(raw, bytes):
+            super()._read_ids()
+            return
+        self._ids = array("I")
+        self._ids.frombytes(raw)
+
+    def _read_weights(self) -> None:
+        if self._data is None:
+            self._read_data()
+        raw = self._data[1]
+        if not isinstance(raw, bytes):
+            super()._read_weights()
+            return
+        self._weights = array("f")
+        self._weights.frombytes(raw)
+
+
+class FlatCodec(w3.W3Codec):  # type: ignore[misc]
+    """Whoosh's codec with ``FlatPostingsWriter``'s blocks (named in each segment's table of
+    contents: the class must stay importable here, or the index is rebuilt)."""
+
+    def __init__(self) -> None:
+        super().__init__(blocklimit=BLOCK, compression=0)
+
+    def postings_writer(self, dbfile: Any, byteids: bool = False) -> Any:
+        return FlatPostingsWriter(dbfile, blocklimit=self._blocklimit, byteids=byteids, compression=0)
+
+    def postings_reader(
+        self, dbfile: Any, terminfo: Any, format_: Any, term: Any = None, scorer: Any = None
+    ) -> Any:
+        if terminfo.is_inlined():
+            return super().postings_reader(dbfile, terminfo, format_, term=term, scorer=scorer)
+        offset, length = terminfo.extent()
+        return FlatMatcher(dbfile, offset, length, format_, term=term, scorer=scorer)
+
+
 # ------------------------------------------------------------------ index and writers
 
 
@@ -200,7 +268,7 @@ class Index:
         return Searcher(self.raw.searcher(weighting=_BM25()))
 
     def writer(self) -> Writer:
-        return Writer(self.raw.writer())
+        return Writer(self.raw.writer(codec=FlatCodec()))
 
 
 class Writer:
@@ -300,7 +368,9 @@ class PartWriter:
     def __init__(self, folder: Path, limitmb: int) -> None:
         from whoosh.writing import SegmentWriter
 
-        self.raw: Any = SegmentWriter(whoosh_index.open_dir(str(folder)), _lk=False, limitmb=limitmb)  # type: ignore[no-untyped-call]
+        self.raw: Any = SegmentWriter(
+            whoosh_index.open_dir(str(folder)), _lk=False, limitmb=limitmb, codec=FlatCodec()
+        )  # type: ignore[no-untyped-call]
         self.raw.pool = _batched_pool()(self.raw._tempstorage, self.raw.newsegment, limitmb=limitmb)
         self.raw.fieldwriter._tindex.buckets = [_Bucket() for _ in range(256)]
 
@@ -340,6 +410,11 @@ class Leaf:
         if type(m).__name__ == "FilterMatcher" and hasattr(m, "child"):  # deletions: decode underneath
             m = m.child
         ids, weights = array("i"), array("f")  # (Whoosh stores weights as float32: kept exactly)
+        if isinstance(m, FlatMatcher) and m.is_active():
+            if m._data is None:
+                m._read_data()
+            if isinstance(m._data[0], bytes):  # (a segment FlatCodec wrote)
+                return _flat_postings(m)
         if hasattr(m, "_read_data") and hasattr(m, "_next_block") and not getattr(m, "_byteids", True):
             while m.is_active():  # a whole block at a time; ids are delta-encoded
                 if m._data is None:
@@ -360,6 +435,22 @@ class Leaf:
                 ids.append(d)
                 weights.append(w)
         return ids, weights
+
+
+def _flat_postings(m: FlatMatcher) -> tuple[array[int], array[float]]:
+    """A term's postings from ``FlatPostingsWriter``'s blocks: each block's two arrays copied whole."""
+    ids, weights = array("i"), array("f")
+    while m.is_active():
+        if m._data is None:
+            m._read_data()
+        raw_ids, raw_ws = m._data[0], m._data[1]
+        ids.frombytes(raw_ids)
+        if isinstance(raw_ws, bytes):
+            weights.frombytes(raw_ws)
+        else:  # every weight of the block equal: Whoosh keeps one number (None for 1.0)
+            weights.extend(itertools.repeat(1.0 if raw_ws is None else raw_ws, len(ids) - len(weights)))
+        m._next_block()
+    return ids, weights
 
 
 def _stored_fields(reader: Any) -> Callable[[int], dict[str, Any]]:
