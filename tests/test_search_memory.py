@@ -126,7 +126,9 @@ def _cut_as_before(flat: Any, terms: Any, width: int = 200) -> str:
         for m in WORD_RE.finditer(text)
         if not any(a <= m.start() < b for a, b in fenced)
     ]
-    matches = [(s, e) for s, e, word in words if word in terms]
+    stems = terms.analysis.stems  # (worked out here, not by MatchedTerms.matched, which is under test)
+    chosen = terms.terms
+    matches = [(s, e) for s, e, word in words if word in chosen or not chosen.isdisjoint(stems(word))]
     if not matches:
         return str(text[:width] + ("…" if len(text) > width else ""))
     first = matches[0][0]
@@ -146,11 +148,17 @@ def _cut_as_before(flat: Any, terms: Any, width: int = 200) -> str:
     return ("…" if begin else "") + "".join(out) + ("…" if stop < len(text) else "")
 
 
-def test_snippets_cut_as_before() -> None:
+@pytest.mark.parametrize("memo_words", [50_000, 5])
+def test_snippets_cut_as_before(memo_words: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snippets against a plain reference, on ASCII and other text, links and bold, words the memo
+    has and words it lacks (5: the memo full almost at once)."""
     import random
 
-    from nexus.search.language import MatchedTerms, analysis
+    from nexus.search import language
+    from nexus.search.language import MatchedTerms
     from nexus.search.snippets import cut, flatten
+
+    monkeypatch.setattr(language, "MEMO_WORDS", memo_words)
 
     rng = random.Random(13)
     words = [
@@ -163,11 +171,32 @@ def test_snippets_cut_as_before() -> None:
         "budget",
         "x" * 90,
         "\n",
+        "FALCON!",
+        "(nest)",
+        "roof's",
+        "re-roof",
+        "under_score",
+        "42",
+        "naïve",
+        "paginación",
+        "İstanbul",
+        "\u00a0",
+        "Nest,falcon",
+        "honest",
+        "falconry",
+        "xx",
     ]
-    lang = analysis(("en",))
-    for _ in range(3000):
-        text = " ".join(rng.choice(words) for _ in range(rng.randint(0, 120)))
-        terms = MatchedTerms(lang, rng.sample(["falcon", "nest", "budget", "roof", "xx"], rng.randint(0, 3)))
+    lang = language.Analysis(("en",))
+    pool = ["falcon", "nest", "budget", "roof", "xx", "paginacion", "naiv", "istanbul", "42", "under_scor"]
+    for i in range(3000):
+        if i % 3 == 0:  # (one query's terms asked about several texts, as a search's hits are)
+            terms = MatchedTerms(lang, rng.sample(pool, rng.randint(0, 3)))
+        if i % 100 == 0:  # words the memo has never seen (it grows meanwhile)
+            words.append(f"fresh{i}word")
+            pool.append(lang.stems(f"fresh{i}word")[0] if i % 200 == 0 else f"fresh{i}word")
+        choices = words if i % 2 else [w for w in words if "[[" not in w and "**" not in w]
+        choices = choices if i % 4 > 1 else [w for w in choices if w.isascii()]
+        text = " ".join(rng.choice(choices) for _ in range(rng.randint(0, 120)))
         flat = flatten(text)
         for width in (200, 40):
             assert cut(flat, terms, width) == _cut_as_before(flat, terms, width), text

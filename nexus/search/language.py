@@ -11,12 +11,30 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import QueryError
 
 WORD_RE = re.compile(r"\w+")
 DEFAULT_LANGUAGES = ("en",)
+_WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyz"
+# ASCII bytes: a word character lowercased, anything else a space (``\w`` on ASCII is [0-9A-Za-z_])
+_ASCII_WORDS = bytes(
+    (b + 32 if 65 <= b <= 90 else b) if (65 <= b <= 90 or b in _WORD_BYTES) else 32 for b in range(256)
+)
+
+
+def spaced(text: str) -> str | None:
+    """An ASCII ``text`` lowercased with every character that is not a word character made a space
+    (its words where they stand: ``spaced(text).split()`` is ``WORD_RE.findall(text.lower())``, ~5x
+    faster than the regular expression); None when ``text`` is not ASCII."""
+    return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii") if text.isascii() else None
+
+
+def lower_words(text: str) -> list[str]:
+    """``WORD_RE.findall(text.lower())``, without the regular expression when ``text`` is ASCII."""
+    low = spaced(text)
+    return low.split() if low is not None else WORD_RE.findall(text.lower())
 
 
 def check_languages(languages: Sequence[str]) -> tuple[str, ...]:
@@ -60,6 +78,8 @@ class Analysis:
         self.stop = frozenset(stop)
         self.stemmers = [engine.stemmer(code) for code in langs]
         self.memo: dict[str, tuple[str, ...]] = {}
+        self.inverse: dict[str, set[str]] = {}  # stem -> the words of the memo with that stem
+        self.added = 0  # words added to the memo (a query's matched words are worked out again)
 
     def stems(self, word: str) -> tuple[str, ...]:
         got = self.memo.get(word)
@@ -67,10 +87,13 @@ class Analysis:
             got = tuple(dict.fromkeys(fold(stem(word)) or word for stem in self.stemmers))
             if len(self.memo) < MEMO_WORDS:
                 self.memo[word] = got
+                for s in got:
+                    self.inverse.setdefault(s, set()).add(word)
+                self.added += 1
         return got
 
     def words(self, value: str) -> list[str]:
-        return [w for w in WORD_RE.findall(value.lower()) if w not in self.stop]
+        return [w for w in lower_words(value) if w not in self.stop]
 
     def counts(self, value: str) -> tuple[dict[str, int], int]:
         """Each stem's frequency in ``value``, and its number of (non-stop) words."""
@@ -87,30 +110,47 @@ def analysis(langs: tuple[str, ...]) -> Analysis:
     return Analysis(langs)
 
 
-class _Matches(dict[str, bool]):
-    """word -> whether it matches, worked out on first lookup (a snippet asks about every word it
-    shows: a known word costs one dict lookup in C)."""
-
-    def __init__(self, analysis: Analysis, terms: set[str]) -> None:
-        super().__init__()
-        self.analysis = analysis
-        self.terms = terms
-
-    def __missing__(self, word: str) -> bool:
-        terms = self.terms
-        got = word in terms or not terms.isdisjoint(self.analysis.memo.get(word) or self.analysis.stems(word))
-        self[word] = got
-        return got
-
-
 class MatchedTerms:
-    """The index terms a query matched; a word of a snippet matches when one of its stems is one.
-    ``known[word]`` is the fast form of ``word in terms``."""
+    """The index terms a query matched; a word of a snippet matches when it is one or one of its
+    stems is one. ``matched(words)``: the set of matched words, complete for ``words`` (lowercased)
+    and for every word of the memo: the memo's words with a matched stem (``Analysis.inverse``) are
+    taken once a query, so asking about a text's words is a few set operations in C; only a word
+    the memo lacks is stemmed (and remembered)."""
 
     def __init__(self, analysis: Analysis, terms: Sequence[str] = ()) -> None:
         self.analysis = analysis
         self.terms = set(terms)
-        self.known = _Matches(analysis, self.terms)
+        self.words: set[str] = set()
+        self.outside: set[str] = set()  # words beyond a full memo already looked at (this query)
+        self.added = -1  # the memo's ``added`` when ``words`` was made from it
+
+    def _from_memo(self) -> None:
+        a = self.analysis
+        self.added = a.added
+        inverse = a.inverse
+        self.words = self.terms.union(*(inverse[t] for t in self.terms if t in inverse))
+        self.outside.clear()
+
+    def matched(self, words: Iterable[str]) -> set[str]:
+        """The matched words, sure to include each of ``words`` that matches (see the class)."""
+        a = self.analysis
+        terms = self.terms
+        asked = words if isinstance(words, (set, frozenset)) else set(words)
+        while True:
+            start = a.added
+            if self.added != start:  # (the memo grew since: another search, an index update)
+                self._from_memo()
+            new = asked.difference(a.memo)
+            if new and self.outside:
+                new -= self.outside
+            for word in new:
+                if word in terms or not terms.isdisjoint(a.stems(word)):
+                    self.words.add(word)
+                if word not in a.memo:  # (the memo is full)
+                    self.outside.add(word)
+            if a.added == start + len(new.difference(self.outside)):  # (grown by these words alone)
+                self.added = a.added
+                return self.words
 
     def __contains__(self, word: str) -> bool:
-        return self.known[word]
+        return word in self.matched((word,))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..records import Located
 from ..storage.vault import Vault
-from .language import WORD_RE, MatchedTerms
+from .language import MatchedTerms, lower_words
 from .snippets import Flat, flatten
 
 if TYPE_CHECKING:
@@ -40,21 +40,20 @@ class Known:
     """An entry as its bytes parse: the entry where it stands, and its snippet texts (made on first
     use: most hits need only one of them)."""
 
-    __slots__ = ("_body", "_whole", "digest", "located")
+    __slots__ = ("_body", "_body_words", "_whole", "digest", "located")
 
     def __init__(self, digest: bytes, located: Located) -> None:
         self.digest = digest
         self.located = located
         self._body: Flat | None = None
         self._whole: Flat | None = None
+        self._body_words: frozenset[str] | None = None
 
     def body_matches(self, terms: MatchedTerms) -> bool:
-        """Whether a word of the body (links and bold included) is one of a query's matched terms
-        (looked up until the first that is)."""
-        body = self.located.entry.body
-        if not body:
-            return False
-        return any(map(terms.known.__getitem__, map(str.lower, WORD_RE.findall(body))))
+        """Whether a word of the body (links and bold included) is one of a query's matched words."""
+        if self._body_words is None:
+            self._body_words = frozenset(lower_words(self.located.entry.body or ""))
+        return not terms.matched(self._body_words).isdisjoint(self._body_words)
 
     def body(self) -> Flat:
         if self._body is None:
