@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Env
@@ -186,3 +187,25 @@ def test_the_relevance_set_holds_its_figures(tmp_path: Path) -> None:
     assert result["precision_at_5"] >= 0.95, result
     assert result["mrr"] >= 0.95, result
     assert result["superseded_above_replacement"] == 0, result
+
+
+def test_every_language_offered_stems_with_snowball_in_c() -> None:
+    """Each language ``check_languages`` accepts by name or code has its Snowball stemmer (PyStemmer),
+    stop words from Whoosh, and stems as Whoosh's own port of the same algorithm does on its
+    language's everyday inflections."""
+    from nexus.search import engine
+    from nexus.search.language import SNOWBALL, Analysis, check_languages
+
+    lang: Any = engine.lang  # (Whoosh's languages, untyped)
+
+    codes = [c for c in engine.language_names() if engine.language_code(c)]
+    assert sorted(codes) == sorted(SNOWBALL)
+    for code in codes:
+        assert check_languages([code]) == (code,)
+        analysis = Analysis((code,))
+        words = sorted(lang.stopwords_for_language(code))[:200] if lang.has_stopwords(code) else ["a"]
+        theirs = lang.stemmer_for_language(code)
+        same = sum(analysis.stemmers[0](w) == theirs(w) for w in words)
+        assert same >= 0.97 * len(words), code
+    assert check_languages(["Spanish", "italian", "en"]) == ("es", "it", "en")
+    assert Analysis(("en",)).stems("paginates") == Analysis(("en",)).stems("paginated") == ("pagin",)

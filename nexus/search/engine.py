@@ -659,8 +659,3 @@ def language_names() -> list[str]:
 
 def stop_words(code: str) -> frozenset[str]:
     return frozenset(lang.stopwords_for_language(code)) if lang.has_stopwords(code) else frozenset()
-
-
-def stemmer(code: str) -> Callable[[str], str]:
-    fn: Callable[[str], str] = lang.stemmer_for_language(code)
-    return fn

@@ -2,8 +2,9 @@
 
 Words are runs of ``\\w`` characters, lowercased; the stop words of every language of the index are
 dropped; each word is indexed as its Snowball stem in every language (the distinct ones: "paginate"
-finds "paginates" and "paginación"), accents folded after stemming. Whoosh ships the stemmers
-(``engine``); stems are memoised per word, the vocabulary being small next to the text.
+finds "paginates" and "paginación"), accents folded after stemming. The stemmers are the Snowball
+project's own, in C (PyStemmer), for the languages Whoosh ships stop words for (``engine``); stems
+are memoised per word, the vocabulary being small next to the text.
 """
 
 from __future__ import annotations
@@ -11,12 +12,29 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import QueryError
 
 WORD_RE = re.compile(r"\w+")
 DEFAULT_LANGUAGES = ("en",)
+SNOWBALL = {  # a language's code -> its Snowball stemmer (Dutch: Porter's, as Whoosh's was)
+    "ar": "arabic",
+    "da": "danish",
+    "de": "german",
+    "en": "english",
+    "es": "spanish",
+    "fi": "finnish",
+    "fr": "french",
+    "hu": "hungarian",
+    "it": "italian",
+    "nl": "dutch_porter",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sv": "swedish",
+}
 _WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyz"
 # ASCII bytes: a word character lowercased, anything else a space (``\w`` on ASCII is [0-9A-Za-z_])
 _ASCII_WORDS = bytes(
@@ -44,8 +62,8 @@ def check_languages(languages: Sequence[str]) -> tuple[str, ...]:
     out: list[str] = []
     for name in languages:
         code = engine.language_code(str(name).strip().lower())
-        if code is None:
-            known = ", ".join(engine.language_names())
+        if code is None or code not in SNOWBALL:
+            known = ", ".join(n for n in engine.language_names() if n in SNOWBALL)
             raise QueryError(f"search language {name!r} has no stemmer; one of: {known}")
         if code not in out:
             out.append(code)
@@ -76,7 +94,7 @@ class Analysis:
         for code in langs:
             stop.update(engine.stop_words(code))
         self.stop = frozenset(stop)
-        self.stemmers = [engine.stemmer(code) for code in langs]
+        self.stemmers = [stemmer(code) for code in langs]
         self.memo: dict[str, tuple[str, ...]] = {}
         self.inverse: dict[str, set[str]] = {}  # stem -> the words of the memo with that stem
         self.added = 0  # words added to the memo (a query's matched words are worked out again)
@@ -103,6 +121,14 @@ class Analysis:
             for stem in self.stems(word):
                 terms[stem] += freq
         return dict(terms), len(words)
+
+
+def stemmer(code: str) -> Callable[[str], str]:
+    """The Snowball stemmer of a language's code (checked by ``check_languages``)."""
+    import Stemmer
+
+    fn: Callable[[str], str] = Stemmer.Stemmer(SNOWBALL[code]).stemWord
+    return fn
 
 
 @functools.lru_cache(maxsize=8)

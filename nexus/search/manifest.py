@@ -24,8 +24,8 @@ from ..ledger.marks import Mark
 from ..storage import durable
 from ..storage.vault import Vault
 
-VERSION = 11  # 11: flat posting blocks (engine.FlatCodec); 10: entries' seals (keys.seal);
-#               9: a segment's marks.Mark; 8: own field class (older: rebuilt)
+VERSION = 11  # 11: flat posting blocks (engine.FlatCodec), Snowball's C stemmers;
+#               10: entries' seals (keys.seal); 9: a segment's marks.Mark; 8: own field class (older: rebuilt)
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 
