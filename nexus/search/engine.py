@@ -409,6 +409,7 @@ class Leaf:
             return None
         if type(m).__name__ == "FilterMatcher" and hasattr(m, "child"):  # deletions: decode underneath
             m = m.child
+            m.reset()  # (the filter moved it past the deleted documents it starts with)
         ids, weights = array("i"), array("f")  # (Whoosh stores weights as float32: kept exactly)
         if isinstance(m, FlatMatcher) and m.is_active():
             if m._data is None:

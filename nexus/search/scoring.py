@@ -143,23 +143,6 @@ class Scorer:
             self.by_weight.put(key, ranked)
         return ranked.items()
 
-    def _group_postings(self, leaf: Leaf, group: Group, idfs: dict[Term, float]) -> Posts:
-        """One query word in one segment: the postings of its stem, scored by its idf (no copy: the
-        decoded postings are shared), or, for a word with several stems, the best of them per
-        document (different stems of one word are never counted twice)."""
-        found = [(got, idfs[term]) for term in group if (got := self.postings(leaf, term))]
-        if len(found) <= 1:
-            return found[0] if found else (Postings(array("i"), array("d")), 0.0)
-        out: dict[int, float] = {}
-        for got, f in found:
-            for d, w in got.items():
-                sc = w * f
-                if sc > out.get(d, 0.0):
-                    out[d] = sc
-        best = Postings(array("i", out), array("d", out.values()))
-        best._map = out
-        return best, 1.0
-
     def top(
         self,
         searcher: Searcher,
@@ -174,12 +157,14 @@ class Scorer:
         all when at least ``need`` do: they would rank after those). Returns the rows and whether
         partial matches were left out so (ask again without ``need`` if the caller lacks hits)."""
         n = searcher.doc_count_all()
+        leaves = searcher.leaves()
+        found = [{t: self.postings(leaf, t) for g in groups for t in g} for leaf, _ in leaves]
         idfs: dict[Term, float] = {}
         df_of: list[int] = []
         for group in groups:
             total_df = 0
-            for term in group:
-                df = searcher.doc_frequency(*term)
+            for term in group:  # (a term's postings, deleted documents included: Whoosh's df)
+                df = sum(len(got) for each in found if (got := each[term]) is not None)
                 total_df += df
                 idfs[term] = idf(n, df)
             df_of.append(total_df)
@@ -189,8 +174,8 @@ class Scorer:
         sources = [groups[gi] for gi in order]
         scored: list[Row] = []  # (words matched, score, -docnum)
         segments: list[_Segment] = []
-        for leaf, base in searcher.leaves():
-            seg = _Segment(leaf, base, [self._group_postings(leaf, g, idfs) for g in sources], sources)
+        for (leaf, base), mine in zip(leaves, found, strict=True):
+            seg = _Segment(leaf, base, [_group_postings(mine, g, idfs) for g in sources], sources)
             segments.append(seg)
             scored.extend(seg.full_rows(len(groups), allow, k))
         left_out = False
@@ -201,6 +186,24 @@ class Scorer:
                 for seg in segments:
                     scored.extend(seg.partial_rows(self, len(groups), allow, k))
         return [(m, sc, -neg) for m, sc, neg in heapq.nlargest(k, scored)], left_out
+
+
+def _group_postings(found: dict[Term, Postings | None], group: Group, idfs: dict[Term, float]) -> Posts:
+    """One query word in one segment: the postings of its stem (``found``: the segment's, by term),
+    scored by its idf (no copy: the decoded postings are shared), or, for a word with several stems,
+    the best of them per document (different stems of one word are never counted twice)."""
+    posts = [(got, idfs[term]) for term in group if (got := found[term])]
+    if len(posts) <= 1:
+        return posts[0] if posts else (Postings(array("i"), array("d")), 0.0)
+    out: dict[int, float] = {}
+    for got, f in posts:
+        for d, w in got.items():
+            sc = w * f
+            if sc > out.get(d, 0.0):
+                out[d] = sc
+    best = Postings(array("i", out), array("d", out.values()))
+    best._map = out
+    return best, 1.0
 
 
 class _Segment:
@@ -215,8 +218,13 @@ class _Segment:
         (got, f), (second, g) = posts[0], posts[1]  # (the rarest word first: the fewest lookups)
         if second._map is None:  # (a segment's postings, in docnum order: no dict made of them)
             ids, ws, at = second.ids, second.weights, bisect.bisect_left
-            both = set(got.ids).intersection(ids).difference(deleted)
-            acc = {d: w * f + ws[at(ids, d)] * g for d, w in got.items() if d in both}
+            both = sorted(set(got.ids).intersection(ids).difference(deleted))  # (few, most often)
+            if got._map is None:  # (the rarer word's too: each weight found by bisection)
+                gids, gws = got.ids, got.weights
+                acc = {d: gws[at(gids, d)] * f + ws[at(ids, d)] * g for d in both}
+            else:
+                mine = got._map
+                acc = {d: mine[d] * f + ws[at(ids, d)] * g for d in both}
         else:
             other = second.map()
             acc = {d: w * f + other[d] * g for d, w in got.items() if d in other and d not in deleted}
