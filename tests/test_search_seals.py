@@ -234,3 +234,56 @@ def test_the_cli_makes_the_secret_outside_the_vault(env: Env) -> None:
     secret = env.keys_home / seal.FILE
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     assert not secret.resolve().is_relative_to(env.vault.root.resolve())
+
+
+def test_a_sealed_hit_cut_from_its_bytes_is_the_hit_parsing_gives(
+    trusted: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hits proven by their seal take their summary and body from where nexus's canonical form puts
+    them, without parsing: the very hits parsing gives, on bodies with escaped framing, links and
+    bold, blank lines, accents, none at all; and an entry whose bytes the cut cannot read (a CRLF
+    save) is parsed as before, still verified by its seal."""
+    from nexus.search import hits as hits_mod
+
+    bodies = [
+        None,
+        "",
+        "plain osprey text",
+        "first line\n\nthird line, osprey",
+        "%% nexus:end not really\n**2026-01-01 00:00:00Z** · x · y · z — looks like a header osprey",
+        "a [[note#^x|link]] and **bold** osprey",
+        "ósprey, ñandú and 雪 osprey",
+        "\\ leading backslash osprey",
+    ]
+    for i, body in enumerate(bodies):
+        trusted.append(("ella", "lyra")[i % 2], f"osprey {i} — summary ^with a caret", body=body)
+    crlf = trusted.append("ella", "crlf osprey", body="line one\nline two").located
+    trusted.append("lyra", "last osprey")
+    seg = trusted.vault.root / crlf.file
+    data = seg.read_bytes()
+    a, b = crlf.offset, crlf.end_offset
+    seg.write_bytes(data[:a] + data[a:b].replace(b"\n", b"\r\n") + data[b:])  # (that entry alone)
+    search.rebuild(trusted.vault)
+    cut: list[str] = []
+    real = hits_mod.HitReader._sealed
+
+    def counted(self: Any, stored: Any, *args: Any) -> Any:
+        got = real(self, stored, *args)
+        if got is not None:
+            cut.append(stored.key)
+        return got
+
+    def run() -> list[Any]:
+        _fresh_process()
+        return [
+            h.to_json()
+            for q in ("osprey", '"summary ^with"', "osprey NOT crlf")
+            for h in search.search(trusted.vault, q, limit=20)
+        ]
+
+    monkeypatch.setattr(hits_mod.HitReader, "_sealed", counted)
+    fast = run()
+    monkeypatch.setattr(hits_mod.HitReader, "_sealed", lambda *a: None)
+    assert fast == run()
+    assert len(fast) > 20 and all(h["verified"] for h in fast)
+    assert len(set(cut)) == 7  # (all but the CRLF one and the two bodies with a backslash)

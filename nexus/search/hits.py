@@ -11,6 +11,7 @@ for it. A section's heading becomes a wikilink. Snippets: ``snippets``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -20,7 +21,7 @@ from ..storage.vault import Vault
 from .engine import Stored
 from .language import MatchedTerms
 from .snippets import cut, section_text, snippet
-from .verdicts import Known, Lookup, Signatures
+from .verdicts import Known, Lookup, Signatures, sealed_texts
 
 Patterns = list[re.Pattern[str]]
 
@@ -100,6 +101,12 @@ class HitReader:
         return None
 
     def _entry(self, stored: Stored, data: bytes, score: float, by: str | None) -> Hit | None:
+        if self.keys is None:
+            self.keys = self.signatures.lookup()
+        if stored.seal:  # (the index's seal proves these bytes: cut, not parsed)
+            hit = self._sealed(stored, data, score, by)
+            if hit is not None:
+                return hit
         known = self._known(stored, data)
         if known is None:
             return None
@@ -107,8 +114,7 @@ class HitReader:
         e = located.entry
         if self.phrases and not self._has_phrases(f"{e.summary}\n{e.body or ''}"):
             return None
-        if self.keys is None:
-            self.keys = self.signatures.lookup()
+        assert self.keys is not None
         terms = self.terms
         from_body = known.body_matches(terms)
         return Hit(
@@ -126,6 +132,43 @@ class HitReader:
             type=e.type,
             channel=e.channel,
             verified=self.signatures.verified(known, self.keys, stored.seal),
+            superseded=by is not None,
+            superseded_by=by or None,
+        )
+
+    def _sealed(self, stored: Stored, data: bytes, score: float, by: str | None) -> Hit | None:
+        """The hit for an entry whose seal holds for the bytes read: exactly the bytes the index
+        found to be this entry, whole, canonical and signed by a key this machine pinned for its
+        author. Its time, author, channel, type and lines are the index's; its summary and body are
+        cut from the text (``sealed_texts``). None when the seal does not hold (the caller parses)."""
+        digest = hashlib.sha256(data).digest()
+        if not self.signatures.sealed(stored.agent, digest, stored.seal):
+            return None
+        entry_id, ts = stored.key[2:], stored.ts
+        start = f"**{ts[:10]} {ts[11:19]}Z** · {stored.agent} · {stored.channel} · {stored.type} — "
+        texts = sealed_texts(data.decode("utf-8", errors="replace"), entry_id, start)
+        if texts is None:
+            return None
+        if self.phrases and not self._has_phrases(f"{texts.summary}\n{texts.body_text or ''}"):
+            return None
+        terms = self.terms
+        rel = stored.path
+        _, _, line_start, line_end = stored.loc
+        return Hit(
+            kind="entry",
+            path=rel,
+            line_start=line_start,
+            line_end=line_end,
+            link=f"[[{rel[:-3] if rel.endswith('.md') else rel}#^{entry_id}]]",
+            title=texts.summary,
+            snippet=cut(texts.body() if texts.body_matches(terms) else texts.whole(), terms),
+            score=round(score, 4),
+            entry_id=entry_id,
+            agent=stored.agent,
+            time=ts,
+            type=stored.type,
+            channel=stored.channel,
+            verified=True,
             superseded=by is not None,
             superseded_by=by or None,
         )

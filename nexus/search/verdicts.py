@@ -29,6 +29,7 @@ from .snippets import Flat, flatten
 
 if TYPE_CHECKING:
     from ..keys.checked import Memo
+    from ..keys.trust import Keyring
 
 KeyStamp = tuple[tuple[str, int], ...]
 Lookup = Callable[[str, str], str | None]  # (agent, key id) -> the public key to check with, or None
@@ -36,15 +37,15 @@ ENTRIES_KEPT = 2_000  # entries remembered per process (~13 KB each with both sn
 VERDICTS_KEPT = 20_000  # verdicts remembered per process (~150 bytes each)
 
 
-class Known:
-    """An entry as its bytes parse: the entry where it stands, and its snippet texts (made on first
-    use: most hits need only one of them)."""
+class Texts:
+    """An entry's summary and body, and the snippet texts made from them on first use (most hits
+    need only one of them)."""
 
-    __slots__ = ("_body", "_body_words", "_whole", "digest", "located")
+    __slots__ = ("_body", "_body_words", "_whole", "body_text", "summary")
 
-    def __init__(self, digest: bytes, located: Located) -> None:
-        self.digest = digest
-        self.located = located
+    def __init__(self, summary: str, body: str | None) -> None:
+        self.summary = summary
+        self.body_text = body
         self._body: Flat | None = None
         self._whole: Flat | None = None
         self._body_words: frozenset[str] | None = None
@@ -52,20 +53,54 @@ class Known:
     def body_matches(self, terms: MatchedTerms) -> bool:
         """Whether a word of the body (links and bold included) is one of a query's matched words."""
         if self._body_words is None:
-            self._body_words = frozenset(lower_words(self.located.entry.body or ""))
+            flat = self.body()  # (without links or bold, its words are the body's)
+            self._body_words = flat.vocab if not flat.fenced else frozenset(lower_words(self.body_text or ""))
         return not terms.matched(self._body_words).isdisjoint(self._body_words)
 
     def body(self) -> Flat:
         if self._body is None:
-            self._body = flatten(self.located.entry.body or "")
+            self._body = flatten(self.body_text or "")
         return self._body
 
     def whole(self) -> Flat:
         """The summary, then the body after a dash (when it has one)."""
         if self._whole is None:
-            e = self.located.entry
-            self._whole = flatten(e.summary if not e.body else f"{e.summary} — {e.body}")
+            body = self.body_text
+            self._whole = flatten(self.summary if not body else f"{self.summary} — {body}")
         return self._whole
+
+
+class Known(Texts):
+    """An entry as its bytes parse: the entry where it stands, and its snippet texts."""
+
+    __slots__ = ("digest", "located")
+
+    def __init__(self, digest: bytes, located: Located) -> None:
+        super().__init__(located.entry.summary, located.entry.body)
+        self.digest = digest
+        self.located = located
+
+
+def sealed_texts(text: str, entry_id: str, header_start: str) -> Texts | None:
+    """The summary and body of an entry's text (its exact bytes, decoded) that a seal proved to be
+    a whole entry in nexus's canonical form, cut from the text where that form puts them: the header
+    line after ``header_start`` (its time, author, channel and type, from the index) up to the block
+    id, the body between the blank line under the header and the end line. None when the text is
+    not laid out so (a CR, an escaped body line: the caller parses it as any other)."""
+    first = text.find("\n")
+    second = text.find("\n", first + 1)
+    last = text.rfind("\n", 0, len(text) - 1)  # (the end line's start, less one)
+    if first < 0 or second < 0 or last < second or "\r" in text:
+        return None
+    tail = f" ^{entry_id}"
+    if not text.startswith(header_start, first + 1) or not text.endswith(tail, first + 1, second):
+        return None
+    summary = text[first + 1 + len(header_start) : second - len(tail)]
+    if last <= second + 1:  # (the end line under the header, or one blank line between)
+        return Texts(summary, None)
+    if text[second + 1] != "\n" or "\\" in text[second:last]:
+        return None
+    return Texts(summary, text[second + 2 : last])
 
 
 class Entries:
@@ -139,7 +174,8 @@ class Signatures:
         self.entries = Entries()
         self.memo: Memo | None = None  # the machine's memo (keys.checked), when trust is configured
         self.secret: bytes | None = None  # the machine's secret (keys.seal), when trust is configured
-        self.ring: tuple[tuple[object, ...], Lookup] | None = None  # (what it was read from, lookup)
+        self.ring: tuple[tuple[object, ...], Keyring] | None = None  # (what it was read from, the keys)
+        self.sealing: dict[str, dict[str, str]] = {}  # this search's pinned keys, when seals may prove
         self.pins: tuple[tuple[object, ...], Path] | None = None  # ((home, nexus.md's stamp), pins file)
 
     def public_keys(self) -> dict[str, tuple[str, str]]:
@@ -175,9 +211,12 @@ class Signatures:
 
                 self.memo = Memo(home)
             self.secret = seal.secret(home)
-            return self._pinned(home)
+            ring = self._pinned(home)
+            self.sealing = ring.keys if self.secret is not None else {}
+            return ring.public_key
         self.memo = None
         self.secret = None
+        self.sealing = {}
         keys = self.public_keys()
 
         def declared(agent: str, key_id: str) -> str | None:
@@ -186,15 +225,26 @@ class Signatures:
 
         return declared
 
-    def _pinned(self, home: Path) -> Lookup:
-        """The pinned keys' lookup, read again only when the pins or an identity note changed (what
+    def _pinned(self, home: Path) -> Keyring:
+        """The pinned keys, read again only when the pins or an identity note changed (what
         ``trust.load`` reads: reading it costs ~0.5-1 ms a search)."""
         from ..keys import trust
 
         stamp = (str(home), _stat(self._pins_path(home)), self._notes_stamp())  # (taken before reading:
         if self.ring is None or self.ring[0] != stamp:  # a change made meanwhile is read next time)
-            self.ring = (stamp, trust.load(self.vault, home).public_key)
+            self.ring = (stamp, trust.load(self.vault, home))
         return self.ring[1]
+
+    def sealed(self, agent: str, digest: bytes, sealed: bytes) -> bool:
+        """Whether ``sealed`` (the seal the index stored) proves bytes hashing to ``digest`` signed by
+        one of the keys this machine pinned for ``agent`` (after ``lookup``, with trust configured):
+        the index sealed them only when they were a whole entry, canonical, its signature valid."""
+        secret = self.secret
+        if not sealed or secret is None:
+            return False
+        from ..keys.seal import holds
+
+        return any(holds(secret, public, digest, sealed) for public in self.sealing.get(agent, {}).values())
 
     def _pins_path(self, home: Path) -> Path:
         """Where the pins are (named by the vault's id, worked out again when ``nexus.md`` changes)."""
