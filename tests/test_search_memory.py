@@ -343,3 +343,39 @@ def test_partial_matches_left_out_when_enough_match_every_word_change_no_answer(
     monkeypatch.setattr(scoring.Scorer, "top", spy)
     hits = search.search(env.vault, "zeta eta", limit=3, path="log/*")
     assert calls == [True, False] and len(hits) == 3  # (asked again: the note was turned away)
+
+
+def test_a_summary_and_body_joined_flatten_as_their_whole_text() -> None:
+    """``joined`` (an entry's summary — body, from the two flattened parts) cuts every snippet as
+    flattening the whole text does, though the dash makes the text non-ASCII."""
+    import random
+
+    from nexus.search.language import Analysis, MatchedTerms
+    from nexus.search.snippets import cut, flatten, joined
+
+    rng = random.Random(21)
+    words = ["falcon", "Nest", "roof's", "x" * 70, "42", "**bold**", "ñandú", "  ", "\n", "(budget)", "—"]
+    lang = Analysis(("en",))
+    made = 0
+    for _ in range(2000):
+        odd = rng.random() < 0.2  # (now and then a word that makes the text fenced or not ASCII)
+        pool = words if odd else [w for w in words if w.isascii() and "**" not in w]
+        a = " ".join(rng.choice(pool) for _ in range(rng.randint(0, 8)))
+        b = " ".join(rng.choice(pool) for _ in range(rng.randint(0, 60)))
+        got = joined(flatten(a), flatten(b))
+        if got is None:
+            continue
+        made += 1
+        whole = flatten(f"{a} — {b}")
+        assert (got.text, got.words, got.vocab, got.fenced) == (
+            whole.text,
+            whole.words,
+            whole.vocab,
+            whole.fenced,
+        )
+        terms = MatchedTerms(
+            lang, rng.sample(["falcon", "nest", "roof", "42", "budget", "xx"], rng.randint(1, 3))
+        )
+        for width in (200, 40):
+            assert cut(got, terms, width) == cut(whole, terms, width), (a, b)
+    assert made > 300

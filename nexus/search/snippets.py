@@ -46,6 +46,15 @@ def flatten(text: str) -> Flat:
     return Flat(flat, fenced, words, frozenset(words), None)
 
 
+def joined(first: Flat, second: Flat) -> Flat | None:
+    """``flatten(f"{a} — {b}")`` from the flattened ``a`` and ``b``, when both are ASCII text with
+    words, without links or bold (the dash is not a word character: a space in ``low``); else None."""
+    if first.low is None or second.low is None or not first.words or not second.words:
+        return None
+    text, low = f"{first.text} — {second.text}", f"{first.low}   {second.low}"
+    return Flat(text, (), first.words + second.words, first.vocab | second.vocab, low)
+
+
 def _words(text: str, fenced: tuple[tuple[int, int], ...], pos: int) -> Iterator[re.Match[str]]:
     """The words from ``pos`` on outside wikilinks and bold, in text order, found as they are asked
     for (a snippet looks only as far as its window)."""

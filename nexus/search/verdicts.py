@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ..records import Located
 from ..storage.vault import Vault
 from .language import MatchedTerms, lower_words
-from .snippets import Flat, flatten
+from .snippets import Flat, flatten, joined
 
 if TYPE_CHECKING:
     from ..keys.checked import Memo
@@ -66,7 +66,11 @@ class Texts:
         """The summary, then the body after a dash (when it has one)."""
         if self._whole is None:
             body = self.body_text
-            self._whole = flatten(self.summary if not body else f"{self.summary} — {body}")
+            if not body:
+                self._whole = flatten(self.summary)
+            else:
+                parts = joined(flatten(self.summary), self.body())  # (the body's already flattened)
+                self._whole = parts or flatten(f"{self.summary} — {body}")
         return self._whole
 
 
