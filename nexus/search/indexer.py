@@ -118,7 +118,8 @@ def refresh(
     started = time.perf_counter()
     files = documents.vault_files(vault)
     seen = FRESH.get(str(vault.root)) if open_dir is not None and not languages else None
-    if seen is not None and seen[1] == files and seen[0] == (open_dir, manifest_stamp(vault)):
+    same = seen is not None and (seen[1] is files or seen[1] == files)  # (a listing kept whole: itself)
+    if seen is not None and same and seen[0] == (open_dir, manifest_stamp(vault)):
         return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
     manifest = load_manifest(vault)
     langs = check_languages(languages) if languages else None

@@ -126,20 +126,25 @@ class Manifests:
 
     def load(self, vault: Vault) -> Manifest | None:
         """The manifest, or None when missing, unreadable or of another version or shape."""
+        found = self.peek(vault)
+        return found.copy() if found is not None else None
+
+    def peek(self, vault: Vault) -> Manifest | None:
+        """``load`` without the copy: the caller only reads it (its folder, its languages)."""
         path = index_dir(vault) / MANIFEST
         try:
             st = path.stat()
             stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
             cached = self.parsed.get(str(path))
             if cached is not None and cached[0] == stamp:
-                return cached[1].copy()
+                return cached[1]
             manifest = Manifest.from_json(json.loads(path.read_bytes()))
         except (FileNotFoundError, ValueError):
             return None
         if manifest is None:
             return None
         self.parsed[str(path)] = (stamp, manifest)
-        return manifest.copy()
+        return manifest
 
 
 MANIFESTS = Manifests()  # this process's

@@ -16,7 +16,7 @@ from ..errors import BusyError
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
 from . import builder, engine, indexer
-from .manifest import Manifest, index_dir
+from .manifest import MANIFESTS, Manifest, index_dir
 from .manifest import load as load_manifest
 from .scoring import Scorer
 from .supersession import Register
@@ -68,7 +68,7 @@ class View:
     def current(self) -> OpenIndex:
         """The current index, retried while a writer in another process commits."""
         for attempt in range(50):
-            manifest = load_manifest(self.vault)
+            manifest = MANIFESTS.peek(self.vault)
             if manifest is None:
                 indexer.refresh(self.vault)
                 continue

@@ -76,8 +76,8 @@ class Register:
     def load(self, vault: Vault) -> Superseded:
         from ..project import decisions
 
-        try:
-            mtime = os.stat(decisions.folder(vault)).st_mtime_ns
+        try:  # (its mtime only: reading the notes checks the folder stays inside the vault)
+            mtime = os.stat(os.path.join(vault.root, "decisions")).st_mtime_ns
         except OSError:
             return Superseded([])
         if self.cached is not None and self.cached[0] == mtime:

@@ -178,6 +178,7 @@ class Signatures:
         self.entries = Entries()
         self.memo: Memo | None = None  # the machine's memo (keys.checked), when trust is configured
         self.secret: bytes | None = None  # the machine's secret (keys.seal), when trust is configured
+        self.secret_read: tuple[tuple[object, ...], bytes | None] | None = None  # (its file's stat, it)
         self.ring: tuple[tuple[object, ...], Keyring] | None = None  # (what it was read from, the keys)
         self.sealing: dict[str, dict[str, str]] = {}  # this search's pinned keys, when seals may prove
         self.pins: tuple[tuple[object, ...], Path] | None = None  # ((home, nexus.md's stamp), pins file)
@@ -208,13 +209,11 @@ class Signatures:
 
         home = trust.configured()
         if home is not None:
-            from ..keys import seal
-
             if self.memo is None or self.memo.path.parent != home:
                 from ..keys.checked import Memo
 
                 self.memo = Memo(home)
-            self.secret = seal.secret(home)
+            self.secret = self._secret(home)
             ring = self._pinned(home)
             self.sealing = ring.keys if self.secret is not None else {}
             return ring.public_key
@@ -228,6 +227,20 @@ class Signatures:
             return found[1] if found is not None and found[0] == key_id else None
 
         return declared
+
+    def _secret(self, home: Path) -> bytes | None:
+        """The machine's secret (``keys.seal``), read again only when its file's stat changes."""
+        from ..keys import seal
+
+        try:
+            st = os.stat(os.path.join(home, seal.FILE), follow_symlinks=False)
+        except OSError:
+            self.secret_read = None
+            return None
+        stamp = (str(home), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, st.st_mode, st.st_uid)
+        if self.secret_read is None or self.secret_read[0] != stamp:
+            self.secret_read = (stamp, seal.secret(home))
+        return self.secret_read[1]
 
     def _pinned(self, home: Path) -> Keyring:
         """The pinned keys, read again only when the pins or an identity note changed (what
