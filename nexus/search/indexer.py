@@ -120,6 +120,8 @@ def refresh(
     seen = FRESH.get(str(vault.root)) if open_dir is not None and not languages else None
     same = seen is not None and (seen[1] is files or seen[1] == files)  # (a listing kept whole: itself)
     if seen is not None and same and seen[0] == (open_dir, manifest_stamp(vault)):
+        if seen[1] is not files:  # (the listing the kernel now watches: compared by identity next time)
+            FRESH[str(vault.root)] = (seen[0], files)
         return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
     manifest = load_manifest(vault)
     langs = check_languages(languages) if languages else None

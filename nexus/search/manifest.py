@@ -16,6 +16,7 @@ reads as missing. Imports no Whoosh.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -131,19 +132,19 @@ class Manifests:
 
     def peek(self, vault: Vault) -> Manifest | None:
         """``load`` without the copy: the caller only reads it (its folder, its languages)."""
-        path = index_dir(vault) / MANIFEST
+        path = _path(vault)
         try:
-            st = path.stat()
+            st = os.stat(path)
             stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-            cached = self.parsed.get(str(path))
+            cached = self.parsed.get(path)
             if cached is not None and cached[0] == stamp:
                 return cached[1]
-            manifest = Manifest.from_json(json.loads(path.read_bytes()))
+            manifest = Manifest.from_json(json.loads(Path(path).read_bytes()))
         except (FileNotFoundError, ValueError):
             return None
         if manifest is None:
             return None
-        self.parsed[str(path)] = (stamp, manifest)
+        self.parsed[path] = (stamp, manifest)
         return manifest
 
 
@@ -154,10 +155,20 @@ def stamp(vault: Vault) -> tuple[int, int, int] | None:
     """The manifest file's (inode, mtime, size), or None when it is missing: rewritten whole by
     ``save`` (a new inode), so the same stamp means the same manifest."""
     try:
-        st = (index_dir(vault) / MANIFEST).stat()
+        st = os.stat(_path(vault))
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+_PATHS: dict[Path, str] = {}  # vault root -> its manifest's path (worked out once a process)
+
+
+def _path(vault: Vault) -> str:
+    got = _PATHS.get(vault.root)
+    if got is None:
+        got = _PATHS[vault.root] = str(index_dir(vault) / MANIFEST)
+    return got
 
 
 def load(vault: Vault) -> Manifest | None:
