@@ -120,6 +120,14 @@ def vault_files(vault: Vault) -> Files:
     return LISTINGS.files(vault)
 
 
+def unchanged_listing(vault: Vault) -> Files | None:
+    """The vault's last listing when the kernel says nothing in it changed since (``watches``), the
+    very object ``vault_files`` returned; None otherwise (nothing is listed here)."""
+    root = str(vault.root)
+    last = LISTINGS.last.get(root)
+    return last if last is not None and WATCHES.unchanged(root) else None
+
+
 # ------------------------------------------------------------------ documents
 
 

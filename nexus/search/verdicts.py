@@ -182,6 +182,9 @@ class Signatures:
         self.ring: tuple[tuple[object, ...], Keyring] | None = None  # (what it was read from, the keys)
         self.sealing: dict[str, dict[str, str]] = {}  # this search's pinned keys, when seals may prove
         self.pins: tuple[tuple[object, ...], Path] | None = None  # ((home, nexus.md's stamp), pins file)
+        # ((the vault's listing they were read with, home), the identity notes' stamp, the pins file)
+        self.notes: tuple[object, tuple[tuple[str, int, int, int], ...], Path] = (None, (), Path())
+        self.listing: object = None
 
     def public_keys(self) -> dict[str, tuple[str, str]]:
         """agent -> (key id, public key) from the identity notes."""
@@ -246,8 +249,14 @@ class Signatures:
         """The pinned keys, read again only when the pins or an identity note changed (what
         ``trust.load`` reads: reading it costs ~0.5-1 ms a search)."""
         from ..keys import trust
+        from .documents import unchanged_listing
 
-        stamp = (str(home), _stat(self._pins_path(home)), self._notes_stamp())  # (taken before reading:
+        listing = unchanged_listing(self.vault)  # (the vault unchanged since that listing: the same
+        if listing is None or self.notes[0] != (id(listing), home):  # identity notes and nexus.md)
+            self.notes = ((id(listing), home), self._notes_stamp(), self._pins_path(home))
+            self.listing = listing  # (kept: its id stays its own)
+        _, notes, pins = self.notes
+        stamp = (str(home), _stat(pins), notes)  # (taken before reading:
         if self.ring is None or self.ring[0] != stamp:  # a change made meanwhile is read next time)
             self.ring = (stamp, trust.load(self.vault, home))
         return self.ring[1]
