@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..keys.seal import holds
 from ..records import Located
 from ..storage.vault import Vault
 from .language import MatchedTerms, lower_words
@@ -268,8 +269,6 @@ class Signatures:
         secret = self.secret
         if not sealed or secret is None:
             return False
-        from ..keys.seal import holds
-
         return any(holds(secret, public, digest, sealed) for public in self.sealing.get(agent, {}).values())
 
     def _pins_path(self, home: Path) -> Path:
@@ -308,11 +307,8 @@ class Signatures:
         public = lookup(e.agent, e.key)
         if public is None:
             return False
-        if sealed and self.secret is not None:
-            from ..keys.seal import holds
-
-            if holds(self.secret, public, known.digest, sealed):
-                return True
+        if sealed and self.secret is not None and holds(self.secret, public, known.digest, sealed):
+            return True
         memo = (public, known.digest)
         valid = self.checked.get(memo)
         if valid is None:
