@@ -2,11 +2,14 @@
 
 The index stores no text: a candidate's bytes are read back from its file at the byte range the index
 recorded, its phrases checked against them (a hit must contain each phrase's words in order). An
-entry's bytes must be that one whole entry (its begin line the indexed id, its end line the range's
-end): the entry is parsed and its signature checked against its author's key (the keys this machine
-pinned when ``trust`` is configured), both remembered by the bytes' digest (``verdicts``). When the
-range no longer holds the entry (the file changed after the index looked), the segment is scanned
-for it. A section's heading becomes a wikilink. Snippets: ``snippets``.
+entry whose seal (``seals``) holds for the bytes read is exactly the entry the index found there,
+whole, canonical and signed: it is cut, not parsed (its time, author, channel, type and lines from
+the index, its summary and body where the canonical form puts them). Any other entry's bytes must be
+that one whole entry (its begin line the indexed id, its end line the range's end): the entry is
+parsed and its signature checked against its author's key (the keys this machine pinned when
+``trust`` is configured), both remembered by the bytes' digest (``verdicts``). When the range no
+longer holds the entry (the file changed after the index looked), the segment is scanned for it. A
+section's heading becomes a wikilink. Snippets: ``snippets``.
 """
 
 from __future__ import annotations
