@@ -191,25 +191,30 @@ class FlatMatcher(w3.W3LeafMatcher):  # type: ignore[misc]
     """Whoosh's matcher over ``FlatPostingsWriter``'s blocks (a block of Whoosh's own shape is read
     as Whoosh reads it): Whoosh's own queries (phrases, prefixes, filters) read them too."""
 
-    def _read_ids(self) -> None:
+    def _flat(self, part: int, typecode: str) -> array[Any] | None:
+        """The block's docnums (``part`` 0) or weights (1) when written flat, else None."""
         if self._data is None:
             self._read_data()
-        raw = self._data[0]
+        raw = self._data[part]
         if not isinstance(raw, bytes):
+            return None
+        out = array(typecode)
+        out.frombytes(raw)
+        return out
+
+    def _read_ids(self) -> None:
+        ids = self._flat(0, "I")
+        if ids is None:
             super()._read_ids()
-            return
-        self._ids = array("I")
-        self._ids.frombytes(raw)
+        else:
+            self._ids = ids
 
     def _read_weights(self) -> None:
-        if self._data is None:
-            self._read_data()
-        raw = self._data[1]
-        if not isinstance(raw, bytes):
+        weights = self._flat(1, "f")
+        if weights is None:
             super()._read_weights()
-            return
-        self._weights = array("f")
-        self._weights.frombytes(raw)
+        else:
+            self._weights = weights
 
 
 class FlatCodec(w3.W3Codec):  # type: ignore[misc]
