@@ -96,7 +96,9 @@ class Analysis:
         self.stop = frozenset(stop)
         self.stemmers = [stemmer(code) for code in langs]
         self.memo: dict[str, tuple[str, ...]] = {}
-        self.inverse: dict[str, set[str]] = {}  # stem -> the words of the memo with that stem
+        # stem -> the words of the memo with that stem: made when a search first asks (a build's
+        # processes never do), then kept up as the memo grows
+        self._inverse: dict[str, set[str]] | None = None
         self.added = 0  # words added to the memo (a query's matched words are worked out again)
 
     def stems(self, word: str) -> tuple[str, ...]:
@@ -105,10 +107,23 @@ class Analysis:
             got = tuple(dict.fromkeys(fold(stem(word)) or word for stem in self.stemmers))
             if len(self.memo) < MEMO_WORDS:
                 self.memo[word] = got
-                for s in got:
-                    self.inverse.setdefault(s, set()).add(word)
+                if self._inverse is not None:
+                    for s in got:
+                        self._inverse.setdefault(s, set()).add(word)
                 self.added += 1
         return got
+
+    def inverse(self) -> dict[str, set[str]]:
+        """stem -> the words of the memo with that stem."""
+        while self._inverse is None:
+            before = self.added
+            inverse: dict[str, set[str]] = {}
+            for word, stems in list(self.memo.items()):
+                for s in stems:
+                    inverse.setdefault(s, set()).add(word)
+            if self.added == before:  # (else the memo grew meanwhile: made again)
+                self._inverse = inverse
+        return self._inverse
 
     def words(self, value: str) -> list[str]:
         return [w for w in lower_words(value) if w not in self.stop]
@@ -153,7 +168,7 @@ class MatchedTerms:
     def _from_memo(self) -> None:
         a = self.analysis
         self.added = a.added
-        inverse = a.inverse
+        inverse = a.inverse()
         self.words = self.terms.union(*(inverse[t] for t in self.terms if t in inverse))
         self.outside.clear()
 
