@@ -79,8 +79,9 @@ def fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
-MEMO_WORDS = 50_000  # words whose stems an Analysis remembers (~10 MB; a build's vocabulary grows
-#                      with the log: a million words remembered held ~190 MB in a build process)
+MEMO_WORDS = 50_000  # words whose stems an Analysis remembers (~10 MB, and ~13 MB more for its inverse
+#                      in a process that searches; a build's vocabulary grows with the log: a million
+#                      words remembered held ~190 MB in a build process)
 
 
 class Analysis:
