@@ -218,13 +218,12 @@ class _Segment:
         (got, f), (second, g) = posts[0], posts[1]  # (the rarest word first: the fewest lookups)
         if second._map is None:  # (a segment's postings, in docnum order: no dict made of them)
             ids, ws, at = second.ids, second.weights, bisect.bisect_left
-            both = sorted(set(got.ids).intersection(ids).difference(deleted))  # (few, most often)
-            if got._map is None:  # (the rarer word's too: each weight found by bisection)
+            both = set(got.ids).intersection(ids).difference(deleted)
+            if len(both) * 4 < len(got) and got._map is None:  # (few, most often: each by bisection)
                 gids, gws = got.ids, got.weights
-                acc = {d: gws[at(gids, d)] * f + ws[at(ids, d)] * g for d in both}
+                acc = {d: gws[at(gids, d)] * f + ws[at(ids, d)] * g for d in sorted(both)}
             else:
-                mine = got._map
-                acc = {d: mine[d] * f + ws[at(ids, d)] * g for d in both}
+                acc = {d: w * f + ws[at(ids, d)] * g for d, w in got.items() if d in both}
         else:
             other = second.map()
             acc = {d: w * f + other[d] * g for d, w in got.items() if d in other and d not in deleted}
