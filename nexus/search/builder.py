@@ -26,7 +26,7 @@ from ..ledger.marks import START, Mark
 from ..storage import segments
 from ..storage.vault import Vault
 from . import documents, engine
-from .language import analysis
+from .language import BUILD_MEMO_WORDS, Analysis
 from .manifest import FileRecord, Manifest, index_dir, now
 from .seals import Sealer, sealer
 
@@ -141,7 +141,7 @@ def build_part(
     """Index ``jobs`` into one new segment of ``folder``, each entry sealed when ``seals`` is given.
     ``progress`` sees this part's share (the parts are dealt to be of similar size)."""
     writer = engine.PartWriter(folder, LIMIT_MB)
-    words = analysis(langs)
+    words = Analysis(langs, BUILD_MEMO_WORDS)  # (its own: a process's search memo stays as it was)
     ends: Ends = {}
     total = sum(j.size for j in jobs) or 1
     done = 0

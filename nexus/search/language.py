@@ -82,12 +82,14 @@ def fold(word: str) -> str:
 MEMO_WORDS = 50_000  # words whose stems an Analysis remembers (~10 MB, and ~13 MB more for its inverse
 #                      in a process that searches; a build's vocabulary grows with the log: a million
 #                      words remembered held ~190 MB in a build process)
+BUILD_MEMO_WORDS = 10_000  # ... in a full build's processes (~2 MB each: with stemming at ~0.5 us a
+#                            word, a larger memo saves a build little and costs each process memory)
 
 
 class Analysis:
     """One index's way of turning text into terms (see the module's docstring)."""
 
-    def __init__(self, langs: tuple[str, ...]) -> None:
+    def __init__(self, langs: tuple[str, ...], memo_words: int | None = None) -> None:
         from . import engine
 
         self.langs = langs
@@ -97,6 +99,7 @@ class Analysis:
         self.stop = frozenset(stop)
         self.stemmers = [stemmer(code) for code in langs]
         self.memo: dict[str, tuple[str, ...]] = {}
+        self.memo_words = MEMO_WORDS if memo_words is None else memo_words
         # stem -> the words of the memo with that stem: made when a search first asks (a build's
         # processes never do), then kept up as the memo grows
         self._inverse: dict[str, set[str]] | None = None
@@ -106,7 +109,7 @@ class Analysis:
         got = self.memo.get(word)
         if got is None:
             got = tuple(dict.fromkeys(fold(stem(word)) or word for stem in self.stemmers))
-            if len(self.memo) < MEMO_WORDS:
+            if len(self.memo) < self.memo_words:
                 self.memo[word] = got
                 if self._inverse is not None:
                     for s in got:
