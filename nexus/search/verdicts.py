@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..keys.trust import Keyring
 
 KeyStamp = tuple[tuple[str, int], ...]
+KeyNotes = tuple[tuple[str, int, int, int], ...]  # each identity note: (agent, mtime, size, inode)
 Lookup = Callable[[str, str], str | None]  # (agent, key id) -> the public key to check with, or None
 ENTRIES_KEPT = 2_000  # entries remembered per process (~13 KB each with both snippet texts: ≤ ~27 MB)
 VERDICTS_KEPT = 20_000  # verdicts remembered per process (~150 bytes each)
@@ -183,9 +184,8 @@ class Signatures:
         self.ring: tuple[tuple[object, ...], Keyring] | None = None  # (what it was read from, the keys)
         self.sealing: dict[str, dict[str, str]] = {}  # this search's pinned keys, when seals may prove
         self.pins: tuple[tuple[object, ...], Path] | None = None  # ((home, nexus.md's stamp), pins file)
-        # ((the vault's listing they were read with, home), the identity notes' stamp, the pins file)
-        self.notes: tuple[object, tuple[tuple[str, int, int, int], ...], Path] = (None, (), Path())
-        self.listing: object = None
+        # (the vault's listing they were read with, home, the identity notes' stamp, the pins file)
+        self.notes: tuple[object, Path | None, KeyNotes, Path] = (None, None, (), Path())
 
     def public_keys(self) -> dict[str, tuple[str, str]]:
         """agent -> (key id, public key) from the identity notes."""
@@ -253,10 +253,9 @@ class Signatures:
         from .documents import unchanged_listing
 
         listing = unchanged_listing(self.vault)  # (the vault unchanged since that listing: the same
-        if listing is None or self.notes[0] != (id(listing), home):  # identity notes and nexus.md)
-            self.notes = ((id(listing), home), self._notes_stamp(), self._pins_path(home))
-            self.listing = listing  # (kept: its id stays its own)
-        _, notes, pins = self.notes
+        if listing is None or listing is not self.notes[0] or home != self.notes[1]:  # notes, nexus.md)
+            self.notes = (listing, home, self._notes_stamp(), self._pins_path(home))
+        _, _, notes, pins = self.notes
         stamp = (str(home), _stat(pins), notes)  # (taken before reading:
         if self.ring is None or self.ring[0] != stamp:  # a change made meanwhile is read next time)
             self.ring = (stamp, trust.load(self.vault, home))
@@ -280,7 +279,7 @@ class Signatures:
             self.pins = ((str(home), marker), trust.pins_path(home, self.vault))
         return self.pins[1]
 
-    def _notes_stamp(self) -> tuple[tuple[str, int, int, int], ...]:
+    def _notes_stamp(self) -> KeyNotes:
         stamp: list[tuple[str, int, int, int]] = []
         try:
             for child in sorted(os.scandir(self.vault.agents_dir), key=lambda d: d.name):
