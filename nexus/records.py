@@ -75,8 +75,13 @@ class Located:
     @property
     def link(self) -> str:
         """Obsidian wikilink to the entry's block."""
-        note = self.file[:-3] if self.file.endswith(".md") else self.file
-        return f"[[{note}#^{self.entry.id}]]"
+        return block_link(self.file, self.entry.id)
+
+
+def block_link(file: str, entry_id: str) -> str:
+    """Obsidian wikilink to entry ``entry_id``'s block in segment ``file`` (vault-relative)."""
+    note = file[:-3] if file.endswith(".md") else file
+    return f"[[{note}#^{entry_id}]]"
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ import os
 import re
 from pathlib import Path
 
-from ..records import Hit
+from ..records import Hit, block_link
 from ..storage.vault import Vault
 from .engine import Stored
 from .language import MatchedTerms
-from .snippets import cut, section_text, snippet
+from .snippets import section_text, snippet
 from .verdicts import Known, Lookup, Signatures, sealed_texts
 
 Patterns = list[re.Pattern[str]]
@@ -115,11 +115,9 @@ class HitReader:
             return None
         located = known.located
         e = located.entry
-        if self.phrases and not self._has_phrases(f"{e.summary}\n{e.body or ''}"):
+        if self.phrases and not self._has_phrases(known.text()):
             return None
         assert self.keys is not None
-        terms = self.terms
-        from_body = known.body_matches(terms)
         return Hit(
             kind="entry",
             path=located.file,
@@ -127,7 +125,7 @@ class HitReader:
             line_end=located.line_end,
             link=located.link,
             title=e.summary,
-            snippet=cut(known.body() if from_body else known.whole(), terms),
+            snippet=known.snippet(self.terms),
             score=round(score, 4),
             entry_id=e.id,
             agent=e.agent,
@@ -152,19 +150,17 @@ class HitReader:
         texts = sealed_texts(data.decode("utf-8", errors="replace"), entry_id, start)
         if texts is None:
             return None
-        if self.phrases and not self._has_phrases(f"{texts.summary}\n{texts.body_text or ''}"):
+        if self.phrases and not self._has_phrases(texts.text()):
             return None
-        terms = self.terms
-        rel = stored.path
         _, _, line_start, line_end = stored.loc
         return Hit(
             kind="entry",
-            path=rel,
+            path=stored.path,
             line_start=line_start,
             line_end=line_end,
-            link=f"[[{rel[:-3] if rel.endswith('.md') else rel}#^{entry_id}]]",
+            link=block_link(stored.path, entry_id),
             title=texts.summary,
-            snippet=cut(texts.body() if texts.body_matches(terms) else texts.whole(), terms),
+            snippet=texts.snippet(self.terms),
             score=round(score, 4),
             entry_id=entry_id,
             agent=stored.agent,

@@ -26,7 +26,7 @@ from ..keys.seal import holds
 from ..records import Located
 from ..storage.vault import Vault
 from .language import MatchedTerms, lower_words
-from .snippets import Flat, flatten, joined
+from .snippets import Flat, cut, flatten, joined
 
 if TYPE_CHECKING:
     from ..keys.checked import Memo
@@ -51,6 +51,14 @@ class Texts:
         self._body: Flat | None = None
         self._whole: Flat | None = None
         self._body_words: frozenset[str] | None = None
+
+    def text(self) -> str:
+        """The summary and the body, a line apart (what a phrase must be found in)."""
+        return f"{self.summary}\n{self.body_text or ''}"
+
+    def snippet(self, terms: MatchedTerms) -> str:
+        """The hit's snippet: cut from the body when a matched word is in it, else from the whole."""
+        return cut(self.body() if self.body_matches(terms) else self.whole(), terms)
 
     def body_matches(self, terms: MatchedTerms) -> bool:
         """Whether a word of the body (links and bold included) is one of a query's matched words."""
