@@ -219,11 +219,7 @@ class _Segment:
         if second._map is None:  # (a segment's postings, in docnum order: no dict made of them)
             ids, ws, at = second.ids, second.weights, bisect.bisect_left
             both = set(got.ids).intersection(ids).difference(deleted)
-            if len(both) * 4 < len(got) and got._map is None:  # (few, most often: each by bisection)
-                gids, gws = got.ids, got.weights
-                acc = {d: gws[at(gids, d)] * f + ws[at(ids, d)] * g for d in sorted(both)}
-            else:
-                acc = {d: w * f + ws[at(ids, d)] * g for d, w in got.items() if d in both}
+            acc = {d: w * f + ws[at(ids, d)] * g for d, w in got.items() if d in both}
         else:
             other = second.map()
             acc = {d: w * f + other[d] * g for d, w in got.items() if d in other and d not in deleted}
