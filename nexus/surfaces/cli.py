@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -220,23 +221,39 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from .runtimes import wiring
 
     runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
-    if args.scope not in wiring.SCOPES:
+    if args.scope not in (None, *wiring.SCOPES):
         raise InputError(f"unknown scope {args.scope!r}: use project or user")
+    env = {k: v for k, v in os.environ.items() if k in runtimes.ENV_KEYS}
+    view = runtimes.view(args.runtime)  # the module asking the runtime itself, when it has one
+    found = None
+    if args.agent is None:  # --check finds the agent (and its vault and keys) from the wiring
+        found = view.wired(Path(args.project).resolve(), Path.home(), env) if args.check and view else None
+        if found is None:
+            raise InputError(
+                f"--agent NAME is required: no nexus wiring for {args.runtime} found here"
+                if args.check
+                else "--agent NAME is required"
+            )
+        args.agent = found.agent
+        if args.vault is None and found.vault:
+            args.vault = found.vault
     vault = _vault(args)
     from ..storage.text import check_name
 
     if not vault.identity_path(check_name(args.agent)).is_file():
         raise IdentityError(f"unknown agent {args.agent!r}: run `nexus agent add {args.agent}` first")
+    keys = Path(found.keys_home) if found and found.keys_home else _keys_home()
     w = wiring.Wiring(
         agent=args.agent,
         vault=vault.root.resolve(),
-        keys_home=_keys_home().resolve(),
-        scope=args.scope,
+        keys_home=keys.resolve(),
+        scope=args.scope or (found.scope if found else "project"),
         project=Path(args.project).resolve(),
         home=Path.home(),
         nexus=_executable("nexus"),
         hook=_executable("nexus-hook"),
-        env={k: v for k, v in os.environ.items() if k == "HERMES_HOME"},
+        env=env,
+        leave_out=frozenset(args.leave_out),
     )
     planned = runtimes.changes(args.runtime, w)
     outcomes = wiring.compute(planned) if args.check or args.dry_run else wiring.apply(planned)
@@ -255,12 +272,22 @@ def cmd_setup(args: argparse.Namespace) -> int:
             for d in data
         ]
         ok = all(d["state"] == "wired" for d in data)
+        fix = f"nexus setup {args.runtime} --agent {args.agent}" + (
+            " --scope user" if w.scope == "user" else ""
+        )
+        own = view.check(w, shutil.which(view.PROGRAM)) if view else []  # the runtime's own view
+        for f in own:
+            lines.append(
+                f"{'ok' if f.ok else 'missing:':<9} {f.line}" + ("" if f.ok else f" — run `{f.fix}`")
+            )
+        ok = ok and all(f.ok for f in own)
         lines.append(
             f"{args.runtime} is wired to {vault.root} as {args.agent}"
             if ok
-            else f"run `nexus setup {args.runtime} --agent {args.agent}` to wire what is missing"
+            else f"run `{next((f.fix for f in own if not f.ok), fix)}` to wire what is missing"
         )
-        _emit(args, {"wired": ok, "files": data}, "\n".join(lines))
+        runtime_view = [{"ok": f.ok, "what": f.line, "fix": f.fix or None} for f in own]
+        _emit(args, {"wired": ok, "files": data, "runtime": runtime_view}, "\n".join(lines))
         return 0 if ok else 1
     if args.dry_run:
         diffs = [o.diff() for o in outcomes if o.changed]
@@ -292,15 +319,24 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         "nexus setup claude-code --agent ella   |   nexus setup --check codex --agent lyra",
     )
     p.add_argument("runtime", help="claude-code, codex, hermes, openclaw or cursor")
-    p.add_argument("--agent", required=True, help="the identity the runtime acts as")
+    p.add_argument(
+        "--agent", help="the identity the runtime acts as (--check: found from the wiring when left out)"
+    )
     p.add_argument(
         "--scope",
-        default="project",
+        default=None,
         help="project (default: files in --project) or user (files in your home folder)",
     )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument("--check", action="store_true", help="say what is wired and what is missing")
+    p.add_argument(
+        "--leave-out",
+        action="append",
+        default=[],
+        metavar="WHAT",
+        help="leave out one thing setup writes on your behalf (codex: project-trust, hook-trust)",
+    )
 
 
 # ------------------------------------------------------------------ handlers: many machines (git, file sync)

@@ -11,6 +11,8 @@ from ...errors import InputError
 from .wiring import Change, Wiring
 
 RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
+# where a runtime keeps its own files, when the user moved them (read by the entry point, passed down)
+ENV_KEYS = ("HERMES_HOME", "CODEX_HOME")
 
 
 def module(runtime: str) -> ModuleType:
@@ -19,6 +21,18 @@ def module(runtime: str) -> ModuleType:
     from importlib import import_module
 
     return import_module(f".{runtime.replace('-', '_')}", __name__)
+
+
+# runtime -> the module that asks the installed runtime what it makes of the wiring (``--check``):
+# ``PROGRAM`` (its executable), ``wired(project, home, env)`` and ``check(wiring, program)``
+VIEWS = {"codex": "codex_view"}
+
+
+def view(runtime: str) -> ModuleType | None:
+    from importlib import import_module
+
+    name = VIEWS.get(runtime)
+    return import_module(f".{name}", __name__) if name else None
 
 
 def changes(runtime: str, wiring: Wiring) -> list[Change]:

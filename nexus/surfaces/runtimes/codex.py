@@ -1,68 +1,204 @@
-"""Codex: the MCP server in ``config.toml`` (``[mcp_servers.nexus]``) with hooks switched on
-(``[features] codex_hooks = true``), the hooks in ``hooks.json`` (Claude Code's schema and events;
-Codex has no SessionEnd, so its Stop hook also retains the session's decisions), and the rules block in
-``AGENTS.md``. User scope: ``~/.codex/``; project scope: ``<project>/.codex/`` and ``<project>/AGENTS.md``.
+"""Codex: the MCP server in ``config.toml`` (``[mcp_servers.nexus]``, ``required`` so the first turn
+has its tools), hooks switched on (``[features] hooks = true``), the hooks in ``hooks.json`` (Claude
+Code's schema and events), and the rules block in ``AGENTS.md``. User scope: ``$CODEX_HOME`` (default
+``~/.codex/``); project scope: ``<project>/.codex/`` and ``<project>/AGENTS.md``.
+
+Codex runs a hook only once it is trusted, and reads a project's ``.codex/`` only once the project is
+trusted; both are kept in the user's own ``config.toml``. ``nexus setup`` is the user's explicit request,
+so it writes that trust on their behalf, for exactly the project and the hooks it wrote, saying so in
+one line each (``--leave-out project-trust`` / ``hook-trust`` to leave either out). A hook's trust is
+the sha256 of its definition as Codex hashes it (:func:`hook_hash`), so editing a hook by hand
+untrusts it again, as Codex intends.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
+import tomlkit
+from tomlkit.items import Table
+
+from ...errors import InputError
 from . import rules
 from .claude_code import add_hooks
-from .configfiles import block_merge, json_merge, toml_merge
+from .configfiles import block_merge, json_merge, read_text, toml_merge
 from .wiring import Change, Wiring
 
+VERSION = "0.171.0"  # the version these files were checked against, end to end
+
+# Codex event -> nexus-hook event. Codex 0.171 knows SessionEnd but fired it in none of the runs tried
+# (`codex exec`, app-server threads closed or unsubscribed) and clamps its timeout to 3 s with a warning
+# at every start, so Stop retains instead (`--retain`: each entry is retained once).
 EVENTS = {
     "SessionStart": "session-start",
     "UserPromptSubmit": "prompt",
     "PreCompact": "pre-compact",
     "Stop": "stop",
 }
+STARTUP_TIMEOUT_SEC = 20  # how long Codex waits for `nexus mcp` before the first turn (it is `required`)
+
+# What setup writes on the user's behalf, by the name that leaves it out.
+LEAVE_OUT = {
+    "project-trust": "trust for this project (Codex ignores .codex/ in a project it does not trust)",
+    "hook-trust": "trust for the hooks nexus wrote (Codex runs no hook until it is trusted)",
+}
+
+
+def codex_home(w: Wiring) -> Path:
+    return Path(w.env["CODEX_HOME"]) if w.env.get("CODEX_HOME") else w.home / ".codex"
+
+
+def snake(event: str) -> str:
+    """Codex's name for an event in a hook's key: ``SessionStart`` -> ``session_start``."""
+    return "".join("_" + c.lower() if c.isupper() else c for c in event).lstrip("_")
+
+
+def hook_hash(event: str, hook: dict[str, Any]) -> str:
+    """The hash Codex keeps as a command hook's ``trusted_hash``: sha256 of the compact, key-sorted JSON
+    of the event name and the handler (checked against ``codex app-server``'s ``hooks/list``)."""
+    handler = {
+        "type": "command",
+        "command": hook.get("command", ""),
+        "timeout": hook.get("timeout", 600),
+        "async": bool(hook.get("async", False)),
+    }
+    identity = {"event_name": snake(event), "hooks": [handler]}
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def nexus_hooks(w: Wiring, hooks_path: Path, text: str) -> dict[str, str]:
+    """``{key: trusted_hash}`` for nexus's own hooks in the hooks.json ``text`` (keys as Codex names
+    them: ``<path>:<event>:<group>:<handler>``); the user's other hooks are not nexus's to trust."""
+    data = json.loads(text) if text.strip() else {}
+    out = {}
+    for event, groups in (data.get("hooks") or {}).items():
+        if event not in EVENTS or not isinstance(groups, list):
+            continue
+        for i, group in enumerate(groups):
+            for j, hook in enumerate(group.get("hooks", []) if isinstance(group, dict) else []):
+                if isinstance(hook, dict) and w.hook_marker(EVENTS[event]) in str(hook.get("command", "")):
+                    out[f"{hooks_path}:{snake(event)}:{i}:{j}"] = hook_hash(event, hook)
+    return out
+
+
+def _table(doc: Any, key: str, *, super_table: bool = False) -> Any:
+    if key in doc and not isinstance(doc[key], Table | dict):
+        raise InputError(f"`{key}` is not a table")
+    if doc.get(key) is None:
+        doc[key] = tomlkit.table(is_super_table=super_table)
+    return doc[key]
+
+
+def _server_and_features(w: Wiring, doc: Any) -> None:
+    server = w.mcp_server()
+    servers = _table(doc, "mcp_servers", super_table=True)
+    table = tomlkit.table()
+    table["command"] = server["command"]
+    table["args"] = server["args"]
+    env = tomlkit.inline_table()
+    env.update(server["env"])  # type: ignore[call-overload]
+    table["env"] = env
+    table["startup_timeout_sec"] = STARTUP_TIMEOUT_SEC
+    table["required"] = True  # Codex waits for a required server before the first turn; else it does not
+    current = servers.get("nexus")
+    if current is None or not hasattr(current, "unwrap") or current.unwrap() != table.unwrap():
+        servers["nexus"] = table
+    features = _table(doc, "features")
+    if "codex_hooks" in features:  # deprecated in 0.171 ("use [features].hooks"), warned on every run
+        del features["codex_hooks"]
+    if features.get("hooks") is not True:
+        features["hooks"] = True
+
+
+def _trust(w: Wiring, doc: Any, hooks_path: Path, hooks_text: str, *, project: bool) -> None:
+    if project and "project-trust" not in w.leave_out:
+        projects = _table(doc, "projects", super_table=True)
+        entry = projects.get(str(w.project))
+        if entry is None or entry.get("trust_level") != "trusted":
+            if entry is None:
+                entry = tomlkit.table()
+                projects[str(w.project)] = entry
+            entry["trust_level"] = "trusted"
+    if "hook-trust" in w.leave_out:
+        return
+    wanted = nexus_hooks(w, hooks_path, hooks_text)
+    hooks = _table(doc, "hooks", super_table=True)
+    state = _table(hooks, "state", super_table=True)
+    for key, digest in wanted.items():
+        entry = state.get(key)
+        if entry is None:
+            entry = tomlkit.table()
+            state[key] = entry
+        if entry.get("trusted_hash") != digest:
+            entry["trusted_hash"] = digest
+
+
+def project_trusted(w: Wiring) -> bool:
+    """Whether Codex's user config already trusts the project (the exact folder)."""
+    text = read_text(codex_home(w) / "config.toml")
+    try:
+        doc = tomlkit.parse(text or "").unwrap()
+    except Exception:
+        return False
+    entry = (doc.get("projects") or {}).get(str(w.project)) or {}
+    return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
+
+
+def effective_scope(w: Wiring) -> str:
+    """Project scope needs the project trusted: left out and not already there, Codex would ignore
+    ``.codex/``, so nexus wires user scope instead."""
+    if w.scope == "project" and "project-trust" in w.leave_out and not project_trusted(w):
+        return "user"
+    return w.scope
+
+
+def behalf(w: Wiring, scope: str) -> list[str]:
+    """One line for each thing written on the user's behalf."""
+    lines = []
+    if scope == "project" and "project-trust" not in w.leave_out:
+        lines.append(f"on your behalf: {LEAVE_OUT['project-trust']} (leave out: --leave-out project-trust)")
+    if "hook-trust" not in w.leave_out:
+        lines.append(f"on your behalf: {LEAVE_OUT['hook-trust']} (leave out: --leave-out hook-trust)")
+    if scope == "user" and w.scope == "project":
+        lines.append("user scope: Codex does not trust this project and trusting it was left out")
+    return lines
 
 
 def changes(w: Wiring) -> list[Change]:
-    folder = w.home / ".codex" if w.scope == "user" else w.project / ".codex"
-    agents_md = w.home / ".codex" / "AGENTS.md" if w.scope == "user" else w.project / "AGENTS.md"
-    config, hooks = folder / "config.toml", folder / "hooks.json"
-    server = w.mcp_server()
+    unknown = sorted(set(w.leave_out) - set(LEAVE_OUT))
+    if unknown:
+        raise InputError(f"nothing called {unknown[0]!r} to leave out for codex: use {', '.join(LEAVE_OUT)}")
+    scope = effective_scope(w)
+    home = codex_home(w)
+    folder = home if scope == "user" else w.project / ".codex"
+    agents_md = home / "AGENTS.md" if scope == "user" else w.project / "AGENTS.md"
+    config, hooks, user_config = folder / "config.toml", folder / "hooks.json", home / "config.toml"
+    hooks_merge = json_merge(hooks, add_hooks(w, EVENTS, {"stop": ("--retain",)}))
 
-    def edit(doc: Any) -> None:
-        import tomlkit
-        from tomlkit.items import Table
+    def hooks_text() -> str:
+        return hooks_merge(read_text(hooks))
 
-        from ...errors import InputError
+    def edit_config(doc: Any) -> None:
+        _server_and_features(w, doc)
+        if scope == "user":
+            _trust(w, doc, hooks, hooks_text(), project=False)
 
-        for key in ("mcp_servers", "features"):
-            if key in doc and not isinstance(doc[key], Table | dict):
-                raise InputError(f"`{key}` is not a table")
-        servers = doc.get("mcp_servers")
-        if servers is None:
-            servers = tomlkit.table(is_super_table=True)
-            doc["mcp_servers"] = servers
-        table = tomlkit.table()
-        table["command"] = server["command"]
-        table["args"] = server["args"]
-        env = tomlkit.inline_table()
-        env.update(server["env"])  # type: ignore[call-overload]
-        table["env"] = env
-        table["startup_timeout_sec"] = 20
-        current = servers.get("nexus")
-        if current is None or not hasattr(current, "unwrap") or current.unwrap() != table.unwrap():
-            servers["nexus"] = table
-        features = doc.get("features")
-        if features is None:
-            features = tomlkit.table()
-            doc["features"] = features
-        if features.get("codex_hooks") is not True:
-            features["codex_hooks"] = True
+    def edit_user(doc: Any) -> None:
+        _trust(w, doc, hooks, hooks_text(), project=True)
 
-    return [
-        Change(config, "MCP server `nexus`, hooks switched on", toml_merge(config, edit)),
-        Change(
-            hooks,
-            "hooks: " + ", ".join(EVENTS),
-            json_merge(hooks, add_hooks(w, EVENTS, {"stop": ("--retain",)})),
-        ),
+    notes = ["\n  " + n for n in behalf(w, scope)]  # one line each, under the file's line
+    what = "MCP server `nexus` (required), hooks switched on"
+    planned = [
+        Change(config, "".join([what, *notes]) if scope == "user" else what, toml_merge(config, edit_config)),
+        Change(hooks, "hooks: " + ", ".join(EVENTS), hooks_merge),
         Change(agents_md, "the nexus rules block", block_merge(rules.text(w.agent, injected=True))),
     ]
+    if scope == "project" and notes:
+        planned.append(
+            Change(user_config, "Codex's trust" + "".join(notes), toml_merge(user_config, edit_user))
+        )
+    return planned

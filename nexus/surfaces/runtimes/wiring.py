@@ -39,6 +39,7 @@ class Wiring:
     nexus: str  # the `nexus` command (an absolute path when known)
     hook: str  # the `nexus-hook` command
     env: dict[str, str] = field(default_factory=dict)  # HERMES_HOME and the like, as the caller saw them
+    leave_out: frozenset[str] = frozenset()  # what the runtime writes on the user's behalf, left out
 
     def hook_command(self, event: str, *extra: str) -> str:
         parts = [
