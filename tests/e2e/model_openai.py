@@ -184,7 +184,10 @@ class ScriptedModel:
                     "response.function_call_arguments.delta",
                     {"item_id": iid, "output_index": 0, "delta": args},
                 ),
-                ("response.function_call_arguments.done", {"item_id": iid, "output_index": 0, "arguments": args}),
+                (
+                    "response.function_call_arguments.done",
+                    {"item_id": iid, "output_index": 0, "arguments": args},
+                ),
                 ("response.output_item.done", {"output_index": 0, "item": item}),
             ]
         usage = {
@@ -194,7 +197,9 @@ class ScriptedModel:
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": self.usage_tokens + 5,
         }
-        events.append(("response.completed", {"response": {"id": rid, "status": "completed", "usage": usage}}))
+        events.append(
+            ("response.completed", {"response": {"id": rid, "status": "completed", "usage": usage}})
+        )
         return "".join(
             f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n" for name, data in events
         )

@@ -29,7 +29,9 @@ def codex_bin() -> Path:
     """The pinned Codex, installed by ``scripts/runtimes/codex.sh``; a missing one fails (never skips)."""
     path = runtimes_home() / f"codex-{VERSION}" / "node_modules" / ".bin" / "codex"
     if not path.exists():
-        raise AssertionError(f"Codex {VERSION} is not installed: run scripts/runtimes/codex.sh ({path} missing)")
+        raise AssertionError(
+            f"Codex {VERSION} is not installed: run scripts/runtimes/codex.sh ({path} missing)"
+        )
     return path
 
 
@@ -45,9 +47,7 @@ def provider_args(model: ScriptedModel) -> list[str]:
 def environ(home: Path, bin_dir: Path) -> dict[str, str]:
     """An isolated environment: its own HOME (so ``~/.codex``), the nexus commands on PATH, no vault or
     key folder inherited (setup wrote them explicitly)."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "CODEX_", "OPENAI_", "PYTEST"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "CODEX_", "OPENAI_", "PYTEST"))}
     env.update(
         HOME=str(home),
         SCRIPTED_API_KEY="dummy",
@@ -91,7 +91,15 @@ def run_exec(
     model: ScriptedModel, cwd: Path, env: dict[str, str], prompt: str, *extra: str, timeout: float = 120
 ) -> Exec:
     """``codex exec --json PROMPT`` in ``cwd``."""
-    args = [str(codex_bin()), "exec", "--json", "--skip-git-repo-check", *provider_args(model), *extra, prompt]
+    args = [
+        str(codex_bin()),
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        *provider_args(model),
+        *extra,
+        prompt,
+    ]
     start = time.monotonic()
     proc = subprocess.run(
         args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
