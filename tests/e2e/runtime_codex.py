@@ -121,6 +121,7 @@ class AppServer:
     _next: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _changed: threading.Condition = field(default_factory=threading.Condition)
+    _reader: threading.Thread | None = None
 
     def __enter__(self) -> AppServer:
         self._proc = subprocess.Popen(
@@ -132,7 +133,8 @@ class AppServer:
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         self.request("initialize", {"clientInfo": {"name": "nexus-e2e", "version": "1"}})
         self._send({"method": "initialized"})
         return self
@@ -146,6 +148,10 @@ class AppServer:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        if self._proc.stdout:
+            self._proc.stdout.close()
 
     def _send(self, msg: dict[str, Any]) -> None:
         assert self._proc is not None and self._proc.stdin is not None

@@ -1,0 +1,170 @@
+"""Codex 0.171.0, end to end: `nexus setup codex`, then a whole session of the real program driven by
+a scripted model on 127.0.0.1 (OpenAI Responses, streamed), in project and in user scope.
+
+The session is played through `codex app-server` (the JSON-RPC server Codex's own TUI and IDE
+clients drive: turns, compaction, resume), one prompt through `codex exec`. What reached the model is
+read from the scripted server's record of every request; what nexus kept, from the vault."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Env
+from model_openai import Request, ScriptedModel, Text, ToolCall
+from runtime_codex import AppServer, environ, run_exec
+
+from nexus.ledger import log
+from nexus.memory import bank
+from nexus.project import checkpoints
+
+pytestmark = pytest.mark.e2e
+BIN = Path(sys.executable).parent  # nexus and nexus-hook of this installation
+NS = "mcp__nexus"
+
+
+def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    run_env = {**env.environ, "HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-W", "error", "-m", "nexus", "--vault", str(env.vault.root), *args],
+        cwd=cwd,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def wired(env: Env, tmp_path: Path, scope: str) -> tuple[Path, Path]:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    done = nexus(env, home, project, "setup", "codex", "--agent", "lyra", "--scope", scope)
+    assert done.returncode == 0, done.stderr
+    return home, project
+
+
+def new_items(request: Request) -> list[dict[str, Any]]:
+    """What a request adds after the model's last answer: this turn's context and prompt."""
+    items: list[dict[str, Any]] = request.body.get("input", [])
+    last = max((i for i, it in enumerate(items) if it.get("role") == "assistant"), default=-1)
+    return items[last + 1 :]
+
+
+def injected(request: Request) -> str:
+    """The developer messages a request adds this turn (where Codex puts a hook's context)."""
+    return "\n".join(
+        c.get("text", "")
+        for it in new_items(request)
+        if it.get("type") == "message" and it.get("role") == "developer"
+        for c in it.get("content", [])
+    )
+
+
+def nexus_tools(request: Request) -> list[str]:
+    for tool in request.body.get("tools", []):
+        if tool.get("type") == "namespace" and tool.get("name") == NS:
+            return sorted(t["name"] for t in tool.get("tools", []))
+    return []
+
+
+@pytest.mark.parametrize("scope", ["project", "user"])
+def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -> None:
+    home, project = wired(env, tmp_path, scope)
+    asked = env.append("ella", "zanzibar: who owns the tokenizer?", type="question", channel="build")
+    question = asked.located.entry.id
+    script = [
+        ToolCall("log_append", {"channel": "build", "type": "note", "summary": "kestrel parser started"}, NS),
+        Text("started"),  # turn 1
+        Text("seen"),  # turn 2
+        Text("nothing new"),  # turn 3
+        ToolCall("acknowledge", {"ids": [question], "summary": "lyra owns the tokenizer"}, NS),
+        ToolCall("decide", {"title": "Parser", "decision": "a PEG parser", "rationale": "clear errors"}, NS),
+        Text("decided"),  # turn 4
+        Text("Summary: the kestrel parser, a PEG parser decided."),  # the compaction's own request
+        Text("continuing"),  # turn 5, after compaction
+    ]
+    with ScriptedModel(script=script) as model:
+        codex_env = environ(home, BIN)
+        with AppServer(project, codex_env, model) as server:
+            thread = server.request("thread/start", {"cwd": str(project), "model": "gpt-scripted"})
+            tid = thread["thread"]["id"]
+            mark = len(model.model_requests())
+            server.turn(tid, "Start the kestrel parser.")
+            first = model.model_requests()[mark]
+            # the start: the brief, with what another agent wrote beforehand, and the nexus tools
+            assert "zanzibar" in injected(first) and "# nexus brief for lyra" in injected(first)
+            assert "log_append" in nexus_tools(first) and len(nexus_tools(first)) == 9
+            # a tool call through MCP: a signed entry
+            mine = [x.entry for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]
+            assert [e.summary for e in mine] == ["kestrel parser started"]
+
+            env.append("ella", "quokka migration finished", channel="db")
+            mark = len(model.model_requests())
+            server.turn(tid, "Anything new?")
+            second = model.model_requests()[mark]
+            assert "quokka" in injected(second) and "zanzibar" not in injected(second)
+
+            mark = len(model.model_requests())
+            server.turn(tid, "And now?")
+            third = model.model_requests()[mark]
+            assert "nexus" not in injected(third)  # nothing new: nothing added
+
+            server.turn(tid, "Acknowledge ella's question and decide the parser.")
+            entries = [x.entry for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]
+            acks = [e for e in entries if e.type == "ack"]
+            assert [e.ack for e in acks] == [(question,)]
+            decision = next(e for e in entries if e.type == "decision")
+
+            # compaction: PreCompact saves the checkpoint; the next turn's brief carries it
+            before = checkpoints.load(env.vault, "lyra")
+            since = len(server.notifications)
+            server.request("thread/compact/start", {"threadId": tid})
+            server.wait_for("turn/completed", since)
+            saved = checkpoints.load(env.vault, "lyra")
+            assert saved is not None and saved != before and "Context compacted" in saved.notes
+            mark = len(model.model_requests())
+            server.turn(tid, "Go on.")
+            after = model.model_requests()[mark]
+            assert "continue from your checkpoint" in injected(after) and saved.task in injected(after)
+
+        # the session's end (Stop retains): the decision waits in lyra's bank for a person
+        facts = [f for f in bank.facts_of(env.vault, "lyra") if f.source == decision.id]
+        assert [(f.type, f.status) for f in facts] == [("decision", "pending")]
+
+        # resumed in a new Codex process: the brief carries the checkpoint
+        mark = len(model.model_requests())
+        with AppServer(project, codex_env, model) as server:
+            server.request("thread/resume", {"threadId": tid})
+            server.turn(tid, "Where were we?")
+        back = model.model_requests()[mark]
+        assert "continue from your checkpoint" in injected(back)
+        assert saved.task in injected(back)
+
+    verify = nexus(env, home, project, "verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+@pytest.mark.parametrize("scope", ["project", "user"])
+def test_codex_exec_has_the_brief_and_the_tools_on_its_first_request(
+    env: Env, tmp_path: Path, scope: str
+) -> None:
+    home, project = wired(env, tmp_path, scope)
+    env.append("ella", "marmalade: the build is red", channel="build")
+    script = [
+        ToolCall("log_append", {"channel": "build", "type": "note", "summary": "fixed the build"}, NS),
+        Text("fixed"),
+    ]
+    with ScriptedModel(script=script) as model:
+        ran = run_exec(model, project, environ(home, BIN), "Fix the build.")
+    assert ran.returncode == 0, ran.stderr
+    assert not [e for e in ran.errors() if "deprecated" in e or "hook" in e.lower()], ran.errors()
+    first = model.model_requests()[0]
+    assert "marmalade" in injected(first) and len(nexus_tools(first)) == 9
+    assert [c["status"] for c in ran.tool_calls()] == ["completed"]
+    mine = [x.entry.summary for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]
+    assert mine == ["fixed the build"]
