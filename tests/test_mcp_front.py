@@ -119,6 +119,7 @@ AGENT_SESSION = [
     _call(17, "state_restore", {"version": 1}),
     _call(18, "brief", {"peek": True, "max_chars": 3000}),
     _call(19, "log_append", {"channel": "build", "type": "note", "summary": "hidden", "body": "a %% b %% c"}),
+    _request(20, "tools/list", {"_meta": {"progressToken": 0}}),  # as Codex 0.171 asks
 ]
 ALL_SESSION = [
     _init(1, "2025-06-18"),

@@ -111,8 +111,16 @@ class Answers:
 
     @staticmethod
     def _paginated(params: Any) -> bool:
-        """No params, or only a cursor (the SDK lists everything on one page whatever the cursor)."""
-        return not params or (isinstance(params, dict) and set(params) == {"cursor"})
+        """No params, or only a cursor and a progress token (the SDK lists everything on one page
+        whatever the cursor, and reports no progress for a listing; Codex sends
+        ``_meta.progressToken`` with every ``tools/list`` and waits for the answer before its first
+        turn)."""
+        if not params:
+            return True
+        if not isinstance(params, dict) or not set(params) <= {"cursor", "_meta"}:
+            return False
+        meta = params.get("_meta", {})
+        return isinstance(meta, dict) and set(meta) <= {"progressToken"}
 
     @staticmethod
     def _answer(message: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:

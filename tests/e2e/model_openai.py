@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +48,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = 0.0  # time.monotonic() when it arrived
 
     @property
     def text(self) -> str:
@@ -133,7 +135,7 @@ class ScriptedModel:
 
     def _record(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         with self._lock:
-            self.requests.append(Request(handler.path, dict(handler.headers.items()), body))
+            self.requests.append(Request(handler.path, dict(handler.headers.items()), body, time.monotonic()))
 
     def _reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:

@@ -107,12 +107,13 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
             mark = len(model.model_requests())
             server.turn(tid, "Anything new?")
             second = model.model_requests()[mark]
+            assert injected(second).startswith("# nexus: new since your last turn")
             assert "quokka" in injected(second) and "zanzibar" not in injected(second)
 
             mark = len(model.model_requests())
             server.turn(tid, "And now?")
             third = model.model_requests()[mark]
-            assert "nexus" not in injected(third)  # nothing new: nothing added
+            assert injected(third) == ""  # nothing new: nothing added
 
             server.turn(tid, "Acknowledge ella's question and decide the parser.")
             entries = [x.entry for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]

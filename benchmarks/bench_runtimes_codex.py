@@ -1,0 +1,159 @@
+"""What nexus costs a Codex 0.171.0 user, measured on the real program driven by the scripted model
+on 127.0.0.1 (tests/e2e/), side by side in one run:
+
+    .venv/bin/python benchmarks/bench_runtimes_codex.py [--runs 10] [--turns 12]
+
+- **Start**: `codex exec PROMPT` from spawn to its first model request, without nexus (a bare home and
+  project) and wired (`nexus setup codex`, project scope: a required MCP server, the SessionStart and
+  UserPromptSubmit hooks before the first request), interleaved run by run; and on every wired run,
+  whether that first request already offers the nexus tools.
+- **Per turn**: one app-server session of N turns, wired, every other turn with one new entry by another
+  agent between prompts: the time Codex itself reports for nexus's hooks in each turn (`hook/completed`
+  `durationMs`: UserPromptSubmit + Stop), and the turn's wall time beside a bare session's.
+
+Needs scripts/runtimes/codex.sh. Nothing is asserted. JSON goes to
+benchmarks/results/bench_runtimes_codex.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+
+from harness import pct  # noqa: E402
+from model_openai import ScriptedModel, Text  # noqa: E402
+from runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
+
+from nexus.keys import identity  # noqa: E402
+from nexus.ledger import log  # noqa: E402
+from nexus.storage.vault import init  # noqa: E402
+
+BIN = Path(sys.executable).parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def place(root: Path, wired: bool) -> tuple[Path, Path, Any]:
+    home, project = root / "home", root / "project"
+    home.mkdir(parents=True)
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    keys = root / "keys"
+    vault, _ = init(root / "vault")
+    for name in ("ella", "lyra"):
+        identity.add(vault, keys, name)
+    if wired:
+        env = {"HOME": str(home), "NEXUS_HOME": str(keys), "PATH": f"{BIN}:/usr/bin:/bin"}
+        args = ["--vault", str(vault.root), "setup", "codex", "--agent", "lyra"]
+        subprocess.run([sys.executable, "-m", "nexus", *args], cwd=project, env=env, check=True)
+    else:  # the same trust a user gives their own project, without nexus
+        (home / ".codex").mkdir()
+        (home / ".codex" / "config.toml").write_text(f'[projects."{project}"]\ntrust_level = "trusted"\n')
+    return home, project, (vault, keys)
+
+
+def first_request(home: Path, project: Path) -> tuple[float, bool]:
+    """Seconds from spawning `codex exec` to its first model request; whether it offers nexus tools."""
+    with ScriptedModel(script=[Text("ok")]) as model:
+        args = [str(codex_bin()), "exec", "--json", "--skip-git-repo-check", *provider_args(model), "hi"]
+        start = time.monotonic()
+        subprocess.run(
+            args,
+            cwd=project,
+            env=environ(home, BIN),
+            capture_output=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            check=True,
+        )
+        first = model.model_requests()[0]
+    tools = any(t.get("name") == "mcp__nexus" for t in first.body.get("tools", []))
+    return first.at - start, tools
+
+
+def session(home: Path, project: Path, stores: Any, turns: int) -> tuple[list[float], list[float]]:
+    """Per turn: nexus's hook time as Codex reports it (ms), and the turn's wall time (ms)."""
+    vault, keys = stores
+    hooks, walls = [], []
+    with ScriptedModel() as model, AppServer(project, environ(home, BIN), model) as server:
+        tid = server.request("thread/start", {"cwd": str(project), "model": "gpt-scripted"})["thread"]["id"]
+        for n in range(turns):
+            if n % 2:
+                signer = identity.load_signer(vault, keys, "ella")
+                log.append(vault, signer, summary=f"entry {n}", channel="build", type="note")
+            start = time.monotonic()
+            notes = server.turn(tid, f"turn {n}")
+            walls.append((time.monotonic() - start) * 1000)
+            done = [x["params"]["run"] for x in notes if x.get("method") == "hook/completed"]
+            per_turn = [r for r in done if r["eventName"] in ("userPromptSubmit", "stop")]
+            hooks.append(float(sum(r.get("durationMs") or 0 for r in per_turn)))
+    return hooks, walls
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--turns", type=int, default=12)
+    args = ap.parse_args()
+    bare_starts, wired_starts, tools = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.runs):
+            for wired in (False, True):
+                home, project, _ = place(Path(tmp) / f"{i}-{wired}", wired)
+                seconds, has_tools = first_request(home, project)
+                (wired_starts if wired else bare_starts).append(seconds * 1000)
+                if wired:
+                    tools.append(has_tools)
+        home, project, stores = place(Path(tmp) / "session-wired", True)
+        hooks, wired_walls = session(home, project, stores, args.turns)
+        home, project, stores = place(Path(tmp) / "session-bare", False)
+        _, bare_walls = session(home, project, stores, args.turns)
+    later = hooks[1:]  # the first turn also starts the session (SessionStart is timed apart by Codex)
+    out = {
+        "codex": VERSION,
+        "runs": args.runs,
+        "first_request_ms": {
+            "bare_p50": pct(bare_starts, 0.5),
+            "wired_p50": pct(wired_starts, 0.5),
+            "added_p50": pct(wired_starts, 0.5) - pct(bare_starts, 0.5),
+            "bare": bare_starts,
+            "wired": wired_starts,
+        },
+        "first_turn_has_nexus_tools": f"{sum(tools)}/{len(tools)}",
+        "hooks_per_turn_ms": {
+            "p50": pct(later, 0.5),
+            "p90": pct(later, 0.9),
+            "nothing_new_p50": pct(later[1::2], 0.5),
+            "one_new_entry_p50": pct(later[0::2], 0.5),
+            "all": hooks,
+        },
+        "turn_wall_ms": {"bare_p50": pct(bare_walls[1:], 0.5), "wired_p50": pct(wired_walls[1:], 0.5)},
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench_runtimes_codex.json").write_text(json.dumps(out, indent=2) + "\n")
+    f = out["first_request_ms"]
+    h = out["hooks_per_turn_ms"]
+    w = out["turn_wall_ms"]
+    print(f"Codex {VERSION}, {args.runs} runs of each, interleaved")
+    print(
+        f"time to the first model request: {f['bare_p50']:.0f} ms without nexus, {f['wired_p50']:.0f} ms "
+        f"wired (+{f['added_p50']:.0f} ms, p50)"
+    )
+    print(f"first turn has the nexus tools: {out['first_turn_has_nexus_tools']}")
+    print(
+        f"nexus hooks per turn (Codex's durationMs): p50 {h['p50']:.0f} ms, p90 {h['p90']:.0f} ms "
+        f"(nothing new {h['nothing_new_p50']:.0f} ms, one new entry {h['one_new_entry_p50']:.0f} ms)"
+    )
+    print(f"turn wall time p50: {w['bare_p50']:.0f} ms without nexus, {w['wired_p50']:.0f} ms wired")
+
+
+if __name__ == "__main__":
+    main()
