@@ -103,7 +103,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--turns", type=int, default=12)
     args = ap.parse_args()
-    bare_starts, wired_starts, tools = [], [], []
+    bare_starts: list[float] = []
+    wired_starts: list[float] = []
+    tools: list[bool] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             for wired in (False, True):

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import Env
-from model_openai import Request, ScriptedModel, Text, ToolCall
+from model_openai import Reply, Request, ScriptedModel, Text, ToolCall
 from runtime_codex import AppServer, environ, run_exec
 
 from nexus.ledger import log
@@ -77,7 +77,7 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
     home, project = wired(env, tmp_path, scope)
     asked = env.append("ella", "zanzibar: who owns the tokenizer?", type="question", channel="build")
     question = asked.located.entry.id
-    script = [
+    script: list[Reply] = [
         ToolCall("log_append", {"channel": "build", "type": "note", "summary": "kestrel parser started"}, NS),
         Text("started"),  # turn 1
         Text("seen"),  # turn 2
@@ -156,7 +156,7 @@ def test_codex_exec_has_the_brief_and_the_tools_on_its_first_request(
 ) -> None:
     home, project = wired(env, tmp_path, scope)
     env.append("ella", "marmalade: the build is red", channel="build")
-    script = [
+    script: list[Reply] = [
         ToolCall("log_append", {"channel": "build", "type": "note", "summary": "fixed the build"}, NS),
         Text("fixed"),
     ]
