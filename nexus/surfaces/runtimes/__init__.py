@@ -10,7 +10,7 @@ from types import ModuleType
 from ...errors import InputError
 from .wiring import Change, Wiring
 
-RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
+RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor", "gemini-cli")
 # where a runtime keeps its own files, when the user moved them (read by the entry point, passed down)
 ENV_KEYS = ("HERMES_HOME", "CODEX_HOME")
 
@@ -25,7 +25,7 @@ def module(runtime: str) -> ModuleType:
 
 # runtime -> the module that asks the installed runtime what it makes of the wiring (``--check``):
 # ``PROGRAM`` (its executable), ``wired(project, home, env)`` and ``check(wiring, program)``
-VIEWS = {"codex": "codex_view"}
+VIEWS = {"codex": "codex_view", "gemini-cli": "gemini_cli_view"}
 
 
 def view(runtime: str) -> ModuleType | None:
