@@ -10,9 +10,9 @@ from types import ModuleType
 from ...errors import InputError
 from .wiring import Change, Wiring
 
-RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor", "gemini-cli")
+RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor", "gemini-cli", "opencode")
 # where a runtime keeps its own files, when the user moved them (read by the entry point, passed down)
-ENV_KEYS = ("HERMES_HOME", "CODEX_HOME")
+ENV_KEYS = ("HERMES_HOME", "CODEX_HOME", "XDG_CONFIG_HOME")
 
 
 def module(runtime: str) -> ModuleType:
