@@ -146,6 +146,21 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     yield Env(vault, keys)
 
 
+def wait_for_rescans(vault: Vault, count: int = 2, timeout: float = 60) -> None:
+    """Wait until the running watcher has made ``count`` more full rescans (its heartbeat's pass
+    count), so one whole rescan began after whatever the caller did before calling."""
+    import time
+
+    from nexus.team import heartbeat
+
+    target = heartbeat.passes(vault) + count
+    deadline = time.monotonic() + timeout
+    while heartbeat.passes(vault) < target:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the watcher made no {count} rescans in {timeout:.0f} s")
+        time.sleep(0.02)
+
+
 def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids of the entries read back from the log by ref (``coordination.materialize``) from now on,
     until ``monkeypatch.undo()``."""
