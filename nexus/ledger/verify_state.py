@@ -147,7 +147,7 @@ def check_chunk(job: Job) -> Chunk:
     for loc in result.entries:
         e = loc.entry
         canonical = entries.canonical(e)  # (once: signed bytes and chain hash both use it)
-        verdict, problem = check_entry(loc, _RING[0], _RENAMED[0] if _RENAMED else None, canonical, fast=True)
+        verdict, problem = check_entry(loc, _RING[0], _RENAMED[0] if _RENAMED else None, canonical, bulk=True)
         signed = _RENAMED[0].signed.get(e.id) if _RENAMED else None  # as signed, when only links moved
         recs.append(
             (
@@ -305,7 +305,7 @@ CONTEXT_MODULES = (  # the code every remembered verdict depends on
     "keys/identity.py",
     "ledger/renames.py",
     "keys/trust.py",
-    "keys/bulk.py",
+    "keys/signatures.py",
 )
 
 
