@@ -27,14 +27,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from .valueclasses import dataclass
+from typing import Any
 
 DEFAULT_ACK_TYPES = ("correction", "decision", "handoff", "question")
 

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +23,8 @@ from ..storage.vault import Vault
 
 if TYPE_CHECKING:  # (the signature library is imported where a key is used: a reader whose
     # signatures are all remembered (checked.py) never loads it)
-    from dataclasses import dataclass
-
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-else:
-    from ..valueclasses import dataclass
 
 KINDS = ("agent", "human")
 

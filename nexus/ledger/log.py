@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,11 +48,7 @@ from .marks import Mark
 from .tailstate import TAIL_FILE
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..keys.identity import Signer
-else:
-    from ..valueclasses import dataclass
 
 __all__ = [
     "ARRIVALS_FILE",

@@ -22,19 +22,14 @@ from __future__ import annotations
 
 import base64
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import IdentityError
 from ..keys import identity, roster, signatures, trust
 from ..ledger import log
 from ..storage import durable
 from ..storage.vault import Vault
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 TYPE = "rotation"
 CHANNEL = "identity"

@@ -32,8 +32,8 @@ function of an entry and a ``Keyring`` (plain data), so it runs in worker proces
 
 from __future__ import annotations
 
-from dataclasses import field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from ..keys import trust
 from ..keys.checked import Memo
@@ -45,11 +45,6 @@ from ..storage import entries, segments
 from ..storage.progress import Progress
 from ..storage.vault import Vault
 from . import log
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict", "renamed", "fork-resolved"})
 # Findings on one entry that mean it is not its author's words as signed: readers show it apart.

@@ -29,9 +29,9 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..keys.trust import Keyring
 from ..records import Identity, Problem
@@ -49,11 +49,6 @@ from .verify import (
     scan_problems,
     vault_problems,
 )
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 STATE_VERSION = 1
 CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries

@@ -31,6 +31,7 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +44,7 @@ from ..storage.vault import Vault
 from . import scan
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..records import BriefSection
-else:
-    from ..valueclasses import dataclass
 
 DELIM = "\n§\n"
 TARGETS = ("memory", "user")

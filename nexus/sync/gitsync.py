@@ -21,17 +21,13 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import SyncError
 from ..storage.vault import Vault
 from . import merge
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 DRIVER = "nexus"
 HOOKS = ("post-merge", "post-checkout", "post-rewrite")

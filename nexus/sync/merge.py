@@ -28,15 +28,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from ..storage.entries import END_PREFIX
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 _END = END_PREFIX.encode()
 

@@ -36,7 +36,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -47,11 +47,7 @@ from ..storage.vault import Vault
 from .pending import Book, Damaged, reader
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..ledger.verify import Checker
-else:
-    from ..valueclasses import dataclass
 
 VERSION = 5  # 5: pending entries a month a file (4: typed records; 3: refused state edits never race)
 RECONCILE = "reconcile"
