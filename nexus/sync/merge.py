@@ -30,6 +30,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from ..settings import DEFAULTS
 from ..storage.entries import END_PREFIX
 
 _END = END_PREFIX.encode()
@@ -291,7 +292,7 @@ def merge_memory(base: bytes, ours: bytes, theirs: bytes, path: str, limit: int 
     merged += [e for e in t if e not in gone and e not in merged]
     conflicts = []
     if limit is None:
-        limit = 1375 if path.endswith("USER.md") else 2200
+        limit = DEFAULTS.user_chars if path.endswith("USER.md") else DEFAULTS.memory_chars
     if size(merged) > limit:
         conflicts.append(
             Conflict(
