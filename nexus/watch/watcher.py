@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +46,7 @@ from .keeper import RECENT_SECONDS, SegmentKeeper, git_busy, now
 from .workers import IndexRefresher, LogVerifier
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..workspace import Workspace
-else:
-    from ..valueclasses import dataclass
 
 # Only these change a file: watchdog's inotify observer also reports opened/closed events, and a note
 # handler that reads its note would otherwise trigger itself again, forever.
