@@ -185,3 +185,33 @@ def test_an_unknown_leave_out_is_refused_and_changes_nothing(
     assert rc != 0 and out == "" and "nothing called 'everything' to leave out for codex" in err
     assert len(err.strip().splitlines()) == 1
     assert not (home / ".codex").exists() and not (home.parent / "project/.codex").exists()
+
+
+GEMINI = CACHE / "gemini-cli-0.61.0" / "node_modules" / ".bin" / "gemini"
+
+
+def test_gemini_cli_check_fails_in_each_broken_state(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not GEMINI.exists():
+        raise AssertionError("Gemini CLI 0.61.0 is not installed: run scripts/runtimes/gemini-cli.sh")
+    monkeypatch.setenv("PATH", f"{GEMINI.parent}:{os.environ['PATH']}")
+    rc, out, _ = setup(env, capsys, "gemini-cli", "--agent", "lyra", "--leave-out", "folder-trust")
+    assert rc == 0 and "--leave-out tool-trust" in out and "folder-trust)" not in out
+    rc, out, _ = setup(env, capsys, "--check", "gemini-cli")
+    assert rc == 1 and "Gemini CLI does not trust" in out, out
+    assert out.splitlines()[-1] == "run `nexus setup gemini-cli --agent lyra` to wire what is missing"
+    rc, out, _ = setup(env, capsys, "gemini-cli", "--agent", "lyra", "--leave-out", "tool-trust")
+    rc, out, _ = setup(env, capsys, "--check", "gemini-cli")
+    assert rc == 1 and "nexus's tools are not trusted" in out, out
+    assert setup(env, capsys, "gemini-cli", "--agent", "lyra")[0] == 0
+    settings = home.parent / "project/.gemini/settings.json"
+    data = json.loads(settings.read_text())
+    data["hooksConfig"] = {"enabled": False}
+    settings.write_text(json.dumps(data))
+    rc, out, _ = setup(env, capsys, "--check", "gemini-cli")
+    assert rc == 1 and "hooks switched off" in out, out
+    del data["hooksConfig"]
+    settings.write_text(json.dumps(data, indent=2) + "\n")
+    rc, out, _ = setup(env, capsys, "--check", "gemini-cli")
+    assert rc == 0 and "ok        Gemini CLI connects to the `nexus` MCP server" in out, out
