@@ -290,7 +290,8 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         sub,
         "setup",
         cmd_setup,
-        "wire an agent runtime (claude-code, codex, gemini-cli, opencode, hermes, openclaw, cursor) to this vault",
+        "wire an agent runtime (claude-code, codex, gemini-cli, opencode, hermes, openclaw, cursor) "
+        "to this vault",
         "nexus setup claude-code --agent ella   |   nexus setup --check codex --agent lyra",
     )
     p.add_argument("runtime", help="claude-code, codex, gemini-cli, opencode, hermes, openclaw or cursor")
