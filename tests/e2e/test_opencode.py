@@ -120,21 +120,26 @@ def test_an_opencode_session_uses_nexus(env: Env, tmp_path: Path, scope: str) ->
             ]
             assert [e.ack for e in acks] == [(question,)]
 
-            # compaction: the checkpoint saved before, the brief after it carries it
-            server.compact(sid)
-            saved = eventually(
-                lambda: (cp := checkpoints.load(env.vault, "lyra")) and "Context compacted" in cp.notes and cp
-            )
-            assert saved and saved.task == "the kestrel parser"
-            mark = len(turns(model))
-            server.prompt(sid, "Go on.")
-            after = system(turns(model)[mark])
-            assert "continue from your checkpoint" in after and "the kestrel parser" in after
-
-        with Server(project, oc_env) as server:  # resumed in a new process
-            mark = len(turns(model))
-            server.prompt(sid, "Where were we?")
-            assert "the kestrel parser" in system(turns(model)[mark])
+            if scope == "project":  # the same plugin and server in user scope: played once
+                compaction(env, model, server, sid)
+        if scope == "project":
+            with Server(project, oc_env) as server:  # the same session, resumed in a new process
+                mark = len(turns(model))
+                server.prompt(sid, "Where were we?")
+                assert "the kestrel parser" in system(turns(model)[mark])
 
     verify = nexus(env, home, project, "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def compaction(env: Env, model: ScriptedModel, server: Server, sid: str) -> None:
+    """The checkpoint saved before a compaction, carried by the brief after it."""
+    server.compact(sid)
+    saved = eventually(
+        lambda: (cp := checkpoints.load(env.vault, "lyra")) and "Context compacted" in cp.notes and cp
+    )
+    assert saved and saved.task == "the kestrel parser"
+    mark = len(turns(model))
+    server.prompt(sid, "Go on.")
+    after = system(turns(model)[mark])
+    assert "continue from your checkpoint" in after and "the kestrel parser" in after
