@@ -9,7 +9,8 @@ on 127.0.0.1 (tests/e2e/), side by side in one run:
   whether that first request already offers the nexus tools.
 - **Per turn**: one app-server session of N turns, wired, every other turn with one new entry by another
   agent between prompts: the time Codex itself reports for nexus's hooks in each turn (`hook/completed`
-  `durationMs`: UserPromptSubmit + Stop), and the turn's wall time beside a bare session's.
+  `durationMs`: UserPromptSubmit + Stop), beside two bare `python -c pass` timed after each turn (the
+  floor of two hook processes under the same load), and the turn's wall time beside a bare session's.
 
 Needs scripts/runtimes/codex.sh. Nothing is asserted. JSON goes to
 benchmarks/results/bench_runtimes_codex.json.
@@ -79,10 +80,22 @@ def first_request(home: Path, project: Path) -> tuple[float, bool]:
     return first.at - start, tools
 
 
-def session(home: Path, project: Path, stores: Any, turns: int) -> tuple[list[float], list[float]]:
-    """Per turn: nexus's hook time as Codex reports it (ms), and the turn's wall time (ms)."""
+def two_pythons() -> float:
+    """Milliseconds two `python -c pass` take one after the other: the floor of two hook processes."""
+    start = time.monotonic()
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return (time.monotonic() - start) * 1000
+
+
+def session(
+    home: Path, project: Path, stores: Any, turns: int, floor: list[float] | None = None
+) -> tuple[list[float], list[float]]:
+    """Per turn: nexus's hook time as Codex reports it (ms), and the turn's wall time (ms); ``floor``
+    gets two bare Python starts timed after each turn, under the same load."""
     vault, keys = stores
-    hooks, walls = [], []
+    hooks: list[float] = []
+    walls: list[float] = []
     with ScriptedModel() as model, AppServer(project, environ(home, BIN), model) as server:
         tid = server.request("thread/start", {"cwd": str(project), "model": "gpt-scripted"})["thread"]["id"]
         for n in range(turns):
@@ -95,6 +108,8 @@ def session(home: Path, project: Path, stores: Any, turns: int) -> tuple[list[fl
             done = [x["params"]["run"] for x in notes if x.get("method") == "hook/completed"]
             per_turn = [r for r in done if r["eventName"] in ("userPromptSubmit", "stop")]
             hooks.append(float(sum(r.get("durationMs") or 0 for r in per_turn)))
+            if floor is not None:
+                floor.append(two_pythons())
     return hooks, walls
 
 
@@ -115,7 +130,8 @@ def main() -> None:
                 if wired:
                     tools.append(has_tools)
         home, project, stores = place(Path(tmp) / "session-wired", True)
-        hooks, wired_walls = session(home, project, stores, args.turns)
+        floor: list[float] = []
+        hooks, wired_walls = session(home, project, stores, args.turns, floor)
         home, project, stores = place(Path(tmp) / "session-bare", False)
         _, bare_walls = session(home, project, stores, args.turns)
     later = hooks[1:]  # the first turn also starts the session (SessionStart is timed apart by Codex)
@@ -136,6 +152,7 @@ def main() -> None:
             "nothing_new_p50": pct(later[1::2], 0.5),
             "one_new_entry_p50": pct(later[0::2], 0.5),
             "all": hooks,
+            "two_python_starts_p50": pct(floor[1:], 0.5),
         },
         "turn_wall_ms": {"bare_p50": pct(bare_walls[1:], 0.5), "wired_p50": pct(wired_walls[1:], 0.5)},
     }
@@ -152,7 +169,8 @@ def main() -> None:
     print(f"first turn has the nexus tools: {out['first_turn_has_nexus_tools']}")
     print(
         f"nexus hooks per turn (Codex's durationMs): p50 {h['p50']:.0f} ms, p90 {h['p90']:.0f} ms "
-        f"(nothing new {h['nothing_new_p50']:.0f} ms, one new entry {h['one_new_entry_p50']:.0f} ms)"
+        f"(nothing new {h['nothing_new_p50']:.0f} ms, one new entry {h['one_new_entry_p50']:.0f} ms); "
+        f"two bare `python -c pass` meanwhile: p50 {h['two_python_starts_p50']:.0f} ms"
     )
     print(f"turn wall time p50: {w['bare_p50']:.0f} ms without nexus, {w['wired_p50']:.0f} ms wired")
 
