@@ -215,3 +215,31 @@ def test_gemini_cli_check_fails_in_each_broken_state(
     settings.write_text(json.dumps(data, indent=2) + "\n")
     rc, out, _ = setup(env, capsys, "--check", "gemini-cli")
     assert rc == 0 and "ok        Gemini CLI connects to the `nexus` MCP server" in out, out
+
+
+@pytest.mark.parametrize("runtime", ["codex", "gemini-cli", "opencode"])
+@pytest.mark.parametrize("scope", ["project", "user"])
+def test_setup_keeps_what_was_there_and_changes_nothing_the_second_time(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str], runtime: str, scope: str
+) -> None:
+    project = home.parent / "project"
+    mine = {
+        "codex": (home / ".codex/config.toml", 'model = "o4"  # mine\n'),
+        "gemini-cli": (home / ".gemini/settings.json", '{"theme": "Dracula"}'),
+        "opencode": (home / ".config/opencode/opencode.json", '{"theme": "tokyonight"}'),
+    }[runtime]
+    mine[0].parent.mkdir(parents=True)
+    mine[0].write_text(mine[1])
+    rc, out, err = setup(env, capsys, runtime, "--agent", "lyra", "--scope", scope)
+    assert rc == 0, err
+    kept = mine[0].read_text()
+    assert ("# mine" in kept) if runtime == "codex" else ("theme" in json.loads(kept))
+    files = sorted(p for p in (home.parent).rglob("*") if p.is_file() and ".nexus-backup-" not in p.name)
+    before = {p: p.read_bytes() for p in files}
+    rc, out, _ = setup(env, capsys, runtime, "--agent", "lyra", "--scope", scope)
+    assert rc == 0 and all(line.startswith("unchanged ") for line in out.splitlines()), out
+    assert {p: p.read_bytes() for p in files} == before
+    if scope == "project":
+        assert (
+            project / {"codex": "AGENTS.md", "gemini-cli": "GEMINI.md", "opencode": "AGENTS.md"}[runtime]
+        ).exists()
