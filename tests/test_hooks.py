@@ -16,6 +16,7 @@ import pytest
 from conftest import Env, spy_reads
 
 from nexus.ledger import log
+from nexus.memory import bank
 from nexus.project import checkpoints
 
 EVENT_NAMES = {
@@ -262,3 +263,43 @@ def test_a_turn_after_hundreds_of_new_races_reads_only_what_it_shows(
     assert len(read_back) <= 2 * (shown + 1)  # (the one that did not fit was read, then counted)
     monkeypatch.undo()
     assert session.turn(env.vault, "ella", "s-1") == ""  # told once, the omitted ones as a count
+
+
+def test_a_stop_with_nothing_appended_since_the_turn_began_reads_nothing(env: Env, tmp_path: Path) -> None:
+    """Codex's Stop retains (`--retain`) after every turn: after a turn in which nothing was appended it
+    answers from a few stats, importing neither the workspace's settings nor the bank; after a turn
+    with a decision it retains it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    where = ["--agent", "lyra", "--vault", str(env.vault.root), "--home", str(env.keys_home)]
+
+    def run(event: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-W",
+                "error",
+                "-X",
+                "importtime",
+                "-m",
+                "nexus.surfaces.hooks",
+                event,
+                *where,
+                *extra,
+            ],
+            input=json.dumps({"session_id": "s-9", "cwd": str(outside), "prompt": "go"}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert run("session-start").returncode == 0
+    quiet = run("stop", "--retain")
+    assert quiet.returncode == 0 and quiet.stdout == ""
+    assert "nexus.workspace" not in quiet.stderr and "nexus.memory.bank" not in quiet.stderr
+    env.run(
+        "decide", "--agent", "lyra", "--title", "Queue", "--decision", "use a queue", "--rationale", "load"
+    )
+    loud = run("stop", "--retain")
+    assert loud.returncode == 0 and loud.stdout == "" and "nexus.memory.bank" in loud.stderr
+    assert [f.type for f in bank.facts_of(env.vault, "lyra")] == ["decision"]

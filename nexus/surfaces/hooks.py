@@ -126,6 +126,12 @@ def run(
     kwargs = {p.name: _value(p, opts, data) for p in op.params_for(HOOK)}
     if event == "prompt" and session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
         return None  # nothing moved since the last injection: the fastest answer is none
+    if (
+        event == "stop"
+        and not kwargs.get("block_without_entry")
+        and (not kwargs.get("retain") or session.unchanged(vault, opts["agent"], sid))
+    ):
+        return None  # nothing to block, nothing appended since the turn began: nothing to retain
     result = op.function()(_call(op, vault, opts, env), session_id=sid, **kwargs)
     out = result.to_json()
     if "decision" in out:

@@ -94,6 +94,13 @@ def quiet(vault: Vault, agent: str, session_id: str, *, prompt: str | None = Non
     return True
 
 
+def unchanged(vault: Vault, agent: str, session_id: str) -> bool:
+    """True when nothing was appended since this session's last injection (its start or its last
+    prompt): nothing new for the session's end to retain. Reads only; a few stats."""
+    record = _load(vault, agent, session_id)
+    return record is not None and record.get("stamp") == stamp(vault)
+
+
 def _newest_id(vault: Vault) -> str | None:
     from ..ledger import log
 
