@@ -243,3 +243,32 @@ def test_setup_keeps_what_was_there_and_changes_nothing_the_second_time(
         assert (
             project / {"codex": "AGENTS.md", "gemini-cli": "GEMINI.md", "opencode": "AGENTS.md"}[runtime]
         ).exists()
+
+
+OPENCODE = CACHE / "opencode-1.18.33" / "node_modules" / ".bin" / "opencode"
+
+
+def test_opencode_check_asks_opencode(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not OPENCODE.exists():
+        raise AssertionError("opencode 1.18.33 is not installed: run scripts/runtimes/opencode.sh")
+    monkeypatch.setenv("PATH", f"{OPENCODE.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("OPENCODE_DISABLE_MODELS_FETCH", "1")
+    monkeypatch.setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
+    assert setup(env, capsys, "opencode", "--agent", "lyra")[0] == 0
+    rc, out, _ = setup(env, capsys, "--check", "opencode")
+    assert rc == 0 and "ok        opencode loads the nexus plugin" in out, out
+    assert "ok        opencode connects to the `nexus` MCP server" in out
+    config = home.parent / "project/opencode.json"
+    good = config.read_text()
+    data = json.loads(good)
+    data["mcp"]["nexus"]["enabled"] = False  # switched off by hand: the file check alone says outdated
+    config.write_text(json.dumps(data))
+    rc, out, _ = setup(env, capsys, "--check", "opencode")
+    assert rc == 1 and "opencode has no enabled `nexus` MCP server here" in out, out
+    config.write_text(good)
+    (home.parent / "project/.opencode/plugin/nexus.js").unlink()
+    rc, out, _ = setup(env, capsys, "--check", "opencode")
+    assert rc == 1 and "opencode does not load the nexus plugin" in out, out
+    assert out.splitlines()[-1] == "run `nexus setup opencode --agent lyra` to wire what is missing"

@@ -25,7 +25,7 @@ def module(runtime: str) -> ModuleType:
 
 # runtime -> the module that asks the installed runtime what it makes of the wiring (``--check``):
 # ``PROGRAM`` (its executable), ``wired(project, home, env)`` and ``check(wiring, program)``
-VIEWS = {"codex": "codex_view", "gemini-cli": "gemini_cli_view"}
+VIEWS = {"codex": "codex_view", "gemini-cli": "gemini_cli_view", "opencode": "opencode_view"}
 
 
 def view(runtime: str) -> ModuleType | None:

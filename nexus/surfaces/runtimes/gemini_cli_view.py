@@ -10,24 +10,15 @@ then project) the way it merges them, and asks the installed program about the s
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import gemini_cli
-from .codex_view import Finding
+from .codex_view import Finding, Wired
 from .configfiles import read_text
 from .wiring import Wiring
 
 PROGRAM = "gemini"
-
-
-@dataclass(frozen=True)
-class Wired:
-    agent: str
-    vault: str | None
-    keys_home: str | None
-    scope: str
 
 
 def _settings(path: Path) -> dict[str, Any]:
