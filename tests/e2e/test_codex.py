@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import Env
 from model_openai import Reply, Request, ScriptedModel, Text, ToolCall
-from runtime_codex import AppServer, environ, run_exec
+from runtime_codex import AppServer, codex_bin, environ, run_exec
 
 from nexus.ledger import log
 from nexus.memory import bank
@@ -27,7 +27,8 @@ NS = "mcp__nexus"
 
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    run_env = {**env.environ, "HOME": str(home)}
+    path = f"{codex_bin().parent}:{env.environ['PATH']}"  # --check asks the installed Codex
+    run_env = {**env.environ, "HOME": str(home), "PATH": path}
     return subprocess.run(
         [sys.executable, "-W", "error", "-m", "nexus", "--vault", str(env.vault.root), *args],
         cwd=cwd,
@@ -148,6 +149,8 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
 
     verify = nexus(env, home, project, "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
+    check = nexus(env, home, project, "setup", "--check", "codex")  # Codex's own view: all in place
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 @pytest.mark.parametrize("scope", ["project", "user"])

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import Env
 from model_openai import Reply, Request, ScriptedModel, Text, ToolCall
-from runtime_opencode import Server, environ, prepare_home, side_requests
+from runtime_opencode import Server, environ, opencode_bin, prepare_home, side_requests
 
 from nexus.ledger import log
 from nexus.memory import bank
@@ -29,10 +29,11 @@ BIN = Path(sys.executable).parent
 
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    path = f"{opencode_bin().parent}:{env.environ['PATH']}"  # --check asks the installed opencode
     return subprocess.run(
         [sys.executable, "-W", "error", "-m", "nexus", "--vault", str(env.vault.root), *args],
         cwd=cwd,
-        env={**env.environ, "HOME": str(home)},
+        env={**env.environ, "HOME": str(home), "PATH": path, "OPENCODE_DISABLE_MODELS_FETCH": "1"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -130,6 +131,8 @@ def test_an_opencode_session_uses_nexus(env: Env, tmp_path: Path, scope: str) ->
 
     verify = nexus(env, home, project, "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
+    check = nexus(env, home, project, "setup", "--check", "opencode")  # opencode's own view
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def compaction(env: Env, model: ScriptedModel, server: Server, sid: str) -> None:
