@@ -311,7 +311,8 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         action="append",
         default=[],
         metavar="WHAT",
-        help="leave out one thing setup writes on your behalf (codex: project-trust, hook-trust)",
+        help="leave out one thing setup writes on your behalf (codex: project-trust, hook-trust; "
+        "gemini-cli: folder-trust, tool-trust, hook-trust)",
     )
 
 
