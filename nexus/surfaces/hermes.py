@@ -1,10 +1,10 @@
-"""nexus as a Hermes Agent memory provider (``hermes-agent`` 0.19's ``MemoryProvider``).
+"""nexus as a Hermes Agent memory provider (``hermes-agent`` 0.19's ``MemoryProvider`` calls).
 
-``nexus setup hermes`` installs a small plugin in ``$HERMES_HOME/plugins/nexus/`` whose ``register(ctx)``
-hands Hermes a :class:`NexusMemoryProvider`; Hermes' own loader (``plugins.memory.load_memory_provider``)
-finds it there when ``memory.provider: nexus`` is set in ``config.yaml``. Every method is a thin
-adapter over the operations the CLI and the MCP tools call (``session``, ``log``, ``memory``,
-``search``, ``decisions``, ``checkpoints``):
+Hermes runs in its own Python environment, so nexus never runs inside it: ``nexus setup hermes``
+installs a small plugin (``runtimes/hermes_plugin.py``) in ``$HERMES_HOME/plugins/nexus/`` that starts
+``nexus hermes-provider`` (:func:`serve`) once per session and hands it each provider call as one JSON
+line. The provider here answers them; every method is a thin adapter over the operations the CLI and
+the MCP tools call (``session``, ``log``, ``memory``, ``search``, ``decisions``, ``checkpoints``):
 
 - ``initialize``: maps the Hermes profile (``agent_identity``) to a nexus agent and starts the session
   (``session.start``: identity, what it owes, decisions, checkpoint, memory and memory index, unread);
@@ -36,12 +36,7 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-try:  # inside Hermes Agent; outside it (tests of nexus alone) the class stands on its own
-    from agent.memory_provider import MemoryProvider  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the runtime
-    MemoryProvider = object
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -77,8 +72,8 @@ def _config(hermes_home: str | None, env: Mapping[str, str]) -> dict[str, Any]:
         return {}
 
 
-class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
-    """The nexus vault as Hermes' external memory provider."""
+class NexusMemoryProvider:
+    """The nexus vault as Hermes' external memory provider (the calls of Hermes' ``MemoryProvider``)."""
 
     def __init__(self) -> None:
         self._vault: Any = None
@@ -446,6 +441,47 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
             durable.replace(path, new.encode("utf-8"))
 
 
-def register(ctx: Any) -> None:
-    """Hermes' plugin entry: hand it the provider."""
-    ctx.register_memory_provider(NexusMemoryProvider())
+# what the plugin may ask for: the provider's calls, nothing else
+CALLS = frozenset(
+    {
+        "is_available",
+        "initialize",
+        "system_prompt_block",
+        "prefetch",
+        "sync_turn",
+        "on_memory_write",
+        "on_pre_compress",
+        "on_session_end",
+        "get_tool_schemas",
+        "handle_tool_call",
+        "save_config",
+        "shutdown",
+    }
+)
+
+
+def serve(requests: IO[str], answers: IO[str]) -> int:
+    """Answer the plugin: one JSON request per line (``{"call", "args", "kwargs"}``), one JSON answer
+    per line (``{"result"}`` or ``{"error"}``), until ``shutdown`` or the end of input; the background
+    writes are finished before it returns."""
+    provider = NexusMemoryProvider()
+    try:
+        for line in requests:
+            name = ""
+            try:
+                request = json.loads(line)
+                name = str(request["call"])
+                if name not in CALLS:
+                    raise KeyError(f"no call {name!r}")
+                result = getattr(provider, name)(*request.get("args", ()), **request.get("kwargs", {}))
+                answer: dict[str, Any] = {"result": result}
+            except Exception as err:  # the call fails, the session goes on: Hermes logs it
+                logger.warning("nexus: %s failed: %s", name or "a request", err)
+                answer = {"error": f"{type(err).__name__}: {err}"}
+            answers.write(json.dumps(answer, ensure_ascii=False, default=str) + "\n")
+            answers.flush()
+            if name == "shutdown":
+                break
+    finally:
+        provider.shutdown()
+    return 0

@@ -21,6 +21,12 @@ def module(runtime: str) -> ModuleType:
     return import_module(f".{runtime.replace('-', '_')}", __name__)
 
 
+def scopes(runtime: str) -> tuple[str, ...]:
+    """The scopes a runtime has, its default first (project, where the runtime reads a project's files)."""
+    found: tuple[str, ...] = getattr(module(runtime), "SCOPES", ("project", "user"))
+    return found
+
+
 def changes(runtime: str, wiring: Wiring) -> list[Change]:
     plan: Callable[[Wiring], list[Change]] = module(runtime).changes
     return plan(wiring)

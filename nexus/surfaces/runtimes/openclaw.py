@@ -14,6 +14,8 @@ from . import rules
 from .configfiles import block_merge, exact, json_merge, table
 from .wiring import Change, Wiring
 
+SCOPES = ("user",)  # OpenClaw keeps one configuration per user (~/.openclaw)
+
 HOOK_NAME = "nexus-brief"
 
 HOOK_MD = """---
