@@ -87,6 +87,7 @@ class NexusMemoryProvider:
         self._search: ThreadPoolExecutor | None = None
         self._pending: list[Future[Any]] = []
         self._lock = threading.Lock()
+        self._shown: set[str] = set()  # the facts prefetch already gave this session
         self.refused: list[str] = []  # memory writes the safety scan refused (also logged)
 
     # ------------------------------------------------------------------ lifecycle
@@ -135,7 +136,16 @@ class NexusMemoryProvider:
         self._session_id = session_id or "default"
         # cron, subagent and flush contexts read but never write (Hermes' own advice)
         self._writes = kwargs.get("agent_context", "primary") == "primary"
-        self._frozen = session.start(self._vault, self._agent, self._session_id, self._settings)
+        if session.record_path(self._vault, self._agent, self._session_id).is_file():
+            # a session Hermes resumes (`--resume`, another process) sends its stored system prompt
+            # again, not this block: what is new since the session's last turn is left to prefetch,
+            # so the brief is rendered here without being recorded as told
+            from ..team import brief
+
+            text = brief.render(brief.build(self._vault, self._agent, self._settings))
+            self._frozen = text.replace("\n", " (session resumed: continue from your checkpoint below)\n", 1)
+        else:
+            self._frozen = session.start(self._vault, self._agent, self._session_id, self._settings)
 
     def system_prompt_block(self) -> str:
         return self._frozen
@@ -168,25 +178,26 @@ class NexusMemoryProvider:
         return "\n\n".join(p for p in parts if p)
 
     def _hits(self, words: str, room: int) -> str:
+        """Approved facts of the memory index that match the turn, each once a session: what is new in
+        the log already came with the brief and the turns, and is never sent twice."""
         from .. import search
 
         lines: list[str] = []
-        langs = self._settings.search_languages
         try:
-            hits = search.search(self._vault, words, path="memory/", limit=3, languages=langs)
-            hits += [
-                h
-                for h in search.search(self._vault, words, limit=5, languages=langs)
-                if h.path not in {x.path for x in hits}
-            ][:3]
+            hits = search.search(
+                self._vault, words, path="memory/", limit=3, languages=self._settings.search_languages
+            )
         except Exception as err:  # a search problem never costs the turn
             logger.warning("nexus search failed: %s", err)
             return ""
         for h in hits:
+            if h.link in self._shown:
+                continue
             line = f"- {h.title} — {_one_line(h.snippet.replace('**', ''), 160)} ({h.link})"
             if sum(len(x) + 1 for x in lines) + len(line) > room - 60:
                 break
             lines.append(line)
+            self._shown.add(h.link)
         return "## Related in the vault\n" + "\n".join(lines) if lines else ""
 
     def sync_turn(
@@ -262,6 +273,11 @@ class NexusMemoryProvider:
             return ""
         cp = session.pre_compact(
             self._vault, self._agent, self._session_id, trigger="hermes", keys_home=self._keys_home
+        )
+        # Hermes rebuilds its system prompt right after this call: the brief it gets carries the
+        # checkpoint just saved, as a runtime's brief after compaction does
+        self._frozen = session.start(
+            self._vault, self._agent, self._session_id, self._settings, source="compact"
         )
         return f"(nexus checkpoint saved, version {cp.seq}: {cp.task} — next: {cp.next})"
 

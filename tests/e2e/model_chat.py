@@ -28,6 +28,7 @@ class Reply:
     text: str = ""
     tools: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     when: Callable[[dict[str, Any]], bool] | None = None  # only for a request this accepts
+    prompt_tokens: int | None = None  # the usage reported (a large one makes a runtime compact)
 
 
 @dataclass
@@ -190,8 +191,8 @@ class ModelServer:
             for i, (name, args) in enumerate(reply.tools)
         ]
 
-    def _usage(self, body: dict[str, Any]) -> dict[str, int]:
-        prompt = len(json.dumps(body.get("messages") or [])) // 4
+    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        prompt = reply.prompt_tokens or len(json.dumps(body.get("messages") or [])) // 4
         return {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}
 
     def _completion(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
@@ -205,7 +206,7 @@ class ModelServer:
             "created": int(time.time()),
             "model": body.get("model") or MODEL,
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": self._usage(body),
+            "usage": self._usage(body, reply),
         }
 
     def _chunks(self, reply: Reply, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -235,5 +236,5 @@ class ModelServer:
                 "created": created,
                 "model": model,
                 "choices": [],
-                "usage": self._usage(body),
+                "usage": self._usage(body, reply),
             }
