@@ -243,7 +243,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
         home=Path.home(),
         nexus=_executable("nexus"),
         hook=_executable("nexus-hook"),
-        env={k: v for k, v in os.environ.items() if k == "HERMES_HOME"},
+        env={k: v for k, v in os.environ.items() if k in ("HERMES_HOME", "PATH")},
     )
     planned = runtimes.changes(args.runtime, w)
     outcomes = wiring.compute(planned) if args.check or args.dry_run else wiring.apply(planned)
@@ -262,12 +262,19 @@ def cmd_setup(args: argparse.Namespace) -> int:
             for d in data
         ]
         ok = all(d["state"] == "wired" for d in data)
+        # the runtime's own view, where its module has one: (what is missing, the command that adds it)
+        view: list[tuple[str, str]] = runtimes.check(args.runtime, w) if ok else []
+        lines += [f"missing:  {what}\n          add it: {command}" for what, command in view]
+        ok = ok and not view
         lines.append(
             f"{args.runtime} is wired to {vault.root} as {args.agent}"
             if ok
             else f"run `nexus setup {args.runtime} --agent {args.agent}` to wire what is missing"
+            if not view
+            else f"{args.runtime} would not use nexus: {view[0][1]}"
         )
-        _emit(args, {"wired": ok, "files": data}, "\n".join(lines))
+        missing = [{"missing": what, "command": command} for what, command in view]
+        _emit(args, {"wired": ok, "files": data, "runtime": missing}, "\n".join(lines))
         return 0 if ok else 1
     if args.dry_run:
         diffs = [o.diff() for o in outcomes if o.changed]

@@ -117,11 +117,18 @@ class NexusMemoryProvider:
         return workspace.for_vault(vault, env, keys=keys), str(agent)
 
     def is_available(self) -> bool:
-        """Configured and the vault and agent exist (no network, nothing written)."""
+        """Configured, and the vault, the agent and its private key are there (nothing written); else
+        False, and the reason logged (it reaches Hermes' log)."""
+        from ..keys import identity
+
         try:
             ws, agent = self._resolve(os.environ, None, None)
-            return bool(agent) and ws.vault.identity_path(agent).is_file()
-        except Exception:
+            if not agent:
+                raise LookupError("no agent: set plugins.nexus.agent in Hermes' config.yaml")
+            identity.load_signer(ws.vault, ws.keys_home, agent)
+            return True
+        except Exception as err:
+            logger.warning("nexus is not available: %s", err)
             return False
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:

@@ -34,15 +34,22 @@ def _summary_request(body: dict[str, Any]) -> bool:
     return not body.get("tools") and "summarization agent" in json.dumps(body.get("messages", [])[-1:])
 
 
-def _setup(env: Any, hermes: Hermes, *args: str) -> subprocess.CompletedProcess[str]:
+def _nexus(
+    env: Any, hermes: Hermes, *args: str, nexus_on_path: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """A ``nexus`` command as the user runs it, in that user's environment."""
     return subprocess.run(
-        [sys.executable, "-m", "nexus", "--vault", str(env.vault.root), "setup", "hermes", *args],
+        [sys.executable, "-m", "nexus", "--vault", str(env.vault.root), *args],
         capture_output=True,
         text=True,
-        env={**hermes.env(), "NEXUS_HOME": str(env.keys_home)},
+        env={**hermes.env(nexus_on_path=nexus_on_path), "NEXUS_HOME": str(env.keys_home)},
         cwd=hermes.project,
         timeout=60,
     )
+
+
+def _setup(env: Any, hermes: Hermes, *args: str) -> subprocess.CompletedProcess[str]:
+    return _nexus(env, hermes, "setup", "hermes", *args)
 
 
 @pytest.fixture
@@ -59,6 +66,8 @@ def test_a_whole_hermes_session_with_nexus(env: Any, hermes: Hermes) -> None:
     wired = _setup(env, hermes, "--agent", "ella")
     assert wired.returncode == 0, wired.stderr
     assert str(hermes.hermes_home / "plugins" / "nexus" / "__init__.py") in wired.stdout
+    check = _nexus(env, hermes, "setup", "--check", "hermes", "--agent", "ella")
+    assert check.returncode == 0, check.stdout
 
     with ModelServer() as model:
         hermes.configure(model.url)
@@ -144,23 +153,11 @@ def test_without_nexus_on_path_hermes_says_so_and_check_names_the_fix(env: Any, 
         hermes.chat("Begin", nexus_on_path=False)
         assert "nexus brief for ella" not in model.requests[0].text("system")
     assert "`nexus` is not on PATH" in hermes.log()
-    check = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nexus",
-            "--vault",
-            str(env.vault.root),
-            "setup",
-            "--check",
-            "hermes",
-            "--agent",
-            "ella",
-        ],
-        capture_output=True,
-        text=True,
-        env={**hermes.env(nexus_on_path=False), "NEXUS_HOME": str(env.keys_home)},
-        timeout=60,
-    )
+    check = _nexus(env, hermes, "setup", "--check", "hermes", "--agent", "ella", nexus_on_path=False)
     assert check.returncode != 0
-    assert "nexus" in check.stdout + check.stderr and "PATH" in check.stdout + check.stderr
+    assert "`nexus` is not on PATH" in check.stdout and 'export PATH="' in check.stdout
+    # a key the wiring does not reach: Hermes would run without nexus, and --check says why
+    key = next(env.keys_home.rglob("ella.pem"))
+    key.rename(key.with_name("elsewhere.pem"))
+    check = _nexus(env, hermes, "setup", "--check", "hermes", "--agent", "ella")
+    assert check.returncode != 0 and "no private key for 'ella'" in check.stdout, check.stdout

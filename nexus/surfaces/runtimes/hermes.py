@@ -10,8 +10,14 @@ PATH) and forwards each provider call to it.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .configfiles import exact, table, yaml_merge
 from .wiring import Change, Wiring
@@ -58,3 +64,44 @@ def changes(w: Wiring) -> list[Change]:
             config, "memory.provider: nexus, plugins.nexus (vault, agent, keys)", yaml_merge(config, edit)
         ),
     ]
+
+
+def check(w: Wiring) -> list[tuple[str, str]]:
+    """Hermes' own view, beyond the files: whether its plugin can start nexus (the ``nexus`` on the PATH
+    in ``w.env``, or ``plugins.nexus.command``) and whether that nexus says it is available (vault,
+    agent and private key found from Hermes' config.yaml). Each problem: what is missing, and the one
+    command that adds it."""
+    config = hermes_home(w) / "config.yaml"
+    try:
+        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        data = {}
+    cfg = ((data.get("plugins") or {}).get("nexus") or {}) if isinstance(data, dict) else {}
+    command = str(cfg.get("command") or "nexus")
+    found = shutil.which(os.path.expanduser(command), path=w.env.get("PATH"))
+    if found is None:
+        return [
+            (
+                f"`{command}` is not on PATH, so Hermes' nexus plugin cannot start it (Hermes then runs "
+                "without nexus)",
+                f'export PATH="{Path(w.nexus).parent}:$PATH"',
+            )
+        ]
+    env = {k: v for k, v in w.env.items() if not k.startswith("NEXUS_")}
+    env["HERMES_HOME"] = str(hermes_home(w))
+    try:
+        proc = subprocess.run(
+            [found, "hermes-provider"],
+            input='{"call": "is_available"}\n',
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        available = json.loads(proc.stdout.splitlines()[0]).get("result") is True
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as err:
+        return [(f"{found} hermes-provider does not answer ({err})", f"nexus setup hermes --agent {w.agent}")]
+    if not available:
+        why = " ".join(proc.stderr.split())[-200:] or "no reason given"
+        return [(f"nexus is not available to Hermes: {why}", f"nexus setup hermes --agent {w.agent}")]
+    return []
