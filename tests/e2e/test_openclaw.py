@@ -11,6 +11,7 @@ retaining its decision in the bank, pending approval."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -49,12 +50,15 @@ class Claw:
         return log.append(self.vault, signer, channel="parser", type="note", summary=summary).located.entry.id
 
     def nexus(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """A ``nexus`` command in this user's environment, with ``openclaw`` on PATH as installed."""
+        env = {**self.openclaw.env(), "NEXUS_HOME": str(self.keys)}
+        env["PATH"] = f"{openclaw_command().parent}{os.pathsep}{env.get('PATH', '')}"
         return subprocess.run(
             [sys.executable, "-m", "nexus", "--vault", str(self.vault.root), *args],
             capture_output=True,
             text=True,
-            env={**self.openclaw.env(), "NEXUS_HOME": str(self.keys)},
-            timeout=60,
+            env=env,
+            timeout=300,
         )
 
 
@@ -175,3 +179,14 @@ def test_a_whole_openclaw_session_with_nexus(claw: Claw) -> None:
     print(
         json.dumps({"gateway_ready_s": round(claw.ready_seconds, 1), "first_turn_s": round(first.seconds, 1)})
     )
+
+
+def test_check_reports_what_openclaw_sees(claw: Claw) -> None:
+    """``nexus setup --check openclaw``: 0 while OpenClaw loads the hook and its Gateway answers; with
+    the Gateway stopped (hooks run nowhere else), non-zero, naming it and the command that starts it."""
+    ok = claw.nexus("setup", "--check", "openclaw", "--agent", "ella")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    claw.openclaw.stop()
+    down = claw.nexus("setup", "--check", "openclaw", "--agent", "ella")
+    assert down.returncode != 0
+    assert "the OpenClaw Gateway does not answer" in down.stdout and "openclaw gateway run" in down.stdout

@@ -14,6 +14,8 @@ the bank, pending approval).
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from typing import Any
 
 from . import rules
@@ -146,3 +148,64 @@ def changes(w: Wiring) -> list[Change]:
             block_merge(rules.text(w.agent, injected=True)),
         ),
     ]
+
+
+def _openclaw_json(exe: str, args: list[str], w: Wiring) -> Any:
+    env = {**w.env, "HOME": str(w.home)}
+    return subprocess.Popen(
+        [exe, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=w.home
+    )
+
+
+def _parsed(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    try:
+        out, _ = proc.communicate(timeout=120)
+        data = json.loads(out)
+    except (ValueError, subprocess.TimeoutExpired):
+        proc.kill()
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def check(w: Wiring) -> list[tuple[str, str]]:
+    """OpenClaw's own view, beyond the files: it is installed, it loads the nexus hook (``openclaw
+    hooks list``), and its Gateway, the only place hooks run, answers (``openclaw gateway status``).
+    Each problem: what is missing, and the one command that adds it."""
+    exe = shutil.which("openclaw", path=w.env.get("PATH"))
+    if exe is None:
+        return [("OpenClaw is not on PATH", "npm install -g openclaw")]
+    hooks = _openclaw_json(exe, ["hooks", "list", "--json"], w)
+    status = _openclaw_json(exe, ["gateway", "status", "--json"], w)
+    listed = [
+        h for h in _parsed(hooks).get("hooks") or [] if isinstance(h, dict) and h.get("name") == HOOK_NAME
+    ]
+    problems = []
+    if (
+        not listed
+        or not (listed[0].get("eligible") and listed[0].get("loadable"))
+        or listed[0].get("disabled")
+    ):
+        why = "not listed" if not listed else json.dumps(listed[0].get("missing") or {}, sort_keys=True)
+        problems.append(
+            (
+                f"OpenClaw does not load the {HOOK_NAME} hook ({why})",
+                f"nexus setup openclaw --agent {w.agent}",
+            )
+        )
+    elif set(EVENTS) - set(listed[0].get("events") or []):
+        problems.append(
+            (
+                f"OpenClaw's {HOOK_NAME} hook misses events {sorted(set(EVENTS) - set(listed[0]['events']))}",
+                f"nexus setup openclaw --agent {w.agent}",
+            )
+        )
+    rpc = _parsed(status).get("rpc") or {}
+    if not rpc.get("ok"):
+        problems.append(
+            (
+                "the OpenClaw Gateway does not answer: hooks (the brief, the checkpoint, retention) run only "
+                f"there ({rpc.get('error') or 'no answer'})",
+                "openclaw gateway run",
+            )
+        )
+    return problems
