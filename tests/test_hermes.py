@@ -180,3 +180,28 @@ def test_setup_says_where_hermes_and_openclaw_write_and_refuses_a_project_scope_
     assert (home / ".hermes/plugins/nexus/__init__.py").is_file() and (
         home / ".openclaw/openclaw.json"
     ).is_file()
+
+
+def test_the_provider_server_answers_each_line_and_survives_bad_ones(env: Env, tmp_path: Path) -> None:
+    """`nexus hermes-provider`: one answer line per request line; a bad or unknown request is an error
+    answer, never the end of the session; only the provider's calls are reachable."""
+    import io
+
+    from nexus.surfaces import hermes
+
+    requests = io.StringIO(
+        "{bad json\n"
+        '{"call": "__init__"}\n'
+        '{"call": "get_tool_schemas"}\n'
+        '{"call": "prefetch", "args": ["x"]}\n'
+        '{"call": "shutdown"}\n'
+        '{"call": "get_tool_schemas"}\n'
+    )
+    answers = io.StringIO()
+    assert hermes.serve(requests, answers) == 0
+    lines = [json.loads(x) for x in answers.getvalue().splitlines()]
+    assert len(lines) == 5  # nothing after shutdown
+    assert "error" in lines[0] and "no call '__init__'" in lines[1]["error"]
+    assert "nexus_log_append" in {t["name"] for t in lines[2]["result"]}
+    assert lines[3] == {"result": ""}  # before initialize: nothing to give, no error
+    assert lines[4] == {"result": None}
