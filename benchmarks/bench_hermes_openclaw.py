@@ -59,11 +59,15 @@ manager.initialize_all(session_id="bench", platform="cli")
 start_ms = (time.perf_counter() - t0) * 1000
 quiet, news = [], []
 for i in range(runs):
-    t0 = time.perf_counter(); manager.prefetch_all("continue"); quiet.append((time.perf_counter() - t0) * 1000)
+    t0 = time.perf_counter()
+    manager.prefetch_all("continue")
+    quiet.append((time.perf_counter() - t0) * 1000)
     subprocess.run(["nexus", "--vault", vault, "log", "append", "--agent", "lyra", "--channel", "ops",
                     "--type", "note", "--summary", f"news {i}"], env={**__import__("os").environ,
                     "NEXUS_HOME": keys}, check=True, capture_output=True)
-    t0 = time.perf_counter(); text = manager.prefetch_all("continue"); news.append((time.perf_counter() - t0) * 1000)
+    t0 = time.perf_counter()
+    text = manager.prefetch_all("continue")
+    news.append((time.perf_counter() - t0) * 1000)
     assert f"news {i}" in text, text
 manager.shutdown_all()
 print(json.dumps({"initialize_ms": start_ms, "quiet_ms": quiet, "news_ms": news}))
