@@ -125,7 +125,13 @@ class NexusMemoryProvider:
             ws, agent = self._resolve(os.environ, None, None)
             if not agent:
                 raise LookupError("no agent: set plugins.nexus.agent in Hermes' config.yaml")
-            identity.load_signer(ws.vault, ws.keys_home, agent)
+            if not ws.vault.identity_path(agent).is_file():
+                raise LookupError(
+                    f"unknown agent {agent!r} in {ws.vault.root}: run `nexus agent add {agent}`"
+                )
+            key = identity.private_key_path(ws.vault, ws.keys_home, agent)
+            if not key.is_file():  # (the file's presence: reading the key waits for the first append)
+                raise LookupError(f"no private key for {agent!r} at {key} (set plugins.nexus.keys_home)")
             return True
         except Exception as err:
             logger.warning("nexus is not available: %s", err)
@@ -143,6 +149,7 @@ class NexusMemoryProvider:
         self._session_id = session_id or "default"
         # cron, subagent and flush contexts read but never write (Hermes' own advice)
         self._writes = kwargs.get("agent_context", "primary") == "primary"
+        self._warm_search()
         if session.record_path(self._vault, self._agent, self._session_id).is_file():
             # a session Hermes resumes (`--resume`, another process) sends its stored system prompt
             # again, not this block: what is new since the session's last turn is left to prefetch,
@@ -174,15 +181,33 @@ class NexusMemoryProvider:
         ]
         words = _words(query)
         if words:
-            with self._lock:
-                if self._search is None:
-                    self._search = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-search")
-            found = self._search.submit(self._hits, words, PREFETCH_CHARS - len(parts[0]))
+            found = self._searcher().submit(self._hits, words, PREFETCH_CHARS - len(parts[0]))
             try:
                 parts.append(found.result(timeout=SEARCH_WAIT))
             except TimeoutError:
                 logger.info("nexus: search hits not ready in %.1fs; this turn goes without them", SEARCH_WAIT)
         return "\n\n".join(p for p in parts if p)
+
+    def _searcher(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._search is None:
+                self._search = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-search")
+            return self._search
+
+    def _warm_search(self) -> None:
+        """Open the search index in the background while Hermes finishes starting: the first prefetch
+        then finds it ready (opening it costs about a third of a second)."""
+        from .. import search
+
+        def warm() -> None:
+            try:
+                search.search(
+                    self._vault, "nexus", path="memory/", limit=1, languages=self._settings.search_languages
+                )
+            except Exception as err:
+                logger.info("nexus: the search index could not be opened yet: %s", err)
+
+        self._searcher().submit(warm)
 
     def _hits(self, words: str, room: int) -> str:
         """Approved facts of the memory index that match the turn, each once a session: what is new in
