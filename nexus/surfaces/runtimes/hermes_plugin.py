@@ -12,6 +12,7 @@ import atexit
 import json
 import logging
 import os
+import queue
 import shutil
 import subprocess
 import threading
@@ -24,6 +25,7 @@ except ImportError:  # pragma: no cover - depends on the runtime
 
 logger = logging.getLogger("nexus")
 _PLAIN = (str, int, float, bool, type(None), list, dict)
+WAIT = 60.0  # seconds for one answer; a nexus that hangs is stopped, and Hermes goes on without it
 
 
 def _command() -> list[str] | None:
@@ -47,6 +49,7 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         self._proc: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
         self._tools: list[dict[str, Any]] | None = None
+        self._answers: queue.Queue[str] = queue.Queue()
 
     @property
     def name(self) -> str:
@@ -68,9 +71,18 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
             encoding="utf-8",
             bufsize=1,
         )
+        self._answers = queue.Queue()
         threading.Thread(target=self._relay, args=(self._proc,), daemon=True).start()
+        threading.Thread(target=self._read, args=(self._proc, self._answers), daemon=True).start()
         atexit.register(self._stop)
         return self._proc
+
+    @staticmethod
+    def _read(proc: subprocess.Popen[str], answers: queue.Queue[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            answers.put(line)
+        answers.put("")  # the end: nexus stopped
 
     @staticmethod
     def _relay(proc: subprocess.Popen[str]) -> None:
@@ -92,13 +104,18 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         )
         with self._lock:
             proc = self._start()
-            assert proc.stdin is not None and proc.stdout is not None
+            assert proc.stdin is not None
             try:
                 proc.stdin.write(request + "\n")
                 proc.stdin.flush()
-                line = proc.stdout.readline()
+                line = self._answers.get(timeout=WAIT)
             except OSError as err:
                 raise RuntimeError(f"nexus hermes-provider stopped: {err}") from None
+            except queue.Empty:
+                proc.kill()
+                raise RuntimeError(
+                    f"nexus hermes-provider gave no answer to {name} in {WAIT:.0f} s"
+                ) from None
         if not line:
             raise RuntimeError(f"nexus hermes-provider stopped (exit {proc.poll()})")
         answer = json.loads(line)
