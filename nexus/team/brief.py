@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 
-from ..keys import roster, trust
+from ..keys import roster
 from ..ledger import log
 from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
@@ -41,7 +41,7 @@ UNVERIFIED_TITLE = "UNVERIFIED: not their authors' words"
 
 
 def unverified_line(located: Located) -> str:
-    """How every reader shows an entry that failed the per-entry check (``verify.check_entry``):
+    """How every reader shows an entry that failed the per-entry check (``check.check_entry``):
     marked, never as its claimed author's words, without its body."""
     e = located.entry
     return (
@@ -406,8 +406,7 @@ def build(
         raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
     is_human = info.get("kind") == "human"
     data = coordination.View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
-    ring = trust.load(vault)
-    items, cursor = log.scan_unread(vault, agent, ring=ring)
+    items, cursor = log.scan_unread(vault, agent, checker=coordination.entry_checker(vault))
     owed = _owed_section(
         vault, agent, data, int(budget * OWED_SHARE), surface, frozenset(x.entry.id for x in items)
     )
