@@ -484,6 +484,7 @@ def _loop(
     heartbeat.beat(vault, started=started, every=every)  # (brief and verify notice a death)
     _ready(watcher)
     next_rescan = time.monotonic() + every
+    passes = 0
     while not stop.is_set():
         wake.wait(max(0.0, min([next_rescan, *watcher.deadlines.values()]) - time.monotonic()))
         wake.clear()
@@ -499,5 +500,6 @@ def _loop(
             check_observer()
             watcher.full_pass()
             indexer.poke()  # (cheap when nothing changed: a stat per file)
-            heartbeat.beat(vault, started=started, every=every)
+            passes += 1
+            heartbeat.beat(vault, started=started, every=every, passes=passes)
             next_rescan = time.monotonic() + every
