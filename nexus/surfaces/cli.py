@@ -195,23 +195,19 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from . import runtimes
     from .runtimes import wiring
 
-    runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
-    if args.scope not in (None, *wiring.SCOPES):
+    scopes = runtimes.scopes(args.runtime)  # an unknown runtime is refused before anything is read
+    if args.scope is not None and args.scope not in wiring.SCOPES:
         raise InputError(f"unknown scope {args.scope!r}: use project or user")
     env = {k: v for k, v in os.environ.items() if k in runtimes.ENV_KEYS}
-    view = runtimes.view(args.runtime)  # the module asking the runtime itself, when it has one
-    found = None
-    if args.agent is None:  # --check finds the agent (and its vault and keys) from the wiring
-        found = view.wired(Path(args.project).resolve(), Path.home(), env) if args.check and view else None
-        if found is None:
-            raise InputError(
-                f"--agent NAME is required: no nexus wiring for {args.runtime} found here"
-                if args.check
-                else "--agent NAME is required"
-            )
-        args.agent = found.agent
-        if args.vault is None and found.vault:
-            args.vault = found.vault
+    view = runtimes.view(args.runtime)  # the module asking the installed runtime, when it has one
+    found = _wired_agent(args, view, env) if args.agent is None else None
+    if args.scope is None:
+        args.scope = found.scope if found else scopes[0]
+    if args.scope not in scopes:
+        raise InputError(
+            f"{args.runtime} has no {args.scope} scope (it reads only its per-user configuration): "
+            f"leave out --scope, or use --scope {scopes[0]}; nothing was changed"
+        )
     vault = _vault(args)
     from ..storage.text import check_name
 
@@ -222,7 +218,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
         agent=args.agent,
         vault=vault.root.resolve(),
         keys_home=keys.resolve(),
-        scope=args.scope or (found.scope if found else "project"),
+        scope=args.scope,
         project=Path(args.project).resolve(),
         home=Path.home(),
         nexus=_executable("nexus"),
@@ -246,24 +242,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
             f"{'ok' if d['state'] == 'wired' else d['state'] + ':':<9} {d['path']} — {d['what']}"
             for d in data
         ]
-        ok = all(d["state"] == "wired" for d in data)
-        fix = f"nexus setup {args.runtime} --agent {args.agent}" + (
-            " --scope user" if w.scope == "user" else ""
-        )
-        own = view.check(w, shutil.which(view.PROGRAM)) if view else []  # the runtime's own view
-        for f in own:
-            lines.append(
-                f"{'ok' if f.ok else 'missing:':<9} {f.line}" + ("" if f.ok else f" — run `{f.fix}`")
-            )
-        ok = ok and all(f.ok for f in own)
-        lines.append(
-            f"{args.runtime} is wired to {vault.root} as {args.agent}"
-            if ok
-            else f"run `{next((f.fix for f in own if not f.ok), fix)}` to wire what is missing"
-        )
-        runtime_view = [{"ok": f.ok, "what": f.line, "fix": f.fix or None} for f in own]
-        _emit(args, {"wired": ok, "files": data, "runtime": runtime_view}, "\n".join(lines))
-        return 0 if ok else 1
+        return _check_runtime(args, w, vault.root, data, lines, view)
     if args.dry_run:
         diffs = [o.diff() for o in outcomes if o.changed]
         _emit(
@@ -284,6 +263,51 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wired_agent(args: argparse.Namespace, view: Any, env: dict[str, str]) -> Any:
+    """``--check`` without ``--agent``: the agent (and its vault and keys) the runtime's wiring names."""
+    found = view.wired(Path(args.project).resolve(), Path.home(), env) if args.check and view else None
+    if found is None:
+        raise InputError(
+            f"--agent NAME is required: no nexus wiring for {args.runtime} found here"
+            if args.check
+            else "--agent NAME is required"
+        )
+    args.agent = found.agent
+    if args.vault is None and found.vault:
+        args.vault = found.vault
+    return found
+
+
+def _check_runtime(
+    args: argparse.Namespace, w: Any, root: Path, data: list[dict[str, Any]], lines: list[str], view: Any
+) -> int:
+    """``--check``'s report: the files, then the runtime's own view. A view module asks the installed
+    program and says what holds too; a runtime module's own ``check`` names only what is missing (and
+    runs once the files are wired)."""
+    from . import runtimes
+
+    ok = all(d["state"] == "wired" for d in data)
+    own = view.check(w, shutil.which(view.PROGRAM)) if view else []
+    lines += [
+        f"{'ok' if f.ok else 'missing:':<9} {f.line}" + ("" if f.ok else f" — run `{f.fix}`") for f in own
+    ]
+    missing: list[tuple[str, str]] = runtimes.check(args.runtime, w) if ok else []
+    lines += [f"missing:  {what}\n          add it: {command}" for what, command in missing]
+    missing += [(f.line, f.fix) for f in own if not f.ok]
+    setup = f"nexus setup {args.runtime} --agent {args.agent}" + (
+        " --scope user" if w.scope == "user" else ""
+    )
+    if ok and not missing:
+        lines.append(f"{args.runtime} is wired to {root} as {args.agent}")
+    elif missing and not own:
+        lines.append(f"{args.runtime} would not use nexus: {missing[0][1]}")
+    else:
+        lines.append(f"run `{missing[0][1] if missing else setup}` to wire what is missing")
+    runtime = [{"missing": what, "command": command} for what, command in missing]
+    _emit(args, {"wired": ok and not missing, "files": data, "runtime": runtime}, "\n".join(lines))
+    return 0 if ok and not missing else 1
+
+
 def _add_setup_command(groups: dict[str, Any]) -> None:
     sub = groups[""]
     p = _cmd(
@@ -301,7 +325,10 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
     p.add_argument(
         "--scope",
         default=None,
-        help="project (default: files in --project) or user (files in your home folder)",
+        help="project: files in --project (the default for claude-code, codex, gemini-cli, opencode and "
+        "cursor); user: files in "
+        "your home folder (the only scope, so the default, for hermes: $HERMES_HOME, else ~/.hermes; "
+        "and openclaw: ~/.openclaw)",
     )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
@@ -313,6 +340,28 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         metavar="WHAT",
         help="leave out one thing setup writes on your behalf (codex: project-trust, hook-trust; "
         "gemini-cli: folder-trust, tool-trust, hook-trust)",
+    )
+
+
+def cmd_hermes_provider(args: argparse.Namespace) -> int:
+    from . import hermes
+
+    # the protocol owns standard output: anything else printed goes to standard error
+    answers, sys.stdout = sys.stdout, sys.stderr
+    try:
+        return hermes.serve(sys.stdin, answers)
+    finally:
+        sys.stdout = answers
+
+
+def _add_hermes_command(groups: dict[str, Any]) -> None:
+    _cmd(
+        groups[""],
+        "hermes-provider",
+        cmd_hermes_provider,
+        "answer Hermes Agent's nexus plugin over stdio (the plugin `nexus setup hermes` installs runs it)",
+        "nexus hermes-provider < requests.jsonl",
+        json_flag=False,
     )
 
 
@@ -579,6 +628,7 @@ HAND_WRITTEN: dict[str, Callable[[dict[str, Any]], None]] = {
     "watch": _add_coordination_commands,
     "mcp": _add_search_commands,
     "setup": _add_setup_command,
+    "hermes-provider": _add_hermes_command,
     "git": _add_git_commands,
     "sync": _add_sync_command,
 }

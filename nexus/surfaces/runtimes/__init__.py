@@ -1,6 +1,7 @@
 """``nexus setup RUNTIME``: wire an agent runtime to a nexus vault where that runtime reads its own
-configuration (Claude Code, Codex, Hermes Agent, OpenClaw, Cursor). One module per runtime says which
-files it gets; ``configfiles`` merges without clobbering; ``wiring`` computes, diffs and applies."""
+configuration (Claude Code, Codex, Gemini CLI, opencode, Hermes Agent, OpenClaw, Cursor). One module
+per runtime says which files it gets; ``configfiles`` merges without clobbering; ``wiring`` computes,
+diffs and applies."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from ...errors import InputError
 from .wiring import Change, Wiring
 
 RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor", "gemini-cli", "opencode")
-# where a runtime keeps its own files, when the user moved them (read by the entry point, passed down)
-ENV_KEYS = ("HERMES_HOME", "CODEX_HOME", "XDG_CONFIG_HOME")
+# read by the entry point and passed down: where a runtime keeps its own files when the user moved
+# them, and PATH (Hermes' plugin starts the nexus found there)
+ENV_KEYS = ("HERMES_HOME", "PATH", "CODEX_HOME", "XDG_CONFIG_HOME")
 
 
 def module(runtime: str) -> ModuleType:
@@ -23,8 +25,22 @@ def module(runtime: str) -> ModuleType:
     return import_module(f".{runtime.replace('-', '_')}", __name__)
 
 
-# runtime -> the module that asks the installed runtime what it makes of the wiring (``--check``):
-# ``PROGRAM`` (its executable), ``wired(project, home, env)`` and ``check(wiring, program)``
+def scopes(runtime: str) -> tuple[str, ...]:
+    """The scopes a runtime has, its default first (project, where the runtime reads a project's files)."""
+    found: tuple[str, ...] = getattr(module(runtime), "SCOPES", ("project", "user"))
+    return found
+
+
+def check(runtime: str, wiring: Wiring) -> list[tuple[str, str]]:
+    """The runtime's own view beyond nexus's files (a module's ``check``): each thing that would keep it
+    from using nexus, with the one command that adds it; [] when it would use nexus."""
+    view: Callable[[Wiring], list[tuple[str, str]]] | None = getattr(module(runtime), "check", None)
+    return view(wiring) if view else []
+
+
+# runtime -> the module that asks the installed program what it makes of the wiring (``--check``),
+# reporting what holds as well as what is missing: ``PROGRAM`` (its executable), ``wired(project, home,
+# env)`` (the agent, vault and keys found in the wiring) and ``check(wiring, program)`` (findings)
 VIEWS = {"codex": "codex_view", "gemini-cli": "gemini_cli_view", "opencode": "opencode_view"}
 
 
