@@ -63,11 +63,14 @@ def state_show(call: Call) -> Answer:
     from ..project import project_state
 
     vault = call.vault
-    version, content, absorbed = project_state.show(vault, call.keys_home)
+    version, content, unrecorded = project_state.show(vault)
     notes = (
-        []
-        if absorbed is None
-        else [f"recorded a hand edit of state/project.md as version {absorbed.version}"]
+        [
+            f"state/project.md holds a hand edit not recorded yet: the next `state set` (or `nexus watch`) "
+            f"records it as version {version}"
+        ]
+        if unrecorded
+        else []
     )
     conflicts = sorted(f"conflicts/{p.name}" for p in (vault.root / "conflicts").glob("state-*.md"))
     text_notes = [  # versions two machines recorded at once (sync)
@@ -78,7 +81,7 @@ def state_show(call: Call) -> Answer:
     data = {
         "version": version,
         "content": content,
-        "hand_edit": absorbed.to_json() if absorbed else None,
+        "hand_edit": unrecorded,
         "conflicts": conflicts,
     }
     text = f"version {version}\n\n{content}" if version else "version 0 (no project state yet)"
@@ -116,7 +119,9 @@ def state_diff(call: Call, *, old: int, new: int | None = None) -> Answer:
     from ..project import project_state
 
     a = project_state.load_version(call.vault, old)
-    b = project_state.load_version(call.vault, new if new is not None else project_state.show(call.vault)[0])
+    b = project_state.load_version(
+        call.vault, new if new is not None else project_state.current_version(call.vault)
+    )
     text = project_state.diff(a.content, b.content, f"v{a.version}", f"v{b.version}")
     return Answer({"old": a.version, "new": b.version, "diff": text}, text or "no difference")
 

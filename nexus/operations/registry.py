@@ -1111,6 +1111,7 @@ OPERATIONS: tuple[Operation, ...] = (
         hook="pre-compact",
         hook_event="PreCompact",
         acts="required",
+        kind=SET,  # it saves the checkpoint
         why_not=A_HOOK,
         params=(
             Param("trigger", description="manual or auto", default="auto", surfaces=ONLY_HOOK),

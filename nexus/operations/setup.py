@@ -101,8 +101,14 @@ def import_hermes(call: Call, *, folder: str) -> Answer:
     results = memory.import_hermes(
         call.vault, Path(folder), call.agent, memory_limit=limits["memory"], user_limit=limits["user"]
     )
-    notes = tuple(f"not imported: {why}" for r in results for why in r.skipped)
-    return Answer([r.to_json() for r in results], "\n".join(_store_text(r) for r in results), notes=notes)
+    notes = tuple(f"skipped: {why}" for r in results for why in r.skipped)
+    code = 1 if notes else 0  # a partial import is not a success: what was imported stays imported
+    return Answer(
+        [r.to_json() for r in results],
+        "\n".join(_store_text(r) for r in results),
+        notes=notes,
+        exit_code=code,
+    )
 
 
 def git_setup(call: Call) -> Answer:
