@@ -155,3 +155,67 @@ def test_decide_and_its_entry(env: Env) -> None:
             raise AssertionError("decide never ran out of writes to fail")
     assert tried >= 6
     assert env.run("verify", check=False).returncode == 0
+
+
+def test_memory_consolidate_archives_and_rewrites_together(env: Env) -> None:
+    store = env.vault.root / "agents/ella/MEMORY.md"
+    archive = env.vault.root / "archive/memory"
+    text = env.vault.root.parent / "consolidated.md"
+    text.write_text("A fact\n", encoding="utf-8")
+    a = ("memory", "consolidate", "--agent", "ella", "--file", str(text), "--archive", "B fact")
+
+    def state() -> tuple[int, int]:
+        archived = [p for p in archive.glob("*.md")] if archive.is_dir() else []
+        return int(store.read_text(encoding="utf-8") == "A fact\n"), len(archived)
+
+    tried = 0
+    for fault in ("write:{n}:persistent:ENOSPC", "fsync:{n}:once:EIO", "replace:{n}:once:EIO"):
+        for n in range(1, 40):
+            store.parent.mkdir(parents=True, exist_ok=True)
+            store.write_text("A fact\n§\nB fact\n", encoding="utf-8")
+            for p in archive.glob("*.md") if archive.is_dir() else []:
+                p.unlink()
+            failed = _faulty(env, fault.format(n=n), *a)
+            assert "Traceback" not in failed.stderr, failed.stderr
+            if failed.returncode == 0:
+                assert state() == (1, 1), (fault, n)
+                break
+            tried += 1
+            assert state() in ((0, 0), (1, 1)), (fault, n, state())  # both or neither
+            if state() == (0, 0):
+                env.run(*a)
+                assert state() == (1, 1), (fault, n, "after the retry")
+        else:
+            raise AssertionError("consolidate never ran out of writes to fail")
+    assert tried >= 3
+
+
+def test_the_review_of_a_fact_promotes_and_records_together(env: Env) -> None:
+    tried = 0
+    for fault in ("write:{n}:persistent:ENOSPC", "fsync:{n}:once:EIO", "replace:{n}:once:EIO"):
+        for n in range(1, 40):
+            got = env.run(
+                "retain", "--agent", "ella", "--type", "fact", "--content", f"fact {fault} {n}", "--json"
+            )
+            fid = got.json()["id"]
+            a = ("review", "--approve", fid, "--agent", "sam")
+
+            def state(fid: str = fid, n: int = n, fault: str = fault) -> tuple[int, int]:
+                facts = env.run("memory", "facts", "list", "--json").json()
+                promoted = sum(1 for f in facts if f"fact {fault} {n}" in f["description"])
+                pending = {f["id"] for f in env.run("review", "--json").json()}
+                return promoted, int(fid not in pending)
+
+            failed = _faulty(env, fault.format(n=n), *a)
+            assert "Traceback" not in failed.stderr, failed.stderr
+            if failed.returncode == 0:
+                assert state() == (1, 1), (fault, n)
+                break
+            tried += 1
+            assert state() in ((0, 0), (1, 0), (1, 1)), (fault, n, state())  # never reviewed, not promoted
+            if state() != (1, 1):
+                env.run(*a)
+            assert state() == (1, 1), (fault, n, "after the retry")
+        else:
+            raise AssertionError("review never ran out of writes to fail")
+    assert tried >= 3
