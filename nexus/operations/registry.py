@@ -1066,6 +1066,15 @@ OPERATIONS: tuple[Operation, ...] = (
         why_not="configures a git clone (driver, hooks): set-up, done once per clone by a person",
     ),
     Operation(
+        "git_resolve",
+        f"{SETUP}:git_resolve",
+        "resolve the conflict markers a plain `git merge` left, as the nexus merge driver would",
+        "nexus git resolve --json",
+        command="git resolve",
+        kind=CHANGE,
+        why_not="repairs a clone after a merge without the driver: a person's act, from a shell",
+    ),
+    Operation(
         "log_import_copies",
         f"{SETUP}:import_copies",
         "import entries from file-sync conflict copies of segments (Syncthing, Dropbox…), archive them",

@@ -119,6 +119,18 @@ def git_setup(call: Call) -> Answer:
     return Answer(data, f"git repository {data['repository']}: merge driver registered; wrote {what}")
 
 
+def git_resolve(call: Call) -> Answer:
+    from ..sync import resolve
+
+    done = resolve.resolve(call.vault)
+    lines = [
+        f"{r.file}: {r.regions} conflict region{'s' if r.regions != 1 else ''} resolved by the {r.kind} rule"
+        + "".join(f"\n  {c}" for c in r.conflicts)
+        for r in done
+    ]
+    return Answer([r.to_json() for r in done], "\n".join(lines) or "no conflict markers in the vault")
+
+
 def import_copies(call: Call) -> Answer:
     from ..sync import copies
 
