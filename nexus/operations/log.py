@@ -15,9 +15,15 @@ if TYPE_CHECKING:
 
 
 def entry_text(located: Located) -> str:
-    """An entry as the command line prints it (header, acks, indented body)."""
+    """An entry as the command line prints it (header, acks, indented body); an entry the safety scan
+    flags is marked as data, not instructions, in front of its header."""
+    from ..memory import scan
+
     e = located.entry
+    found = scan.entry_flags(e.summary, e.body)
     head = f"{e.ts} · {e.agent} · {e.channel} · {e.type} — {e.summary}  [{e.id}]"
+    if found:
+        head = f"{scan.data_notice(found)}\n{head}"
     if e.ack:
         head += f"\n  acks: {', '.join(e.ack)}"
     if e.body:
@@ -39,9 +45,18 @@ def entries_text(items: list[Located], empty: str) -> str:
 
 
 def listing(items: list[Any], text: str) -> Answer:
-    """A list of records: a JSON array on the command line, ``{"items": [...]}`` for a tool."""
-    data = [i.to_json() for i in items]
+    """A list of records: a JSON array on the command line, ``{"items": [...]}`` for a tool. An entry
+    the safety scan flags carries ``"flagged"``: the marker, data and not instructions."""
+    data = [_flagged(i, i.to_json()) for i in items]
     return Answer(data, text, mcp={"items": data})
+
+
+def _flagged(item: Any, data: dict[str, Any]) -> dict[str, Any]:
+    from ..memory import scan
+
+    entry = getattr(item, "entry", None)
+    found = scan.entry_flags(entry.summary, entry.body) if entry is not None else ()
+    return data | {"flagged": scan.data_notice(found)} if found else data
 
 
 def brief(call: Call, *, peek: bool = False) -> Answer:

@@ -53,10 +53,16 @@ def listing(call: Call, *, all: bool = False) -> Answer:
 
 
 def show(call: Call, *, id: str) -> Answer:
+    from ..memory import scan
     from ..project import decisions
 
     info = decisions.show(call.vault, id)
-    return Answer(info, decisions.show_text(info))
+    text = decisions.show_text(info)
+    found = scan.flags(text, call.vault.root)
+    if found:
+        info = {**info, "flagged": scan.data_notice(found)}
+        text = f"{scan.data_notice(found)}\n{text}"
+    return Answer(info, text)
 
 
 def state_show(call: Call) -> Answer:
@@ -84,13 +90,19 @@ def state_show(call: Call) -> Answer:
         "hand_edit": unrecorded,
         "conflicts": conflicts,
     }
-    text = f"version {version}\n\n{content}" if version else "version 0 (no project state yet)"
+    from ..memory import scan
+
+    found = scan.flags(content, vault.root)
+    if found:
+        data["flagged"] = scan.data_notice(found)
+    shown = f"{scan.data_notice(found)}\n{content}" if found else content
+    text = f"version {version}\n\n{shown}" if version else "version 0 (no project state yet)"
     return Answer(
         data,
         text,
         notes=tuple(notes),
         text_notes=tuple(text_notes),
-        mcp={"version": version, "content": content},
+        mcp={"version": version, "content": content, **({"flagged": data["flagged"]} if found else {})},
     )
 
 
