@@ -133,3 +133,12 @@ def test_concurrent_agent_writes_all_land(env: Env) -> None:
     for t in threads:
         t.join()
     assert not errors and sorted(memory.read(_memory(env))) == [f"fact {n}" for n in range(6)]
+
+
+def test_restoring_several_ids_says_what_was_restored_and_what_was_not(env: Env) -> None:
+    env.run("memory", "facts", "add", "--name", "f1", "--description", "d", "--type", "project")
+    env.run("memory", "facts", "retire", "f1")
+    r = env.run("memory", "restore", "f1", "no-such-fact", check=False)
+    assert r.returncode == 1
+    assert "restored f1" in r.stdout and "not restored: no-such-fact" in r.stderr
+    assert (env.vault.root / "memory/f1.md").is_file()
