@@ -102,6 +102,20 @@ def test_a_plain_git_merge_is_named_by_verify_and_repaired_by_one_command(env: E
     people = [e for e in env.run("log", "tail", "-n", "500", "--json").json() if e["agent"] == "sam"]
     assert people == []
 
+    assert not (root / "state/history/v0003.md").exists()  # no marker lines recorded as a version
+
+    # writes refuse a file holding markers (nothing changed); a snapshot shows the store apart
+    before = (root / "agents/ella/MEMORY.md").read_bytes()
+    refused = env.run("memory", "add", "--agent", "ella", "--content", "new fact", check=False)
+    assert refused.returncode == 1 and "nexus git resolve" in refused.stderr
+    assert (root / "agents/ella/MEMORY.md").read_bytes() == before
+    snap = env.run("memory", "snapshot", "--agent", "ella", "--json").json()
+    assert "<<<<<<<" not in snap["text"] and any("conflict markers" in b for b in snap["blocked"])
+    stale = env.run(
+        "state", "set", "--agent", "ella", "--expect", "2", "--file", "-", input="x\n", check=False
+    )
+    assert stale.returncode == 1 and "nexus git resolve" in stale.stderr
+
     fixed = env.run("git", "resolve", "--json").json()
     assert {r["file"] for r in fixed} == set(marked)
     assert markers.marked_files(root) == []

@@ -39,9 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConflictError, IdentityError, InputError, MemoryFullError, NotFoundError, VaultError
+from ..errors import (
+    ConflictError,
+    IdentityError,
+    InputError,
+    IntegrityError,
+    MemoryFullError,
+    NotFoundError,
+    VaultError,
+)
 from ..records import MemoryResult
-from ..storage import durable
+from ..storage import durable, markers
 from ..storage.locks import exclusive
 from ..storage.text import check_name, describe_char, first_invisible
 from ..storage.vault import Vault
@@ -271,6 +279,11 @@ def write_entries(
     The stale-save guard: the file is read again just before it is replaced; when an editor saved it
     since ``raw`` was read (a person's edit this write did not start from), nothing is written and
     :class:`~nexus.errors.ConflictError` says to retry, so the person's text stands."""
+    if markers.regions(encode(raw)):
+        raise IntegrityError(
+            f"{st.label} holds git conflict markers (a merge without the nexus driver): nothing changed; "
+            "run `nexus git resolve`, then run this command again"
+        )
     if read_raw(st) != raw:
         raise ConflictError(
             f"{st.label} was saved by someone else while this write was under way: nothing changed; "
@@ -470,7 +483,12 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
         rel = "USER.md" if target == "user" else f"agents/{agent}/MEMORY.md"
         try:  # read what can be read: one store that cannot be read never hides the other
             st = store(vault, target, agent)
-            entries = list(dict.fromkeys(read(st.path)))
+            raw = read_raw(st)
+            if markers.regions(encode(raw)):
+                raise InputError(
+                    "it holds git conflict markers (a merge without the nexus driver): `nexus git resolve`"
+                )
+            entries = list(dict.fromkeys(parse(raw)))
         except (InputError, VaultError) as err:
             blocked.append(f"{rel}: not shown: {err}")
             results.append(

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import IdentityError, InputError, NotFoundError, StaleEditError
+from ..errors import IdentityError, InputError, IntegrityError, NotFoundError, StaleEditError
 from ..records import StateVersion
-from ..storage import durable, meta, properties
+from ..storage import durable, markers, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, make_visible
 from ..storage.vault import Vault
@@ -162,7 +162,17 @@ def absorb_hand_edit(vault: Vault, keys_home: Path | None) -> StateVersion | Non
         return _absorb_locked(vault, keys_home)
 
 
+def _unmerged(vault: Vault) -> bool:
+    """Whether ``state/project.md`` holds git conflict markers (a merge without the nexus driver)."""
+    try:
+        return bool(markers.regions(note_path(vault).read_bytes()))
+    except FileNotFoundError:
+        return False
+
+
 def _absorb_locked(vault: Vault, keys_home: Path | None) -> StateVersion | None:
+    if _unmerged(vault):
+        return None  # conflict markers are nobody's text: never recorded as a person's version
     content = _note_content(vault)
     if content is None:
         return None
@@ -242,6 +252,11 @@ def set_state(
     clean = check_body(content, MAX_BYTES) or ""
     line = check_line(summary, "summary") if summary else _first_change(vault, clean)
     with exclusive(vault.lock("state")):
+        if _unmerged(vault):
+            raise IntegrityError(
+                "state/project.md holds git conflict markers (a merge without the nexus driver): "
+                "nothing changed; run `nexus git resolve`, then read the state again"
+            )
         _absorb_locked(vault, keys_home)
         current = _current_number(vault)
         done = _landed(vault, signer, expect, current, clean)
