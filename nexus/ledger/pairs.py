@@ -14,7 +14,7 @@ from typing import Any
 
 from ..records import Located
 from ..storage.vault import Vault
-from . import log, logfiles
+from . import log, tailstate
 
 LOOK_BACK = 64  # a retry follows its failure: the entry it left is among the newest entries
 
@@ -35,7 +35,7 @@ def landed(
     """The agent's newest entry when it is exactly this one (a retry's first half already there). The
     segment's last entries are read, not the tail state: an append whose tail state could not be saved
     (a full disk) is still found."""
-    for located in reversed(logfiles.tail(vault, LOOK_BACK)):
+    for located in reversed(tailstate.tail(vault, LOOK_BACK)):
         if located.entry.agent == agent:
             return located if _same(located, channel, type, summary, body) else None
     return None
