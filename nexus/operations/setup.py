@@ -4,6 +4,7 @@ None has an MCP tool (each says why in the registry)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,14 @@ def init(call: Call, *, path: str = ".", force: bool = False) -> Answer:
             f"(link it from {HOME}: [[{INTRODUCTION[:-3]}]])"
         )
     if created:
-        text += "\nnext: nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
+        # the commands that follow find the vault from the folder they run in: say how to get there
+        here = vault.root.resolve() == Path.cwd().resolve()
+        go = "" if here else f"cd {shlex.quote(path)} && "
+        text += f"\nnext: {go}nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
+        if not here:
+            text += (
+                f"\n      (from any other folder, give each command --vault {shlex.quote(str(vault.root))})"
+            )
     return Answer(data, text)
 
 
