@@ -9,8 +9,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-# how alike two words must be (difflib's ratio, after folding) to be offered: "ela"/"ella" is 0.86, "lgo"/"log"
-# 0.67 (a swap), "chanel"/"channel" 0.92; "bob"/"ella" 0, "ela"/"lyra" 0.57
+# how alike two words must be (difflib's ratio, after folding) to be offered: "ela"/"ella" is 0.86,
+# "lgo"/"log" 0.67 (a swap), "chanel"/"channel" 0.92; "bob"/"ella" 0, "ela"/"lyra" 0.57
 CUTOFF = 0.6
 
 

@@ -632,19 +632,26 @@ def _one_line(message: str) -> str:
     return message.replace("\r", " ").replace("\n", " ").encode("utf-8", "backslashreplace").decode()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def _parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser and the parsed command line; a usage error names what was typed, with the close
+    word and the help of the command it was typed for (``usage.py``)."""
     from ..variables import unknown
 
     for warning in unknown(os.environ):  # a misspelt NEXUS_* variable would be ignored silently
         sys.stderr.write(f"nexus: {warning}\n")
     parser = build_parser(command_word(argv))
-    mistyped = usage.unknown_option(parser, argv)  # named as typed, in the help of its own command
+    mistyped = usage.unknown_option(parser, argv)
     if mistyped is not None:
         mistyped[0].error(mistyped[1])
     args, extra = parser.parse_known_args(argv)
     if extra:
         usage.command_parser(parser, argv).error(f"unexpected argument(s): {' '.join(extra)}")
+    return parser, args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser, args = _parse(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
