@@ -303,3 +303,17 @@ def test_the_documents_examples_are_found() -> None:
     assert cli["nexus state set --agent lyra --expect 3 --file state.md"] is False
     assert any(c.startswith("nexus decide") and "--rationale" in c for c in cli)
     assert "nexus init vault && cd vault && nexus agent add ella && nexus log tail" in dict(found["--help"])
+
+
+def test_the_user_docs_hold_no_work_notes() -> None:
+    """README.md and docs/ are for users: no issue numbers, no "used to", no issue comments (the
+    measurements page, rewritten on its own, aside)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{page.name}:{n}: {line.strip()}"
+        for page in pages
+        if page.name != "performance.md"
+        for n, line in enumerate(page.read_text(encoding="utf-8").split("\n"), 1)
+        if re.search(r"\bissues? [0-9]|issue-[0-9]|<!-- issue|\bused to\b", line, re.IGNORECASE)
+    ]
+    assert not found, found
