@@ -136,3 +136,9 @@ def test_every_nexus_variable_is_in_the_docs_table() -> None:
         read |= set(re.findall(r"\bNEXUS_[A-Z][A-Z_]*[A-Z]\b", path.read_text(encoding="utf-8")))
     read -= {"NEXUS_PATHS"} | variables.TESTS  # a constant in the Hermes plugin; the tests' own
     assert read <= set(variables.names()), sorted(read - set(variables.names()))
+
+
+def test_options_after_a_vault_given_before_the_command_are_the_commands(env: Env) -> None:
+    assert env.run("--vault", str(env.vault.root), "log", "tail", "-n", "1", "--json").returncode == 0
+    line = _one_error(env.run("--vault", str(env.vault.root), "log", "tail", "--nn", "1", check=False))
+    assert "nexus log tail: unknown option --nn" in line

@@ -22,8 +22,14 @@ def command_parser(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argp
     """The parser of the (sub)command a command line names: ``nexus log append``'s for
     ``log append --agent …``, the whole program's when it names none."""
     current = parser
+    value_next = False
     for token in argv:
+        if value_next:  # the value of an option before it (`--vault V log tail`)
+            value_next = False
+            continue
         if token.startswith("-"):
+            action = current._option_string_actions.get(token)
+            value_next = action is not None and action.nargs != 0
             continue
         sub = _subcommands(current)
         if sub is None or token not in sub.choices:
