@@ -135,7 +135,8 @@ class Vault:
             pass
         from . import notes
 
-        props, _ = notes.read(marker, self.root)
+        props, body = notes.read(marker, self.root)
+        props, _ = meta.merged(props, body, meta.SETTINGS)  # vault_id: the comment (older: a property)
         clean = json.loads(json.dumps(props, default=str))
         durable.replace(cache, json.dumps({"stamp": stamp, "config": clean}).encode(), durable=False)
         return dict(clean)
@@ -266,8 +267,8 @@ def init(path: Path, *, force: bool = False) -> tuple[Vault, list[str]]:
         if rel == MARKER:
             import secrets
 
-            # Quoted, so YAML reads it as text even when every digit happens to be 0-9.
-            data = data.replace(b"vault_id: REPLACE_ME", f'vault_id: "{secrets.token_hex(8)}"'.encode())
+            # in the note's meta comment (JSON: text even when every digit happens to be 0-9)
+            data = data.replace(b'"vault_id":"REPLACE_ME"', f'"vault_id":"{secrets.token_hex(8)}"'.encode())
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             durable.create_exclusive(target, data)
