@@ -54,7 +54,6 @@ def _now() -> str:
 def _known_agent(vault: Vault, agent: str) -> str:
     check_name(agent)
     if not vault.identity_path(agent).is_file():
-
         raise vault.unknown_agent(agent)
     return agent
 

@@ -34,7 +34,6 @@ def owed(
     check_name(agent)
     info = roster.roster(vault).get(agent)
     if info is None:
-
         raise vault.unknown_agent(agent)
     if info.get("kind") == "human":
         return []
