@@ -101,9 +101,12 @@ def test_a_mistyped_option_is_named_as_typed_with_its_commands_help(env: Env) ->
 def test_a_refused_setting_blames_where_its_value_came_from(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NEXUS_BRIEF_MAX_CHARS", "-5")
+    monkeypatch.setenv("NEXUS_BRIEF_MAX_CHARS", "-5")  # not a count at all: refused where it is read
     line = _one_error(env.run("brief", "--agent", "ella", check=False))
-    assert line == "nexus: error: NEXUS_BRIEF_MAX_CHARS=-5 is too small; the least is 200"
+    assert "NEXUS_BRIEF_MAX_CHARS" in line and "--max-chars" not in line
+    monkeypatch.setenv("NEXUS_BRIEF_MAX_CHARS", "50")  # a count, below what a brief needs
+    line = _one_error(env.run("brief", "--agent", "ella", check=False))
+    assert line == "nexus: error: NEXUS_BRIEF_MAX_CHARS=50 is too small; the least is 200"
     line = _one_error(env.run("brief", "--agent", "ella", "--max-chars", "100", check=False))
     assert line == "nexus: error: --max-chars 100 is too small; the least is 200"
     monkeypatch.delenv("NEXUS_BRIEF_MAX_CHARS")
