@@ -209,5 +209,5 @@ def old_settings_form(text: str, written: str) -> str:
     frontmatter property, written as given (``written``: quoted or not)."""
     import re
 
-    text = re.sub(r'\n%% nexus:meta \{"vault_id":"[^"]*"\} %%\n', "\n", text)
-    return text.replace("nexus: 1\n", f"nexus: 1\nvault_id: {written}\n", 1)
+    text = re.sub(r'\n%% nexus:meta \{[^\n]*"vault_id":"[^"]*"[^\n]*\} %%\n', "\n", text)
+    return text.replace("---\n", f"---\nnexus: 1\nvault_id: {written}\n", 1)

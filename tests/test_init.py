@@ -36,7 +36,7 @@ def _assert_complete(root: Path) -> None:
     for sub in ("locks", "cursors", "cache", "quarantine"):
         assert (root / ".nexus" / sub).is_dir()
     text = (root / "nexus.md").read_text(encoding="utf-8")
-    assert "REPLACE_ME" not in text and '%% nexus:meta {"vault_id":"' in text
+    assert "REPLACE_ME" not in text and '%% nexus:meta {"nexus":1,"vault_id":"' in text
     assert "\nvault_id:" not in text  # only a program reads it: not a property
     assert "Live-context log entry" in (root / "NEXUS-FORMAT.md").read_text(encoding="utf-8")
 
