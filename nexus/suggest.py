@@ -6,7 +6,6 @@ A plain function over strings, importable from every layer; the callers say what
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 # how alike two words must be (difflib's ratio, after folding) to be offered: "ela"/"ella" is 0.86,
@@ -28,6 +27,8 @@ def closest(word: str, known: Iterable[str]) -> str | None:
     folded = _folded(word)
     if folded in by_fold:  # the same word but for case or separators
         return by_fold[folded]
+    import difflib  # (here: only a mistake pays for its import, ~5 ms, never a command typed right)
+
     found = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=CUTOFF)
     return by_fold[found[0]] if found else None
 
