@@ -145,3 +145,9 @@ def test_options_after_a_vault_given_before_the_command_are_the_commands(env: En
     assert env.run("--vault", str(env.vault.root), "log", "tail", "-n", "1", "--json").returncode == 0
     line = _one_error(env.run("--vault", str(env.vault.root), "log", "tail", "--nn", "1", check=False))
     assert "nexus log tail: unknown option --nn" in line
+
+
+def test_adding_an_identity_close_to_one_that_exists_says_so(env: Env) -> None:
+    r = env.run("agent", "add", "ela")
+    assert r.stderr == "nexus: note: 'ela' is close to the identity 'ella' (a typo? `nexus agent list`)\n"
+    assert env.run("agent", "add", "nova").stderr == ""

@@ -38,11 +38,17 @@ def init(call: Call, *, path: str = ".", force: bool = False) -> Answer:
 
 def agent_add(call: Call, *, name: str, human: bool = False) -> Answer:
     from ..keys import identity, trust
+    from ..suggest import closest
 
+    close = closest(name, call.vault.identity_names())  # (before: the new one is a name too)
     ident = identity.add(call.vault, call.keys_home, name, human=human)
     trust.load(call.vault)  # pin the new key on this machine now (trust on first use)
     return Answer(
-        ident.to_json(), f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}"
+        ident.to_json(),
+        f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}",
+        notes=(f"note: {name!r} is close to the identity {close!r} (a typo? `nexus agent list`)",)
+        if close
+        else (),
     )
 
 
