@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from test_readme import session
 
+from nexus.surfaces import cli
 from nexus.surfaces.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +42,8 @@ SITUATIONS = {
     'nexus log append --agent ella --channel c --type note --summary "next"': "needs a fork (or succeeds)",
     "nexus log recover": "needs an entry an editor changed",
     'nexus memory add --agent ella --content "…"': "needs a full store (or succeeds)",
+    "nexus claim renew": "needs a claim's id",
+    "nexus claim release": "needs a claim's id",
 }
 # run until stopped, or need a git remote: parsed only
 PARSED_ONLY = ("nexus watch", "nexus mcp", "nexus sync", "nexus git merge-driver")
@@ -253,7 +256,7 @@ def _parses(example: str) -> str | None:
     for command in commands:
         if command and command[0] == "nexus":
             try:
-                build_parser().parse_args(command[1:])
+                cli._parse(command[1:])  # as `nexus` parses it, usage checks included
             except SystemExit as exit:
                 return f"exit {exit.code}"
     return None
