@@ -207,9 +207,16 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from . import runtimes
     from .runtimes import wiring
 
-    runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
+    scopes = runtimes.scopes(args.runtime)  # an unknown runtime is refused before anything is read
+    if args.scope is None:
+        args.scope = scopes[0]
     if args.scope not in wiring.SCOPES:
         raise InputError(f"unknown scope {args.scope!r}: use project or user")
+    if args.scope not in scopes:
+        raise InputError(
+            f"{args.runtime} has no {args.scope} scope (it reads only its per-user configuration): "
+            f"leave out --scope, or use --scope {scopes[0]}; nothing was changed"
+        )
     vault = _vault(args)
     from ..storage.text import check_name
 
@@ -224,7 +231,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
         home=Path.home(),
         nexus=_executable("nexus"),
         hook=_executable("nexus-hook"),
-        env={k: v for k, v in os.environ.items() if k == "HERMES_HOME"},
+        env={k: v for k, v in os.environ.items() if k in ("HERMES_HOME", "PATH")},
     )
     planned = runtimes.changes(args.runtime, w)
     outcomes = wiring.compute(planned) if args.check or args.dry_run else wiring.apply(planned)
@@ -243,12 +250,19 @@ def cmd_setup(args: argparse.Namespace) -> int:
             for d in data
         ]
         ok = all(d["state"] == "wired" for d in data)
+        # the runtime's own view, where its module has one: (what is missing, the command that adds it)
+        view: list[tuple[str, str]] = runtimes.check(args.runtime, w) if ok else []
+        lines += [f"missing:  {what}\n          add it: {command}" for what, command in view]
+        ok = ok and not view
         lines.append(
             f"{args.runtime} is wired to {vault.root} as {args.agent}"
             if ok
             else f"run `nexus setup {args.runtime} --agent {args.agent}` to wire what is missing"
+            if not view
+            else f"{args.runtime} would not use nexus: {view[0][1]}"
         )
-        _emit(args, {"wired": ok, "files": data}, "\n".join(lines))
+        missing = [{"missing": what, "command": command} for what, command in view]
+        _emit(args, {"wired": ok, "files": data, "runtime": missing}, "\n".join(lines))
         return 0 if ok else 1
     if args.dry_run:
         diffs = [o.diff() for o in outcomes if o.changed]
@@ -283,12 +297,36 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
     p.add_argument("--agent", required=True, help="the identity the runtime acts as")
     p.add_argument(
         "--scope",
-        default="project",
-        help="project (default: files in --project) or user (files in your home folder)",
+        default=None,
+        help="project: files in --project (the default for claude-code, codex and cursor); user: files in "
+        "your home folder (the only scope, so the default, for hermes: $HERMES_HOME, else ~/.hermes; "
+        "and openclaw: ~/.openclaw)",
     )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument("--check", action="store_true", help="say what is wired and what is missing")
+
+
+def cmd_hermes_provider(args: argparse.Namespace) -> int:
+    from . import hermes
+
+    # the protocol owns standard output: anything else printed goes to standard error
+    answers, sys.stdout = sys.stdout, sys.stderr
+    try:
+        return hermes.serve(sys.stdin, answers)
+    finally:
+        sys.stdout = answers
+
+
+def _add_hermes_command(groups: dict[str, Any]) -> None:
+    _cmd(
+        groups[""],
+        "hermes-provider",
+        cmd_hermes_provider,
+        "answer Hermes Agent's nexus plugin over stdio (the plugin `nexus setup hermes` installs runs it)",
+        "nexus hermes-provider < requests.jsonl",
+        json_flag=False,
+    )
 
 
 # ------------------------------------------------------------------ handlers: many machines (git, file sync)
@@ -555,6 +593,7 @@ HAND_WRITTEN: dict[str, Callable[[dict[str, Any]], None]] = {
     "watch": _add_coordination_commands,
     "mcp": _add_search_commands,
     "setup": _add_setup_command,
+    "hermes-provider": _add_hermes_command,
     "git": _add_git_commands,
     "sync": _add_sync_command,
 }

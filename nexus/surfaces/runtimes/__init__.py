@@ -21,6 +21,19 @@ def module(runtime: str) -> ModuleType:
     return import_module(f".{runtime.replace('-', '_')}", __name__)
 
 
+def scopes(runtime: str) -> tuple[str, ...]:
+    """The scopes a runtime has, its default first (project, where the runtime reads a project's files)."""
+    found: tuple[str, ...] = getattr(module(runtime), "SCOPES", ("project", "user"))
+    return found
+
+
+def check(runtime: str, wiring: Wiring) -> list[tuple[str, str]]:
+    """The runtime's own view beyond nexus's files (a module's ``check``): each thing that would keep it
+    from using nexus, with the one command that adds it; [] when it would use nexus."""
+    view: Callable[[Wiring], list[tuple[str, str]]] | None = getattr(module(runtime), "check", None)
+    return view(wiring) if view else []
+
+
 def changes(runtime: str, wiring: Wiring) -> list[Change]:
     plan: Callable[[Wiring], list[Change]] = module(runtime).changes
     return plan(wiring)
