@@ -45,8 +45,8 @@ SITUATIONS = {
     "nexus claim renew": "needs a claim's id",
     "nexus claim release": "needs a claim's id",
 }
-# run until stopped, or need a git remote: parsed only
-PARSED_ONLY = ("nexus watch", "nexus mcp", "nexus sync", "nexus git merge-driver")
+# serve a runtime until stopped, or need a git remote: parsed only
+PARSED_ONLY = ("nexus watch", "nexus mcp", "nexus sync", "nexus git merge-driver", "nexus hermes-provider")
 # run in a copy of the vault changed first by a step: what the example makes must not be there yet
 BEFORE = {"nexus memory facts add": "nexus memory facts retire search-engine"}
 # examples whose documented exit is not 0: the code, when the documentation shows it
@@ -246,7 +246,11 @@ def _parses(example: str) -> str | None:
     several with ``&&`` or ``;``); else what it said."""
     words = shlex.split(example, comments=True)
     commands: list[list[str]] = [[]]
+    redirect = False
     for word in words:
+        if redirect or word in ("<", ">", ">>"):  # a redirection and its file: the shell's, not nexus's
+            redirect = not redirect
+            continue
         if word in ("&&", ";", "||", "|"):
             commands.append([])
         else:
