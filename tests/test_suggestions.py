@@ -151,3 +151,8 @@ def test_adding_an_identity_close_to_one_that_exists_says_so(env: Env) -> None:
     r = env.run("agent", "add", "ela")
     assert r.stderr == "nexus: note: 'ela' is close to the identity 'ella' (a typo? `nexus agent list`)\n"
     assert env.run("agent", "add", "nova").stderr == ""
+
+
+def test_a_mistyped_runtime_is_offered_the_runtime(env: Env) -> None:
+    line = _one_error(env.run("setup", "claud-code", "--agent", "ella", "--dry-run", check=False))
+    assert line == "nexus: error: unknown runtime 'claud-code': did you mean 'claude-code'?"
