@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, MemoryFullError, NexusError, StaleEditError
+from ..errors import InputError, MemoryFullError, NexusError, SettingError, StaleEditError
+from . import usage
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -55,6 +56,19 @@ def _workspace(args: argparse.Namespace, vault: Any = None) -> Any:
     ws = workspace.for_vault(vault, os.environ, args=given)
     # (a float given here is kept as given: the resolver's coercion would round 0.5 minute to 0)
     return ws.with_settings(stale_checkpoint_minutes=getattr(args, "stale_minutes", None))
+
+
+def _origin(args: argparse.Namespace, setting: str) -> str:
+    """Where a setting's value came from on this command line: its flag and value when one was
+    given, else the variable or the ``nexus.md`` property (``settings.origin``)."""
+    from ..operations import BY_NAME, CLI
+    from ..settings import origin
+
+    op = BY_NAME.get(getattr(args, "operation", ""))
+    for param in op.params_for(CLI) if op else ():
+        if param.setting == setting and getattr(args, param.name, None) is not None:
+            return f"{param.cli_flag} {getattr(args, param.name)}"
+    return origin(setting, os.environ, _vault(args).config())
 
 
 def _settings(args: argparse.Namespace, vault: Any) -> Any:
@@ -191,7 +205,6 @@ def _executable(name: str) -> str:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from ..errors import IdentityError
     from . import runtimes
     from .runtimes import wiring
 
@@ -212,7 +225,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from ..storage.text import check_name
 
     if not vault.identity_path(check_name(args.agent)).is_file():
-        raise IdentityError(f"unknown agent {args.agent!r}: run `nexus agent add {args.agent}` first")
+        raise vault.unknown_agent(args.agent)
     keys = Path(found.keys_home) if found and found.keys_home else _keys_home()
     w = wiring.Wiring(
         agent=args.agent,
@@ -316,7 +329,7 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         cmd_setup,
         "wire an agent runtime (claude-code, codex, gemini-cli, opencode, hermes, openclaw, cursor) "
         "to this vault",
-        "nexus setup claude-code --agent ella   |   nexus setup --check codex --agent lyra",
+        "nexus setup codex --agent lyra",
     )
     p.add_argument("runtime", help="claude-code, codex, gemini-cli, opencode, hermes, openclaw or cursor")
     p.add_argument(
@@ -619,7 +632,8 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (``nexus: error: …``), like every other error; exit 2."""
 
     def error(self, message: str) -> Any:
-        self.exit(2, f"nexus: error: {self.prog}: {_one_line(message)} (see `{self.prog} --help`)\n")
+        said = _one_line(usage.explain(self.prog, message))
+        self.exit(2, f"nexus: error: {self.prog}: {said} (see `{self.prog} --help`)\n")
 
 
 # the command words of the commands written by hand here, and what adds them (the rest come from the
@@ -654,7 +668,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="nexus",
         description="Shared, durable, inspectable memory for AI agents, in a Markdown vault.",
-        epilog="example:\n  nexus init ~/vault && nexus agent add ella && nexus log tail",
+        epilog="example:\n  nexus init vault && cd vault && nexus agent add ella && nexus log tail",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--vault", help="the vault folder (else NEXUS_VAULT, else walk up from here)")
@@ -681,10 +695,26 @@ def _one_line(message: str) -> str:
     return message.replace("\r", " ").replace("\n", " ").encode("utf-8", "backslashreplace").decode()
 
 
+def _parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser and the parsed command line; a usage error names what was typed, with the close
+    word and the help of the command it was typed for (``usage.py``)."""
+    from ..variables import unknown
+
+    for warning in unknown(os.environ):  # a misspelt NEXUS_* variable would be ignored silently
+        sys.stderr.write(f"nexus: {warning}\n")
+    parser = build_parser(command_word(argv))
+    mistyped = usage.unknown_option(parser, argv)
+    if mistyped is not None:
+        mistyped[0].error(mistyped[1])
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        usage.command_parser(parser, argv).error(f"unexpected argument(s): {' '.join(extra)}")
+    return parser, args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(command_word(argv))
-    args = parser.parse_args(argv)
+    parser, args = _parse(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -694,6 +724,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         trust.configure(_keys_home)  # keys pinned on this machine (trust on first use), found lazily
         return handler(args)
+    except SettingError as err:  # named as the person gave it: the flag, the variable or nexus.md
+        sys.stderr.write(f"nexus: error: {err.given_as(_origin(args, err.setting))}\n")
+        return err.exit_code
     except StaleEditError as err:  # the version moved: the current one and a diff, to edit again
         sys.stderr.write(f"nexus: error: {err}\n{err.diff}")
         if getattr(args, "json", False):

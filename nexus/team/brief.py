@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..keys import roster
 from ..ledger import log
+from ..memory import scan
 from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
@@ -87,7 +88,11 @@ def _entry_line(
     if located.verdict != "ok":
         return unverified_line(located)
     e = located.entry
-    text = f"- {e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
+    found = scan.entry_flags(e.summary, e.body, vault.root if vault is not None else None)
+    mark = f"{scan.data_notice(found)} " if found else ""
+    text = (
+        f"- {mark}{e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
+    )
     if e.ack:
         verb = "corrects" if e.type == "correction" else "acks"
         named = [
@@ -229,7 +234,7 @@ def _decisions_section(vault: Vault, agent: str, limit: int, surface: str = "cli
     """the active decisions. Return a section, or None when there is nothing."""
     from ..project.decisions import brief_lines  # reads .nexus/cache/decisions.json; no YAML
 
-    lines = brief_lines(vault)
+    lines = [scan.marked(line, vault.root) for line in brief_lines(vault)]
     if not lines:
         return None
     shown: list[str] = []
@@ -362,7 +367,7 @@ def _state_section(vault: Vault, limit: int) -> BriefSection | None:
             m = re.search(r"^version:\s*\"?(\d+)\"?\s*$", head, re.M)
             version = m.group(1) if m else "?"
     lines = [ln for ln in body.strip().splitlines() if ln.strip() != "# Project state"]
-    content = "\n".join(lines).strip() or "(empty)"
+    content = scan.marked("\n".join(lines).strip() or "(empty)", vault.root)
     return BriefSection(
         "state",
         f"Project state (version {version})",
@@ -394,7 +399,7 @@ def build(
     """Assemble ``agent``'s brief within ``settings.brief_max_chars`` (see the module docstring for the
     cursor); ``settings`` also says which types are owed, the race window and when a checkpoint is stale.
     ``surface`` (``cli`` or ``mcp``) decides how its instructions name the next action (``hints``)."""
-    from ..errors import InputError
+    from ..errors import SettingError
     from ..storage.text import check_name
 
     check_name(agent)
@@ -402,7 +407,7 @@ def build(
     ack_types, race_window = settings.ack_types, settings.race_window_seconds
     stale_minutes = int(settings.stale_checkpoint_minutes)
     if max_chars < 200:
-        raise InputError(f"--max-chars {max_chars} is too small; the least is 200")
+        raise SettingError("brief_max_chars", max_chars, "is too small; the least is 200")
     generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     header = f"# nexus brief for {agent} ({generated})\n"
     from . import heartbeat
@@ -412,9 +417,7 @@ def build(
     budget = max_chars - len(header) - 16 - (len(_section_text(watcher)) if watcher else 0)
     info = roster.roster(vault).get(agent)
     if info is None:
-        from ..errors import IdentityError
-
-        raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
+        raise vault.unknown_agent(agent)
     is_human = info.get("kind") == "human"
     data = coordination.View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
     checker = coordination.entry_checker(vault)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from ...errors import InputError
+from ...suggest import closest
 from .wiring import Change, Wiring
 
 RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor", "gemini-cli", "opencode")
@@ -19,7 +20,9 @@ ENV_KEYS = ("HERMES_HOME", "PATH", "CODEX_HOME", "XDG_CONFIG_HOME")
 
 def module(runtime: str) -> ModuleType:
     if runtime not in RUNTIMES:
-        raise InputError(f"unknown runtime {runtime!r}: use one of {', '.join(RUNTIMES)}")
+        close = closest(runtime, RUNTIMES)
+        hint = f"did you mean {close!r}?" if close else f"use one of {', '.join(RUNTIMES)}"
+        raise InputError(f"unknown runtime {runtime!r}: {hint}")
     from importlib import import_module
 
     return import_module(f".{runtime.replace('-', '_')}", __name__)
