@@ -1,0 +1,82 @@
+"""Ranking by meaning, and by meaning and words together (hybrid, the default).
+
+Meaning: the query's vector (``embedding``) against every document's (``vectors``), cosine first.
+Hybrid: the candidates of both rankings (every word-ranked one for a query with phrases, fields or
+operators, so what the syntax asks for still holds), each scored
+
+    cosine + WEIGHT × BM25 / (the best BM25 among the candidates)
+
+so a document that means what was asked comes first even when it shares no word with the query,
+and among documents that mean about the same, the one with the query's words wins. Measured against
+reciprocal rank fusion on benchmarks/relevance.py (docs/search.md): ``RRF_DEPTH`` keeps the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .engine import Stored
+from .vectors import Store
+
+WEIGHT = 0.0  # of the normalised BM25 added to the cosine
+EVERY = 2.0  # added for a document that holds every word of the query (0: no such tier)
+FUSION = "weighted"  # or "rrf": reciprocal rank fusion over the top RRF_DEPTH of each list
+RRF_DEPTH = 5
+RRF_K = 60
+
+Accept = Callable[[Stored], bool]
+
+
+def by_meaning(
+    store: Store, query: NDArray[np.float32], k: int, files: set[int] | None, accept: Accept
+) -> tuple[list[tuple[float, Stored]], bool]:
+    """(cosine, document) of the best ``k`` accepted documents, best first; and whether rows were
+    left unread (more may be accepted further down)."""
+    rows = store.top(query, k, files)
+    out = [(score, stored) for score, row in rows if accept(stored := store.stored(row))]
+    return out, len(rows) >= k
+
+
+def fused(
+    store: Store,
+    query: NDArray[np.float32],
+    words: list[tuple[float, Stored, bool]],
+    meaning: list[tuple[float, Stored]],
+) -> Iterator[tuple[float, Stored]]:
+    """Both rankings' candidates (``words``: (BM25, document, whether it holds every word);
+    ``meaning``: (cosine, document)), one a key, best first by the fused score."""
+    cosine = {stored.key: score for score, stored in meaning}
+    missing = [s.key for _, s, _ in words if s.key not in cosine]
+    if missing:
+        found = store.find(missing)
+        if found:
+            keys = list(found)
+            scores = store.cosines(np.fromiter((found[k] for k in keys), dtype=np.intp), query)
+            cosine.update(zip(keys, (float(x) for x in scores), strict=True))
+    docs: dict[str, Stored] = {}
+    for _, stored, _ in words:
+        docs.setdefault(stored.key, stored)
+    for _, stored in meaning:
+        docs.setdefault(stored.key, stored)
+    if FUSION == "rrf":
+        score = dict.fromkeys(docs, 0.0)
+        for rank, key in enumerate([s.key for _, s, _ in words][:RRF_DEPTH]):
+            score[key] += 1 / (RRF_K + rank + 1)
+        for rank, (_, stored) in enumerate(meaning):  # below the fused heads, meaning's order
+            score[stored.key] += (1 / (RRF_K + rank + 1)) if rank < RRF_DEPTH else 1e-6 / (rank + 1)
+    else:
+        best = max((s for s, _, _ in words), default=0.0) or 1.0
+        score = {key: cosine.get(key, 0.0) for key in docs}
+        seen: set[str] = set()
+        for s, stored, every in words:
+            if stored.key not in seen:
+                seen.add(stored.key)
+                if every and EVERY:  # the word ranking's order, above every other
+                    score[stored.key] = EVERY + s / best
+                else:
+                    score[stored.key] += WEIGHT * s / best
+    for key in sorted(docs, key=lambda k: -score[k]):
+        yield score[key], docs[key]
