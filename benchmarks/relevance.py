@@ -449,7 +449,8 @@ def table(vault: object, labels: dict[str, str], verbose: bool = False) -> dict[
             out[name][mode] = result
             if verbose:
                 for q in result["per_query"]:
-                    print(f"  {mode:7} r@5 {q['p5']:.2f} rr {q['rr']:.2f} {q['query']!r:48} → {', '.join(q['top'])}")
+                    top = ", ".join(q["top"])
+                    print(f"  {mode:7} r@5 {q['p5']:.2f} rr {q['rr']:.2f} {q['query']!r:48} → {top}")
     return out
 
 
@@ -461,7 +462,8 @@ def main() -> int:
     for name in ("paraphrase",):
         for text, relevant in SETS[name]:
             if shared_words(text, relevant):
-                raise SystemExit(f"{name} query {text!r} shares {shared_words(text, relevant)} with its notes")
+                shared = shared_words(text, relevant)
+                raise SystemExit(f"{name} query {text!r} shares {shared} with its notes")
     with tempfile.TemporaryDirectory(prefix="nexus-relevance-") as tmp:
         vault, labels = build(Path(tmp) / "vault", Path(tmp) / "keys")
         result = table(vault, labels, args.verbose and not args.json)

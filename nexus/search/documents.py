@@ -227,7 +227,7 @@ def note_texts(rel: str, data: bytes, mtime: float) -> Iterator[tuple[Doc, str]]
         loc = (0, len(data), 1, max(1, text.count("\n")))
         yield Doc(f"n:{rel}#0", "section", rel, agent, "", kind, status, ts, "", empty, loc), title
     said = [_HEADING_RE.sub("", sec.text).strip() for sec in parts]
-    alone = [s.count("\n") == 0 and s.strip() == sec.heading.strip() for s, sec in zip(said, parts, strict=True)]
+    alone = [s.count("\n") == 0 and s == sec.heading.strip() for s, sec in zip(said, parts, strict=True)]
     for i, sec in enumerate(parts):
         if alone[i] and not all(alone):
             continue

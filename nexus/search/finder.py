@@ -65,12 +65,9 @@ def search(
     filters = Filters.of(agent=agent, type=type, channel=channel, since=since, until=until, path=path)
     if limit <= 0:
         return []
-    if mode != "text":
-        meant = vectors.embed_query(words_of(text))
-        if meant is not None:
-            return _by_meaning(vault, text, meant, mode, filters, limit, progress, fresh, langs)
-        if mode == "meaning":
-            raise QueryError("the model knows no word of this query; try other words or --mode text")
+    meant = _meant(text, mode)
+    if meant is not None:
+        return _by_meaning(vault, text, meant, mode, filters, limit, progress, fresh, langs)
     here = view(vault)
     if fresh:
         refresh(vault, progress=progress, languages=langs, open_dir=here.folder)
@@ -107,6 +104,17 @@ def search(
             k *= 4
     finally:
         reader.close()
+
+
+def _meant(text: str, mode: str) -> NDArray[np.float32] | None:
+    """The query's vector (None: search by words alone, in text mode or when hybrid search's model
+    knows none of its words)."""
+    if mode == "text":
+        return None
+    meant = vectors.embed_query(words_of(text))
+    if meant is None and mode == "meaning":
+        raise QueryError("the model knows no word of this query; try other words or --mode text")
+    return meant
 
 
 def _by_meaning(

@@ -32,7 +32,7 @@ import os
 import secrets
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from ..storage.locks import exclusive
 from ..storage.vault import Vault
 from . import documents
 from .embedding import DIMS, Embedder, Vectors, embedder, model_id
-from .engine import Doc, Stored
+from .engine import Doc, Stored, Terms
 from .manifest import FileRecord, now
 
 VERSION = 1
@@ -150,17 +150,15 @@ class Store:
             self.codes = _map(path / "codes.bin", np.dtype("u1"), self.n, (CODE,))
             self.keys = _map(path / "keys.bin", KEYS, self.n)
             self.rows = _map(path / "rows.bin", ROWS, self.n)
-            self._fields = open(path / "rows.jsonl", "rb")  # noqa: SIM115 (kept open while the store is)
+            self._fields = path / "rows.jsonl"
+            size = self._fields.stat().st_size
         except (OSError, ValueError) as err:
             raise Damaged(str(err)) from err
-        if self.n and os.fstat(self._fields.fileno()).st_size < int(self.rows["at"][-1]) + int(
-            self.rows["size"][-1]
-        ):
-            self._fields.close()
+        if self.n and size < int(self.rows["at"][-1]) + int(self.rows["size"][-1]):
             raise Damaged("rows.jsonl is shorter than its rows say")
 
     def close(self) -> None:
-        self._fields.close()
+        """(Nothing is held open but the maps, which go with the store.)"""
 
     def top(
         self, query: NDArray[np.float32], k: int, files: set[int] | None = None
@@ -201,7 +199,11 @@ class Store:
     def stored(self, row: int) -> Stored:
         at, size = int(self.rows["at"][row]), int(self.rows["size"][row])
         try:
-            raw = os.pread(self._fields.fileno(), size, at)
+            fd = os.open(self._fields, os.O_RDONLY)
+            try:
+                raw = os.pread(fd, size, at)
+            finally:
+                os.close(fd)
             key, kind, path, agent, channel, type_, status, ts, heading, loc = json.loads(raw)
             return Stored(key, kind, path, agent, channel, type_, status, ts, heading, tuple(loc))
         except (OSError, ValueError, TypeError) as err:
@@ -379,7 +381,7 @@ def _whole(vault: Vault, rel: str, pending: _Pending, file_no: int) -> FileRecor
 
 
 def _queue_entries(scan: segments.Scan, data: bytes, base: int, pending: _Pending, file_no: int) -> None:
-    empty = documents.Terms({}, 0)
+    empty = Terms({}, 0)
     for located in scan.entries:
         e = located.entry
         loc = (located.offset, located.end_offset, located.line_start, located.line_end)
@@ -493,6 +495,15 @@ def refresh(vault: Vault, *, progress: Progress | None = None, force: bool = Fal
             return meta
 
 
+def refresh_vectors(vault: Vault) -> bool:
+    """``refresh`` a store that exists (the watcher's: the first search by meaning builds it);
+    whether there was one."""
+    if not (folder(vault) / META).exists():
+        return False
+    refresh(vault)
+    return True
+
+
 class Opened:
     """A process's open store, reopened when the meta changes (``Damaged``: rebuilt once)."""
 
@@ -528,4 +539,5 @@ def embed_query(text: str) -> NDArray[np.float32] | None:
     model: Embedder = embedder()
     if not model.knows(text):
         return None
-    return model.embed([text])[0]
+    vector: NDArray[np.float32] = model.embed([text])[0]
+    return vector

@@ -93,6 +93,7 @@ class IndexRefresher(_Debounced):
             if not (search.index_dir(self.vault) / search.MANIFEST).exists():
                 return  # never searched: the first search builds the index
             stats = search.refresh(self.vault)
+            search.refresh_vectors(self.vault)  # vectors by meaning, when a search has made them
         except Exception as err:  # Whoosh missing or failing must not stop the watcher
             self._error_once(".nexus/index", f"search index refresh failed: {type(err).__name__}: {err}")
             return
