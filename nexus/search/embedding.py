@@ -12,6 +12,7 @@ model; importing it imports numpy only.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +29,7 @@ _SPECIAL = frozenset({0, 1, 2, 6})  # the tokenizer's unknown, begin, end and ba
 Vectors = NDArray[np.float32]
 
 
+@functools.cache
 def model_id() -> str:
     """Names the model and its package's version: vectors made by anything else are rebuilt."""
     return f"use-multilingual-v3 ({PACKAGE} {importlib.metadata.version(PACKAGE)})"

@@ -128,7 +128,27 @@ def _by_meaning(
     fresh: bool,
     langs: tuple[str, ...] | None,
 ) -> list[Hit]:
-    """``search`` by meaning, or by meaning and words (``fusion``)."""
+    """``search`` by meaning, or by meaning and words (``fusion``); a vector store found damaged
+    while reading it is built again and the search run once more."""
+    try:
+        return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs)
+    except vectors.Damaged:
+        vectors.OPENED.forget(vault)
+        vectors.refresh(vault, progress=progress, force=True)
+        return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs)
+
+
+def _by_meaning_once(
+    vault: Vault,
+    text: str,
+    meant: NDArray[np.float32],
+    mode: str,
+    filters: Filters,
+    limit: int,
+    progress: Progress | None,
+    fresh: bool,
+    langs: tuple[str, ...] | None,
+) -> list[Hit]:
     here = view(vault)
     if fresh:
         refresh(vault, progress=progress, languages=langs, open_dir=here.folder)

@@ -40,7 +40,8 @@ def by_meaning(
     left unread (more may be accepted further down)."""
     rows = store.top(query, k, files)
     near = [(score, row) for score, row in rows if score >= MIN_COSINE]
-    out = [(score, stored) for score, row in near if accept(stored := store.stored(row))]
+    found = store.stored([row for _, row in near])
+    out = [(score, stored) for (score, _), stored in zip(near, found, strict=True) if accept(stored)]
     return out, len(near) >= k
 
 

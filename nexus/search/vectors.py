@@ -32,10 +32,10 @@ import os
 import secrets
 import shutil
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,8 +48,12 @@ from . import documents
 from .embedding import DIMS, Embedder, Vectors, embedder, model_id
 from .engine import Doc, Stored, Terms
 from .manifest import FileRecord, now
+from .seals import Sealer, memo, sealer
 
-VERSION = 1
+if TYPE_CHECKING:
+    from ..keys.checked import Memo
+
+VERSION = 2  # 2: entries' seals
 FOLDER = "vectors"
 META = "meta.json"
 CODE = DIMS // 8
@@ -126,11 +130,25 @@ class Meta:
         )
 
 
-def load_meta(vault: Vault) -> Meta | None:
+_METAS: dict[Path, tuple[tuple[int, int, int], Meta]] = {}  # meta file -> (its stamp, parsed)
+
+
+def load_meta(vault: Vault, *, shared: bool = False) -> Meta | None:
+    """The meta (None: missing or unreadable); ``shared``: the one this process parsed while the
+    file's (inode, mtime, size) stays the same, which the caller must not change."""
+    path = folder(vault) / META
     try:
-        return Meta.from_json(json.loads((folder(vault) / META).read_bytes()))
+        st = os.stat(path)
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        got = _METAS.get(path)
+        if shared and got is not None and got[0] == stamp:
+            return got[1]
+        meta = Meta.from_json(json.loads(path.read_bytes()))
     except (FileNotFoundError, ValueError):
         return None
+    if meta is not None and shared:
+        _METAS[path] = (stamp, meta)
+    return meta
 
 
 def _save_meta(vault: Vault, meta: Meta) -> None:
@@ -146,19 +164,22 @@ class Store:
 
     def __init__(self, path: Path, meta: Meta) -> None:
         self.path, self.meta, self.n = path, meta, meta.rows
+        self._fd = -1
         try:
             self.codes = _map(path / "codes.bin", np.dtype("u1"), self.n, (CODE,))
             self.keys = _map(path / "keys.bin", KEYS, self.n)
             self.rows = _map(path / "rows.bin", ROWS, self.n)
-            self._fields = path / "rows.jsonl"
-            size = self._fields.stat().st_size
+            self._fd = os.open(path / "rows.jsonl", os.O_RDONLY)
         except (OSError, ValueError) as err:
             raise Damaged(str(err)) from err
-        if self.n and size < int(self.rows["at"][-1]) + int(self.rows["size"][-1]):
+        if self.n and os.fstat(self._fd).st_size < int(self.rows["at"][-1]) + int(self.rows["size"][-1]):
+            self.close()
             raise Damaged("rows.jsonl is shorter than its rows say")
 
     def close(self) -> None:
-        """(Nothing is held open but the maps, which go with the store.)"""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def top(
         self, query: NDArray[np.float32], k: int, files: set[int] | None = None
@@ -196,18 +217,33 @@ class Store:
         )
         return {wanted[int(hashes[r])]: int(r) for r in rows}
 
-    def stored(self, row: int) -> Stored:
-        at, size = int(self.rows["at"][row]), int(self.rows["size"][row])
-        try:
-            fd = os.open(self._fields, os.O_RDONLY)
+    def stored(self, rows: Sequence[int]) -> list[Stored]:
+        """The stored fields of each row."""
+        got = self.rows[np.asarray(rows, dtype=np.intp)] if len(rows) else self.rows[:0]
+        out = []
+        for row, at, size in zip(rows, got["at"].tolist(), got["size"].tolist(), strict=True):
             try:
-                raw = os.pread(fd, size, at)
-            finally:
-                os.close(fd)
-            key, kind, path, agent, channel, type_, status, ts, heading, loc = json.loads(raw)
-            return Stored(key, kind, path, agent, channel, type_, status, ts, heading, tuple(loc))
-        except (OSError, ValueError, TypeError) as err:
-            raise Damaged(f"row {row}: {err}") from err
+                key, kind, path, agent, channel, type_, status, ts, heading, loc, seal = json.loads(
+                    os.pread(self._fd, size, at)
+                )
+                out.append(
+                    Stored(
+                        key,
+                        kind,
+                        path,
+                        agent,
+                        channel,
+                        type_,
+                        status,
+                        ts,
+                        heading,
+                        tuple(loc),
+                        bytes.fromhex(seal),
+                    )
+                )
+            except (OSError, ValueError, TypeError) as err:
+                raise Damaged(f"row {row}: {err}") from err
+        return out
 
 
 def _map(path: Path, dtype: np.dtype[Any], n: int, shape: tuple[int, ...] = ()) -> Any:
@@ -232,6 +268,8 @@ class _Pending:
     digests: list[int] = field(default_factory=list)
     files: list[int] = field(default_factory=list)
     copied: dict[int, int] = field(default_factory=dict)  # pending index -> old row of the same bytes
+    sealer: Sealer | None = None
+    memo: Memo | None = None
 
     def add(self, doc: Doc, text: str, raw: bytes, file_no: int) -> None:
         self.docs.append(doc)
@@ -310,7 +348,19 @@ def _append(path: Path, meta: Meta, pending: _Pending, old: Store | None, progre
     for i, d in enumerate(pending.docs):
         line = (
             json.dumps(
-                [d.key, d.kind, d.path, d.agent, d.channel, d.type, d.status, d.ts, d.heading, list(d.loc)],
+                [
+                    d.key,
+                    d.kind,
+                    d.path,
+                    d.agent,
+                    d.channel,
+                    d.type,
+                    d.status,
+                    d.ts,
+                    d.heading,
+                    list(d.loc),
+                    d.seal.hex(),
+                ],
                 ensure_ascii=False,
             ).encode()
             + b"\n"
@@ -381,11 +431,17 @@ def _whole(vault: Vault, rel: str, pending: _Pending, file_no: int) -> FileRecor
 
 
 def _queue_entries(scan: segments.Scan, data: bytes, base: int, pending: _Pending, file_no: int) -> None:
+    """Queue a scan's entries, each with its seal as the text index keeps it (``seals``: a hit
+    proven by two hashes instead of Ed25519)."""
     empty = Terms({}, 0)
-    for located in scan.entries:
+    found = pending.sealer.seals(scan.entries, data, base, range(0), pending.memo) if pending.sealer else None
+    for i, located in enumerate(scan.entries):
         e = located.entry
         loc = (located.offset, located.end_offset, located.line_start, located.line_end)
-        doc = Doc(f"e:{e.id}", "entry", located.file, e.agent, e.channel, e.type, "", e.ts, "", empty, loc)
+        seal = found[i] if found else b""
+        doc = Doc(
+            f"e:{e.id}", "entry", located.file, e.agent, e.channel, e.type, "", e.ts, "", empty, loc, seal
+        )
         raw = data[located.offset - base : located.end_offset - base]
         pending.add(doc, documents.entry_text(located), raw, file_no)
 
@@ -419,10 +475,12 @@ def _update(vault: Vault, meta: Meta, files: documents.Files, progress: Progress
     """Bring ``meta``'s folder up to date with ``files`` (the caller holds the lock and saves)."""
     path = folder(vault) / meta.dir
     changed, removed = changes(meta, files)
+    pending = _Pending(sealer=sealer(vault))
+    if pending.sealer is not None:
+        pending.memo = memo()
     for rel in removed:
         _kill(path, meta, _file_no(meta, rel))
         del meta.files[rel]
-    pending = _Pending()
     old_rows: dict[int, int] = {}
     for rel in changed:
         no = _file_no(meta, rel)
@@ -440,6 +498,8 @@ def _update(vault: Vault, meta: Meta, files: documents.Files, progress: Progress
             meta.files.pop(rel, None)
         else:
             meta.files[rel] = record
+    if pending.memo is not None:
+        pending.memo.save()
     if not pending.docs:
         return
     old_store = Store(path, Meta(meta.dir, meta.model, meta.rows)) if pending.copied else None
@@ -465,20 +525,23 @@ def _build(vault: Vault, progress: Progress | None) -> Meta:
 
 
 def usable(vault: Vault, meta: Meta | None) -> bool:
+    """Made by this model, its files as long as its rows need (a stat each)."""
     if meta is None or meta.model != model_id():
         return False
+    path = folder(vault) / meta.dir
     try:
-        Store(folder(vault) / meta.dir, meta).close()
-    except Damaged:
+        sizes = [os.stat(path / name).st_size for name in ("codes.bin", "keys.bin", "rows.bin", "rows.jsonl")]
+    except OSError:
         return False
-    return True
+    need = (meta.rows * CODE, meta.rows * KEYS.itemsize, meta.rows * ROWS.itemsize)
+    return all(size >= n for size, n in zip(sizes, need, strict=False))
 
 
 def refresh(vault: Vault, *, progress: Progress | None = None, force: bool = False) -> Meta:
     """Bring the store up to date with the vault (cheap when nothing changed: a stat per file);
     build it anew when missing, damaged, made by another model, mostly dead rows, or ``force``."""
     with LOCK:
-        meta = load_meta(vault)
+        meta = load_meta(vault, shared=True)
         files = documents.vault_files(vault)
         if not force and usable(vault, meta) and meta is not None and not any(changes(meta, files)):
             return meta
