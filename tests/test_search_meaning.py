@@ -149,8 +149,9 @@ def test_modes_filters_phrases_and_provenance_hold_in_hybrid(env: Env) -> None:
     assert all(h["path"] and h["line_start"] and h["link"] for h in hybrid)
     entries = [h for h in hybrid if h["entry_id"]]
     assert LOCK in [h["title"] for h in entries] and all(h["verified"] is True for h in entries)
-    only_ci = env.run("search", ASK, "--channel", "ci", "--json").json()
-    assert {h["channel"] for h in only_ci} == {"ci"}
+    only_ci = env.run("search", "release job", "--channel", "ci", "--json").json()
+    assert [h["title"] for h in only_ci] == ["The release job was slow today"]
+    assert [h["channel"] for h in env.run("search", ASK, "--channel", "ci", "--json").json()] == []
     by_lyra = env.run("search", ASK, "--agent", "lyra", "--json").json()
     assert by_lyra and {h["agent"] for h in by_lyra} == {"lyra"}
     phrase = env.run("search", '"release job"', "--json").json()

@@ -6,7 +6,8 @@ a document below ``MIN_COSINE`` does not mean what was asked and is no hit.
 Hybrid: the candidates of both rankings (only the word-ranked ones for a query with phrases, fields
 or operators, so what the syntax asks for still holds). A document holding every word of the query
 comes first, in the order text search gives it (so a query of words a note holds finds it as text
-search does); every other one by its cosine (+ ``WEIGHT`` × its BM25 over the best one's). Measured
+search does); every other one by its cosine (+ ``WEIGHT`` × its BM25 over the best one's), and when
+some document holds every word, one holding none joins only with a cosine of ``STRONG`` or more. Measured
 on benchmarks/relevance.py (docs/search.md) against cosine + 0.1-0.3 × normalised BM25 for all and
 reciprocal rank fusion of both top fives (``FUSION = "rrf"``): weak word matches of a paraphrase
 outranked the note it meant.
@@ -29,6 +30,7 @@ RRF_DEPTH = 5
 RRF_K = 60
 
 MIN_COSINE = 0.14  # below it a document does not mean what was asked (unless it holds the words)
+STRONG = 0.3  # what a document holding no query word needs when others hold every word
 
 Accept = Callable[[Stored], bool]
 
@@ -75,6 +77,10 @@ def fused(
     else:
         best = max((s for s, _, _ in words), default=0.0) or 1.0
         score = {key: cosine.get(key, 0.0) for key in docs}
+        if any(every for _, _, every in words):  # the words were found: only a strong meaning joins
+            held = {s.key for _, s, _ in words}
+            for key in [k for k in docs if k not in held and score[k] < STRONG]:
+                del docs[key], score[key]
         seen: set[str] = set()
         for s, stored, every in words:
             if stored.key not in seen:

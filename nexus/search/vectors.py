@@ -60,6 +60,7 @@ CODE = DIMS // 8
 KEYS = np.dtype([("key", "<u8"), ("file", "<i4"), ("alive", "u1"), ("pad", "u1", 3)])
 ROWS = np.dtype([("vec", "i1", DIMS), ("scale", "<f4"), ("digest", "<u8"), ("at", "<u8"), ("size", "<u4")])
 CANDIDATES = 400  # rows scored exactly after the Hamming scan (all of them in a smaller store)
+SCAN = 32_768  # rows a block of the Hamming scan (2 MB of codes)
 PARALLEL = 2_000  # texts from which a build embeds in several processes
 BATCH = 256
 Progress = Callable[[int, int], None]
@@ -190,12 +191,17 @@ class Store:
         live = self.keys["alive"] == 1
         if files is not None:
             live &= np.isin(self.keys["file"], np.fromiter(files, dtype=np.int32))
-        candidates = np.flatnonzero(live)
         want = max(CANDIDATES, k * 4)
-        if len(candidates) > want:  # Hamming distance of the signs first
+        if int(np.count_nonzero(live)) <= want:
+            candidates = np.flatnonzero(live)
+        else:  # Hamming distance of the signs first, a block of rows at a time (bounded temporaries)
             code = np.packbits(query > 0)
-            far = np.bitwise_count(np.bitwise_xor(self.codes[candidates], code)).sum(axis=1, dtype=np.int32)
-            candidates = candidates[np.argpartition(far, want)[:want]]
+            far = np.empty(self.n, dtype=np.int32)
+            for start in range(0, self.n, SCAN):
+                block = np.bitwise_xor(self.codes[start : start + SCAN], code)
+                far[start : start + SCAN] = np.bitwise_count(block).sum(axis=1, dtype=np.int32)
+            far[~live] = DIMS + 1
+            candidates = np.argpartition(far, want)[:want]
         scores = self.cosines(candidates, query)
         best = np.argsort(-scores)[:k]
         return [(float(scores[i]), int(candidates[i])) for i in best]
