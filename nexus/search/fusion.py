@@ -69,11 +69,7 @@ def fused(
     for _, stored in meaning:
         docs.setdefault(stored.key, stored)
     if FUSION == "rrf":
-        score = dict.fromkeys(docs, 0.0)
-        for rank, key in enumerate([s.key for _, s, _ in words][:RRF_DEPTH]):
-            score[key] += 1 / (RRF_K + rank + 1)
-        for rank, (_, stored) in enumerate(meaning):  # below the fused heads, meaning's order
-            score[stored.key] += (1 / (RRF_K + rank + 1)) if rank < RRF_DEPTH else 1e-6 / (rank + 1)
+        score = _rrf(docs, words, meaning)
     else:
         best = max((s for s, _, _ in words), default=0.0) or 1.0
         score = {key: cosine.get(key, 0.0) for key in docs}
@@ -91,3 +87,15 @@ def fused(
                     score[stored.key] += WEIGHT * s / best
     for key in sorted(docs, key=lambda k: -score[k]):
         yield score[key], docs[key]
+
+
+def _rrf(
+    docs: dict[str, Stored], words: list[tuple[float, Stored, bool]], meaning: list[tuple[float, Stored]]
+) -> dict[str, float]:
+    """Reciprocal rank fusion of both top ``RRF_DEPTH`` (measured, not used: docs/search.md)."""
+    score = dict.fromkeys(docs, 0.0)
+    for rank, key in enumerate([s.key for _, s, _ in words][:RRF_DEPTH]):
+        score[key] += 1 / (RRF_K + rank + 1)
+    for rank, (_, stored) in enumerate(meaning):  # below the fused heads, meaning's order
+        score[stored.key] += (1 / (RRF_K + rank + 1)) if rank < RRF_DEPTH else 1e-6 / (rank + 1)
+    return score

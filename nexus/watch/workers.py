@@ -93,7 +93,6 @@ class IndexRefresher(_Debounced):
             if not (search.index_dir(self.vault) / search.MANIFEST).exists():
                 return  # never searched: the first search builds the index
             stats = search.refresh(self.vault)
-            search.refresh_vectors(self.vault)  # vectors by meaning, when a search has made them
         except Exception as err:  # Whoosh missing or failing must not stop the watcher
             self._error_once(".nexus/index", f"search index refresh failed: {type(err).__name__}: {err}")
             return
@@ -109,6 +108,10 @@ class IndexRefresher(_Debounced):
                     "seconds": round(stats.seconds, 4),
                 }
             )
+        try:  # then the vectors by meaning, when a search has made them
+            search.refresh_vectors(self.vault)
+        except Exception as err:  # a failing model or store must not stop the watcher
+            self._error_once(".nexus/vectors", f"search vectors refresh failed: {type(err).__name__}: {err}")
 
 
 class LogVerifier(_Debounced):
