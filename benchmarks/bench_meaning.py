@@ -7,7 +7,7 @@ notes) with words drawn from this project's own documentation (so the model sees
 measures: the text index's first build and the vector store's (every entry embedded, in as many
 processes as there are cores), their sizes on disk; query latency p50/p99 in text, meaning and
 hybrid modes, the modes alternating query by query; the added memory of a searching process (a
-fresh process's resident size after a text search, then after a hybrid one); how many of the exact
+fresh process's resident size after 20 queries by text, then after the same 20 in hybrid mode); how many of the exact
 top 10 by cosine the store's two-stage ranking (Hamming distance of the signs, then int8) returns;
 and the time from an append until a search that does not refresh (``fresh=False``) finds the entry by
 meaning while a watchdog observer refreshes both indexes as ``nexus watch`` does.
@@ -100,7 +100,8 @@ from nexus.storage.vault import Vault
 def rss():
     return int(next(l for l in open('/proc/self/status') if l.startswith('VmRSS')).split()[1]) / 1024
 vault = Vault(Path(sys.argv[1]))
-search.search(vault, 'release notes', mode='text')
+for q in sys.argv[2:]:
+    search.search(vault, q, mode='text')
 text = rss()
 for q in sys.argv[2:]:
     search.search(vault, q, mode='hybrid')
