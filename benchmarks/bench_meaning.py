@@ -7,7 +7,8 @@ notes) with words drawn from this project's own documentation (so the model sees
 measures: the text index's first build and the vector store's (every entry embedded, in as many
 processes as there are cores), their sizes on disk; query latency p50/p99 in text, meaning and
 hybrid modes, the modes alternating query by query; the added memory of a searching process (a
-fresh process's resident size after 20 queries by text, then after the same 20 in hybrid mode); how many of the exact
+fresh process's resident size after 20 queries by text, then after the same 20 in hybrid
+mode); how many of the exact
 top 10 by cosine the store's two-stage ranking (Hamming distance of the signs, then int8) returns;
 and the time from an append until a search that does not refresh (``fresh=False``) finds the entry by
 meaning while a watchdog observer refreshes both indexes as ``nexus watch`` does.
@@ -162,7 +163,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(7)
-    bench_search.vocabulary = real_vocabulary  # type: ignore[assignment]
+    bench_search.vocabulary = real_vocabulary
     with tempfile.TemporaryDirectory(prefix="nexus-bench-meaning-") as tmp:
         t = time.perf_counter()
         vault, words, cum = bench_search.make_vault(Path(tmp) / "v", Path(tmp) / "k", args.entries, rng)

@@ -19,10 +19,6 @@ LOCK = "A lock file guards the release job"
 ASK = "how do we prevent two deployments running at once"
 
 
-def _ids(hits: list[search.Hit]) -> list[str | None]:  # type: ignore[name-defined]
-    return [h.entry_id for h in hits]
-
-
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
 
