@@ -8,12 +8,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Env
 
 from nexus import search
-from nexus.search import vectors
+from nexus.search import embedding, vectors
 
 LOCK = "A lock file guards the release job"
 ASK = "how do we prevent two deployments running at once"
@@ -172,3 +173,39 @@ def test_per_turn_commands_import_no_model_no_numpy_no_vectors(env: Env) -> None
     )
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stdout
+
+
+def test_a_compacted_store_copies_its_live_vectors_and_embeds_only_what_changed(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.append("ella", LOCK)
+    note = env.vault.root / "notes" / "plan.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("# Plan\n\nThe invoices endpoint paginates with opaque cursors.\n", encoding="utf-8")
+    search.search(env.vault, ASK, limit=1)
+    note.write_text("# Plan\n\nWe adopt a dog for the office next spring.\n", encoding="utf-8")
+    embedded: list[str] = []
+    real = embedding.Embedder.embed
+
+    def spy(self: embedding.Embedder, texts: list[str]) -> Any:
+        embedded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(embedding.Embedder, "embed", spy)
+    monkeypatch.setattr(vectors, "DEAD", 0)
+    before = vectors.load_meta(env.vault)
+    assert before is not None and before.dead == 0
+    env.append("lyra", "Nightly database backups are copied to cold storage")
+    monkeypatch.setattr(vectors, "DEAD_SHARE", 0.0)  # any dead row: compact at the next refresh
+    (env.vault.root / "notes" / "other.md").write_text("# Other\n\nKilled at once.\n", encoding="utf-8")
+    vectors.refresh(env.vault)  # the plan note and the new entry and note: embedded, the rest copied
+    after = vectors.load_meta(env.vault)
+    assert after is not None and after.dir != before.dir and after.dead == 0
+    assert sorted(embedded) == [
+        "Nightly database backups are copied to cold storage",
+        "Other\n\nKilled at once.",
+        "Plan\n\nWe adopt a dog for the office next spring.",
+    ], embedded
+    assert (
+        search.search(env.vault, "a pet animal at work", mode="meaning", limit=1)[0].path == "notes/plan.md"
+    )

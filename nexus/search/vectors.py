@@ -61,6 +61,8 @@ KEYS = np.dtype([("key", "<u8"), ("file", "<i4"), ("alive", "u1"), ("pad", "u1",
 ROWS = np.dtype([("vec", "i1", DIMS), ("scale", "<f4"), ("digest", "<u8"), ("at", "<u8"), ("size", "<u4")])
 CANDIDATES = 400  # rows scored exactly after the Hamming scan (all of them in a smaller store)
 SCAN = 32_768  # rows a block of the Hamming scan (2 MB of codes)
+DEAD = 10_000  # dead rows (edited or removed documents) past which the store is compacted
+DEAD_SHARE = 0.5  # ... when they are also more than this share of its rows
 PARALLEL = 2_000  # texts from which a build embeds in several processes
 BATCH = 256
 Progress = Callable[[int, int], None]
@@ -477,8 +479,11 @@ def changes(meta: Meta, files: documents.Files) -> tuple[list[str], list[str]]:
     return sorted(changed), sorted(rel for rel in known if rel not in files)
 
 
-def _update(vault: Vault, meta: Meta, files: documents.Files, progress: Progress | None) -> None:
-    """Bring ``meta``'s folder up to date with ``files`` (the caller holds the lock and saves)."""
+def _update(
+    vault: Vault, meta: Meta, files: documents.Files, progress: Progress | None, seed: Store | None = None
+) -> None:
+    """Bring ``meta``'s folder up to date with ``files`` (the caller holds the lock and saves);
+    ``seed``: an older store whose live vectors are copied where made from the same bytes."""
     path = folder(vault) / meta.dir
     changed, removed = changes(meta, files)
     pending = _Pending(sealer=sealer(vault))
@@ -488,6 +493,9 @@ def _update(vault: Vault, meta: Meta, files: documents.Files, progress: Progress
         _kill(path, meta, _file_no(meta, rel))
         del meta.files[rel]
     old_rows: dict[int, int] = {}
+    if seed is not None:
+        live = np.flatnonzero(seed.keys["alive"] == 1)
+        old_rows = dict(zip(seed.rows["digest"][live].tolist(), live.tolist(), strict=True))
     for rel in changed:
         no = _file_no(meta, rel)
         old = meta.files.get(rel)
@@ -508,21 +516,22 @@ def _update(vault: Vault, meta: Meta, files: documents.Files, progress: Progress
         pending.memo.save()
     if not pending.docs:
         return
-    old_store = Store(path, Meta(meta.dir, meta.model, meta.rows)) if pending.copied else None
+    old_store = seed or (Store(path, Meta(meta.dir, meta.model, meta.rows)) if pending.copied else None)
     try:
         _append(path, meta, pending, old_store, progress)
     finally:
-        if old_store is not None:
+        if old_store is not None and old_store is not seed:
             old_store.close()
 
 
-def _build(vault: Vault, progress: Progress | None) -> Meta:
-    """A new folder with every document of the vault, made current."""
+def _build(vault: Vault, progress: Progress | None, seed: Store | None = None) -> Meta:
+    """A new folder with every document of the vault, made current (``seed``: an older store of
+    this model, compacted: its vectors copied where the bytes are the same)."""
     top = folder(vault)
     top.mkdir(parents=True, exist_ok=True)
     meta = Meta(f"v-{secrets.token_hex(4)}", model_id(), built=now())
     (top / meta.dir).mkdir()
-    _update(vault, meta, documents.vault_files(vault), progress)
+    _update(vault, meta, documents.vault_files(vault), progress, seed)
     _save_meta(vault, meta)
     for child in top.iterdir():
         if child.is_dir() and child.name.startswith("v-") and child.name != meta.dir:
@@ -553,7 +562,7 @@ def refresh(vault: Vault, *, progress: Progress | None = None, force: bool = Fal
             return meta
         with exclusive(vault.lock("vectors")):
             meta = load_meta(vault)
-            if force or not usable(vault, meta) or meta is None or meta.dead > max(10_000, meta.rows // 2):
+            if force or not usable(vault, meta) or meta is None:
                 return _build(vault, progress)
             if any(changes(meta, documents.vault_files(vault))):
                 try:
@@ -561,6 +570,12 @@ def refresh(vault: Vault, *, progress: Progress | None = None, force: bool = Fal
                 except Damaged:
                     return _build(vault, progress)
                 _save_meta(vault, meta)
+            if meta.dead > max(DEAD, meta.rows * DEAD_SHARE):  # mostly dead rows: compacted
+                old = Store(folder(vault) / meta.dir, meta)
+                try:
+                    return _build(vault, progress, old)
+                finally:
+                    old.close()
             return meta
 
 
