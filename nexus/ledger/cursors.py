@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import IdentityError
 from ..records import Entry, Located
 from ..storage import durable
 from ..storage.text import check_name
@@ -24,7 +23,7 @@ from .logfiles import is_segment_name, marked
 from .marks import START, Mark
 
 if TYPE_CHECKING:
-    from ..keys.trust import Keyring
+    from .check import Checker
 
 
 @dataclass(frozen=True)
@@ -87,23 +86,25 @@ def advance_cursor(vault: Vault, agent: str, cursor: Cursor) -> None:
     durable.replace(cursor_path(vault, agent), json.dumps(cursor.to_json()).encode())
 
 
-def unread(vault: Vault, agent: str, *, advance: bool = True, ring: Keyring | None = None) -> list[Located]:
+def unread(
+    vault: Vault, agent: str, *, advance: bool = True, checker: Checker | None = None
+) -> list[Located]:
     """Entries by others that ``agent`` has not read, oldest first, each with its verdict (see
     :func:`scan_unread`); advances the cursor unless told not."""
-    items, cursor = scan_unread(vault, agent, ring=ring)
+    items, cursor = scan_unread(vault, agent, checker=checker)
     if advance and cursor is not None:
         advance_cursor(vault, agent, cursor)
     return items
 
 
 def scan_unread(
-    vault: Vault, agent: str, *, ring: Keyring | None = None
+    vault: Vault, agent: str, *, checker: Checker | None = None
 ) -> tuple[list[Located], Cursor | None]:
     """Entries by others that ``agent`` has not read, oldest first, and the cursor that marks them
     read (``None`` when it would not change); nothing is written. See :func:`advance_cursor`.
 
     Each entry carries its verdict (``Located.verdict``: "ok" only when it is canonical and signed by
-    its author's trusted key, ``ring``, default this machine's pins): readers show the others apart.
+    its author's trusted key: ``checker``, see ``logfiles.marked``): readers show the others apart.
 
     The cursor keeps, per segment, a mark just after the last entry read there and the segment's size
     when read, so a read opens only segments that changed and scans only what was added. If the mark
@@ -111,7 +112,7 @@ def scan_unread(
     entries up to the last id read (``seen``) are skipped.
     """
     if not vault.identity_path(check_name(agent)).is_file():
-        raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
+        raise vault.unknown_agent(agent)
     cursor = read_cursor(vault, agent)
     arrived, arrived_end = _arrivals_since(vault, cursor.arrived)
     out, marks, newest_seen = scan_after(
@@ -121,7 +122,7 @@ def scan_unread(
         keep=lambda e: e.agent != agent,
         arrived=arrived if cursor.seen is not None else frozenset(),
     )
-    out = marked(vault, out, ring)
+    out = marked(vault, out, checker)
     after = Cursor(newest_seen, marks, arrived_end)
     return out, (None if after == cursor else after)
 

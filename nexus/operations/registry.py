@@ -290,7 +290,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"{RECORD}:decide",
         "record a decision (a signed note + a decision entry)",
         'nexus decide --agent ella --title "Secrets live in the OS keychain" '
-        '--decision "Never in .env files" --rationale "Leaked twice" [--supersedes D-0001]',
+        '--decision "Never in .env files" --rationale "Leaked twice" --supersedes D-0001',
         description="Record a decision (a signed note and a decision entry); `supersedes` marks an older "
         "one.",
         title="Record a decision",
@@ -424,7 +424,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "state_diff",
         f"{RECORD}:state_diff",
         "the difference between two versions (default: to current)",
-        "nexus state diff 2 4",
+        "nexus state diff 1 3",
         description="The difference between two versions of the project state (new: the current one).",
         title="Diff two state versions",
         command="state diff",
@@ -445,7 +445,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "state_restore",
         f"{RECORD}:state_restore",
         "make an earlier version current (a new version)",
-        "nexus state restore --agent ella --version 2 --expect 5",
+        "nexus state restore --agent ella --version 1 --expect 3",
         description="Make an earlier version of the project state current again (as a new version).",
         title="Restore a state version",
         command="state restore",
@@ -1073,6 +1073,15 @@ OPERATIONS: tuple[Operation, ...] = (
         why_not="configures a git clone (driver, hooks): set-up, done once per clone by a person",
     ),
     Operation(
+        "git_resolve",
+        f"{SETUP}:git_resolve",
+        "resolve the conflict markers a plain `git merge` left, as the nexus merge driver would",
+        "nexus git resolve --json",
+        command="git resolve",
+        kind=CHANGE,
+        why_not="repairs a clone after a merge without the driver: a person's act, from a shell",
+    ),
+    Operation(
         "log_import_copies",
         f"{SETUP}:import_copies",
         "import entries from file-sync conflict copies of segments (Syncthing, Dropbox…), archive them",
@@ -1118,6 +1127,7 @@ OPERATIONS: tuple[Operation, ...] = (
         hook="pre-compact",
         hook_event="PreCompact",
         acts="required",
+        kind=SET,  # it saves the checkpoint
         why_not=A_HOOK,
         params=(
             Param("trigger", description="manual or auto", default="auto", surfaces=ONLY_HOOK),

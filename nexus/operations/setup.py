@@ -4,6 +4,7 @@ None has an MCP tool (each says why in the registry)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +25,30 @@ def init(call: Call, *, path: str = ".", force: bool = False) -> Answer:
             f"(link it from {HOME}: [[{INTRODUCTION[:-3]}]])"
         )
     if created:
-        text += "\nnext: nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
+        # the commands that follow find the vault from the folder they run in: say how to get there
+        here = vault.root.resolve() == Path.cwd().resolve()
+        go = "" if here else f"cd {shlex.quote(path)} && "
+        text += f"\nnext: {go}nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
+        if not here:
+            text += (
+                f"\n      (from any other folder, give each command --vault {shlex.quote(str(vault.root))})"
+            )
     return Answer(data, text)
 
 
 def agent_add(call: Call, *, name: str, human: bool = False) -> Answer:
     from ..keys import identity, trust
+    from ..suggest import closest
 
+    close = closest(name, call.vault.identity_names())  # (before: the new one is a name too)
     ident = identity.add(call.vault, call.keys_home, name, human=human)
     trust.load(call.vault)  # pin the new key on this machine now (trust on first use)
     return Answer(
-        ident.to_json(), f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}"
+        ident.to_json(),
+        f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}",
+        notes=(f"note: {name!r} is close to the identity {close!r} (a typo? `nexus agent list`)",)
+        if close
+        else (),
     )
 
 
@@ -101,8 +115,14 @@ def import_hermes(call: Call, *, folder: str) -> Answer:
     results = memory.import_hermes(
         call.vault, Path(folder), call.agent, memory_limit=limits["memory"], user_limit=limits["user"]
     )
-    notes = tuple(f"not imported: {why}" for r in results for why in r.skipped)
-    return Answer([r.to_json() for r in results], "\n".join(_store_text(r) for r in results), notes=notes)
+    notes = tuple(f"skipped: {why}" for r in results for why in r.skipped)
+    code = 1 if notes else 0  # a partial import is not a success: what was imported stays imported
+    return Answer(
+        [r.to_json() for r in results],
+        "\n".join(_store_text(r) for r in results),
+        notes=notes,
+        exit_code=code,
+    )
 
 
 def git_setup(call: Call) -> Answer:
@@ -111,6 +131,18 @@ def git_setup(call: Call) -> Answer:
     data = gitsync.setup(call.vault)
     what = ", ".join(data["changed"]) or "nothing (already set up)"
     return Answer(data, f"git repository {data['repository']}: merge driver registered; wrote {what}")
+
+
+def git_resolve(call: Call) -> Answer:
+    from ..sync import resolve
+
+    done = resolve.resolve(call.vault)
+    lines = [
+        f"{r.file}: {r.regions} conflict region{'s' if r.regions != 1 else ''} resolved by the {r.kind} rule"
+        + "".join(f"\n  {c}" for c in r.conflicts)
+        for r in done
+    ]
+    return Answer([r.to_json() for r in done], "\n".join(lines) or "no conflict markers in the vault")
 
 
 def import_copies(call: Call) -> Answer:

@@ -57,8 +57,13 @@ class Texts:
         return f"{self.summary}\n{self.body_text or ''}"
 
     def snippet(self, terms: MatchedTerms) -> str:
-        """The hit's snippet: cut from the body when a matched word is in it, else from the whole."""
-        return cut(self.body() if self.body_matches(terms) else self.whole(), terms)
+        """The hit's snippet: cut from the body when a matched word is in it, else from the whole;
+        marked as data, not instructions, when the safety scan flags the entry's words."""
+        from ..memory import scan  # (up a layer: the scan's injection rules, as log.py does)
+
+        text = cut(self.body() if self.body_matches(terms) else self.whole(), terms)
+        found = scan.entry_flags(self.summary, self.body_text)
+        return f"{scan.data_notice(found)} {text}" if found else text
 
     def body_matches(self, terms: MatchedTerms) -> bool:
         """Whether a word of the body (links and bold included) is one of a query's matched words."""
@@ -321,9 +326,10 @@ class Signatures:
         if valid is None:
             valid = signatures.valid(public, e.sig, entries.signing_bytes(e), self.memo)
             if not valid:  # links Obsidian moved to a renamed note: still its author's words
-                from ..ledger.verify import signed_before_a_rename
+                from ..ledger.check import signed_before_a_rename
+                from ..project.decisions import renamed_notes
 
-                valid = signed_before_a_rename(self.vault, e, public)
+                valid = signed_before_a_rename(self.vault, e, public, renamed_notes)
             if valid:  # (a refusal is checked again next time: a rename recorded since may explain it)
                 if len(self.checked) >= VERDICTS_KEPT:
                     del self.checked[next(iter(self.checked))]

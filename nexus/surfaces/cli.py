@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, MemoryFullError, NexusError, StaleEditError
+from ..errors import InputError, MemoryFullError, NexusError, SettingError, StaleEditError
+from . import usage
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -54,6 +55,19 @@ def _workspace(args: argparse.Namespace, vault: Any = None) -> Any:
     ws = workspace.for_vault(vault, os.environ, args=given)
     # (a float given here is kept as given: the resolver's coercion would round 0.5 minute to 0)
     return ws.with_settings(stale_checkpoint_minutes=getattr(args, "stale_minutes", None))
+
+
+def _origin(args: argparse.Namespace, setting: str) -> str:
+    """Where a setting's value came from on this command line: its flag and value when one was
+    given, else the variable or the ``nexus.md`` property (``settings.origin``)."""
+    from ..operations import BY_NAME, CLI
+    from ..settings import origin
+
+    op = BY_NAME.get(getattr(args, "operation", ""))
+    for param in op.params_for(CLI) if op else ():
+        if param.setting == setting and getattr(args, param.name, None) is not None:
+            return f"{param.cli_flag} {getattr(args, param.name)}"
+    return origin(setting, os.environ, _vault(args).config())
 
 
 def _settings(args: argparse.Namespace, vault: Any) -> Any:
@@ -190,18 +204,24 @@ def _executable(name: str) -> str:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from ..errors import IdentityError
     from . import runtimes
     from .runtimes import wiring
 
-    runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
+    scopes = runtimes.scopes(args.runtime)  # an unknown runtime is refused before anything is read
+    if args.scope is None:
+        args.scope = scopes[0]
     if args.scope not in wiring.SCOPES:
         raise InputError(f"unknown scope {args.scope!r}: use project or user")
+    if args.scope not in scopes:
+        raise InputError(
+            f"{args.runtime} has no {args.scope} scope (it reads only its per-user configuration): "
+            f"leave out --scope, or use --scope {scopes[0]}; nothing was changed"
+        )
     vault = _vault(args)
     from ..storage.text import check_name
 
     if not vault.identity_path(check_name(args.agent)).is_file():
-        raise IdentityError(f"unknown agent {args.agent!r}: run `nexus agent add {args.agent}` first")
+        raise vault.unknown_agent(args.agent)
     w = wiring.Wiring(
         agent=args.agent,
         vault=vault.root.resolve(),
@@ -211,7 +231,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
         home=Path.home(),
         nexus=_executable("nexus"),
         hook=_executable("nexus-hook"),
-        env={k: v for k, v in os.environ.items() if k == "HERMES_HOME"},
+        env={k: v for k, v in os.environ.items() if k in ("HERMES_HOME", "PATH")},
     )
     planned = runtimes.changes(args.runtime, w)
     outcomes = wiring.compute(planned) if args.check or args.dry_run else wiring.apply(planned)
@@ -230,12 +250,19 @@ def cmd_setup(args: argparse.Namespace) -> int:
             for d in data
         ]
         ok = all(d["state"] == "wired" for d in data)
+        # the runtime's own view, where its module has one: (what is missing, the command that adds it)
+        view: list[tuple[str, str]] = runtimes.check(args.runtime, w) if ok else []
+        lines += [f"missing:  {what}\n          add it: {command}" for what, command in view]
+        ok = ok and not view
         lines.append(
             f"{args.runtime} is wired to {vault.root} as {args.agent}"
             if ok
             else f"run `nexus setup {args.runtime} --agent {args.agent}` to wire what is missing"
+            if not view
+            else f"{args.runtime} would not use nexus: {view[0][1]}"
         )
-        _emit(args, {"wired": ok, "files": data}, "\n".join(lines))
+        missing = [{"missing": what, "command": command} for what, command in view]
+        _emit(args, {"wired": ok, "files": data, "runtime": missing}, "\n".join(lines))
         return 0 if ok else 1
     if args.dry_run:
         diffs = [o.diff() for o in outcomes if o.changed]
@@ -270,12 +297,36 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
     p.add_argument("--agent", required=True, help="the identity the runtime acts as")
     p.add_argument(
         "--scope",
-        default="project",
-        help="project (default: files in --project) or user (files in your home folder)",
+        default=None,
+        help="project: files in --project (the default for claude-code, codex and cursor); user: files in "
+        "your home folder (the only scope, so the default, for hermes: $HERMES_HOME, else ~/.hermes; "
+        "and openclaw: ~/.openclaw)",
     )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument("--check", action="store_true", help="say what is wired and what is missing")
+
+
+def cmd_hermes_provider(args: argparse.Namespace) -> int:
+    from . import hermes
+
+    # the protocol owns standard output: anything else printed goes to standard error
+    answers, sys.stdout = sys.stdout, sys.stderr
+    try:
+        return hermes.serve(sys.stdin, answers)
+    finally:
+        sys.stdout = answers
+
+
+def _add_hermes_command(groups: dict[str, Any]) -> None:
+    _cmd(
+        groups[""],
+        "hermes-provider",
+        cmd_hermes_provider,
+        "answer Hermes Agent's nexus plugin over stdio (the plugin `nexus setup hermes` installs runs it)",
+        "nexus hermes-provider < requests.jsonl",
+        json_flag=False,
+    )
 
 
 # ------------------------------------------------------------------ handlers: many machines (git, file sync)
@@ -532,7 +583,8 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (``nexus: error: …``), like every other error; exit 2."""
 
     def error(self, message: str) -> Any:
-        self.exit(2, f"nexus: error: {self.prog}: {_one_line(message)} (see `{self.prog} --help`)\n")
+        said = _one_line(usage.explain(self.prog, message))
+        self.exit(2, f"nexus: error: {self.prog}: {said} (see `{self.prog} --help`)\n")
 
 
 # the command words of the commands written by hand here, and what adds them (the rest come from the
@@ -541,6 +593,7 @@ HAND_WRITTEN: dict[str, Callable[[dict[str, Any]], None]] = {
     "watch": _add_coordination_commands,
     "mcp": _add_search_commands,
     "setup": _add_setup_command,
+    "hermes-provider": _add_hermes_command,
     "git": _add_git_commands,
     "sync": _add_sync_command,
 }
@@ -566,7 +619,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="nexus",
         description="Shared, durable, inspectable memory for AI agents, in a Markdown vault.",
-        epilog="example:\n  nexus init ~/vault && nexus agent add ella && nexus log tail",
+        epilog="example:\n  nexus init vault && cd vault && nexus agent add ella && nexus log tail",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--vault", help="the vault folder (else NEXUS_VAULT, else walk up from here)")
@@ -593,10 +646,26 @@ def _one_line(message: str) -> str:
     return message.replace("\r", " ").replace("\n", " ").encode("utf-8", "backslashreplace").decode()
 
 
+def _parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser and the parsed command line; a usage error names what was typed, with the close
+    word and the help of the command it was typed for (``usage.py``)."""
+    from ..variables import unknown
+
+    for warning in unknown(os.environ):  # a misspelt NEXUS_* variable would be ignored silently
+        sys.stderr.write(f"nexus: {warning}\n")
+    parser = build_parser(command_word(argv))
+    mistyped = usage.unknown_option(parser, argv)
+    if mistyped is not None:
+        mistyped[0].error(mistyped[1])
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        usage.command_parser(parser, argv).error(f"unexpected argument(s): {' '.join(extra)}")
+    return parser, args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(command_word(argv))
-    args = parser.parse_args(argv)
+    parser, args = _parse(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -606,6 +675,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         trust.configure(_keys_home)  # keys pinned on this machine (trust on first use), found lazily
         return handler(args)
+    except SettingError as err:  # named as the person gave it: the flag, the variable or nexus.md
+        sys.stderr.write(f"nexus: error: {err.given_as(_origin(args, err.setting))}\n")
+        return err.exit_code
     except StaleEditError as err:  # the version moved: the current one and a diff, to edit again
         sys.stderr.write(f"nexus: error: {err}\n{err.diff}")
         if getattr(args, "json", False):

@@ -23,14 +23,19 @@ Hot path: no YAML, no watchdog; owed acks and races come from the incremental de
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from ..keys import roster, trust
+from ..keys import roster
 from ..ledger import log
+from ..memory import scan
 from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
 from . import coordination
 from .hints import say
+
+if TYPE_CHECKING:
+    from ..ledger.check import Checker
 
 IDENTITY_SHARE = 0.25  # at most this share of the budget for the identity note
 OWED_SHARE = 0.45  # at most this share for what the agent owes
@@ -41,7 +46,7 @@ UNVERIFIED_TITLE = "UNVERIFIED: not their authors' words"
 
 
 def unverified_line(located: Located) -> str:
-    """How every reader shows an entry that failed the per-entry check (``verify.check_entry``):
+    """How every reader shows an entry that failed the per-entry check (``check.check_entry``):
     marked, never as its claimed author's words, without its body."""
     e = located.entry
     return (
@@ -75,14 +80,27 @@ def entry_text(located: Located, *, body: bool = True) -> str:
     return _entry_line(located, body=body)
 
 
-def _entry_line(located: Located, *, body: bool, vault: Vault | None = None) -> str:
+def _entry_line(
+    located: Located, *, body: bool, vault: Vault | None = None, checker: Checker | None = None
+) -> str:
+    """With ``vault`` and ``checker``, each acknowledged entry is named with its summary when it
+    verifies (an entry that does not is never quoted as its author's words)."""
     if located.verdict != "ok":
         return unverified_line(located)
     e = located.entry
-    text = f"- {e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
+    found = scan.entry_flags(e.summary, e.body, vault.root if vault is not None else None)
+    mark = f"{scan.data_notice(found)} " if found else ""
+    text = (
+        f"- {mark}{e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
+    )
     if e.ack:
         verb = "corrects" if e.type == "correction" else "acks"
-        named = [f'"{s}" [{i}]' if vault is not None and (s := _summary_of(vault, i)) else i for i in e.ack]
+        named = [
+            f'"{s}" [{i}]'
+            if vault is not None and checker is not None and (s := _summary_of(vault, i, checker))
+            else i
+            for i in e.ack
+        ]
         text += f" ({verb} {', '.join(named)})"
     if body and e.body:
         shown = e.body if len(e.body) <= BODY_CHARS else e.body[:BODY_CHARS] + " …"
@@ -90,15 +108,11 @@ def _entry_line(located: Located, *, body: bool, vault: Vault | None = None) -> 
     return text
 
 
-_SUMMARIES: dict[str, str | None] = {}
-
-
-def _summary_of(vault: Vault, entry_id: str, limit: int = 120) -> str | None:
-    """The summary of entry ``entry_id``, found without parsing the log: the segment of the id's month
-    is searched from its end for the entry's begin line (an acknowledged entry is usually recent),
-    and only that entry is read. None when it is not there."""
-    if entry_id in _SUMMARIES:
-        return _SUMMARIES[entry_id]
+def _summary_of(vault: Vault, entry_id: str, checker: Checker, limit: int = 120) -> str | None:
+    """The summary of entry ``entry_id`` when it verifies (``checker``), found without parsing the
+    log: the segment of the id's month is searched from its end for the entry's begin line (an
+    acknowledged entry is usually recent), and only that entry is read. None when it is not there or
+    does not verify. Read again at every call: nothing is kept between briefs."""
     import mmap
 
     from ..storage import entries, segments
@@ -116,12 +130,11 @@ def _summary_of(vault: Vault, entry_id: str, limit: int = 120) -> str | None:
                 stop = data.find(b"\n", stop + 1) if stop >= 0 else -1
                 if stop >= 0:
                     scan = segments.scan(bytes(data[start : stop + 1]), f"log/{month}.md", offset=start)
-                    if scan.entries:
+                    if scan.entries and checker.mark(scan.entries[:1])[0].verdict == "ok":
                         s = scan.entries[0].entry.summary
                         found = s if len(s) <= limit else s[: limit - 1] + "…"
     except (OSError, ValueError):
         found = None
-    _SUMMARIES[entry_id] = found
     return found
 
 
@@ -193,7 +206,9 @@ def _owed_section(
         if full:
             omitted += 1
             continue
-        block = _entry_line(coordination.materialize(vault, ref, check), body=ref.id in unread, vault=vault)
+        block = _entry_line(
+            coordination.materialize(vault, ref, check), body=ref.id in unread, vault=vault, checker=check
+        )
         if used + len(block) + 1 > limit:
             omitted += 1
             full = True
@@ -219,7 +234,7 @@ def _decisions_section(vault: Vault, agent: str, limit: int, surface: str = "cli
     """the active decisions. Return a section, or None when there is nothing."""
     from ..project.decisions import brief_lines  # reads .nexus/cache/decisions.json; no YAML
 
-    lines = brief_lines(vault)
+    lines = [scan.marked(line, vault.root) for line in brief_lines(vault)]
     if not lines:
         return None
     shown: list[str] = []
@@ -298,6 +313,7 @@ def _unread_section(
     surface: str = "cli",
     owed: frozenset[str] = frozenset(),
     vault: Vault | None = None,
+    checker: Checker | None = None,
 ) -> tuple[BriefSection | None, int]:
     """Newest entries first until the budget is spent; returns the section and how many were left out.
     Entries already listed under what the agent owes are counted, not shown twice."""
@@ -314,7 +330,7 @@ def _unread_section(
     listed = [x for x in items if x.entry.id not in owed]
     above = len(items) - len(listed)
     for located in reversed(listed):
-        block = _entry_line(located, body=True, vault=vault)
+        block = _entry_line(located, body=True, vault=vault, checker=checker)
         if used + len(block) + 1 > max(0, limit - footer_room):
             break
         chosen.append(block)
@@ -351,7 +367,7 @@ def _state_section(vault: Vault, limit: int) -> BriefSection | None:
             m = re.search(r"^version:\s*\"?(\d+)\"?\s*$", head, re.M)
             version = m.group(1) if m else "?"
     lines = [ln for ln in body.strip().splitlines() if ln.strip() != "# Project state"]
-    content = "\n".join(lines).strip() or "(empty)"
+    content = scan.marked("\n".join(lines).strip() or "(empty)", vault.root)
     return BriefSection(
         "state",
         f"Project state (version {version})",
@@ -383,7 +399,7 @@ def build(
     """Assemble ``agent``'s brief within ``settings.brief_max_chars`` (see the module docstring for the
     cursor); ``settings`` also says which types are owed, the race window and when a checkpoint is stale.
     ``surface`` (``cli`` or ``mcp``) decides how its instructions name the next action (``hints``)."""
-    from ..errors import InputError
+    from ..errors import SettingError
     from ..storage.text import check_name
 
     check_name(agent)
@@ -391,7 +407,7 @@ def build(
     ack_types, race_window = settings.ack_types, settings.race_window_seconds
     stale_minutes = int(settings.stale_checkpoint_minutes)
     if max_chars < 200:
-        raise InputError(f"--max-chars {max_chars} is too small; the least is 200")
+        raise SettingError("brief_max_chars", max_chars, "is too small; the least is 200")
     generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     header = f"# nexus brief for {agent} ({generated})\n"
     from . import heartbeat
@@ -401,13 +417,11 @@ def build(
     budget = max_chars - len(header) - 16 - (len(_section_text(watcher)) if watcher else 0)
     info = roster.roster(vault).get(agent)
     if info is None:
-        from ..errors import IdentityError
-
-        raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
+        raise vault.unknown_agent(agent)
     is_human = info.get("kind") == "human"
     data = coordination.View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
-    ring = trust.load(vault)
-    items, cursor = log.scan_unread(vault, agent, ring=ring)
+    checker = coordination.entry_checker(vault)
+    items, cursor = log.scan_unread(vault, agent, checker=checker)
     owed = _owed_section(
         vault, agent, data, int(budget * OWED_SHARE), surface, frozenset(x.entry.id for x in items)
     )
@@ -432,7 +446,7 @@ def build(
     flagged = _unverified_section(suspect, max(0, (budget - used) // 4))
     used += len(_section_text(flagged)) if flagged else 0
     owed_ids = frozenset(ref.id for ref in data.owed)
-    unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids, vault)
+    unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids, vault, checker)
     # The cursor moves only when every unread entry was shown, so `nexus log read` still returns
     # the ones left out.
     advanced = bool(items) and not peek and not omitted

@@ -46,7 +46,7 @@ from ..ledger.shadow import (
     splice,
 )
 from ..records import Located, Notice, ShadowCopy
-from ..storage import entries, segments
+from ..storage import entries, markers, segments
 from ..storage.vault import Vault
 from ..sync import copies
 from ..team import coordination
@@ -126,7 +126,7 @@ class SegmentKeeper:
         """Signed by its author with a key this machine trusts for it (an entry signed before a key
         rotation too: the old key stays pinned), in its canonical encoding: only such an entry is
         shadowed (and restored)."""
-        from ..ledger.verify import check_entry
+        from ..ledger.check import check_entry
 
         if located.verdict is not None and located.verdict.startswith("non-canonical"):
             return False
@@ -464,11 +464,18 @@ class SegmentKeeper:
 
     def _sign_person(self, path: Path, rel: str, text: str) -> None:
         from ..keys.identity import load_signer
-        from ..ledger.verify import looks_like_framing, printable
+        from ..ledger.check import looks_like_framing, printable
         from ..storage.text import SUMMARY_MAX, check_body, make_visible
 
         human = self.vault.human()
         warned = (rel, sha(text))
+        if markers.has_edge_line(text.encode("utf-8", "replace")) or markers.regions(path.read_bytes()):
+            # a plain `git merge` left conflict markers: nothing near them is a person's text
+            if warned not in self.warned:
+                self.warned.add(warned)
+                message = "git conflict markers in the segment: nothing signed (`nexus git resolve`)"
+                self.emit({"event": "error", "file": rel, "message": message})
+            return
         if looks_like_framing(text) or not printable(text):
             # a damaged or partial copy of an entry, or bytes nobody types: never a person's words
             if warned not in self.warned:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from ...errors import InputError
+from ...suggest import closest
 from .wiring import Change, Wiring
 
 RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
@@ -15,10 +16,25 @@ RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
 
 def module(runtime: str) -> ModuleType:
     if runtime not in RUNTIMES:
-        raise InputError(f"unknown runtime {runtime!r}: use one of {', '.join(RUNTIMES)}")
+        close = closest(runtime, RUNTIMES)
+        hint = f"did you mean {close!r}?" if close else f"use one of {', '.join(RUNTIMES)}"
+        raise InputError(f"unknown runtime {runtime!r}: {hint}")
     from importlib import import_module
 
     return import_module(f".{runtime.replace('-', '_')}", __name__)
+
+
+def scopes(runtime: str) -> tuple[str, ...]:
+    """The scopes a runtime has, its default first (project, where the runtime reads a project's files)."""
+    found: tuple[str, ...] = getattr(module(runtime), "SCOPES", ("project", "user"))
+    return found
+
+
+def check(runtime: str, wiring: Wiring) -> list[tuple[str, str]]:
+    """The runtime's own view beyond nexus's files (a module's ``check``): each thing that would keep it
+    from using nexus, with the one command that adds it; [] when it would use nexus."""
+    view: Callable[[Wiring], list[tuple[str, str]]] | None = getattr(module(runtime), "check", None)
+    return view(wiring) if view else []
 
 
 def changes(runtime: str, wiring: Wiring) -> list[Change]:
