@@ -6,9 +6,13 @@ the SDK must answer it: ``initialize`` (the same protocol-version negotiation, c
 info, instructions), ``ping``, ``tools/list``, ``prompts/list``, ``resources/list``,
 ``resources/templates/list`` from ``mcp_tools.json``, and ``tools/call`` whose arguments
 ``mcp_tools.check_arguments`` can check exactly (the same operation runs, the same result or error
-is rendered). ``mcp_tools.json`` is generated from the SDK server itself over its stdio transport
-(``python -m nexus.surfaces.mcp_answers --write``); a test fails when it differs from what the
-installed SDK serves.
+is rendered). Both eras the SDK serves: the ``initialize`` handshake (2024-11-05 to 2025-11-25) and
+the 2026-07-28 per-request envelope, which a client opens with ``server/discover`` (Claude Code
+does); a version the SDK does not know gets the SDK's own refusal at once (the client falls back
+without waiting). As the SDK does, the first request decides the session's era.
+``mcp_tools.json`` is generated from the SDK server itself over its stdio transport (``python -m
+nexus.surfaces.mcp_answers --write``); a test fails when it differs from what the installed SDK
+serves.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import mcp_tools
-from .mcp_tools import Defer
+from .mcp_tools import Defer, Later
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -29,6 +33,11 @@ DATA = Path(__file__).with_name("mcp_tools.json")
 LISTS = ("prompts/list", "resources/list", "resources/templates/list")
 _INIT_KEYS = frozenset({"protocolVersion", "capabilities", "clientInfo", "_meta"})
 _CLIENT_INFO_KEYS = frozenset({"name", "version", "title", "description", "websiteUrl"})
+MODERN_LISTS = ("tools/list", *LISTS)
+# the 2026 envelope's keys in a request's _meta (what the SDK reads; any other key: the SDK decides)
+_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+UNSUPPORTED_VERSION = -32022
 
 
 def load_data() -> dict[str, Any]:
@@ -58,6 +67,24 @@ def _valid_initialize(params: Any) -> bool:
     )
 
 
+def _valid_envelope(meta: dict[str, Any], version_key: str) -> bool:
+    """Whether a 2026 envelope is one the front can judge as the SDK does: a version string, the
+    client's capabilities as an object of objects, its info (if any) as the handshake's."""
+    if not set(meta) <= {version_key, _CLIENT_INFO, _CLIENT_CAPABILITIES, "progressToken"}:
+        return False
+    caps, info = meta.get(_CLIENT_CAPABILITIES), meta.get(_CLIENT_INFO, {"name": "", "version": ""})
+    return (
+        isinstance(meta.get(version_key), str)
+        and isinstance(caps, dict)
+        and all(isinstance(v, dict) for v in caps.values())
+        and isinstance(info, dict)
+        and set(info) <= _CLIENT_INFO_KEYS
+        and {"name", "version"} <= set(info)
+        and all(isinstance(v, str) for v in info.values())
+        and _is_id(meta.get("progressToken", 0))
+    )
+
+
 class Answers:
     """The answers the front gives by itself: :meth:`take` a parsed message, get the response to
     write (None: nothing to write), or :class:`Defer` (the SDK answers it)."""
@@ -69,7 +96,8 @@ class Answers:
         self.listings: dict[str, Any] = {"tools/list": {"tools": listed}} | {m: data[m] for m in LISTS}
         self.initialize: dict[str, Any] | None = None  # the client's initialize request, once answered
         self.initialized = False  # notifications/initialized came (replayed to the SDK at hand-over)
-        self.passthrough = False  # the session did not open with an initialize the front took
+        self.passthrough = False  # the session did not open with a request the front took
+        self.modern: dict[str, Any] | None = None  # the 2026 session's first request (replayed likewise)
 
     def take(self, message: Any) -> dict[str, Any] | None:
         if self.passthrough:
@@ -77,7 +105,7 @@ class Answers:
         try:
             return self._take(message)
         except Defer:
-            if self.initialize is None:  # the SDK decides the session's era from its first request
+            if self.initialize is None and self.modern is None:  # the first request decides the era
                 self.passthrough = True
             raise
 
@@ -94,10 +122,10 @@ class Answers:
             raise Defer
         if not _is_id(message["id"]):
             raise Defer
+        if self.modern is not None or (self.initialize is None and self._enveloped(method, params)):
+            return self._modern(message, method, params)
         if self.initialize is None:
-            if method != "initialize" or not _valid_initialize(params):
-                raise Defer
-            return self._answer(message, self._initialized(message))
+            return self._opening(message, method, params)
         meta = params.get("_meta") if isinstance(params, dict) else None
         if meta is not None and (not isinstance(meta, dict) or self.data["modern_meta_key"] in meta):
             raise Defer  # the 2026 per-request envelope: the SDK refuses it on this session
@@ -108,6 +136,69 @@ class Answers:
         if method == "tools/call":
             return self._answer(message, self.call(params))
         raise Defer
+
+    def _opening(self, message: dict[str, Any], method: str, params: Any) -> dict[str, Any]:
+        if method != "initialize" or not _valid_initialize(params):
+            raise Defer
+        return self._answer(message, self._initialized(message))
+
+    def _enveloped(self, method: str, params: Any) -> bool:
+        """Whether a session's first request opens the 2026 era (as the SDK decides it)."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        return method != "initialize" and isinstance(meta, dict) and self.data["modern_meta_key"] in meta
+
+    def _modern(self, message: dict[str, Any], method: str, params: Any) -> dict[str, Any]:
+        """A request of the 2026 era: every one carries the envelope; answered with the SDK's stamps."""
+        data, key = self.data, self.data["modern_meta_key"]
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(meta, dict) or not _valid_envelope(meta, key):
+            raise Defer
+        version = meta[key]
+        if version not in data["modern_versions"]:  # the SDK's refusal, at once: the client falls back
+            if self.modern is None:
+                self.modern = message
+            return {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {
+                    **data["modern_unsupported"],
+                    "data": {"supported": data["modern_versions"], "requested": version},
+                },
+            }
+        rest = {k: v for k, v in params.items() if k != "_meta"}
+        if method == "server/discover" and not rest:
+            result = {
+                **data["modern"]["server/discover"],
+                "instructions": mcp_tools.instructions(self.agent),
+            }
+        elif method in MODERN_LISTS and (not rest or set(rest) == {"cursor"}):
+            result = {**data["modern"][method], **self.listings[method]}
+        elif method == "subscriptions/listen" and self.modern is not None:
+            raise Later  # a stream the SDK keeps open; the client waits on nothing from it
+        elif method == "tools/call":
+            result = {
+                **self.call(
+                    {
+                        **rest,
+                        **(
+                            {"_meta": {"progressToken": meta["progressToken"]}}
+                            if "progressToken" in meta
+                            else {}
+                        ),
+                    }
+                ),
+                **data["modern_call"],
+            }
+        else:
+            raise Defer
+        if self.modern is None:
+            self.modern = message
+        return self._answer(message, self._stamped(result))
+
+    def _stamped(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A 2026 result's ``_meta``: the server's info, its version this nexus's."""
+        info = {**self.data["server_info"], "version": mcp_tools.version()}
+        return {**result, "_meta": {**result.get("_meta", {}), self.data["server_info_key"]: info}}
 
     @staticmethod
     def _paginated(params: Any) -> bool:
@@ -174,7 +265,11 @@ def generate() -> dict[str, Any]:
 
     import anyio
     from mcp.types import PROTOCOL_VERSION_META_KEY
-    from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+    from mcp.types.version import (
+        HANDSHAKE_PROTOCOL_VERSIONS,
+        LATEST_HANDSHAKE_VERSION,
+        MODERN_PROTOCOL_VERSIONS,
+    )
 
     from .. import workspace
     from ..storage.vault import init
@@ -184,6 +279,7 @@ def generate() -> dict[str, Any]:
         ws = workspace.for_vault(vault, {}, keys=Path(tmp) / "keys")
         asked = {v: anyio.run(_ask_sdk, ws, "all", v) for v in HANDSHAKE_PROTOCOL_VERSIONS}
         agent_set = anyio.run(_ask_sdk, ws, "agent", LATEST_HANDSHAKE_VERSION)
+        modern = {v: anyio.run(_ask_sdk_modern, ws, v) for v in MODERN_PROTOCOL_VERSIONS}
     latest = asked[LATEST_HANDSHAKE_VERSION]
     init_result = latest["initialize"]
 
@@ -193,8 +289,27 @@ def generate() -> dict[str, Any]:
             "initialize": {**init_result, "protocolVersion": None},
         }
 
+    modern_answers = modern[MODERN_PROTOCOL_VERSIONS[-1]]
+    server_info_key = next(iter(modern_answers["server/discover"]["_meta"]))
+    lists = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources"}
+    lists["resources/templates/list"] = "resourceTemplates"
+
+    def bare(result: dict[str, Any], drop: str = "") -> dict[str, Any]:
+        return {k: v for k, v in result.items() if k not in ("_meta", drop)}
+
+    legacy_call = asked[LATEST_HANDSHAKE_VERSION]["tools/call"]
     return {
         "generated_by": "python -m nexus.surfaces.mcp_answers --write",
+        "modern_versions": [v for v, answers in modern.items() if answers == modern_answers],
+        "server_info_key": server_info_key,
+        "modern": {
+            "server/discover": bare(modern_answers["server/discover"], "instructions"),
+            **{m: bare(modern_answers[m], key) for m, key in lists.items()},
+        },
+        "modern_call": {k: v for k, v in bare(modern_answers["tools/call"]).items() if k not in legacy_call},
+        "modern_unsupported": {
+            k: v for k, v in modern_answers["unsupported"].items() if k in ("code", "message")
+        },
         "handshake_versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
         "latest_handshake_version": LATEST_HANDSHAKE_VERSION,
         "front_versions": [v for v, answers in asked.items() if same(answers)],
@@ -208,16 +323,63 @@ def generate() -> dict[str, Any]:
 
 
 async def _ask_sdk(ws: Workspace, tools: str, version: str) -> dict[str, Any]:
-    """The SDK server's answers to an ``initialize`` at ``version`` and to the listings."""
+    """The SDK server's answers to an ``initialize`` at ``version``, to the listings and a call."""
+    methods = ["initialize", "tools/list", *LISTS, "tools/call"]
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "nexus", "version": "0"}}
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})]
+    lines.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    lines += [
+        json.dumps({"jsonrpc": "2.0", "id": i, "method": m}) for i, m in enumerate(methods) if 0 < i < 5
+    ]
+    lines.append(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": _UNKNOWN_CALL}))
+    return await _converse(ws, tools, methods, lines)
+
+
+# a call the SDK answers without running anything: its result's shape in each era
+_UNKNOWN_CALL = {"name": "no-such-tool", "arguments": {}}
+
+
+async def _ask_sdk_modern(ws: Workspace, version: str) -> dict[str, Any]:
+    """The SDK server's answers in the 2026 era at ``version``: discover, the listings, a call, and
+    its refusal of a version it does not know."""
+    from mcp.types import PROTOCOL_VERSION_META_KEY
+
+    def meta(v: str) -> dict[str, Any]:
+        return {
+            PROTOCOL_VERSION_META_KEY: v,
+            _CLIENT_INFO: {"name": "nexus", "version": "0"},
+            _CLIENT_CAPABILITIES: {},
+        }
+
+    methods = ["server/discover", "tools/list", *LISTS, "tools/call", "unsupported"]
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": {"_meta": meta(version)}})
+        for i, m in enumerate(methods[:-2])
+    ]
+    lines.append(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {**_UNKNOWN_CALL, "_meta": meta(version)},
+            }
+        )
+    )
+    lines.append(
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"_meta": meta("0000-00-00")}}
+        )
+    )
+    return await _converse(ws, "all", methods, lines)
+
+
+async def _converse(ws: Workspace, tools: str, methods: list[str], lines: list[str]) -> dict[str, Any]:
+    """Send ``lines`` to a fresh SDK server; each answer filed under ``methods[its id]``."""
     import anyio
 
     from . import mcp_server
 
-    methods = ["initialize", "tools/list", *LISTS]
-    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "nexus", "version": "0"}}
-    lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})]
-    lines.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-    lines += [json.dumps({"jsonrpc": "2.0", "id": i, "method": m}) for i, m in enumerate(methods) if i]
     answered: dict[str, Any] = {}
     done = anyio.Event()
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -43,14 +44,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import mcp_tools
 from .mcp_answers import Answers, load_data
-from .mcp_tools import Defer
+from .mcp_tools import Defer, Later
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
 MODES = ("auto", "lazy", "front", "sdk")
 IDLE_SECONDS = 0.05
+EXIT_WAIT_SECONDS = 10.0  # on SIGINT, how long a running tool call may take to finish
 INTERNAL_ERROR = -32603
+LISTEN = "subscriptions/listen"
 
 
 class Wire:
@@ -141,12 +144,13 @@ class Session:
             message = None
         try:
             response = self.front.take(message)
-        except Defer:
+        except Defer as why:
             if self.failed:
                 wire.error(message if isinstance(message, dict) else {}, self.failed)
             else:
                 self.pending.append(line)
-                self._load()
+                if not isinstance(why, Later) or self.mode == "lazy":
+                    self._load()
             return
         if response is not None:
             wire.send(response)
@@ -186,7 +190,14 @@ class Session:
 
         handover_id = f"nexus-front-initialize-{os.urandom(6).hex()}"
         replay: list[str] = []
-        if self.front.initialize is not None:
+        if self.front.modern is not None:  # the era the session opened in: a discover, its answer swallowed
+            params = {"_meta": self.front.modern["params"]["_meta"]}
+            replay.append(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": handover_id, "method": "server/discover", "params": params}
+                )
+            )
+        elif self.front.initialize is not None:
             replay.append(json.dumps({**self.front.initialize, "id": handover_id}))
             if self.front.initialized:
                 replay.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -220,8 +231,8 @@ class Outstanding:
 
     def sent(self, line: str) -> None:
         message = self._parse(line)
-        if "method" in message and "id" in message:
-            self.ids.add(json.dumps(message["id"]))
+        if "method" in message and "id" in message and message["method"] != LISTEN:
+            self.ids.add(json.dumps(message["id"]))  # (a listen stream is answered only when it ends)
         elif message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
             self.ids.discard(json.dumps(message["params"].get("requestId")))
 
@@ -295,6 +306,17 @@ class Output:
         return True
 
 
+def _exit_when_idle() -> None:
+    mcp_tools.CALLS.wait_idle(EXIT_WAIT_SECONDS)
+    os._exit(0)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGINT (what a runtime sends first when it closes): exit as soon as no tool call is running.
+    The SDK's loop would otherwise wait on its stdin reader thread, and the runtime on us."""
+    threading.Thread(target=_exit_when_idle, name="nexus-mcp-exit", daemon=True).start()
+
+
 def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "auto") -> int:
     """``nexus mcp``: check the agent, then serve stdio (``mode``: one of :data:`MODES`)."""
     from ..errors import InputError
@@ -303,6 +325,7 @@ def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "auto
     if mode not in MODES:
         raise InputError(f"unknown NEXUS_MCP_FRONT {mode!r}: use one of {', '.join(MODES)}")
     mcp_tools.check_agent(ws, agent, tools)
+    signal.signal(signal.SIGINT, _interrupted)
     if mode == "sdk":
         from . import mcp_server
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,36 @@ _BOUNDS = {"ge": float.__ge__, "gt": float.__gt__, "le": float.__le__, "lt": flo
 
 class Defer(Exception):
     """The front cannot be sure to answer this exactly as the SDK would: the SDK answers it."""
+
+
+class Later(Defer):
+    """For the SDK, but nothing waits on it (a 2026 ``subscriptions/listen`` stream): kept until the
+    SDK is loaded on an idle stream rather than loading it at once."""
+
+
+class InFlight:
+    """The tool calls running now, so that an interrupt ends the process between calls, never in
+    the middle of one (``nexus mcp`` on SIGINT)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.idle = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self.idle:
+            self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self.idle:
+            self.count -= 1
+            self.idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> None:
+        with self.idle:
+            self.idle.wait_for(lambda: self.count == 0, timeout)
+
+
+CALLS = InFlight()
 
 
 def instructions(agent: str) -> str:
@@ -92,7 +123,8 @@ def call_operation(op: Operation, ws: Workspace, agent: str, kwargs: dict[str, A
     settings_params = {p.name: p.setting for p in op.params_for(MCP) if p.setting}
     overrides = {settings_params[k]: kwargs.pop(k) for k in list(kwargs) if k in settings_params}
     call = Call.of(ws.with_settings(**overrides), agent=agent, surface=MCP)
-    result = op.function()(call, **kwargs)
+    with CALLS:
+        result = op.function()(call, **kwargs)
     answer = result.for_mcp() if hasattr(result, "for_mcp") else result.to_json()
     return answer if full or isinstance(answer, str) else lean(answer)
 
