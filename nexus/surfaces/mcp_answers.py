@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import mcp_tools
-from .mcp_tools import Defer, Later
+from .mcp_tools import Defer
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -37,7 +37,8 @@ MODERN_LISTS = ("tools/list", *LISTS)
 # the 2026 envelope's keys in a request's _meta (what the SDK reads; any other key: the SDK decides)
 _CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 _CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-UNSUPPORTED_VERSION = -32022
+LISTEN_ACK = "notifications/subscriptions/acknowledged"
+_LIST_CHANGES = frozenset({"toolsListChanged", "promptsListChanged", "resourcesListChanged"})
 
 
 def load_data() -> dict[str, Any]:
@@ -85,6 +86,17 @@ def _valid_envelope(meta: dict[str, Any], version_key: str) -> bool:
     )
 
 
+def _listens(params: dict[str, Any]) -> bool:
+    """A listen request for list changes only (what the front can acknowledge as the SDK does)."""
+    wanted = params.get("notifications")
+    return (
+        set(params) == {"notifications"}
+        and isinstance(wanted, dict)
+        and set(wanted) <= _LIST_CHANGES
+        and all(isinstance(v, bool) for v in wanted.values())
+    )
+
+
 class Answers:
     """The answers the front gives by itself: :meth:`take` a parsed message, get the response to
     write (None: nothing to write), or :class:`Defer` (the SDK answers it)."""
@@ -98,6 +110,7 @@ class Answers:
         self.initialized = False  # notifications/initialized came (replayed to the SDK at hand-over)
         self.passthrough = False  # the session did not open with a request the front took
         self.modern: dict[str, Any] | None = None  # the 2026 session's first request (replayed likewise)
+        self.listening: list[dict[str, Any]] = []  # listen streams acknowledged, the SDK's at hand-over
 
     def take(self, message: Any) -> dict[str, Any] | None:
         if self.passthrough:
@@ -173,8 +186,16 @@ class Answers:
             }
         elif method in MODERN_LISTS and (not rest or set(rest) == {"cursor"}):
             result = {**data["modern"][method], **self.listings[method]}
-        elif method == "subscriptions/listen" and self.modern is not None:
-            raise Later  # a stream the SDK keeps open; the client waits on nothing from it
+        elif method == "subscriptions/listen" and self.modern is not None and _listens(rest):
+            self.listening.append(message)  # the SDK serves the stream from the hand-over on
+            return {
+                "jsonrpc": "2.0",
+                "method": LISTEN_ACK,
+                "params": {
+                    "_meta": {data["subscription_id_key"]: message["id"]},
+                    "notifications": {k: True for k, v in rest["notifications"].items() if v},
+                },
+            }
         elif method == "tools/call":
             result = {
                 **self.call(
@@ -264,6 +285,7 @@ def generate() -> dict[str, Any]:
     import tempfile
 
     import anyio
+    from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
     from mcp.types import PROTOCOL_VERSION_META_KEY
     from mcp.types.version import (
         HANDSHAKE_PROTOCOL_VERSIONS,
@@ -302,6 +324,7 @@ def generate() -> dict[str, Any]:
         "generated_by": "python -m nexus.surfaces.mcp_answers --write",
         "modern_versions": [v for v, answers in modern.items() if answers == modern_answers],
         "server_info_key": server_info_key,
+        "subscription_id_key": SUBSCRIPTION_ID_META_KEY,
         "modern": {
             "server/discover": bare(modern_answers["server/discover"], "instructions"),
             **{m: bare(modern_answers[m], key) for m, key in lists.items()},

@@ -43,8 +43,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from . import mcp_tools
-from .mcp_answers import Answers, load_data
-from .mcp_tools import Defer, Later
+from .mcp_answers import LISTEN_ACK, Answers, load_data
+from .mcp_tools import Defer
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -144,13 +144,12 @@ class Session:
             message = None
         try:
             response = self.front.take(message)
-        except Defer as why:
+        except Defer:
             if self.failed:
                 wire.error(message if isinstance(message, dict) else {}, self.failed)
             else:
                 self.pending.append(line)
-                if not isinstance(why, Later) or self.mode == "lazy":
-                    self._load()
+                self._load()
             return
         if response is not None:
             wire.send(response)
@@ -207,7 +206,7 @@ class Session:
         anyio.run(
             server.serve_lines,
             Lines(replay, self.events, outstanding),
-            Output(wire, handover_id, outstanding),
+            Output(wire, handover_id, outstanding, {json.dumps(m["id"]) for m in self.front.listening}),
         )
         return 0
 
@@ -281,8 +280,9 @@ class Output:
     """The SDK's stdout after the hand-over: whole lines to the wire, less the answer to the
     replayed ``initialize`` (the client had the front's)."""
 
-    def __init__(self, wire: Wire, handover_id: str, outstanding: Outstanding) -> None:
+    def __init__(self, wire: Wire, handover_id: str, outstanding: Outstanding, acked: set[str]) -> None:
         self.wire, self.handover_id, self.outstanding, self.buffer = wire, handover_id, outstanding, ""
+        self.acked = acked  # listen streams the front acknowledged: the SDK's own ack is swallowed, once
 
     async def write(self, text: str) -> int:
         self.buffer += text
@@ -296,6 +296,13 @@ class Output:
             self.outstanding.answered(line)
 
     def _swallowed(self, line: str) -> bool:
+        if self.acked and LISTEN_ACK in line:
+            message = json.loads(line)
+            if message.get("method") == LISTEN_ACK:
+                stream = json.dumps(next(iter(message.get("params", {}).get("_meta", {}).values()), None))
+                if stream in self.acked:
+                    self.acked.discard(stream)
+                    return True
         if self.handover_id not in line:
             return False
         message = json.loads(line)

@@ -41,11 +41,6 @@ class Defer(Exception):
     """The front cannot be sure to answer this exactly as the SDK would: the SDK answers it."""
 
 
-class Later(Defer):
-    """For the SDK, but nothing waits on it (a 2026 ``subscriptions/listen`` stream): kept until the
-    SDK is loaded on an idle stream rather than loading it at once."""
-
-
 class InFlight:
     """The tool calls running now, so that an interrupt ends the process between calls, never in
     the middle of one (``nexus mcp`` on SIGINT)."""
