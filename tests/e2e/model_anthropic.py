@@ -14,7 +14,7 @@ import json
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from scripted import Model, Reply, Request, Text, ToolUse
+from .scripted import Model, Reply, Request, Text, ToolUse
 
 __all__ = ["AnthropicModel", "Text", "ToolUse", "system_text", "user_text"]
 
