@@ -70,8 +70,7 @@ class Model:
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def __enter__(self) -> Model:
         self.thread.start()

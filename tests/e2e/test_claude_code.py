@@ -102,7 +102,7 @@ class Session:
             line = self.proc.stdout.readline()
             if not line:
                 raise AssertionError(f"claude exited: {self.proc.stderr.read() if self.proc.stderr else ''}")
-            data = json.loads(line)
+            data: dict[str, Any] = json.loads(line)
             self.messages.append(data)
             if data.get("type") == "result":
                 self.results.append(data)
