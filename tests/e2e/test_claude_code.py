@@ -9,10 +9,11 @@ session end retaining what the agent decided, waiting for a person's approval.""
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import shlex
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,6 @@ VERSION = "2.1.332"
 
 def claude() -> Path:
     return runtime_binary("claude-code", VERSION, "node_modules/.bin/claude")
-
-
-def hook_text(request: Request) -> str:
-    """What nexus's hooks put in a request (Claude Code adds hook context as messages of its own)."""
-    return request.text()
 
 
 @pytest.fixture
@@ -119,89 +115,193 @@ class Session:
             self.proc.stderr.close()
 
 
+class Terminal:
+    """Claude Code interactive, in a tmux pseudo-terminal: prompts typed, the screen read."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], debug: Path, name: str) -> None:
+        self.name, self.debug = name, debug
+        command = " ".join(
+            [
+                "env",
+                "-i",
+                *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+                str(claude()),
+                "--debug-file",
+                str(debug),
+            ]
+        )
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "50", "-c", str(cwd), command],
+            check=True,
+        )
+        self.wait(lambda: "❯" in self.screen(), "the prompt")
+
+    def screen(self) -> str:
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        ).stdout
+
+    def wait(self, done: Callable[[], bool], what: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if done():
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"no {what} within {timeout} s; the screen:\n{self.screen()}")
+
+    def type(self, text: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, "-l", text], check=True)
+        time.sleep(0.3)
+        subprocess.run(["tmux", "send-keys", "-t", self.name, "Enter"], check=True)
+
+    def gone(self) -> bool:
+        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode != 0
+
+    def gone(self) -> bool:
+        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode != 0
+
+    def close(self) -> int:
+        self.type("/exit")
+        self.wait(self.gone, "exit")
+        return 0
+
+
 def _since(requests: list[Request], before: int) -> list[Request]:
     return [r for r in requests[before:] if r.scripted]
 
 
-@pytest.mark.parametrize("scope", ["project", "user"])
-def test_a_whole_session_in_claude_code(env: Env, person: dict[str, Any], tmp_path: Path, scope: str) -> None:
-    home, project = person["home"], person["project"]
-    out = setup(env, person, *(["--scope", "user"] if scope == "user" else []))
-    assert "on your behalf: wrote permissions.allow" in out
+def _hook_ran(debug: Path, event: str) -> bool:
+    return debug.is_file() and f"Hooks: {event} " in debug.read_text(errors="replace")
+
+
+def play(
+    env: Env, model: AnthropicModel, say: Callable[[str, Callable[[], bool]], None], debug: Path
+) -> None:
+    """The six moments, whatever drives the runtime: ``say(prompt, done)`` returns once ``done()``."""
     zanzibar = env.append("lyra", "the zanzibar cache is flaky: retry twice").located.entry.id
 
+    # 1. the start: the brief reaches the first request
+    model.add(Text("I have read the brief."))
+    say("Start on the parser.", lambda: len(model.turns()) >= 1 and _hook_ran(debug, "Stop"))
+    first = model.turns()[0]
+    assert "zanzibar" in first.text() and zanzibar in first.text(), "the brief never reached the model"
+
+    # 2. a new entry between two prompts reaches the next prompt only
+    question = env.append("lyra", "which quokka queue do we use?", type="question").located.entry.id
+    before = len(model.requests)
+    model.add(
+        ToolUse("ToolSearch", {"query": "select:mcp__nexus__log_append,mcp__nexus__acknowledge"}),
+        ToolUse(
+            "mcp__nexus__log_append",
+            {"channel": "build", "type": "correction", "summary": "the parser uses the NATS queue"},
+        ),
+        ToolUse("mcp__nexus__acknowledge", {"ids": [question]}),
+        Text("Recorded and acknowledged."),
+    )
+    say(
+        "Carry on, and record what you changed.",
+        lambda: not model.script and len(_since(model.requests, before)) >= 4,
+    )
+    new = _since(model.requests, before)
+    assert "quokka" in new[0].text() and "quokka" not in first.text()
+    for request in new[1:3]:  # the tool calls were not refused
+        assert "not been granted" not in user_text(request) and "permission" not in user_text(request).lower()
+    before = len(model.requests)
+    model.add(Text("Nothing new."))
+    say("Anything new?", lambda: len(_since(model.requests, before)) >= 1)
+    third = _since(model.requests, before)[0]
+    assert third.text().count("quokka queue") == new[-1].text().count("quokka queue"), (
+        "nexus added nothing new"
+    )
+
+    # 3. the tool call left a signed entry, and verify is clean
+    mine = [x for x in env.run("log", "tail", "--json").json() if x["agent"] == "ella"]
+    assert any(x["summary"] == "the parser uses the NATS queue" for x in mine), mine
+    verify = env.run("verify", check=False)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+    # 4. the acknowledgement: nothing is owed any more
+    owed = env.run("brief", "--agent", "ella", "--peek").stdout
+    assert question not in owed.split("## Unread", 1)[0], owed
+
+    # 5. a compaction saves the checkpoint; the resumed brief carries it
+    before = len(model.requests)
+    say("/compact", lambda: _hook_ran(debug, "SessionStart:compact"))
+    checkpoint = env.run("checkpoint", "show", "--agent", "ella", check=False).stdout
+    assert "Context compacted (manual)" in checkpoint, checkpoint
+    model.add(Text("Continuing."))
+    say("Go on.", lambda: any(r.scripted for r in model.requests[before:]) and not model.script)
+    resumed = [r for r in model.requests[before:] if r.scripted][-1]
+    assert "session compacted: continue from your checkpoint" in resumed.text()
+    assert "Context compacted (manual)" in resumed.text()  # the checkpoint itself
+    assert not any("compactd" in r.text() for r in model.requests)
+
+
+def ended(env: Env, debug: Path) -> None:
+    """6. the session end: what the agent decided waits in its bank for a person's approval; and
+    `nexus mcp` left on the runtime's SIGINT."""
+    pending = env.run("review", "--agent", "sam", "--json").json()
+    assert "the parser uses the NATS queue" in json.dumps(pending), pending
+    text = debug.read_text(errors="replace")
+    assert "SessionEnd:" in text
+    assert 'MCP server "nexus": SIGINT failed' not in text
+    assert 'MCP server "nexus": MCP server process exited cleanly' in text
+
+
+def _model_env(home: Path, model: AnthropicModel) -> dict[str, str]:
+    return runtime_env(
+        home,
+        ANTHROPIC_BASE_URL=model.url,
+        ANTHROPIC_API_KEY="sk-ant-test",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+    )
+
+
+@pytest.mark.parametrize("scope", ["project", "user"])
+def test_a_whole_session_in_claude_code(env: Env, person: dict[str, Any], tmp_path: Path, scope: str) -> None:
+    """`claude -p`, prompts as stream-json: one session, each scope wired by `nexus setup` alone."""
+    out = setup(env, person, *(["--scope", "user"] if scope == "user" else []))
+    assert "on your behalf: wrote permissions.allow" in out
+    debug = tmp_path / "claude-debug.txt"
     with AnthropicModel() as model:
-        cc_env = runtime_env(
-            home,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY="sk-ant-test",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
-        session = Session(project, cc_env, tmp_path / "claude-debug.txt")
+        session = Session(person["project"], _model_env(person["home"], model), debug)
         try:
-            # 1. the start: the brief reaches the first request
-            model.add(Text("I have read the brief."))
-            first = session.prompt("Start on the parser.")
-            assert first["is_error"] is False, first
-            turns = model.turns()
-            assert "zanzibar" in turns[0].text(), "the brief never reached the model"
-            assert zanzibar in turns[0].text()
-
-            # 2. a new entry between two prompts reaches the next prompt only
-            question = env.append("lyra", "which quokka queue do we use?", type="question").located.entry.id
-            before = len(model.requests)
-            model.add(
-                ToolUse("ToolSearch", {"query": "select:mcp__nexus__log_append,mcp__nexus__acknowledge"}),
-                ToolUse(
-                    "mcp__nexus__log_append",
-                    {"channel": "build", "type": "correction", "summary": "the parser uses the NATS queue"},
-                ),
-                ToolUse("mcp__nexus__acknowledge", {"ids": [question]}),
-                Text("Recorded and acknowledged."),
-            )
-            second = session.prompt("Carry on, and record what you changed.")
-            assert second["is_error"] is False and not second.get("permission_denials"), second
-            new = _since(model.requests, before)
-            assert "quokka" in user_text(new[0], -1) or "quokka" in new[0].text()
-            assert all("quokka" not in t.text() for t in turns[:1])
-            before = len(model.requests)
-            model.add(Text("Nothing new."))
-            session.prompt("Anything new?")
-            third = _since(model.requests, before)[0]
-            assert third.text().count("quokka queue") == new[0].text().count("quokka queue"), (
-                "nothing new, yet nexus added something"
-            )
-
-            # 3. the tool call left a signed entry, and verify is clean
-            corrections = [x for x in env.run("log", "tail", "--json").json() if x["agent"] == "ella"]
-            assert any(x["summary"] == "the parser uses the NATS queue" for x in corrections), corrections
-            verify = env.run("verify", check=False)
-            assert verify.returncode == 0, verify.stdout + verify.stderr
-
-            # 4. the acknowledgement
-            owed = env.run("brief", "--agent", "ella", "--peek").stdout
-            assert question not in owed.split("## Unread", 1)[0], owed
-
-            # 5. a compaction saves the checkpoint; the resumed brief carries it
-            before = len(model.requests)
-            model.add(Text("Summary of the conversation so far."))
-            session.prompt("/compact")
-            checkpoint = env.run("checkpoint", "show", "--agent", "ella", check=False).stdout
-            assert "Context compacted" in checkpoint, checkpoint
-            model.add(Text("Continuing."))
-            session.prompt("Go on.")
-            after = model.requests[before:]
-            assert any("session compacted: continue from your checkpoint" in r.text() for r in after)
-            assert not any("compactd" in r.text() for r in model.requests)
+            play(env, model, lambda text, done: (session.prompt(text), None)[1], debug)
+            assert not any(r.get("permission_denials") for r in session.results), session.results
         finally:
             code = session.close()
         assert code == 0
-    debug = (tmp_path / "claude-debug.txt").read_text(errors="replace")
-    assert 'MCP server "nexus": SIGINT failed' not in debug  # nexus mcp exits on the runtime's SIGINT
-    assert 'MCP server "nexus": MCP server process exited cleanly' in debug
+    ended(env, debug)
 
-    # 6. the session end: what the agent decided waits in its bank for a person's approval
-    pending = env.run("review", "--agent", "sam", "--json").json()
-    assert "the parser uses the NATS queue" in json.dumps(pending), pending
-    shutil.rmtree(home / "tmp", ignore_errors=True)
+
+def test_an_interactive_session_in_a_terminal(env: Env, person: dict[str, Any], tmp_path: Path) -> None:
+    """Interactive Claude Code under a pseudo-terminal (tmux): no "new MCP server found" dialog,
+    the tools usable, the same six moments. The person has been through Claude Code's own onboarding
+    and accepted the API key (their own settings, not nexus's)."""
+    setup(env, person)
+    claude_json = person["home"] / ".claude.json"
+    state = json.loads(claude_json.read_text())
+    state |= {
+        "hasCompletedOnboarding": True,
+        "customApiKeyResponses": {"approved": ["sk-ant-test"], "rejected": []},
+    }
+    claude_json.write_text(json.dumps(state))
+    debug = tmp_path / "claude-debug.txt"
+    with AnthropicModel() as model:
+        terminal = Terminal(
+            person["project"], _model_env(person["home"], model), debug, f"nexus-e2e-{os.getpid()}"
+        )
+        try:
+            assert "New MCP server found" not in terminal.screen()
+
+            def say(text: str, done: Callable[[], bool]) -> None:
+                assert "New MCP server found" not in terminal.screen()
+                terminal.type(text)
+                terminal.wait(done, f"answer to {text!r}")
+
+            play(env, model, say, debug)
+        finally:
+            terminal.close()
+    ended(env, debug)
