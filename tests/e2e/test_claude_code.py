@@ -158,9 +158,6 @@ class Terminal:
     def gone(self) -> bool:
         return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode != 0
 
-    def gone(self) -> bool:
-        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode != 0
-
     def close(self) -> int:
         self.type("/exit")
         self.wait(self.gone, "exit")
