@@ -302,3 +302,28 @@ def test_an_interactive_session_in_a_terminal(env: Env, person: dict[str, Any], 
         finally:
             terminal.close()
     ended(env, debug)
+
+
+def test_without_the_allow_rule_claude_code_refuses_every_nexus_tool(
+    env: Env, person: dict[str, Any], tmp_path: Path
+) -> None:
+    """What `nexus setup` wrote before it wrote the allow rule (and the trust that makes a project's
+    rule count): the same call is refused and no entry is written. Keeps the suite honest: the
+    session above passes because of the rule, not in spite of the runtime."""
+    setup(env, person, "--skip", "allow")
+    debug = tmp_path / "claude-debug.txt"
+    with AnthropicModel() as model:
+        model.add(
+            ToolUse("ToolSearch", {"query": "select:mcp__nexus__log_append"}),
+            ToolUse("mcp__nexus__log_append", {"channel": "build", "type": "note", "summary": "refused"}),
+            Text("Could not record."),
+        )
+        session = Session(person["project"], _model_env(person["home"], model), debug)
+        try:
+            result = session.prompt("Record that you started.")
+        finally:
+            session.close()
+    assert [d["tool_name"] for d in result["permission_denials"]] == ["mcp__nexus__log_append"], result
+    assert not [x for x in env.run("log", "tail", "--json").json() if x["agent"] == "ella"]
+    check = run_nexus(runtime_env(person["home"]), "setup", "--check", "claude-code", cwd=person["project"])
+    assert check.returncode == 1 and "nexus tools not allowed" in check.stdout, check.stdout
