@@ -70,10 +70,13 @@ def instructions(agent: str) -> str:
     """The server's ``instructions`` (sent in the ``initialize`` answer)."""
     return (
         f"nexus: shared, durable memory for agents working together. You are {agent!r}. "
-        "Call the `brief` tool before each response; after a meaningful turn record what you "
-        "did with `log_append`; acknowledge what others wrote with `acknowledge`; record "
-        "decisions with `decide`; find anything with `search`; save your working context "
-        "with `checkpoint_save`."
+        "Your brief (what the others wrote, what you owe, decisions in force, your checkpoint) "
+        "is injected into your context at session start and when something is new, where "
+        "`nexus setup` wired your runtime's hooks; only when your context holds no nexus brief, "
+        "call the `brief` tool at the start of a session and before you act on shared work. "
+        "After a meaningful turn record what you did with `log_append`; acknowledge what others "
+        "wrote with `acknowledge`; record decisions with `decide`; find anything with `search`; "
+        "save your working context with `checkpoint_save`."
     )
 
 
