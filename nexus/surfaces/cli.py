@@ -178,7 +178,7 @@ def _add_coordination_commands(groups: dict[str, Any]) -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_front  # answers the first requests while the MCP SDK loads, then hands over
 
-    return mcp_front.serve(_workspace(args), args.agent, mode=os.environ.get("NEXUS_MCP_FRONT", "auto"))
+    return mcp_front.serve(_workspace(args), args.agent, mode=os.environ.get("NEXUS_MCP_FRONT", "lazy"))
 
 
 def _add_search_commands(groups: dict[str, Any]) -> None:

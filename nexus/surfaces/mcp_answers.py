@@ -18,8 +18,8 @@ serves.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -284,7 +284,6 @@ def generate() -> dict[str, Any]:
     ``initialize`` answer at every handshake version, both tool sets, the prompt and resource lists."""
     import tempfile
 
-    import anyio
     from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
     from mcp.types import PROTOCOL_VERSION_META_KEY
     from mcp.types.version import (
@@ -299,9 +298,9 @@ def generate() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="nexus-mcp-tools-") as tmp:
         vault, _ = init(Path(tmp) / "vault")
         ws = workspace.for_vault(vault, {}, keys=Path(tmp) / "keys")
-        asked = {v: anyio.run(_ask_sdk, ws, "all", v) for v in HANDSHAKE_PROTOCOL_VERSIONS}
-        agent_set = anyio.run(_ask_sdk, ws, "agent", LATEST_HANDSHAKE_VERSION)
-        modern = {v: anyio.run(_ask_sdk_modern, ws, v) for v in MODERN_PROTOCOL_VERSIONS}
+        asked = {v: _ask_sdk(ws, "all", v) for v in HANDSHAKE_PROTOCOL_VERSIONS}
+        agent_set = _ask_sdk(ws, "agent", LATEST_HANDSHAKE_VERSION)
+        modern = {v: _ask_sdk_modern(ws, v) for v in MODERN_PROTOCOL_VERSIONS}
     latest = asked[LATEST_HANDSHAKE_VERSION]
     init_result = latest["initialize"]
 
@@ -345,7 +344,7 @@ def generate() -> dict[str, Any]:
     }
 
 
-async def _ask_sdk(ws: Workspace, tools: str, version: str) -> dict[str, Any]:
+def _ask_sdk(ws: Workspace, tools: str, version: str) -> dict[str, Any]:
     """The SDK server's answers to an ``initialize`` at ``version``, to the listings and a call."""
     methods = ["initialize", "tools/list", *LISTS, "tools/call"]
     params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "nexus", "version": "0"}}
@@ -355,14 +354,14 @@ async def _ask_sdk(ws: Workspace, tools: str, version: str) -> dict[str, Any]:
         json.dumps({"jsonrpc": "2.0", "id": i, "method": m}) for i, m in enumerate(methods) if 0 < i < 5
     ]
     lines.append(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": _UNKNOWN_CALL}))
-    return await _converse(ws, tools, methods, lines)
+    return _converse(ws, tools, methods, lines)
 
 
 # a call the SDK answers without running anything: its result's shape in each era
 _UNKNOWN_CALL = {"name": "no-such-tool", "arguments": {}}
 
 
-async def _ask_sdk_modern(ws: Workspace, version: str) -> dict[str, Any]:
+def _ask_sdk_modern(ws: Workspace, version: str) -> dict[str, Any]:
     """The SDK server's answers in the 2026 era at ``version``: discover, the listings, a call, and
     its refusal of a version it does not know."""
     from mcp.types import PROTOCOL_VERSION_META_KEY
@@ -394,42 +393,40 @@ async def _ask_sdk_modern(ws: Workspace, version: str) -> dict[str, Any]:
             {"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"_meta": meta("0000-00-00")}}
         )
     )
-    return await _converse(ws, "all", methods, lines)
+    return _converse(ws, "all", methods, lines)
 
 
-async def _converse(ws: Workspace, tools: str, methods: list[str], lines: list[str]) -> dict[str, Any]:
-    """Send ``lines`` to a fresh SDK server; each answer filed under ``methods[its id]``."""
-    import anyio
+def _converse(ws: Workspace, tools: str, methods: list[str], lines: list[str]) -> dict[str, Any]:
+    """Send ``lines`` to a fresh SDK server over its stdio transport; each answer filed under
+    ``methods[its id]``; the stream closed once every request is answered."""
+    import threading
 
     from . import mcp_server
 
     answered: dict[str, Any] = {}
-    done = anyio.Event()
+    done = threading.Event()
 
-    class Collect:
-        async def write(self, text: str) -> int:
-            for line in filter(None, text.split("\n")):
-                message = json.loads(line)
-                answered[methods[message["id"]]] = message.get("result", message.get("error"))
-            if len(answered) == len(methods):
-                done.set()
-            return len(text)
+    def collect(line: str) -> None:
+        if not line.strip():
+            return
+        message = json.loads(line)
+        if "id" in message:
+            answered[methods[message["id"]]] = message.get("result", message.get("error"))
+        if len(answered) == len(methods):
+            done.set()
 
-        async def flush(self) -> None:
-            return None
+    stdin, feed = mcp_server.pipe_reader()
 
-    async def feed() -> AsyncIterator[str]:
-        for line in lines:
-            yield line + "\n"
-        await done.wait()
+    def send() -> None:
+        with os.fdopen(feed, "wb") as pipe:
+            pipe.write("".join(line + "\n" for line in lines).encode("utf-8"))
+            pipe.flush()
+            done.wait(60)
 
-    class Feed:
-        def __aiter__(self) -> AsyncIterator[str]:
-            return feed()
-
+    threading.Thread(target=send, daemon=True).start()
     server = mcp_server.make_server(ws, "AGENT", tools)
-    with anyio.fail_after(60):
-        await server.serve_lines(Feed(), Collect())
+    with stdin:
+        mcp_server.serve_streams(server, stdin, mcp_server.LineSink(collect))
     return answered
 
 

@@ -39,7 +39,7 @@ import queue
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator
+import time
 from typing import TYPE_CHECKING, Any
 
 from . import mcp_tools
@@ -185,7 +185,7 @@ class Session:
         self.pending = []
 
     def _hand_over(self, server: Any, wire: Wire) -> int:
-        import anyio
+        from . import mcp_server  # loaded by now (it made ``server``)
 
         handover_id = f"nexus-front-initialize-{os.urandom(6).hex()}"
         replay: list[str] = []
@@ -196,6 +196,7 @@ class Session:
                     {"jsonrpc": "2.0", "id": handover_id, "method": "server/discover", "params": params}
                 )
             )
+            replay += [json.dumps(m) for m in self.front.listening]  # the SDK's acks swallowed
         elif self.front.initialize is not None:
             replay.append(json.dumps({**self.front.initialize, "id": handover_id}))
             if self.front.initialized:
@@ -203,12 +204,35 @@ class Session:
         replay += [line.decode("utf-8", "replace") for line in self.pending]
         self.pending = []
         outstanding = Outstanding()
-        anyio.run(
-            server.serve_lines,
-            Lines(replay, self.events, outstanding),
-            Output(wire, handover_id, outstanding, {json.dumps(m["id"]) for m in self.front.listening}),
-        )
+        stdin, feed = mcp_server.pipe_reader()
+        threading.Thread(
+            target=self._feed, args=(feed, replay, outstanding), name="nexus-mcp-feed", daemon=True
+        ).start()
+        output = Output(wire, handover_id, outstanding, {json.dumps(m["id"]) for m in self.front.listening})
+        with stdin:
+            mcp_server.serve_streams(server, stdin, mcp_server.LineSink(output.line))
         return 0
+
+    def _feed(self, fd: int, replay: list[str], outstanding: Outstanding) -> None:
+        """The SDK's stdin after the hand-over: the replayed lines, then the rest of the process's;
+        at EOF, held open until what the SDK was handed is answered."""
+        with os.fdopen(fd, "wb") as pipe:
+            try:
+                for line in replay:
+                    outstanding.sent(line)
+                    pipe.write(line.rstrip("\n").encode("utf-8") + b"\n")
+                pipe.flush()
+                while True:
+                    kind, item = self.events.get()
+                    if kind == "eof":
+                        outstanding.drained()
+                        return
+                    if kind == "line":
+                        outstanding.sent(item.decode("utf-8", "replace"))
+                        pipe.write(item if item.endswith(b"\n") else item + b"\n")
+                        pipe.flush()
+            except BrokenPipeError:  # the SDK stopped reading: nothing more to hand it
+                return
 
 
 class Outstanding:
@@ -240,60 +264,24 @@ class Outstanding:
         if "id" in message and "method" not in message:
             self.ids.discard(json.dumps(message["id"]))
 
-    async def drained(self) -> None:
-        import anyio
-
-        with anyio.move_on_after(self.limit):
-            while self.ids:
-                await anyio.sleep(0.01)
-
-
-class Lines:
-    """The SDK's stdin after the hand-over: the replayed lines, then the rest of the process's."""
-
-    def __init__(
-        self, replay: list[str], events: queue.Queue[tuple[str, Any]], outstanding: Outstanding
-    ) -> None:
-        self.replay, self.events, self.outstanding = replay, events, outstanding
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines()
-
-    async def _lines(self) -> AsyncIterator[str]:
-        import anyio.to_thread
-
-        for line in self.replay:
-            self.outstanding.sent(line)
-            yield line if line.endswith("\n") else line + "\n"
-        while True:
-            kind, item = await anyio.to_thread.run_sync(self.events.get)
-            if kind == "eof":
-                await self.outstanding.drained()
-                return
-            if kind == "line":
-                text = item.decode("utf-8", "replace")
-                self.outstanding.sent(text)
-                yield text
+    def drained(self) -> None:
+        deadline = time.monotonic() + self.limit
+        while self.ids and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 class Output:
     """The SDK's stdout after the hand-over: whole lines to the wire, less the answer to the
-    replayed ``initialize`` (the client had the front's)."""
+    replayed opening request and the SDK's second ack of a listen stream the front acknowledged."""
 
     def __init__(self, wire: Wire, handover_id: str, outstanding: Outstanding, acked: set[str]) -> None:
-        self.wire, self.handover_id, self.outstanding, self.buffer = wire, handover_id, outstanding, ""
+        self.wire, self.handover_id, self.outstanding = wire, handover_id, outstanding
         self.acked = acked  # listen streams the front acknowledged: the SDK's own ack is swallowed, once
 
-    async def write(self, text: str) -> int:
-        self.buffer += text
-        return len(text)
-
-    async def flush(self) -> None:
-        *lines, self.buffer = self.buffer.split("\n")
-        for line in lines:
-            if line and not self._swallowed(line):
-                self.wire.line(line)
-            self.outstanding.answered(line)
+    def line(self, line: str) -> None:
+        if line and not self._swallowed(line):
+            self.wire.line(line)
+        self.outstanding.answered(line)
 
     def _swallowed(self, line: str) -> bool:
         if self.acked and LISTEN_ACK in line:
@@ -309,7 +297,7 @@ class Output:
         if message.get("id") != self.handover_id:
             return False
         if "error" in message:
-            sys.stderr.write(f"nexus mcp: the SDK refused the replayed initialize: {message['error']}\n")
+            sys.stderr.write(f"nexus mcp: the SDK refused the replayed opening request: {message['error']}\n")
         return True
 
 
@@ -324,7 +312,7 @@ def _interrupted(signum: int, frame: object) -> None:
     threading.Thread(target=_exit_when_idle, name="nexus-mcp-exit", daemon=True).start()
 
 
-def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "auto") -> int:
+def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy") -> int:
     """``nexus mcp``: check the agent, then serve stdio (``mode``: one of :data:`MODES`)."""
     from ..errors import InputError
 
