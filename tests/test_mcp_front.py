@@ -536,3 +536,47 @@ def test_the_tool_data_is_shipped_with_the_package() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert "mcp_tools.json" in config["package-data"]["nexus.surfaces"]
     assert mcp_answers.DATA.is_file() and mcp_answers.DATA.parent == Path(mcp_tools.__file__).parent
+
+
+def test_every_tool_count_and_size_in_the_docs_is_what_is_served() -> None:
+    """Each "N tools" and "N tools, M characters" the docs and the README say about a tool set is
+    what the server lists (`mcp_tools.json`, itself checked against the SDK above): the count
+    exact, the characters of the `tools/list` JSON within 1%."""
+    data = mcp_answers.load_data()
+    sets = {"agent": [t for t in data["tools"] if t["name"] in data["agent_tools"]], "all": data["tools"]}
+    size = {k: len(json.dumps(v, ensure_ascii=False)) for k, v in sets.items()}
+    count = {k: len(v) for k, v in sets.items()}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pattern = re.compile(r"(\d+) tools(?:, ([\d,]+) characters)?")
+    checked = 0
+    for page in pages:
+        if page.name == "performance.md":  # measurements with their dates, not what is served
+            continue
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if "before this split" in line.lower():
+                continue
+            for found in pattern.finditer(line):
+                n = int(found.group(1))
+                which = "all" if "all" in line[max(0, found.start() - 40) : found.start()] else "agent"
+                assert n == count[which], (
+                    f"{page.name}: {line.strip()!r} says {n} tools; {which} serves {count[which]}"
+                )
+                if found.group(2):
+                    chars = int(found.group(2).replace(",", ""))
+                    assert abs(chars - size[which]) <= size[which] * 0.01, (
+                        page.name,
+                        line,
+                        chars,
+                        size[which],
+                    )
+                checked += 1
+    table = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    for label, key in (("agent", "agent"), ("all", "all")):
+        row = re.search(rf"`--tools {label}`[^|]*\| (\d+) \| ([\d,]+) \|", table)
+        assert row and int(row.group(1)) == count[key], label
+        assert abs(int(row.group(2).replace(",", "")) - size[key]) <= size[key] * 0.01, (
+            label,
+            row.group(2),
+            size[key],
+        )
+    assert checked >= 5

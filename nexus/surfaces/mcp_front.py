@@ -1,34 +1,40 @@
-"""``nexus mcp``'s stdio front: answers the first requests while the MCP SDK loads, then hands the
-stream to the SDK server (``mcp_server.py``), which serves the rest of the session.
+"""``nexus mcp``'s stdio front: answers a session's requests without the MCP SDK, and hands the
+stream to the SDK server (``mcp_server.py``) only when a request needs it.
 
-Importing the SDK takes about a second (``import mcp.server`` builds two protocol versions' pydantic
-models); an agent runtime's first requests (``initialize``, ``tools/list``, a ``brief`` call) need
-none of it. The front imports neither ``mcp`` nor ``pydantic``. It reads newline-delimited JSON-RPC
-and answers by itself (``mcp_answers.Answers``), exactly as the SDK server would, what it can be sure
-of:
+What it buys, measured by ``benchmarks/bench_runtimes.py`` (spawn to the answer to Claude Code's
+opening ``server/discover``, both in one interleaved run on the 2-core test machine under a load
+average of 12): 0.22 s p50 with the front against 2.70 s for the SDK server alone (importing
+``mcp.server`` builds every protocol version's pydantic models). Claude Code's discover probe gives
+up after about 3 s; with the SDK alone it fell back to ``initialize``, which the SDK had already
+refused for the era, and connected after 9 s. The front imports neither ``mcp`` nor ``pydantic``. It
+reads newline-delimited JSON-RPC and answers by itself (``mcp_answers.Answers``), exactly as the SDK
+server would, what it can be sure of, in both eras the SDK serves:
 
-- ``initialize`` (the same protocol-version negotiation, capabilities, server info, instructions),
-  ``ping``, ``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``: from
+- ``initialize`` (the same protocol-version negotiation, capabilities, server info, instructions)
+  and ``ping``; or the 2026-07-28 envelope: ``server/discover``, a ``subscriptions/listen``
+  acknowledgement, the SDK's refusal of a version it does not know;
+- ``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``: from
   ``mcp_tools.json``, generated from the SDK server (``python -m nexus.surfaces.mcp_answers --write``;
   a test fails when it differs from what the SDK serves);
 - ``tools/call`` whose arguments it can check exactly (``mcp_tools.check_arguments``), running the
   same operation code and rendering the same result or error the SDK server gives.
 
 Everything else (reading a resource, a cancellation, a client's answer, an unknown method, a call
-whose arguments the SDK might coerce, anything before ``initialize``) is kept, in order, for the SDK.
-The SDK is imported in a background thread once the stream is idle (``IDLE_SECONDS`` with nothing to
-read), or at once when a kept request needs it: importing it while the front answers would slow the
-front, since both need the one interpreter lock. When it is loaded the front stops taking requests
-(each one it took is answered, its write durable, before the SDK sees the next) and the SDK's
-server takes the stream on the SDK's own stdio transport: the recorded ``initialize`` replayed under
-an id of the front's own (its answer swallowed) and ``notifications/initialized``, then the kept
-lines, then the rest of stdin. stdout carries whole JSON-RPC lines only, written by one writer under a
-lock; fd 1 points at stderr meanwhile, as the SDK's transport does, so stray output misses the wire.
+whose arguments the SDK might coerce, anything before the opening request) is kept, in order, for the
+SDK, which is then imported in a background thread (``lazy``, the default; ``auto`` also imports it
+once the stream is idle for ``IDLE_SECONDS``). When it is loaded the front stops taking requests (each
+one it took is answered, its write durable, before the SDK sees the next) and the SDK's server takes
+the stream through its public ``run("stdio")`` (``mcp_server.serve_streams``): the opening request
+replayed under an id of the front's (its answer swallowed), the acknowledged listen streams (the
+SDK's second ack swallowed), ``notifications/initialized`` in the handshake era, then the kept lines,
+then the rest of stdin. stdout carries whole JSON-RPC lines only, written by one writer under a lock;
+fd 1 points at stderr meanwhile, as the SDK's transport does, so stray output misses the wire. SIGINT
+ends the process as soon as no tool call runs (runtimes send it first when they close a server).
 
 If the SDK cannot be loaded the front answers what it can and every kept request gets a JSON-RPC
-error. ``NEXUS_MCP_FRONT`` (read by the command): ``auto`` (the default), ``lazy`` (the SDK loaded
-only when a request needs it), ``front`` (never loaded: tests compare the front's answers with the
-SDK's), ``sdk`` (no front: the SDK server from the first byte).
+error. ``NEXUS_MCP_FRONT`` (read by the command): ``lazy`` (the default), ``auto``, ``front`` (never
+loaded: tests compare the front's answers with the SDK's), ``sdk`` (no front: the SDK server from the
+first byte).
 """
 
 from __future__ import annotations
