@@ -1272,96 +1272,6 @@ def _nexus_storage_segments__Torn(cls, __d, __f):
     return out
 
 
-def _nexus_surfaces_runtimes_wiring__Change(cls, __d, __f):
-    def __init__(self, path, what, merge, mode=__d['mode']):
-        _d = self.__dict__
-        _d['path'] = path
-        _d['what'] = what
-        _d['merge'] = merge
-        _d['mode'] = mode
-    def __repr__(self):
-        return (self.__class__.__qualname__ + f"(path={self.path!r}, what={self.what!r}, merge={self.merge!r}, mode={self.mode!r})")
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return (self.path, self.what, self.merge, self.mode,) == (other.path, other.what, other.merge, other.mode,)
-        return NotImplemented
-    out = {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': None}
-    def __hash__(self):
-        return hash((self.path, self.what, self.merge, self.mode,))
-    def __setattr__(self, name, value):
-        if type(self) is cls or name in ('path', 'what', 'merge', 'mode'):
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        super(cls, self).__setattr__(name, value)
-    def __delattr__(self, name):
-        if type(self) is cls or name in ('path', 'what', 'merge', 'mode'):
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
-        super(cls, self).__delattr__(name)
-    out.update(__hash__=__hash__, __setattr__=__setattr__, __delattr__=__delattr__)
-    return out
-
-
-def _nexus_surfaces_runtimes_wiring__Outcome(cls, __d, __f):
-    def __init__(self, path, what, old, new, backup=__d['backup']):
-        _d = self.__dict__
-        _d['path'] = path
-        _d['what'] = what
-        _d['old'] = old
-        _d['new'] = new
-        _d['backup'] = backup
-    def __repr__(self):
-        return (self.__class__.__qualname__ + f"(path={self.path!r}, what={self.what!r}, old={self.old!r}, new={self.new!r}, backup={self.backup!r})")
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return (self.path, self.what, self.old, self.new, self.backup,) == (other.path, other.what, other.old, other.new, other.backup,)
-        return NotImplemented
-    out = {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': None}
-    def __hash__(self):
-        return hash((self.path, self.what, self.old, self.new, self.backup,))
-    def __setattr__(self, name, value):
-        if type(self) is cls or name in ('path', 'what', 'old', 'new', 'backup'):
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        super(cls, self).__setattr__(name, value)
-    def __delattr__(self, name):
-        if type(self) is cls or name in ('path', 'what', 'old', 'new', 'backup'):
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
-        super(cls, self).__delattr__(name)
-    out.update(__hash__=__hash__, __setattr__=__setattr__, __delattr__=__delattr__)
-    return out
-
-
-def _nexus_surfaces_runtimes_wiring__Wiring(cls, __d, __f):
-    def __init__(self, agent, vault, keys_home, scope, project, home, nexus, hook, env=_FACTORY):
-        _d = self.__dict__
-        _d['agent'] = agent
-        _d['vault'] = vault
-        _d['keys_home'] = keys_home
-        _d['scope'] = scope
-        _d['project'] = project
-        _d['home'] = home
-        _d['nexus'] = nexus
-        _d['hook'] = hook
-        _d['env'] = __f['env']() if env is _FACTORY else env
-    def __repr__(self):
-        return (self.__class__.__qualname__ + f"(agent={self.agent!r}, vault={self.vault!r}, keys_home={self.keys_home!r}, scope={self.scope!r}, project={self.project!r}, home={self.home!r}, nexus={self.nexus!r}, hook={self.hook!r}, env={self.env!r})")
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return (self.agent, self.vault, self.keys_home, self.scope, self.project, self.home, self.nexus, self.hook, self.env,) == (other.agent, other.vault, other.keys_home, other.scope, other.project, other.home, other.nexus, other.hook, other.env,)
-        return NotImplemented
-    out = {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': None}
-    def __hash__(self):
-        return hash((self.agent, self.vault, self.keys_home, self.scope, self.project, self.home, self.nexus, self.hook, self.env,))
-    def __setattr__(self, name, value):
-        if type(self) is cls or name in ('agent', 'vault', 'keys_home', 'scope', 'project', 'home', 'nexus', 'hook', 'env'):
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        super(cls, self).__setattr__(name, value)
-    def __delattr__(self, name):
-        if type(self) is cls or name in ('agent', 'vault', 'keys_home', 'scope', 'project', 'home', 'nexus', 'hook', 'env'):
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
-        super(cls, self).__delattr__(name)
-    out.update(__hash__=__hash__, __setattr__=__setattr__, __delattr__=__delattr__)
-    return out
-
-
 def _nexus_sync_copies__Imported(cls, __d, __f):
     def __init__(self, copy, segment, imported, skipped, archived):
         _d = self.__dict__
@@ -1758,9 +1668,6 @@ MADE = {
     'nexus.storage.segments:Scan': ((False, False, False, (('entries', 'factory', True, True, True, None), ('stray', 'factory', True, True, True, None), ('broken', 'factory', True, True, True, None), ('torn', 'default', True, True, True, None), ('end_offset', 'default', True, True, True, None), ('end_line', 'default', True, True, True, None))), _nexus_storage_segments__Scan),
     'nexus.storage.segments:Stray': ((True, False, False, (('line_start', 'required', True, True, True, None), ('line_end', 'required', True, True, True, None), ('offset', 'required', True, True, True, None), ('end_offset', 'required', True, True, True, None), ('text', 'required', True, True, True, None))), _nexus_storage_segments__Stray),
     'nexus.storage.segments:Torn': ((True, False, False, (('offset', 'required', True, True, True, None), ('line', 'required', True, True, True, None), ('size', 'required', True, True, True, None))), _nexus_storage_segments__Torn),
-    'nexus.surfaces.runtimes.wiring:Change': ((True, False, False, (('path', 'required', True, True, True, None), ('what', 'required', True, True, True, None), ('merge', 'required', True, True, True, None), ('mode', 'default', True, True, True, None))), _nexus_surfaces_runtimes_wiring__Change),
-    'nexus.surfaces.runtimes.wiring:Outcome': ((True, False, False, (('path', 'required', True, True, True, None), ('what', 'required', True, True, True, None), ('old', 'required', True, True, True, None), ('new', 'required', True, True, True, None), ('backup', 'default', True, True, True, None))), _nexus_surfaces_runtimes_wiring__Outcome),
-    'nexus.surfaces.runtimes.wiring:Wiring': ((True, False, False, (('agent', 'required', True, True, True, None), ('vault', 'required', True, True, True, None), ('keys_home', 'required', True, True, True, None), ('scope', 'required', True, True, True, None), ('project', 'required', True, True, True, None), ('home', 'required', True, True, True, None), ('nexus', 'required', True, True, True, None), ('hook', 'required', True, True, True, None), ('env', 'factory', True, True, True, None))), _nexus_surfaces_runtimes_wiring__Wiring),
     'nexus.sync.copies:Imported': ((True, False, False, (('copy', 'required', True, True, True, None), ('segment', 'required', True, True, True, None), ('imported', 'required', True, True, True, None), ('skipped', 'required', True, True, True, None), ('archived', 'required', True, True, True, None))), _nexus_sync_copies__Imported),
     'nexus.sync.gitsync:_Repository': ((True, False, False, (('top', 'required', True, True, True, None), ('git_dir', 'required', True, True, True, None), ('branch', 'required', True, True, True, None), ('remote', 'required', True, True, True, None), ('prefix', 'required', True, True, True, None))), _nexus_sync_gitsync___Repository),
     'nexus.sync.merge:Conflict': ((True, False, False, (('kind', 'required', True, True, True, None), ('file', 'required', True, True, True, None), ('message', 'required', True, True, True, None), ('other', 'default', True, True, True, None))), _nexus_sync_merge__Conflict),
