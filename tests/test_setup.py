@@ -108,8 +108,8 @@ def _unrelated_kept(runtime: str, root: Path) -> None:
         assert "nexus" in mcp["mcpServers"]
         st = json.loads((root / "project/.claude/settings.json").read_text())
         assert st["permissions"] == {"allow": ["Bash(ls:*)", "mcp__nexus"]}  # the user's rule kept
-        assert st["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "notify-send done"}]}
-        assert len(st["hooks"]["Stop"]) == 2
+        assert st["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+        assert len(st["hooks"]["SessionEnd"]) == 1
         assert (root / "project/CLAUDE.md").read_text().startswith("# My project\n\nUse tabs.\n")
     elif runtime == "codex":
         text = (root / "project/.codex/config.toml").read_text()

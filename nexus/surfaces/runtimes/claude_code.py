@@ -35,11 +35,12 @@ ALLOW = "mcp__nexus"  # every tool of the `nexus` server
 STARTUP_WAIT = 2.0
 
 # Claude Code event -> nexus-hook event. A new hook is one more line here (and its operation).
+# No Stop hook: `nexus-hook stop` does nothing unless `--block-without-entry` is asked for, and a
+# hook is a process per turn (SessionEnd retains, where Codex needs `stop --retain`).
 EVENTS = {
     "SessionStart": "session-start",
     "UserPromptSubmit": "prompt",
     "PreCompact": "pre-compact",
-    "Stop": "stop",
     "SessionEnd": "session-end",
 }
 
