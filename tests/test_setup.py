@@ -405,6 +405,7 @@ def _settings(project: Path) -> dict[str, Any]:
         ("untrusted", "project not trusted"),
         ("server broken", "the MCP server answers within 2 s"),
         ("hook removed", "hooks: SessionStart, UserPromptSubmit"),
+        ("key gone", "ella's private key in"),
     ],
 )
 def test_check_exits_non_zero_in_each_state_where_claude_code_would_not_use_nexus(
@@ -438,6 +439,9 @@ def test_check_exits_non_zero_in_each_state_where_claude_code_would_not_use_nexu
         (project / ".mcp.json").write_text(json.dumps(mcp))
     elif breakage == "hook removed":
         del settings["hooks"]["UserPromptSubmit"]
+    elif breakage == "key gone":
+        for pem in env.keys_home.rglob("ella.pem"):
+            pem.rename(pem.with_suffix(".moved"))
     (project / ".claude/settings.json").write_text(json.dumps(settings))
     rc, out, _ = setup(env, capsys, "--check", "claude-code")
     assert rc == 1, out

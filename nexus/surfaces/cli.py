@@ -256,7 +256,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
         env=env,
     )
     if args.check:
-        ok, findings, lines = runtimes.check(args.runtime, w)
+        ok, findings, lines = runtimes.check(args.runtime, w, private_key_path(vault, keys, agent))
         _emit(args, {"uses_nexus": ok, "agent": agent, "checks": findings}, "\n".join(lines))
         return 0 if ok else 1
     p = runtimes.plan(args.runtime, w, args.skip or [], write=False)  # a file it cannot merge: refused first

@@ -74,11 +74,19 @@ def behalf_lines(p: Plan, *, done: bool) -> list[str]:
     return lines
 
 
-def check(runtime: str, w: Wiring) -> tuple[bool, list[dict[str, Any]], list[str]]:
-    """``--check``: every file nexus writes (its entries there) and the runtime's own view. Returns
-    whether the runtime would really use nexus, the findings as data, and the lines to print."""
+def check(runtime: str, w: Wiring, key: Path) -> tuple[bool, list[dict[str, Any]], list[str]]:
+    """``--check``: the agent's key where the wiring points, every file nexus writes (its entries
+    there) and the runtime's own view. Returns whether the runtime would really use nexus, the
+    findings as data, and the lines to print."""
     fix = w.setup_command(runtime)
     findings = [
+        Finding(
+            key.is_file(),
+            f"{w.agent}'s private key in {w.keys_home}",
+            f"{fix} --keys-home FOLDER (the keys folder that holds keys/…/{w.agent}.pem)",
+        )
+    ]
+    findings += [
         Finding(ok, f"{c.what} in {c.path}", "" if ok else fix)
         for c in changes(runtime, w)
         for ok in [wiring.present(c)]
