@@ -5,13 +5,8 @@ Each record kind written to the vault is described in ``vault_template/NEXUS-FOR
 
 from __future__ import annotations
 
-from dataclasses import asdict, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from .valueclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
