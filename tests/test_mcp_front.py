@@ -580,3 +580,38 @@ def test_every_tool_count_and_size_in_the_docs_is_what_is_served() -> None:
             size[key],
         )
     assert checked >= 5
+
+
+@pytest.mark.parametrize("handed_over", [False, True], ids=["front", "sdk"])
+def test_sigint_ends_nexus_mcp_promptly(env: Env, handed_over: bool) -> None:
+    """A runtime closing its server sends SIGINT first (Claude Code then waits ~100 ms before
+    SIGTERM): `nexus mcp` exits at once, whether the front or the SDK's server has the stream."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env.environ,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    requests = [_init(1, "2025-11-25"), INITIALIZED]
+    if handed_over:
+        requests.append(_request(2, "resources/read", {"uri": "nexus://decisions"}))  # only the SDK answers
+    for message in requests:
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+    for _ in range(2 if handed_over else 1):
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] in (1, 2) and "result" in answer, answer
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=5)  # (before the handler: a traceback in the front, a hang once handed over)
+    proc.stdin.close()
+    proc.stdout.close()
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert code == 0 and "Traceback" not in err, err
