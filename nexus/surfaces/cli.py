@@ -205,6 +205,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
     agent, vault_path, keys = args.agent, args.vault, Path(args.keys_home) if args.keys_home else None
     if agent is None:
         found = runtimes.wired(args.runtime, args.scope, project, home, env)
+        if found is None and not runtimes.reads_back(args.runtime):
+            raise InputError(f"give --agent: nexus does not read {args.runtime}'s wiring back")
         if found is None:
             where = "here" if args.scope == "project" else "in your home folder"
             raise InputError(

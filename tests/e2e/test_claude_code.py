@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -120,6 +121,10 @@ class Terminal:
 
     def __init__(self, cwd: Path, env: dict[str, str], debug: Path, name: str) -> None:
         self.name, self.debug = name, debug
+        if shutil.which("tmux") is None:
+            pytest.fail(
+                "tmux is not installed: the interactive session runs in a tmux pseudo-terminal", pytrace=False
+            )
         command = " ".join(
             [
                 "env",

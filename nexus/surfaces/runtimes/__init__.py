@@ -33,6 +33,11 @@ def changes(runtime: str, w: Wiring) -> list[Change]:
     return plan(w)
 
 
+def reads_back(runtime: str) -> bool:
+    """Whether ``runtime``'s module can say who an existing wiring acts as (``wired``)."""
+    return hasattr(module(runtime), "wired")
+
+
 def wired(runtime: str, scope: str, project: Path, home: Path, env: dict[str, str]) -> Wired | None:
     """Who an existing wiring of ``runtime`` acts as (None: not wired, or the runtime cannot say)."""
     read: Callable[..., Wired | None] | None = getattr(module(runtime), "wired", None)
