@@ -45,14 +45,28 @@ EVENTS = {
 }
 
 
-def add_hooks(w: Wiring, events: dict[str, str], extra: dict[str, tuple[str, ...]] | None = None) -> Edit:
-    """Put nexus's hook command in each event's list (Claude-style ``hooks`` object)."""
+# Claude Code event -> the tool matcher of nexus's hook group there (a PreToolUse hook names its tools).
+MATCHERS: dict[str, str] = {}
+
+
+def add_hooks(
+    w: Wiring,
+    events: dict[str, str],
+    extra: dict[str, tuple[str, ...]] | None = None,
+    matchers: dict[str, str] | None = None,
+) -> Edit:
+    """Put nexus's hook command in each event's list (Claude-style ``hooks`` object): ``extra``
+    arguments per nexus-hook event, a ``matcher`` per runtime event."""
 
     def edit(data: dict[str, Any]) -> None:
         hooks = table(data, "hooks")
         for name, event in events.items():
+            matcher = (matchers or {}).get(name)
             hooks[name] = hook_groups(
-                hooks.get(name), w.hook_command(event, *(extra or {}).get(event, ())), w.hook_marker(event)
+                hooks.get(name),
+                w.hook_command(event, *(extra or {}).get(event, ())),
+                w.hook_marker(event),
+                {"matcher": matcher} if matcher else None,
             )
 
     return edit
@@ -107,7 +121,11 @@ def changes(w: Wiring) -> list[Change]:
     mcp, settings, memo = files(w)
     out = [
         Change(mcp, "MCP server `nexus`", json_merge(mcp, add_mcp(w))),
-        Change(settings, "hooks: " + ", ".join(EVENTS), json_merge(settings, add_hooks(w, EVENTS))),
+        Change(
+            settings,
+            "hooks: " + ", ".join(EVENTS),
+            json_merge(settings, add_hooks(w, EVENTS, matchers=MATCHERS)),
+        ),
         Change(
             settings,
             f'permissions.allow "{ALLOW}"',
