@@ -198,9 +198,16 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from . import runtimes
     from .runtimes import wiring
 
-    runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
+    scopes = runtimes.scopes(args.runtime)  # an unknown runtime is refused before anything is read
+    if args.scope is None:
+        args.scope = scopes[0]
     if args.scope not in wiring.SCOPES:
         raise InputError(f"unknown scope {args.scope!r}: use project or user")
+    if args.scope not in scopes:
+        raise InputError(
+            f"{args.runtime} has no {args.scope} scope (it reads only its per-user configuration): "
+            f"leave out --scope, or use --scope {scopes[0]}; nothing was changed"
+        )
     project, home, env = Path(args.project).resolve(), Path.home(), dict(os.environ)
     agent, vault_path, keys = args.agent, args.vault, Path(args.keys_home) if args.keys_home else None
     if agent is None:
@@ -305,8 +312,10 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--scope",
-        default="project",
-        help="project (default: files in --project) or user (files in your home folder)",
+        default=None,
+        help="project: files in --project (the default for claude-code, codex and cursor); user: files in "
+        "your home folder (the only scope, so the default, for hermes: $HERMES_HOME, else ~/.hermes; "
+        "and openclaw: ~/.openclaw)",
     )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
@@ -314,6 +323,28 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         "--check",
         action="store_true",
         help="say whether the runtime would really use nexus (exit 1 naming what is missing and the fix)",
+    )
+
+
+def cmd_hermes_provider(args: argparse.Namespace) -> int:
+    from . import hermes
+
+    # the protocol owns standard output: anything else printed goes to standard error
+    answers, sys.stdout = sys.stdout, sys.stderr
+    try:
+        return hermes.serve(sys.stdin, answers)
+    finally:
+        sys.stdout = answers
+
+
+def _add_hermes_command(groups: dict[str, Any]) -> None:
+    _cmd(
+        groups[""],
+        "hermes-provider",
+        cmd_hermes_provider,
+        "answer Hermes Agent's nexus plugin over stdio (the plugin `nexus setup hermes` installs runs it)",
+        "nexus hermes-provider < requests.jsonl",
+        json_flag=False,
     )
 
 
@@ -580,6 +611,7 @@ HAND_WRITTEN: dict[str, Callable[[dict[str, Any]], None]] = {
     "watch": _add_coordination_commands,
     "mcp": _add_search_commands,
     "setup": _add_setup_command,
+    "hermes-provider": _add_hermes_command,
     "git": _add_git_commands,
     "sync": _add_sync_command,
 }
