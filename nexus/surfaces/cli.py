@@ -189,6 +189,29 @@ def _executable(name: str) -> str:
     return shutil.which(name) or name
 
 
+def _setup_agent(
+    args: argparse.Namespace, project: Path, home: Path, env: dict[str, str]
+) -> tuple[str, str | None, Path | None]:
+    """Who ``nexus setup`` wires: ``--agent``, else (``--check``) the agent, vault and keys folder the
+    runtime's existing wiring names."""
+    from . import runtimes
+
+    keys = Path(args.keys_home) if args.keys_home else None
+    if args.agent is not None:
+        return args.agent, args.vault, keys
+    found = runtimes.wired(args.runtime, args.scope, project, home, env)
+    if found is None and not runtimes.reads_back(args.runtime):
+        raise InputError(f"give --agent: nexus does not read {args.runtime}'s wiring back")
+    if found is None:
+        where = "here" if args.scope == "project" else "in your home folder"
+        raise InputError(
+            f"{args.runtime} is not wired to nexus {where} ({args.scope} scope): "
+            f"run `nexus setup {args.runtime} --agent NAME`" + ("" if args.check else " (or give --agent)")
+        )
+    vault = args.vault or (str(found.vault) if found.vault else None)
+    return found.agent, vault, keys or found.keys_home
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from ..errors import IdentityError
     from ..keys.identity import private_key_path
@@ -209,21 +232,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
             f"leave out --scope, or use --scope {scopes[0]}; nothing was changed"
         )
     project, home, env = Path(args.project).resolve(), Path.home(), dict(os.environ)
-    agent, vault_path, keys = args.agent, args.vault, Path(args.keys_home) if args.keys_home else None
-    if agent is None:
-        found = runtimes.wired(args.runtime, args.scope, project, home, env)
-        if found is None and not runtimes.reads_back(args.runtime):
-            raise InputError(f"give --agent: nexus does not read {args.runtime}'s wiring back")
-        if found is None:
-            where = "here" if args.scope == "project" else "in your home folder"
-            raise InputError(
-                f"{args.runtime} is not wired to nexus {where} ({args.scope} scope): "
-                f"run `nexus setup {args.runtime} --agent NAME`"
-                + ("" if args.check else " (or give --agent)")
-            )
-        agent = found.agent
-        vault_path = vault_path or (str(found.vault) if found.vault else None)
-        keys = keys or found.keys_home
+    agent, vault_path, keys = _setup_agent(args, project, home, env)
     vault = find_vault(vault_path, os.environ.get("NEXUS_VAULT"), Path.cwd())
     if not vault.identity_path(check_name(agent)).is_file():
         raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
