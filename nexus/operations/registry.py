@@ -839,10 +839,10 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "search",
         f"{ADMIN}:search",
-        "ranked full-text search over the log and every note, with provenance",
-        'nexus search "agent:lyra type:decision secrets" --since 7d -n 5',
-        description="Ranked search over the log and every note. Each hit says where it came from (file, "
-        "lines, Obsidian link, author, time, signature verified).",
+        "ranked search by words and meaning over the log and every note, with provenance",
+        'nexus search "how do we stop two deploys at once" --since 7d -n 5',
+        description="Ranked search over the log and every note, by words and by meaning (any language). "
+        "Each hit says where it came from (file, lines, Obsidian link, author, time, signature verified).",
         title="Search the vault",
         command="search",
         tool="search",
@@ -883,6 +883,13 @@ OPERATIONS: tuple[Operation, ...] = (
                 "path",
                 description="Only notes under this vault path.",
                 help="only files matching this glob (decisions/*, log/2026-11.md)",
+            ),
+            Param(
+                "mode",
+                description="hybrid (default): words and meaning; text: words only; meaning: meaning only.",
+                help="hybrid (default): words and meaning; text: words only; meaning: by meaning only",
+                choices=("hybrid", "text", "meaning"),
+                default="hybrid",
             ),
             Param(
                 "n",
