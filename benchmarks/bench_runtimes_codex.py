@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT / "tests"))
 
+from e2e.model_openai import ScriptedModel, Text  # noqa: E402
+from e2e.runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
 from harness import pct  # noqa: E402
-from model_openai import ScriptedModel, Text  # noqa: E402
-from runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402

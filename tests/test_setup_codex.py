@@ -84,8 +84,8 @@ def test_codex_runs_the_hooks_nexus_wrote_in_a_project(
     assert cfg["features"] == {"hooks": True}  # not the deprecated codex_hooks
     assert cfg["mcp_servers"]["nexus"]["required"] is True
     # what it wrote on the user's behalf, one line each, with the option that leaves it out
-    assert "on your behalf: trust for this project" in out and "--leave-out project-trust" in out
-    assert "on your behalf: trust for the hooks nexus wrote" in out and "--leave-out hook-trust" in out
+    assert "on your behalf: wrote trust for the project" in out and "--skip project-trust" in out
+    assert "on your behalf: wrote trust for the hooks nexus wrote" in out and "--skip hook-trust" in out
 
 
 def test_user_scope_hooks_are_trusted_and_the_users_own_hooks_are_not(
@@ -107,34 +107,34 @@ def test_user_scope_hooks_are_trusted_and_the_users_own_hooks_are_not(
     assert [h["trustStatus"] for h in theirs] == ["untrusted"]  # nexus trusts only what it wrote
     features = tomllib.loads((folder / "config.toml").read_text())["features"]
     assert features == {"hooks": True}
-    assert "project-trust" not in out and "--leave-out hook-trust" in out
+    assert "project-trust" not in out and "--skip hook-trust" in out
 
 
-def test_leaving_out_project_trust_in_an_untrusted_project_wires_user_scope(
+def test_skipping_project_trust_leaves_codex_ignoring_the_project_and_check_says_so(
     env: Env, home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = home.parent / "project"
-    rc, out, err = setup(env, capsys, "codex", "--agent", "lyra", "--leave-out", "project-trust")
-    assert rc == 0, err
-    assert "user scope: Codex does not trust this project" in out
-    assert not (project / ".codex").exists()
-    cfg = tomllib.loads((home / ".codex/config.toml").read_text())
-    assert "projects" not in cfg and cfg["mcp_servers"]["nexus"]["required"] is True
-    ours = nexus_hooks(codex_view(project)[0])
-    assert set(ours) == NEXUS_EVENTS and all(h["trustStatus"] == "trusted" for h in ours.values())
+    rc, out, err = setup(env, capsys, "codex", "--agent", "lyra", "--skip", "project-trust")
+    assert rc == 0 and "left out:       trust for the project" in out, out + err
+    assert "projects" not in tomllib.loads((home / ".codex/config.toml").read_text())
+    hooks, warnings = codex_view(project)
+    assert not nexus_hooks(hooks) and [w for w in warnings if "until the project is trusted" in w]
+    rc, out, _ = setup(env, capsys, "--check", "codex")
+    assert rc == 1 and "MISSING  Codex does not trust" in out, out
 
 
 def test_leaving_out_hook_trust_leaves_them_untrusted_and_check_says_so(
     env: Env, home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc, out, _ = setup(env, capsys, "codex", "--agent", "lyra", "--leave-out", "hook-trust")
-    assert rc == 0 and "hooks nexus wrote" not in out
+    rc, out, _ = setup(env, capsys, "codex", "--agent", "lyra", "--skip", "hook-trust")
+    assert rc == 0 and "left out:       trust for the hooks nexus wrote" in out
     ours = nexus_hooks(codex_view(home.parent / "project")[0])
     assert {h["trustStatus"] for h in ours.values()} == {"untrusted"}
     rc, out, _ = setup(env, capsys, "--check", "codex")  # the agent found from the wiring
     assert rc == 1
-    assert "missing:  Codex will not run nexus's hooks, not trusted" in out
-    assert out.strip().splitlines()[-1] == "run `nexus setup codex --agent lyra` to wire what is missing"
+    assert "MISSING  Codex will not run nexus's hooks, not trusted" in out
+    assert out.strip().splitlines()[-1].startswith("codex would not use nexus: ")
+    assert out.strip().splitlines()[-1].endswith("→ nexus setup codex --agent lyra")
 
 
 def test_check_is_codex_view_and_fails_in_each_broken_state(
@@ -144,8 +144,8 @@ def test_check_is_codex_view_and_fails_in_each_broken_state(
     assert setup(env, capsys, "codex", "--agent", "lyra")[0] == 0
     rc, out, _ = setup(env, capsys, "--check", "codex")
     assert rc == 0, out
-    assert "ok        Codex runs nexus's hooks, trusted and enabled" in out
-    assert "ok        Codex trusts" in out and "nexus tools before the first turn" in out
+    assert "ok       Codex runs nexus's hooks, trusted and enabled" in out
+    assert "ok       Codex trusts" in out and "nexus tools before the first turn" in out
     user_config = home / ".codex/config.toml"
     project_config = project / ".codex/config.toml"
     hooks_json = project / ".codex/hooks.json"
@@ -156,7 +156,7 @@ def test_check_is_codex_view_and_fails_in_each_broken_state(
         path.write_text(good[path].replace(old, new))
         rc, out, _ = setup(env, capsys, "--check", "codex")
         assert rc == 1 and expect in out, out
-        assert "run `nexus setup codex --agent lyra`" in out.splitlines()[-1]
+        assert out.splitlines()[-1].endswith("→ nexus setup codex --agent lyra")
         path.write_text(good[path])
 
     broken(user_config, 'trust_level = "trusted"', 'trust_level = "untrusted"', "Codex does not trust")
@@ -171,7 +171,7 @@ def test_check_without_codex_or_wiring_is_one_line(
     env: Env, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rc, out, err = setup(env, capsys, "--check", "codex")
-    assert rc != 0 and out == "" and err.count("\n") == 1 and "no nexus wiring for codex found here" in err
+    assert rc == 1 and "codex would not use nexus: it is not wired in" in out, out + err
     assert setup(env, capsys, "codex", "--agent", "lyra")[0] == 0
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     rc, out, _ = setup(env, capsys, "--check", "codex")
@@ -181,8 +181,10 @@ def test_check_without_codex_or_wiring_is_one_line(
 def test_an_unknown_leave_out_is_refused_and_changes_nothing(
     env: Env, home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc, out, err = setup(env, capsys, "codex", "--agent", "lyra", "--leave-out", "everything")
-    assert rc != 0 and out == "" and "nothing called 'everything' to leave out for codex" in err
+    rc, out, err = setup(env, capsys, "codex", "--agent", "lyra", "--skip", "everything")
+    assert (
+        rc != 0 and out == "" and "--skip 'everything': codex can leave out project-trust, hook-trust" in err
+    )
     assert len(err.strip().splitlines()) == 1
     assert not (home / ".codex").exists() and not (home.parent / "project/.codex").exists()
 
@@ -196,14 +198,14 @@ def test_gemini_cli_check_fails_in_each_broken_state(
     if not GEMINI.exists():
         raise AssertionError("Gemini CLI 0.61.0 is not installed: run scripts/runtimes/gemini-cli.sh")
     monkeypatch.setenv("PATH", f"{GEMINI.parent}:{os.environ['PATH']}")
-    rc, out, _ = setup(env, capsys, "gemini-cli", "--agent", "lyra", "--leave-out", "folder-trust")
-    assert rc == 0 and "--leave-out tool-trust" in out and "folder-trust)" not in out
+    rc, out, _ = setup(
+        env, capsys, "gemini-cli", "--agent", "lyra", "--skip", "folder-trust", "--skip", "tool-trust"
+    )
+    assert rc == 0 and "left out:       trust for the folder" in out and "--skip hook-trust" in out
     rc, out, _ = setup(env, capsys, "--check", "gemini-cli")
-    assert rc == 1 and "Gemini CLI does not trust" in out, out
-    assert out.splitlines()[-1] == "run `nexus setup gemini-cli --agent lyra` to wire what is missing"
-    rc, out, _ = setup(env, capsys, "gemini-cli", "--agent", "lyra", "--leave-out", "tool-trust")
-    rc, out, _ = setup(env, capsys, "--check", "gemini-cli")
-    assert rc == 1 and "nexus's tools are not trusted" in out, out
+    assert rc == 1 and "MISSING  Gemini CLI does not trust" in out, out
+    assert "MISSING  nexus's tools are not trusted" in out
+    assert out.splitlines()[-1].endswith("→ nexus setup gemini-cli --agent lyra")
     assert setup(env, capsys, "gemini-cli", "--agent", "lyra")[0] == 0
     settings = home.parent / "project/.gemini/settings.json"
     data = json.loads(settings.read_text())
@@ -214,7 +216,7 @@ def test_gemini_cli_check_fails_in_each_broken_state(
     del data["hooksConfig"]
     settings.write_text(json.dumps(data, indent=2) + "\n")
     rc, out, _ = setup(env, capsys, "--check", "gemini-cli")
-    assert rc == 0 and "ok        Gemini CLI connects to the `nexus` MCP server" in out, out
+    assert rc == 0 and "ok       Gemini CLI connects to the `nexus` MCP server" in out, out
 
 
 @pytest.mark.parametrize("runtime", ["codex", "gemini-cli", "opencode"])
@@ -237,7 +239,9 @@ def test_setup_keeps_what_was_there_and_changes_nothing_the_second_time(
     files = sorted(p for p in (home.parent).rglob("*") if p.is_file() and ".nexus-backup-" not in p.name)
     before = {p: p.read_bytes() for p in files}
     rc, out, _ = setup(env, capsys, runtime, "--agent", "lyra", "--scope", scope)
-    assert rc == 0 and all(line.startswith("unchanged ") for line in out.splitlines()), out
+    assert rc == 0 and all(
+        line.startswith(("unchanged ", "on your behalf: kept")) for line in out.splitlines()
+    ), out
     assert {p: p.read_bytes() for p in files} == before
     if scope == "project":
         assert (
@@ -258,8 +262,8 @@ def test_opencode_check_asks_opencode(
     monkeypatch.setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
     assert setup(env, capsys, "opencode", "--agent", "lyra")[0] == 0
     rc, out, _ = setup(env, capsys, "--check", "opencode")
-    assert rc == 0 and "ok        opencode loads the nexus plugin" in out, out
-    assert "ok        opencode connects to the `nexus` MCP server" in out
+    assert rc == 0 and "ok       opencode loads the nexus plugin" in out, out
+    assert "ok       opencode connects to the `nexus` MCP server" in out
     config = home.parent / "project/opencode.json"
     good = config.read_text()
     data = json.loads(good)
@@ -271,4 +275,4 @@ def test_opencode_check_asks_opencode(
     (home.parent / "project/.opencode/plugin/nexus.js").unlink()
     rc, out, _ = setup(env, capsys, "--check", "opencode")
     assert rc == 1 and "opencode does not load the nexus plugin" in out, out
-    assert out.splitlines()[-1] == "run `nexus setup opencode --agent lyra` to wire what is missing"
+    assert out.splitlines()[-1].endswith("→ nexus setup opencode --agent lyra")

@@ -62,8 +62,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "what an agent loads before a turn: identity, what it owes, unread entries (bounded)",
         "nexus brief --agent ella --max-chars 8000",
         description="Your brief, as Markdown: identity, what you owe (acks, races), decisions in force, "
-        "your checkpoint and memory, and what the others wrote since you last read. Call it before each "
-        "response. Advances your read cursor unless peek.",
+        "your checkpoint and memory, and what the others wrote since you last read. Call it when your "
+        "context holds no nexus brief (hooks inject it where they are wired). Advances your read cursor "
+        "unless peek.",
         title="Read your brief",
         command="brief",
         tool="brief",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -168,7 +167,7 @@ def _add_coordination_commands(groups: dict[str, Any]) -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_front  # answers the first requests while the MCP SDK loads, then hands over
 
-    return mcp_front.serve(_workspace(args), args.agent, mode=os.environ.get("NEXUS_MCP_FRONT", "auto"))
+    return mcp_front.serve(_workspace(args), args.agent, mode=os.environ.get("NEXUS_MCP_FRONT", "lazy"))
 
 
 def _add_search_commands(groups: dict[str, Any]) -> None:
@@ -204,43 +203,84 @@ def _executable(name: str) -> str:
     return shutil.which(name) or name
 
 
+def _setup_agent(
+    args: argparse.Namespace, project: Path, home: Path, env: dict[str, str]
+) -> tuple[str | None, str | None, Path | None]:
+    """Who ``nexus setup`` wires: ``--agent``, else (``--check``) the agent, vault and keys folder the
+    runtime's existing wiring names (None: nothing is wired)."""
+    from . import runtimes
+
+    keys = Path(args.keys_home) if args.keys_home else None
+    if args.agent is not None:
+        return args.agent, args.vault, keys
+    found = runtimes.wired(args.runtime, args.scope, project, home, env)
+    if found is None and not runtimes.reads_back(args.runtime):
+        raise InputError(f"give --agent: nexus does not read {args.runtime}'s wiring back")
+    if found is None:
+        return None, None, None
+    vault = args.vault or (str(found.vault) if found.vault else None)
+    return found.agent, vault, keys or found.keys_home
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
+    from ..keys.identity import private_key_path
+    from ..settings import keys_home
+    from ..storage.text import check_name
+    from ..storage.vault import find as find_vault
     from . import runtimes
     from .runtimes import wiring
 
     scopes = runtimes.scopes(args.runtime)  # an unknown runtime is refused before anything is read
-    if args.scope is not None and args.scope not in wiring.SCOPES:
-        raise InputError(f"unknown scope {args.scope!r}: use project or user")
-    env = {k: v for k, v in os.environ.items() if k in runtimes.ENV_KEYS}
-    view = runtimes.view(args.runtime)  # the module asking the installed runtime, when it has one
-    found = _wired_agent(args, view, env) if args.agent is None else None
     if args.scope is None:
-        args.scope = found.scope if found else scopes[0]
+        args.scope = scopes[0]
+    if args.scope not in wiring.SCOPES:
+        raise InputError(f"unknown scope {args.scope!r}: use project or user")
     if args.scope not in scopes:
         raise InputError(
             f"{args.runtime} has no {args.scope} scope (it reads only its per-user configuration): "
             f"leave out --scope, or use --scope {scopes[0]}; nothing was changed"
         )
-    vault = _vault(args)
-    from ..storage.text import check_name
-
-    if not vault.identity_path(check_name(args.agent)).is_file():
-        raise vault.unknown_agent(args.agent)
-    keys = Path(found.keys_home) if found and found.keys_home else _keys_home()
+    project, home, env = Path(args.project).resolve(), Path.home(), dict(os.environ)
+    agent, vault_path, keys = _setup_agent(args, project, home, env)
+    if agent is None:  # --check, and nothing wired: the runtime would not use nexus
+        where = project if args.scope == "project" else home
+        fix = f"nexus setup {args.runtime} --agent NAME" + (" --scope user" if args.scope == "user" else "")
+        line = f"{args.runtime} would not use nexus: it is not wired in {where} ({args.scope} scope) → {fix}"
+        _emit(
+            args,
+            {"uses_nexus": False, "agent": None, "checks": [{"ok": False, "what": line, "fix": fix}]},
+            line,
+        )
+        return 1
+    vault = find_vault(vault_path, os.environ.get("NEXUS_VAULT"), Path.cwd())
+    if not vault.identity_path(check_name(agent)).is_file():
+        raise vault.unknown_agent(agent)
+    keys = (keys or _keys_home()).resolve()
     w = wiring.Wiring(
-        agent=args.agent,
+        agent=agent,
         vault=vault.root.resolve(),
-        keys_home=keys.resolve(),
+        keys_home=keys,
         scope=args.scope,
-        project=Path(args.project).resolve(),
-        home=Path.home(),
+        project=project,
+        home=home,
         nexus=_executable("nexus"),
         hook=_executable("nexus-hook"),
         env=env,
-        leave_out=frozenset(args.leave_out),
     )
-    planned = runtimes.changes(args.runtime, w)
-    outcomes = wiring.compute(planned) if args.check or args.dry_run else wiring.apply(planned)
+    if args.check:
+        ok, findings, lines = runtimes.check(args.runtime, w, private_key_path(vault, keys, agent))
+        _emit(args, {"uses_nexus": ok, "agent": agent, "checks": findings}, "\n".join(lines))
+        return 0 if ok else 1
+    p = runtimes.plan(args.runtime, w, args.skip or [], write=False)  # a file it cannot merge: refused first
+    wiring.check_key(
+        lambda folder: private_key_path(vault, folder, agent),
+        keys,
+        agent,
+        wiring.key_candidates(vault.root, keys, keys_home({}), os.environ.get("NEXUS_HOME")),
+        "--keys-home",
+    )
+    if not args.dry_run:
+        p = runtimes.plan(args.runtime, w, args.skip or [], write=True)
     data: list[dict[str, Any]] = [
         {
             "path": str(o.path),
@@ -248,77 +288,29 @@ def cmd_setup(args: argparse.Namespace) -> int:
             "state": "wired" if not o.changed else "missing" if o.old is None else "outdated",
             "backup": str(o.backup) if o.backup else None,
         }
-        for o in outcomes
+        for o in p.outcomes
     ]
-    if args.check:
-        lines = [
-            f"{'ok' if d['state'] == 'wired' else d['state'] + ':':<9} {d['path']} — {d['what']}"
-            for d in data
-        ]
-        return _check_runtime(args, w, vault.root, data, lines, view)
+    behalf = runtimes.behalf_lines(p, done=not args.dry_run)
+    changed = sum(o.changed for o in p.outcomes)
     if args.dry_run:
-        diffs = [o.diff() for o in outcomes if o.changed]
+        diffs = "".join(o.diff() for o in p.outcomes if o.changed)
+        summary = f"dry run: {changed} file{'s' if changed != 1 else ''} would change; nothing written"
         _emit(
             args,
-            {"changes": [d for d in data if d["state"] != "wired"]},
-            "".join(diffs) or "nothing to change: already wired",
+            {"changes": [d for d in data if d["state"] != "wired"], "behalf": behalf},
+            "\n".join(filter(None, [diffs.rstrip("\n"), *behalf, summary])),
         )
         return 0
     lines = []
-    for o in outcomes:
+    for o in p.outcomes:
         if not o.changed:
             lines.append(f"unchanged {o.path}")
         elif o.old is None:
             lines.append(f"created   {o.path} — {o.what}")
         else:
             lines.append(f"updated   {o.path} — {o.what} (backup: {o.backup})")
-    _emit(args, {"files": data}, "\n".join(lines))
+    _emit(args, {"files": data, "behalf": behalf}, "\n".join(lines + behalf))
     return 0
-
-
-def _wired_agent(args: argparse.Namespace, view: Any, env: dict[str, str]) -> Any:
-    """``--check`` without ``--agent``: the agent (and its vault and keys) the runtime's wiring names."""
-    found = view.wired(Path(args.project).resolve(), Path.home(), env) if args.check and view else None
-    if found is None:
-        raise InputError(
-            f"--agent NAME is required: no nexus wiring for {args.runtime} found here"
-            if args.check
-            else "--agent NAME is required"
-        )
-    args.agent = found.agent
-    if args.vault is None and found.vault:
-        args.vault = found.vault
-    return found
-
-
-def _check_runtime(
-    args: argparse.Namespace, w: Any, root: Path, data: list[dict[str, Any]], lines: list[str], view: Any
-) -> int:
-    """``--check``'s report: the files, then the runtime's own view. A view module asks the installed
-    program and says what holds too; a runtime module's own ``check`` names only what is missing (and
-    runs once the files are wired)."""
-    from . import runtimes
-
-    ok = all(d["state"] == "wired" for d in data)
-    own = view.check(w, shutil.which(view.PROGRAM)) if view else []
-    lines += [
-        f"{'ok' if f.ok else 'missing:':<9} {f.line}" + ("" if f.ok else f" — run `{f.fix}`") for f in own
-    ]
-    missing: list[tuple[str, str]] = runtimes.check(args.runtime, w) if ok else []
-    lines += [f"missing:  {what}\n          add it: {command}" for what, command in missing]
-    missing += [(f.line, f.fix) for f in own if not f.ok]
-    setup = f"nexus setup {args.runtime} --agent {args.agent}" + (
-        " --scope user" if w.scope == "user" else ""
-    )
-    if ok and not missing:
-        lines.append(f"{args.runtime} is wired to {root} as {args.agent}")
-    elif missing and not own:
-        lines.append(f"{args.runtime} would not use nexus: {missing[0][1]}")
-    else:
-        lines.append(f"run `{missing[0][1] if missing else setup}` to wire what is missing")
-    runtime = [{"missing": what, "command": command} for what, command in missing]
-    _emit(args, {"wired": ok and not missing, "files": data, "runtime": runtime}, "\n".join(lines))
-    return 0 if ok and not missing else 1
 
 
 def _add_setup_command(groups: dict[str, Any]) -> None:
@@ -329,30 +321,37 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         cmd_setup,
         "wire an agent runtime (claude-code, codex, gemini-cli, opencode, hermes, openclaw, cursor) "
         "to this vault",
-        "nexus setup codex --agent lyra",
+        "nexus setup claude-code --agent ella\n  nexus setup --check claude-code",
     )
     p.add_argument("runtime", help="claude-code, codex, gemini-cli, opencode, hermes, openclaw or cursor")
     p.add_argument(
-        "--agent", help="the identity the runtime acts as (--check: found from the wiring when left out)"
+        "--agent", help="the identity the runtime acts as (with --check: read from the wiring when left out)"
+    )
+    p.add_argument(
+        "--keys-home",
+        metavar="PATH",
+        help="the keys folder to wire (holds keys/VAULT_ID/AGENT.pem; default: NEXUS_HOME, else the "
+        "per-user config folder)",
+    )
+    p.add_argument(
+        "--skip",
+        action="append",
+        metavar="NAME",
+        help="leave out one thing setup writes on your behalf (it names each: allow, enable, trust…)",
     )
     p.add_argument(
         "--scope",
         default=None,
-        help="project: files in --project (the default for claude-code, codex, gemini-cli, opencode and "
-        "cursor); user: files in "
+        help="project: files in --project (the default for claude-code, codex and cursor); user: files in "
         "your home folder (the only scope, so the default, for hermes: $HERMES_HOME, else ~/.hermes; "
         "and openclaw: ~/.openclaw)",
     )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
-    p.add_argument("--check", action="store_true", help="say what is wired and what is missing")
     p.add_argument(
-        "--leave-out",
-        action="append",
-        default=[],
-        metavar="WHAT",
-        help="leave out one thing setup writes on your behalf (codex: project-trust, hook-trust; "
-        "gemini-cli: folder-trust, tool-trust, hook-trust)",
+        "--check",
+        action="store_true",
+        help="say whether the runtime would really use nexus (exit 1 naming what is missing and the fix)",
     )
 
 

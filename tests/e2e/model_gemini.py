@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from model_openai import Chooser, Reply, Request, Text
+from .model_openai import Chooser, Reply, Request, Text
 
 
 @dataclass

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model_openai import ScriptedModel
+from .model_openai import ScriptedModel
 
 VERSION = "0.171.0"
 ROOT = Path(__file__).resolve().parents[2]

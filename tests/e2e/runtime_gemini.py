@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model_gemini import GeminiModel
+from .model_gemini import GeminiModel
 
 VERSION = "0.61.0"
 MODEL = "gemini-2.5-pro"  # named: with the default (auto) model Gemini CLI first asks a router model

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from model_openai import Reply, ScriptedModel, Text
+from .model_openai import Reply, ScriptedModel, Text
 
 VERSION = "1.18.33"
 PROVIDER, MODEL = "scripted", "m1"

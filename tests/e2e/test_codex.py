@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 from conftest import Env
-from model_openai import Reply, Request, ScriptedModel, Text, ToolCall
-from runtime_codex import AppServer, codex_bin, environ, run_exec
 
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
+
+from .model_openai import Reply, Request, ScriptedModel, Text, ToolCall
+from .runtime_codex import AppServer, codex_bin, environ, run_exec
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent  # nexus and nexus-hook of this installation

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 from conftest import Env
-from model_gemini import GeminiModel
-from model_openai import Reply, Request, Text, ToolCall
-from runtime_gemini import Acp, environ, gemini_bin, prepare_home, run_headless
 
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
+
+from .model_gemini import GeminiModel
+from .model_openai import Reply, Request, Text, ToolCall
+from .runtime_gemini import Acp, environ, gemini_bin, prepare_home, run_headless
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_chat import ModelServer, Reply
-from runtime_hermes import Hermes, hermes_command
 
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
+
+from .model_chat import ModelServer, Reply
+from .runtime_hermes import Hermes, hermes_command
 
 pytestmark = pytest.mark.e2e
 

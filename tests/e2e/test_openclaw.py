@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_chat import ModelServer, Reply, Request
-from runtime_openclaw import SESSION, OpenClaw, openclaw_command, remove_new, shared_tmp
 
 from nexus.keys import identity
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
 from nexus.storage.vault import Vault, init
+
+from .model_chat import ModelServer, Reply, Request
+from .runtime_openclaw import SESSION, OpenClaw, openclaw_command, remove_new, shared_tmp
 
 pytestmark = pytest.mark.e2e
 

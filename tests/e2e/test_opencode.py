@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 from conftest import Env
-from model_openai import Reply, Request, ScriptedModel, Text, ToolCall
-from runtime_opencode import Server, environ, opencode_bin, prepare_home, side_requests
 
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
+
+from .model_openai import Reply, Request, ScriptedModel, Text, ToolCall
+from .runtime_opencode import Server, environ, opencode_bin, prepare_home, side_requests
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent

@@ -6,7 +6,7 @@ Code's schema and events), and the rules block in ``AGENTS.md``. User scope: ``$
 Codex runs a hook only once it is trusted, and reads a project's ``.codex/`` only once the project is
 trusted; both are kept in the user's own ``config.toml``. ``nexus setup`` is the user's explicit request,
 so it writes that trust on their behalf, for exactly the project and the hooks it wrote, saying so in
-one line each (``--leave-out project-trust`` / ``hook-trust`` to leave either out). A hook's trust is
+one line each (``--skip project-trust`` / ``hook-trust`` to leave either out). A hook's trust is
 the sha256 of its definition as Codex hashes it (:func:`hook_hash`), so editing a hook by hand
 untrusts it again, as Codex intends.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,10 @@ import tomlkit
 from tomlkit.items import Table
 
 from ...errors import InputError
-from . import rules
+from . import codex_view, rules
 from .claude_code import add_hooks
 from .configfiles import block_merge, json_merge, read_text, toml_merge
-from .wiring import Change, Wiring
+from .wiring import Change, Finding, Wired, Wiring, wired_from_server
 
 VERSION = "0.171.0"  # the version these files were checked against, end to end
 
@@ -40,10 +41,9 @@ EVENTS = {
 }
 STARTUP_TIMEOUT_SEC = 20  # how long Codex waits for `nexus mcp` before the first turn (it is `required`)
 
-# What setup writes on the user's behalf, by the name that leaves it out.
-LEAVE_OUT = {
-    "project-trust": "trust for this project (Codex ignores .codex/ in a project it does not trust)",
-    "hook-trust": "trust for the hooks nexus wrote (Codex runs no hook until it is trusted)",
+WHY = {
+    "project-trust": "Codex ignores .codex/ in a project it does not trust",
+    "hook-trust": "Codex runs no hook until it is trusted",
 }
 
 
@@ -114,17 +114,17 @@ def _server_and_features(w: Wiring, doc: Any) -> None:
         features["hooks"] = True
 
 
-def _trust(w: Wiring, doc: Any, hooks_path: Path, hooks_text: str, *, project: bool) -> None:
-    if project and "project-trust" not in w.leave_out:
-        projects = _table(doc, "projects", super_table=True)
-        entry = projects.get(str(w.project))
-        if entry is None or entry.get("trust_level") != "trusted":
-            if entry is None:
-                entry = tomlkit.table()
-                projects[str(w.project)] = entry
-            entry["trust_level"] = "trusted"
-    if "hook-trust" in w.leave_out:
-        return
+def _trust_project(w: Wiring, doc: Any) -> None:
+    projects = _table(doc, "projects", super_table=True)
+    entry = projects.get(str(w.project))
+    if entry is None:
+        entry = tomlkit.table()
+        projects[str(w.project)] = entry
+    if entry.get("trust_level") != "trusted":
+        entry["trust_level"] = "trusted"
+
+
+def _trust_hooks(w: Wiring, doc: Any, hooks_path: Path, hooks_text: str) -> None:
     wanted = nexus_hooks(w, hooks_path, hooks_text)
     hooks = _table(doc, "hooks", super_table=True)
     state = _table(hooks, "state", super_table=True)
@@ -148,57 +148,62 @@ def project_trusted(w: Wiring) -> bool:
     return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
 
 
-def effective_scope(w: Wiring) -> str:
-    """Project scope needs the project trusted: left out and not already there, Codex would ignore
-    ``.codex/``, so nexus wires user scope instead."""
-    if w.scope == "project" and "project-trust" in w.leave_out and not project_trusted(w):
-        return "user"
-    return w.scope
-
-
-def behalf(w: Wiring, scope: str) -> list[str]:
-    """One line for each thing written on the user's behalf."""
-    lines = []
-    if scope == "project" and "project-trust" not in w.leave_out:
-        lines.append(f"on your behalf: {LEAVE_OUT['project-trust']} (leave out: --leave-out project-trust)")
-    if "hook-trust" not in w.leave_out:
-        lines.append(f"on your behalf: {LEAVE_OUT['hook-trust']} (leave out: --leave-out hook-trust)")
-    if scope == "user" and w.scope == "project":
-        lines.append("user scope: Codex does not trust this project and trusting it was left out")
-    return lines
-
-
 def changes(w: Wiring) -> list[Change]:
-    unknown = sorted(set(w.leave_out) - set(LEAVE_OUT))
-    if unknown:
-        raise InputError(f"nothing called {unknown[0]!r} to leave out for codex: use {', '.join(LEAVE_OUT)}")
-    scope = effective_scope(w)
     home = codex_home(w)
-    folder = home if scope == "user" else w.project / ".codex"
-    agents_md = home / "AGENTS.md" if scope == "user" else w.project / "AGENTS.md"
+    folder = home if w.scope == "user" else w.project / ".codex"
+    agents_md = home / "AGENTS.md" if w.scope == "user" else w.project / "AGENTS.md"
     config, hooks, user_config = folder / "config.toml", folder / "hooks.json", home / "config.toml"
     hooks_merge = json_merge(hooks, add_hooks(w, EVENTS, {"stop": ("--retain",)}))
 
-    def hooks_text() -> str:
-        return hooks_merge(read_text(hooks))
+    def trust_hooks(doc: Any) -> None:
+        _trust_hooks(w, doc, hooks, hooks_merge(read_text(hooks)))
 
-    def edit_config(doc: Any) -> None:
-        _server_and_features(w, doc)
-        if scope == "user":
-            _trust(w, doc, hooks, hooks_text(), project=False)
-
-    def edit_user(doc: Any) -> None:
-        _trust(w, doc, hooks, hooks_text(), project=True)
-
-    notes = ["\n  " + n for n in behalf(w, scope)]  # one line each, under the file's line
-    what = "MCP server `nexus` (required), hooks switched on"
     planned = [
-        Change(config, "".join([what, *notes]) if scope == "user" else what, toml_merge(config, edit_config)),
+        Change(
+            config,
+            "MCP server `nexus` (required), hooks switched on",
+            toml_merge(config, lambda doc: _server_and_features(w, doc)),
+        ),
         Change(hooks, "hooks: " + ", ".join(EVENTS), hooks_merge),
         Change(agents_md, "the nexus rules block", block_merge(rules.text(w.agent, injected=True))),
     ]
-    if scope == "project" and notes:
+    if w.scope == "project":
         planned.append(
-            Change(user_config, "Codex's trust" + "".join(notes), toml_merge(user_config, edit_user))
+            Change(
+                user_config,
+                f"trust for the project {w.project}",
+                toml_merge(user_config, lambda doc: _trust_project(w, doc)),
+                behalf="project-trust",
+                why=WHY["project-trust"],
+            )
         )
+    planned.append(
+        Change(
+            user_config,
+            "trust for the hooks nexus wrote",
+            toml_merge(user_config, trust_hooks),
+            behalf="hook-trust",
+            why=WHY["hook-trust"],
+        )
+    )
     return planned
+
+
+def wired(scope: str, project: Path, home: Path, env: dict[str, str]) -> Wired | None:
+    """The agent an existing wiring acts as: the `nexus` server of this scope's config.toml."""
+    folder = (
+        (Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex")
+        if scope == "user"
+        else project / ".codex"
+    )
+    config = folder / "config.toml"
+    try:
+        doc = tomlkit.parse(read_text(config) or "").unwrap()
+    except Exception:
+        return None
+    return wired_from_server((doc.get("mcp_servers") or {}).get("nexus"), config)
+
+
+def check(w: Wiring) -> list[Finding]:
+    """Codex's own view, asked of the installed Codex (``codex_view``)."""
+    return codex_view.check(w, shutil.which(codex_view.PROGRAM, path=w.env.get("PATH")), EVENTS)

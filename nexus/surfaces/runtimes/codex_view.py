@@ -21,63 +21,12 @@ import queue
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
-from . import codex
-from .configfiles import read_text
-from .wiring import Wiring
+from .wiring import Finding, Wiring
 
 PROGRAM = "codex"
-
-
-@dataclass(frozen=True)
-class Finding:
-    ok: bool
-    line: str  # what holds, or what is missing
-    fix: str = ""  # the one command that adds it
-
-
-@dataclass(frozen=True)
-class Wired:
-    """What an existing Codex wiring says: the agent, the vault and keys it was given, and where."""
-
-    agent: str
-    vault: str | None
-    keys_home: str | None
-    scope: str
-
-
-def wired(project: Path, home: Path, env: dict[str, str]) -> Wired | None:
-    """The nexus server entry Codex would read for ``project``: the project's, else the user's."""
-    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
-    for scope, config in (
-        ("project", project / ".codex" / "config.toml"),
-        ("user", codex_home / "config.toml"),
-    ):
-        server = _server(config)
-        args = [str(a) for a in server.get("args") or []]
-        if "--agent" in args[:-1]:
-            server_env = server.get("env") or {}
-            return Wired(
-                args[args.index("--agent") + 1],
-                server_env.get("NEXUS_VAULT"),
-                server_env.get("NEXUS_HOME"),
-                scope,
-            )
-    return None
-
-
-def _server(config: Path) -> dict[str, Any]:
-    try:
-        doc = tomlkit.parse(read_text(config) or "").unwrap()
-    except Exception:
-        return {}
-    server = (doc.get("mcp_servers") or {}).get("nexus")
-    return server if isinstance(server, dict) else {}
 
 
 class AppServer:
@@ -141,9 +90,9 @@ class AppServer:
             self._proc.stdout.close()
 
 
-def check(w: Wiring, program: str | None, timeout: float = 60.0) -> list[Finding]:
+def check(w: Wiring, program: str | None, events: dict[str, str], timeout: float = 60.0) -> list[Finding]:
     """Codex's view of ``w``, asked of ``program`` (the ``codex`` executable; None: not found)."""
-    setup = f"nexus setup codex --agent {w.agent}" + (" --scope user" if w.scope == "user" else "")
+    setup = w.setup_command("codex")
     if program is None:
         return [
             Finding(
@@ -169,7 +118,7 @@ def check(w: Wiring, program: str | None, timeout: float = 60.0) -> list[Finding
     findings = []
     if w.scope == "project":
         findings.append(_project(w, server.notes, setup))
-    findings.append(_hooks(w, hooks, setup))
+    findings.append(_hooks(w, hooks, setup, events))
     findings.append(_mcp(status.get("data", []), config, waited, setup))
     return findings
 
@@ -187,10 +136,10 @@ def _project(w: Wiring, notes: list[dict[str, Any]], setup: str) -> Finding:
     return Finding(True, f"Codex trusts {w.project} and reads {folder}")
 
 
-def _hooks(w: Wiring, hooks: list[dict[str, Any]], setup: str) -> Finding:
+def _hooks(w: Wiring, hooks: list[dict[str, Any]], setup: str, events: dict[str, str]) -> Finding:
     ours = {
         event: [h for h in hooks if w.hook_marker(arg) in str(h.get("command", ""))]
-        for event, arg in codex.EVENTS.items()
+        for event, arg in events.items()
     }
     missing = [e for e, found in ours.items() if not found]
     if missing:
@@ -205,7 +154,7 @@ def _hooks(w: Wiring, hooks: list[dict[str, Any]], setup: str) -> Finding:
     ]
     if untrusted:
         return Finding(False, f"Codex will not run nexus's hooks, not trusted: {', '.join(untrusted)}", setup)
-    return Finding(True, f"Codex runs nexus's hooks, trusted and enabled: {', '.join(codex.EVENTS)}")
+    return Finding(True, f"Codex runs nexus's hooks, trusted and enabled: {', '.join(events)}")
 
 
 def _mcp(servers: list[dict[str, Any]], config: dict[str, Any], waited: float, setup: str) -> Finding:

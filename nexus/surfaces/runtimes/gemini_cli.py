@@ -8,19 +8,20 @@ silently drops an MCP tool that would ask for confirmation; so ``nexus setup`` w
 behalf and saying so in one line each: the folder's trust (``~/.gemini/trustedFolders.json``), ``trust``
 on nexus's own server entry (its tools run without asking), and, in project scope, the project hooks
 nexus wrote as already seen (``~/.gemini/trusted_hooks.json``; else Gemini warns about them once).
-``--leave-out folder-trust|tool-trust|hook-trust`` leaves each out.
+``--skip folder-trust|tool-trust|hook-trust`` leaves each out.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from . import rules
-from .configfiles import Edit, block_merge, hook_groups, json_merge, table
-from .wiring import Change, Wiring
+from . import gemini_cli_view, rules
+from .configfiles import Edit, block_merge, hook_groups, json_merge, read_text, table
+from .wiring import Change, Finding, Wired, Wiring, wired_from_server
 
 VERSION = "0.61.0"  # the version these files were checked against, end to end
 
@@ -34,11 +35,10 @@ EVENTS = {
 }
 TIMEOUT_MS = 30_000
 
-LEAVE_OUT = {
-    "folder-trust": "trust for this folder (Gemini CLI runs no hook and no headless session in an "
-    "untrusted folder)",
-    "tool-trust": "`trust` on the nexus server (headless Gemini CLI drops tools that would ask first)",
-    "hook-trust": "nexus's project hooks marked as seen (else Gemini CLI warns about them once)",
+WHY = {
+    "folder-trust": "Gemini CLI runs no hook and no headless session in a folder it does not trust",
+    "tool-trust": "headless Gemini CLI silently drops MCP tools that would ask first",
+    "hook-trust": "else Gemini CLI warns about nexus's project hooks once",
 }
 
 
@@ -48,10 +48,11 @@ def gemini_home(w: Wiring) -> Path:
 
 def _edit_settings(w: Wiring) -> Edit:
     def edit(data: dict[str, Any]) -> None:
+        servers = table(data, "mcpServers")
         server: dict[str, Any] = dict(w.mcp_server())
-        if "tool-trust" not in w.leave_out:
-            server["trust"] = True
-        table(data, "mcpServers")["nexus"] = server
+        if isinstance(servers.get("nexus"), dict) and servers["nexus"].get("trust") is True:
+            server["trust"] = True  # written on the user's behalf (tool-trust): kept
+        servers["nexus"] = server
         hooks = table(data, "hooks")
         for name, (event, matcher) in EVENTS.items():
             groups = hook_groups(
@@ -71,22 +72,10 @@ def _edit_settings(w: Wiring) -> Edit:
 
 def _trust_folder(w: Wiring) -> Edit:
     def edit(data: dict[str, Any]) -> None:
-        if not folder_trusted(data, w.project):
+        if not gemini_cli_view.folder_trusted(data, w.project):
             data[str(w.project)] = "TRUST_FOLDER"
 
     return edit
-
-
-def folder_trusted(data: dict[str, Any], folder: Path) -> bool:
-    """Whether ``trustedFolders.json`` trusts ``folder``: the folder or an ancestor ``TRUST_FOLDER``,
-    or a child of a ``TRUST_PARENT`` folder."""
-    for path, level in data.items():
-        p = Path(path)
-        if level == "TRUST_FOLDER" and (folder == p or p in folder.parents):
-            return True
-        if level == "TRUST_PARENT" and (folder == p.parent or p.parent in folder.parents):
-            return True
-    return False
 
 
 def _trust_hooks(w: Wiring) -> Edit:
@@ -100,32 +89,60 @@ def _trust_hooks(w: Wiring) -> Edit:
     return edit
 
 
+def _trust_tools(data: dict[str, Any]) -> None:
+    table(table(data, "mcpServers"), "nexus")["trust"] = True
+
+
 def changes(w: Wiring) -> list[Change]:
-    unknown = sorted(set(w.leave_out) - set(LEAVE_OUT))
-    if unknown:
-        raise InputError(
-            f"nothing called {unknown[0]!r} to leave out for gemini-cli: use {', '.join(LEAVE_OUT)}"
-        )
     home = gemini_home(w)
     folder = home if w.scope == "user" else w.project / ".gemini"
     settings = folder / "settings.json"
     memo = home / "GEMINI.md" if w.scope == "user" else w.project / "GEMINI.md"
-    what = "MCP server `nexus`; hooks: " + ", ".join(EVENTS)
-    if "tool-trust" not in w.leave_out:
-        what += f"\n  on your behalf: {LEAVE_OUT['tool-trust']} (leave out: --leave-out tool-trust)"
     planned = [
-        Change(settings, what, json_merge(settings, _edit_settings(w))),
+        Change(
+            settings,
+            "MCP server `nexus`; hooks: " + ", ".join(EVENTS),
+            json_merge(settings, _edit_settings(w)),
+        ),
         Change(memo, "the nexus rules block", block_merge(rules.text(w.agent, injected=True))),
+        Change(
+            settings,
+            "`trust` on the nexus server (its tools run without asking)",
+            json_merge(settings, _trust_tools),
+            behalf="tool-trust",
+            why=WHY["tool-trust"],
+        ),
+        Change(
+            home / "trustedFolders.json",
+            f"trust for the folder {w.project}",
+            json_merge(home / "trustedFolders.json", _trust_folder(w)),
+            behalf="folder-trust",
+            why=WHY["folder-trust"],
+        ),
     ]
-    if "folder-trust" not in w.leave_out:
-        trusted = home / "trustedFolders.json"
-        note = f"on your behalf: {LEAVE_OUT['folder-trust']} (leave out: --leave-out folder-trust)"
-        planned.append(Change(trusted, f"{w.project}\n  {note}", json_merge(trusted, _trust_folder(w))))
-    if w.scope == "project" and "hook-trust" not in w.leave_out:
+    if w.scope == "project":
         seen = home / "trusted_hooks.json"
-        note = f"on your behalf: {LEAVE_OUT['hook-trust']} (leave out: --leave-out hook-trust)"
-        planned.append(Change(seen, f"{w.project}\n  {note}", json_merge(seen, _trust_hooks(w))))
+        planned.append(
+            Change(
+                seen,
+                "nexus's project hooks marked as seen",
+                json_merge(seen, _trust_hooks(w)),
+                behalf="hook-trust",
+                why=WHY["hook-trust"],
+            )
+        )
     return planned
+
+
+def wired(scope: str, project: Path, home: Path, env: dict[str, str]) -> Wired | None:
+    """The agent an existing wiring acts as: the `nexus` server of this scope's settings.json."""
+    settings = (home / ".gemini" if scope == "user" else project / ".gemini") / "settings.json"
+    return wired_from_server(loads(read_text(settings)).get("mcpServers", {}).get("nexus"), settings)
+
+
+def check(w: Wiring) -> list[Finding]:
+    """Gemini CLI's own view (``gemini_cli_view``)."""
+    return gemini_cli_view.check(w, shutil.which(gemini_cli_view.PROGRAM, path=w.env.get("PATH")))
 
 
 def hook_keys(w: Wiring) -> list[str]:

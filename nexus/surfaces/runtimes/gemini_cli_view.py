@@ -9,46 +9,51 @@ then project) the way it merges them, and asks the installed program about the s
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from . import gemini_cli
-from .codex_view import Finding, Wired
 from .configfiles import read_text
-from .wiring import Wiring
+from .wiring import Finding, Wiring
 
 PROGRAM = "gemini"
+# Gemini CLI event -> nexus-hook event (the events `gemini_cli.py` wires)
+EVENTS = {
+    "SessionStart": "session-start",
+    "BeforeAgent": "prompt",
+    "PreCompress": "pre-compact",
+    "SessionEnd": "session-end",
+}
 
 
 def _settings(path: Path) -> dict[str, Any]:
-    return gemini_cli.loads(read_text(path))
+    try:
+        data = json.loads(read_text(path) or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
-def wired(project: Path, home: Path, env: dict[str, str]) -> Wired | None:
-    for scope, path in (
-        ("project", project / ".gemini" / "settings.json"),
-        ("user", home / ".gemini" / "settings.json"),
-    ):
-        server = (_settings(path).get("mcpServers") or {}).get("nexus") or {}
-        args = [str(a) for a in server.get("args") or []] if isinstance(server, dict) else []
-        if "--agent" in args[:-1]:
-            server_env = server.get("env") or {}
-            return Wired(
-                args[args.index("--agent") + 1],
-                server_env.get("NEXUS_VAULT"),
-                server_env.get("NEXUS_HOME"),
-                scope,
-            )
-    return None
+def folder_trusted(data: dict[str, Any], folder: Path) -> bool:
+    """Whether ``trustedFolders.json`` trusts ``folder``: the folder or an ancestor ``TRUST_FOLDER``,
+    or a child of a ``TRUST_PARENT`` folder."""
+    for path, level in data.items():
+        p = Path(path)
+        if level == "TRUST_FOLDER" and (folder == p or p in folder.parents):
+            return True
+        if level == "TRUST_PARENT" and (folder == p.parent or p.parent in folder.parents):
+            return True
+    return False
 
 
 def check(w: Wiring, program: str | None, timeout: float = 90.0) -> list[Finding]:
-    setup = f"nexus setup gemini-cli --agent {w.agent}" + (" --scope user" if w.scope == "user" else "")
-    home = gemini_cli.gemini_home(w)
+    """Gemini CLI's view of ``w``: its settings as it merges them, and ``gemini mcp list``."""
+    setup = w.setup_command("gemini-cli")
+    home = w.home / ".gemini"
     user, project = _settings(home / "settings.json"), _settings(w.project / ".gemini" / "settings.json")
     findings = []
-    trusted = gemini_cli.folder_trusted(gemini_cli.loads(read_text(home / "trustedFolders.json")), w.project)
+    trusted = folder_trusted(_settings(home / "trustedFolders.json"), w.project)
     findings.append(
         Finding(True, f"Gemini CLI trusts {w.project}")
         if trusted
@@ -61,7 +66,7 @@ def check(w: Wiring, program: str | None, timeout: float = 90.0) -> list[Finding
     )
     missing = [
         name
-        for name, (event, _m) in gemini_cli.EVENTS.items()
+        for name, event in EVENTS.items()
         if not any(
             w.hook_marker(event) in str(h.get("command", "")) and h.get("command") not in disabled
             for g in merged_hooks.get(name) or []
@@ -77,7 +82,7 @@ def check(w: Wiring, program: str | None, timeout: float = 90.0) -> list[Finding
             Finding(False, f"Gemini CLI has no enabled nexus hook for {', '.join(missing)}", setup)
         )
     else:
-        findings.append(Finding(True, f"Gemini CLI runs nexus's hooks: {', '.join(gemini_cli.EVENTS)}"))
+        findings.append(Finding(True, f"Gemini CLI runs nexus's hooks: {', '.join(EVENTS)}"))
     server = ((project if w.scope == "project" else user).get("mcpServers") or {}).get("nexus") or {}
     if not server.get("trust"):
         findings.append(

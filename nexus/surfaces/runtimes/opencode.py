@@ -15,16 +15,15 @@ idle (retaining is idempotent: each entry once).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
-from . import rules
-from .configfiles import Edit, block_merge, exact, json_merge, table
-from .wiring import Change, Wiring
+from . import opencode_view, rules
+from .configfiles import Edit, block_merge, exact, json_merge, read_text, table
+from .wiring import Change, Finding, Wired, Wiring, wired_from_server
 
 VERSION = "1.18.33"  # the version these files were checked against, end to end
-LEAVE_OUT: dict[str, str] = {}
 
 PLUGIN = """\
 // Written by `nexus setup opencode` (rewritten by each run): the nexus brief in the system prompt of
@@ -110,8 +109,6 @@ def _add_mcp(w: Wiring) -> Edit:
 
 
 def changes(w: Wiring) -> list[Change]:
-    if w.leave_out:
-        raise InputError(f"nothing called {sorted(w.leave_out)[0]!r} to leave out for opencode")
     home = config_dir(w)
     if w.scope == "user":
         config, plugin, memo = home / "opencode.json", home / "plugin" / "nexus.js", home / "AGENTS.md"
@@ -123,3 +120,28 @@ def changes(w: Wiring) -> list[Change]:
         Change(plugin, "the nexus plugin: brief, what is new, checkpoint, retain", exact(plugin_text(w))),
         Change(memo, "the nexus rules block", block_merge(rules.text(w.agent, injected=True))),
     ]
+
+
+def wired(scope: str, project: Path, home: Path, env: dict[str, str]) -> Wired | None:
+    """The agent an existing wiring acts as: the `nexus` server of this scope's opencode.json."""
+    base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    config = base / "opencode" / "opencode.json" if scope == "user" else project / "opencode.json"
+    try:
+        data = json.loads(read_text(config) or "{}")
+    except ValueError:
+        return None
+    server = (data.get("mcp") or {}).get("nexus") if isinstance(data, dict) else None
+    if not isinstance(server, dict) or not isinstance(server.get("command"), list) or not server["command"]:
+        return None
+    entry = {"args": server["command"][1:], "env": server.get("environment") or {}}
+    return wired_from_server(entry, config)
+
+
+def check(w: Wiring) -> list[Finding]:
+    """opencode's own view (``opencode_view``)."""
+    plugin = (
+        config_dir(w) / "plugin" / "nexus.js"
+        if w.scope == "user"
+        else w.project / ".opencode/plugin/nexus.js"
+    )
+    return opencode_view.check(w, shutil.which(opencode_view.PROGRAM, path=w.env.get("PATH")), plugin)

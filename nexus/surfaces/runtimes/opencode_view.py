@@ -10,31 +10,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from . import opencode
-from .codex_view import Finding, Wired
-from .configfiles import read_text
-from .wiring import Wiring
+from .wiring import Finding, Wiring
 
 PROGRAM = "opencode"
-
-
-def wired(project: Path, home: Path, env: dict[str, str]) -> Wired | None:
-    base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
-    for scope, path in (
-        ("project", project / "opencode.json"),
-        ("user", base / "opencode" / "opencode.json"),
-    ):
-        try:
-            data = json.loads(read_text(path) or "{}")
-        except ValueError:
-            continue
-        server = (data.get("mcp") or {}).get("nexus") if isinstance(data, dict) else None
-        command = [str(c) for c in (server or {}).get("command") or []]
-        if "--agent" in command[:-1]:
-            server_env = (server or {}).get("environment") or {}
-            agent = command[command.index("--agent") + 1]
-            return Wired(agent, server_env.get("NEXUS_VAULT"), server_env.get("NEXUS_HOME"), scope)
-    return None
 
 
 def _in_project(program: str, project: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -47,8 +25,9 @@ def _in_project(program: str, project: Path, *args: str, timeout: float) -> subp
     )
 
 
-def check(w: Wiring, program: str | None, timeout: float = 120.0) -> list[Finding]:
-    setup = f"nexus setup opencode --agent {w.agent}" + (" --scope user" if w.scope == "user" else "")
+def check(w: Wiring, program: str | None, plugin: Path, timeout: float = 120.0) -> list[Finding]:
+    """opencode's view of ``w`` (``plugin``: where nexus's plugin is)."""
+    setup = w.setup_command("opencode")
     if program is None:
         return [
             Finding(False, "opencode not found on PATH: its view cannot be checked", "npm i -g opencode-ai")
@@ -59,10 +38,6 @@ def check(w: Wiring, program: str | None, timeout: float = 120.0) -> list[Findin
         listed = _in_project(program, w.project, "mcp", "list", timeout=timeout)
     except (OSError, ValueError, subprocess.TimeoutExpired) as err:
         return [Finding(False, f"opencode did not answer (`opencode debug config`): {err}", setup)]
-    home = opencode.config_dir(w)
-    plugin = (
-        home / "plugin" / "nexus.js" if w.scope == "user" else w.project / ".opencode" / "plugin" / "nexus.js"
-    )
     plugins = [str(p) for p in config.get("plugin") or []]
     findings = [
         Finding(True, f"opencode loads the nexus plugin ({plugin})")
