@@ -150,7 +150,9 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
 
     verify = nexus(env, home, project, "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    check = nexus(env, home, project, "setup", "--check", "codex")  # Codex's own view: all in place
+    check = nexus(
+        env, home, project, "setup", "--check", "codex", "--scope", scope
+    )  # Codex's own view: all in place
     assert check.returncode == 0, check.stdout + check.stderr
 
 

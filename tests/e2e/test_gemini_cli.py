@@ -118,6 +118,6 @@ def test_a_gemini_cli_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -
 
     verify = nexus(env, home, project, "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    check = nexus(env, home, project, "setup", "--check", "gemini-cli")
+    check = nexus(env, home, project, "setup", "--check", "gemini-cli", "--scope", scope)
     assert check.returncode == 0, check.stdout + check.stderr
     assert json.dumps(done.stdout).count("on your behalf") >= 2

@@ -132,7 +132,7 @@ def test_an_opencode_session_uses_nexus(env: Env, tmp_path: Path, scope: str) ->
 
     verify = nexus(env, home, project, "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    check = nexus(env, home, project, "setup", "--check", "opencode")  # opencode's own view
+    check = nexus(env, home, project, "setup", "--check", "opencode", "--scope", scope)  # opencode's own view
     assert check.returncode == 0, check.stdout + check.stderr
 
 
