@@ -618,8 +618,24 @@ def _one_line(message: str) -> str:
     return message.replace("\r", " ").replace("\n", " ").encode("utf-8", "backslashreplace").decode()
 
 
+def claim_words(argv: Sequence[str]) -> list[str]:
+    """``nexus claim PATTERN…`` is ``nexus claim take PATTERN…`` (argparse cannot hold patterns and the
+    ``renew``/``release`` commands as positionals of one command)."""
+    out = list(argv)
+    i = 0
+    while i < len(out) and out[i].startswith("--vault"):
+        i += 1 if "=" in out[i] else 2
+    if (
+        i + 1 < len(out)
+        and out[i] == "claim"
+        and out[i + 1] not in ("take", "renew", "release", "-h", "--help")
+    ):
+        out.insert(i + 1, "take")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = claim_words(sys.argv[1:] if argv is None else argv)
     parser = build_parser(command_word(argv))
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)

@@ -5,6 +5,7 @@
     nexus-hook pre-compact --agent ella --vault /path/to/vault     # PreCompact: save the checkpoint
     nexus-hook stop --agent ella --vault /path/to/vault [--block-without-entry]   # Stop
     nexus-hook session-end --agent ella --vault /path/to/vault     # SessionEnd: retain, pending review
+    nexus-hook pre-tool --agent ella --vault /path/to/vault        # PreToolUse: an edit of a claimed path
 
 The events are operations (``nexus/operations/registry.py``, ``hook=``): this module is their thin
 surface, generated like the CLI and the MCP tools. The runtime's event JSON on stdin is read and
@@ -84,6 +85,8 @@ def _value(param: Param, opts: dict[str, str], data: dict[str, Any]) -> Any:
     if param.kind == "bool" and param.flag:
         return param.cli_flag[2:] in opts
     value = data.get(param.cli.get("event", param.name))
+    if param.kind == "dict":
+        return value if isinstance(value, dict) else None
     if param.kind == "bool":
         return value is True
     if param.default is not None:
@@ -128,7 +131,7 @@ def run(
         return None  # nothing moved since the last injection: the fastest answer is none
     result = op.function()(_call(op, vault, opts, env), session_id=sid, **kwargs)
     out = result.to_json()
-    if "decision" in out:
+    if "decision" in out or "hookSpecificOutput" in out:  # (Stop's block; PreToolUse's deny)
         return dict(out)
     text = result.text()
     if event not in CONTEXT_EVENTS or not text:
