@@ -295,8 +295,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "take paths (globs relative to the project) or task:NAME for a while; refused if another "
         "agent holds them",
         'nexus claim "src/parser/**" --agent ella --ttl 45m --reason "rewriting the lexer"',
-        description="Take paths (globs relative to the project root) or task:NAME so no other agent edits "
-        "or takes them. Refused, naming the holder, if another agent holds them.",
+        description="Take paths (globs under the project root) or task:NAME for a while: no other agent "
+        "may edit or take them. Refused, naming the holder, if held.",
         title="Claim paths or a task",
         command="claim take",
         tool="claim",
@@ -317,7 +317,7 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("ttl", description="How long: 45m, 2h (at most 24h).", help=TTL_HELP, default="30m"),
             Param(
                 "mode",
-                description="exclusive (default) or shared.",
+                description="shared: others may share it.",
                 help="exclusive: no one else; shared: others may share, not take it exclusively",
                 default="exclusive",
                 choices=("exclusive", "shared"),

@@ -1,0 +1,284 @@
+"""Claims: atomic under the log lock (8 real processes racing), refusals in one line, bad input
+refused with nothing written, expiry and release, a person's release, the patterns, the default MCP
+tool set's size, Claims.md, the brief and the handoff."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, Env
+
+from nexus.keys import identity
+from nexus.ledger import log
+from nexus.team import claimlog
+from nexus.team.claims import CHANNEL, event_of, fold, matches, overlap
+
+
+def _project(tmp_path: Path, name: str = "proj") -> Path:
+    root = tmp_path / name
+    (root / "src" / "parser").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def _claim_entries(env: Env) -> list[log.Located]:
+    return [loc for loc in log.iter_entries(env.vault) if loc.entry.channel == CHANNEL]
+
+
+def _log_bytes(env: Env) -> bytes:
+    return b"".join(path.read_bytes() for _, path in log.segment_files(env.vault))
+
+
+def test_patterns_match_and_overlap() -> None:
+    assert matches("src/parser/**", "src/parser/a/b.py")
+    assert matches("src/parser", "src/parser/lexer.py")  # a folder covers what is under it
+    assert matches("src/*.py", "src/a.py") and not matches("src/*.py", "src/a/b.py")
+    assert matches("**/*.md", "docs/x/y.md") and matches("**", "anything/at/all")
+    assert not matches("src/parser/**", "src/parse.py")
+    assert matches("task:parser", "task:parser") and not matches("task:parser", "task:lexer")
+    assert overlap("src/parser/**", "src/parser/lexer.py")
+    assert overlap("src", "src/parser/**") and overlap("src/*.py", "src/a.py")
+    assert not overlap("src/*.py", "src/*.md") and not overlap("src/a.py", "docs/a.py")
+    assert not overlap("task:a", "src/a") and overlap("task:a", "task:a")
+
+
+def test_claim_refuse_release_through_the_cli(env: Env, tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    got = env.run("claim", "src/parser/**", "--agent", "ella", "--ttl", "45m", "--reason", "lexer rewrite",
+                  "--project", str(root), "--json").json()  # fmt: skip
+    before = _log_bytes(env)
+    refused = env.run("claim", "src/parser/lexer.py", "--agent", "lyra", "--reason", "fix a bug",
+                      "--project", str(root), check=False)  # fmt: skip
+    assert refused.returncode == 3
+    line = refused.stderr.strip()
+    assert "\n" not in line and "held by ella" in line and "lexer rewrite" in line and got["id"] in line
+    assert got["expires"][11:16] in line  # the expiry
+    assert _log_bytes(env) == before  # nothing written
+    # shared claims do not exclude each other; they do exclude an exclusive one
+    env.run(
+        "claim", "docs/**", "--agent", "ella", "--mode", "shared", "--reason", "r", "--project", str(root)
+    )
+    env.run(
+        "claim", "docs/a.md", "--agent", "lyra", "--mode", "shared", "--reason", "r", "--project", str(root)
+    )
+    assert env.run("claim", "docs/a.md", "--agent", "lyra", "--reason", "r", "--project", str(root),
+                   check=False).returncode == 3  # fmt: skip
+    listed = env.run("claims", "--json").json()["claims"]
+    assert [c["agent"] for c in listed] == ["ella", "ella", "lyra"]
+    # lyra may not release ella's claim; ella may; then lyra takes the path
+    assert env.run("claim", "release", got["id"], "--agent", "lyra", check=False).returncode != 0
+    env.run("claim", "release", got["id"], "--agent", "ella")
+    env.run("claim", "src/parser/lexer.py", "--agent", "lyra", "--reason", "fix", "--project", str(root))
+    note = (env.vault.root / "Claims.md").read_text()
+    assert "**lyra** holds `src/parser/lexer.py`" in note and "[[log/" in note and "lexer rewrite" not in note
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["../outside.py"], "leaves the project"),
+        (["src/../../x"], "leaves the project"),
+        (["/etc/passwd"], "outside the project"),
+        ([""], "empty pattern"),
+        (["src/a.py", "--ttl", "0"], "above zero"),
+        (["src/a.py", "--ttl=-5m"], "positive duration"),
+        (["src/a.py", "--ttl", "25h"], "at most 24h"),
+        (["src/a.py", "--ttl", "soon"], "positive duration"),
+        (["src/a.py", "--reason", " "], "reason is empty"),
+        (["task:Bad Name"], "task name"),
+    ],
+)
+def test_bad_claims_get_one_line_and_change_nothing(
+    env: Env, tmp_path: Path, args: list[str], message: str
+) -> None:
+    root = _project(tmp_path)
+    before = _log_bytes(env)
+    argv = ["claim", *args, "--agent", "ella", "--project", str(root)]
+    if "--reason" not in args:
+        argv += ["--reason", "r"]
+    out = env.run(*argv, check=False)
+    assert out.returncode != 0 and message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert _log_bytes(env) == before and not (env.vault.root / "Claims.md").exists()
+
+
+def test_bad_releases_and_renewals_change_nothing(env: Env, tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    got = env.run(
+        "claim", "task:parser", "--agent", "ella", "--reason", "r", "--project", str(root), "--json"
+    )
+    cid = got.json()["id"]
+    before = _log_bytes(env)
+    for argv, message in (
+        (["claim", "release", "01KB7Q2V4J6M8P0R2T4W6Y8A0C", "--agent", "ella"], "no claim with id"),
+        (["claim", "release", cid, "--agent", "lyra"], "only its holder or a person"),
+        (["claim", "renew", cid, "--agent", "lyra"], "only its holder renews"),
+        (["claim", "renew", cid, "--agent", "ella", "--ttl", "0"], "above zero"),
+    ):
+        out = env.run(*argv, check=False)
+        assert out.returncode != 0 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert _log_bytes(env) == before
+    renewed = env.run("claim", "renew", cid, "--agent", "ella", "--ttl", "2h", "--json").json()
+    assert env.run("claims", "--json").json()["claims"][0]["expires"] == renewed["expires"]
+    env.run("claim", "release", cid, "--agent", "ella")
+    out = env.run("claim", "release", cid, "--agent", "ella", check=False)
+    assert out.returncode != 0 and "is released" in out.stderr
+
+
+def test_a_person_releases_any_claim_recorded_as_theirs(env: Env, tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    cid = env.run(
+        "claim", "src/**", "--agent", "ella", "--reason", "r", "--project", str(root), "--json"
+    ).json()["id"]
+    env.run("claim", "release", cid, "--agent", "sam")
+    release = _claim_entries(env)[-1].entry
+    assert release.type == "release" and release.agent == "sam" and "ella's" in release.summary
+    claims = claimlog.refresh(env.vault).claims()
+    assert claims[cid].status == "released" and claims[cid].released_by == "sam"
+    env.run("claim", "src/a.py", "--agent", "lyra", "--reason", "mine now", "--project", str(root))
+
+
+def test_an_expired_claim_frees_itself(env: Env, tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    env.run(
+        "claim", "src/a.py", "--agent", "ella", "--ttl", "1s", "--reason", "short", "--project", str(root)
+    )
+    assert env.run("claim", "src/a.py", "--agent", "lyra", "--reason", "r", "--project", str(root),
+                   check=False).returncode == 3  # fmt: skip
+    time.sleep(1.1)
+    env.run("claim", "src/a.py", "--agent", "lyra", "--reason", "r", "--project", str(root))
+    statuses = sorted(c.status for c in claimlog.refresh(env.vault).claims().values())
+    assert statuses == ["active", "expired"]
+
+
+def test_tasks_and_the_free_list(env: Env, tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    a = env.run("claim", "task:parser", "--agent", "ella", "--reason", "r", "--project", str(root), "--json")
+    env.run("claim", "task:lexer", "--agent", "ella", "--reason", "r", "--project", str(root))
+    out = env.run(
+        "claim", "task:parser", "--agent", "lyra", "--reason", "r", "--project", str(tmp_path), check=False
+    )
+    assert out.returncode == 3 and "held by ella" in out.stderr  # a task is one across projects
+    assert env.run("claims", "--free", "task:*", "--json").json() == {"free": []}
+    env.run("claim", "release", a.json()["id"], "--agent", "ella")
+    assert env.run("claims", "--free", "task:*", "--json").json() == {"free": ["task:parser"]}
+    assert env.run("claims", "--free", "src/*", check=False).returncode == 2
+
+
+def test_only_verified_entries_claim(env: Env) -> None:
+    """A claim entry signed by no one's key holds nothing (only the log's verified entries count)."""
+    env.append("ella", "claim `x` (exclusive)", channel=CHANNEL, type="claim",
+               body="mode: exclusive\nproject: proj\npatterns: `x`\nexpires: 2099-01-01T00:00:00Z\nreason: r")  # fmt: skip
+    seg = log.segment_files(env.vault)[-1][1]
+    seg.write_bytes(seg.read_bytes().replace(b"reason: r", b"reason: R"))  # edited after signing
+    assert claimlog.refresh(env.vault).claims() == {}
+    entry = list(log.iter_entries(env.vault))[-1].entry
+    assert event_of(entry, "log/x.md") is not None  # (it reads as a claim; it just does not verify)
+
+
+def test_the_fold_is_the_same_in_any_order() -> None:
+    """The merge rule: of two overlapping claims written apart, the one with the smaller id holds."""
+    from nexus.team.claims import Event
+
+    a = Event("01M96DX84KSJMJX3T9X8XCK73B", "claim", "ella", "log/2026-12.md", None, "p", ("src/**",),
+              "exclusive", "2099-01-01T00:00:00Z", "a")  # fmt: skip
+    b = Event("01M96DXQW0TN1RCMNM31J3RHV4", "claim", "lyra", "log/2026-12.md", None, "p", ("src/a.py",),
+              "exclusive", "2099-01-01T00:00:00Z", "b")  # fmt: skip
+    now = int(time.time() * 1000)
+    for events in ([a, b], [b, a]):
+        claims = fold(events, now)
+        assert claims[a.id].status == "active"
+        assert claims[b.id].status == "lost" and claims[b.id].lost_to == a.id
+
+
+def test_eight_processes_race_for_one_path(env: Env, tmp_path: Path) -> None:
+    """8 processes x 200 rounds: exactly one holder at a time, every refusal names the real holder at
+    that moment, and every claim and release a process was told of is in the log."""
+    root = _project(tmp_path)
+    agents = [f"racer-{i}" for i in range(8)]
+    for name in agents:
+        identity.add(env.vault, env.keys_home, name)
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-W",
+                "error",
+                str(ROOT / "tests" / "claim_worker.py"),
+                str(env.vault.root),
+                str(env.keys_home),
+                name,
+                "200",
+                str(root),
+                str(go),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for name in agents
+    ]
+    go.touch()
+    reports = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    lines = [json.loads(x) for out in reports for x in out.splitlines()]
+    ok = {x["ok"]: x for x in lines if "ok" in x}
+    released = {x["released"] for x in lines if "released" in x}
+    refused = [x for x in lines if "refused" in x]
+    assert len(ok) + len(refused) == 8 * 200 and ok and refused
+    # the log, in order: claim, its release, claim, its release... never two holders at once
+    found = _claim_entries(env)
+    claims = [x.entry for x in found if x.entry.type == "claim"]
+    releases = [x.entry for x in found if x.entry.type == "release"]
+    assert {e.id for e in claims} == set(ok) and len(releases) == len(released) == len(ok)  # nothing lost
+    holder = None
+    released_at: dict[str, int] = {}
+    claimed_at: dict[str, tuple[str, int]] = {}
+    for loc in found:
+        e = loc.entry
+        ms = int(e.ts != "") and log.entries.decode_id_ms(e.id)
+        if e.type == "claim":
+            assert holder is None, f"{e.id} claimed while {holder} held it"
+            holder = e.id
+            claimed_at[e.id] = (e.agent, ms)
+        else:
+            assert holder is not None and f"claim: {holder}" == e.body
+            released_at[holder] = ms
+            holder = None
+    for x in refused:
+        named = re.search(r"held by (\S+) \(exclusive, claim (\w+)\)", x["refused"])
+        assert named, x["refused"]
+        agent, cid = named.groups()
+        assert claimed_at[cid][0] == agent  # the real holder of that claim
+        # ... and it held it while this refusal was made: claimed before the attempt ended, released
+        # after the attempt began
+        assert claimed_at[cid][1] <= x["t1"] and released_at[cid] >= x["t0"] - 1
+    assert claimlog.refresh(env.vault).claims()[max(ok)].status == "released"
+    assert env.run("verify").returncode == 0
+
+
+def test_the_default_tool_set_stays_within_9000_characters(env: Env) -> None:
+    from mcp import Client
+
+    from nexus import workspace
+    from nexus.surfaces import mcp_server
+
+    async def go() -> list[object]:
+        ws = workspace.for_vault(env.vault, {}, keys=env.keys_home)
+        async with Client(mcp_server.build_server(ws, "ella", tools="agent")) as client:
+            return list((await client.list_tools()).tools)
+
+    import asyncio
+
+    tools = asyncio.run(go())
+    names = {t.name for t in tools}  # type: ignore[attr-defined]
+    assert {"claim", "release"} <= names
+    size = len(json.dumps([t.model_dump(mode="json", exclude_none=True, by_alias=True) for t in tools],  # type: ignore[attr-defined]
+                          ensure_ascii=False))  # fmt: skip
+    assert size <= 9000, size
