@@ -347,7 +347,7 @@ class Race:
 @dataclass(frozen=True)
 class BriefSection:
     """One section of a brief: its name (``identity``, ``owed``, ``decisions``, ``state``, ``checkpoint``,
-    ``memory``, ``unread``), heading and rendered text, and how many items it left out."""
+    ``memory``, ``claims``, ``unread``), heading and rendered text, and how many items it left out."""
 
     name: str
     title: str

@@ -23,7 +23,7 @@ from ..ledger.marks import START, Mark
 from ..records import Claim
 from ..storage import durable
 from ..storage.vault import Vault
-from .claims import CHANNEL, TASK, Event, event_of, fold, iso_ms
+from .claims import CHANNEL, MAX_TTL_SECONDS, TASK, Event, event_of, fold, iso_ms
 
 FILE = "claims.json"
 VERSION = 1
@@ -174,3 +174,76 @@ def note_text(book: Book, now_ms: int | None = None) -> str:
 def write_note(vault: Vault, book: Book) -> None:
     """Regenerate ``Claims.md`` (atomically, durably)."""
     durable.replace(vault.root / NOTE, note_text(book).encode())
+
+
+def brief_text(vault: Vault, agent: str, project: str | None, limit: int, now_ms: int | None = None) -> str:
+    """The brief's claims: the agent's own claims lost on merge or expiring soon, and the other
+    agents' active claims (in ``project`` when known; tasks always); "" when there are none."""
+    from .claims import SOON_SECONDS, active, until
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    claims = refresh(vault).claims(now)
+    held = active(claims)
+    lines: list[str] = []
+    for c in sorted(claims.values(), key=lambda c: c.id):
+        if c.agent == agent and c.status == "lost" and iso_ms(c.expires) > now - MAX_TTL_SECONDS * 1000:
+            what = " ".join(f"`{p}`" for p in c.patterns)
+            lines.append(
+                f"- ⚠ your claim {c.id} on {what} was LOST on merge to {c.lost_to_agent}'s earlier claim "
+                f"{c.lost_to} (taken on another copy of the vault): do not edit those; ask {c.lost_to_agent}"
+            )
+    for c in held:
+        if c.agent == agent and iso_ms(c.expires) - now <= SOON_SECONDS * 1000:
+            what = " ".join(f"`{p}`" for p in c.patterns)
+            lines.append(f"- your claim {c.id} on {what} expires at {until(c)}: renew it or release it")
+    others = [
+        c for c in held if c.agent != agent and (project is None or c.project == project or all_tasks(c))
+    ]
+    lines += [
+        f"- {c.agent} holds {' '.join(f'`{p}`' for p in c.patterns)} in {c.project} ({c.mode}) "
+        f"until {until(c)}: {c.reason} [claim {c.id}]"
+        for c in others
+    ]
+    text = "\n".join(lines)
+    return (
+        text
+        if len(text) <= limit
+        else text[: max(0, limit - 40)].rsplit("\n", 1)[0] + "\n- … (`nexus claims`)"
+    )
+
+
+def all_tasks(c: Claim) -> bool:
+    return all(p.startswith(TASK) for p in c.patterns)
+
+
+def handoff_lines(vault: Vault, start_ms: int, until_ms: int) -> tuple[list[str], dict[str, list[str]]]:
+    """The handoff's claims section (Markdown lines) and its items: held now, expired without a
+    release in the window (a crashed agent, probably), lost on merge."""
+    from .claims import active, shown
+
+    claims = refresh(vault).claims(until_ms)
+    held = active(claims)
+    expired = [
+        c for c in claims.values() if c.status == "expired" and start_ms <= iso_ms(c.expires) <= until_ms
+    ]
+    lost = [c for c in claims.values() if c.status == "lost" and iso_ms(c.expires) >= start_ms]
+    md: list[str] = []
+    if held:
+        md += ["**Held now** (through the night, unless released):", "", *[f"- {shown(c)}" for c in held], ""]
+    if expired:
+        md += ["**Expired without a release** (a crashed agent, probably):", ""]
+        md += [
+            f"- {c.agent}: {' '.join(f'`{p}`' for p in c.patterns)} at {c.expires} — {c.reason} · {c.link}"
+            for c in sorted(expired, key=lambda c: c.id)
+        ]
+        md.append("")
+    if lost:
+        md += ["**Lost on merge** (taken on two copies of the vault; the earlier claim holds):", ""]
+        md += [
+            f"- {c.agent}'s {' '.join(f'`{p}`' for p in c.patterns)} {c.link} lost to "
+            f"{c.lost_to_agent}'s claim {c.lost_to}"
+            for c in sorted(lost, key=lambda c: c.id)
+        ]
+        md.append("")
+    items = {"held": [c.id for c in held], "expired": [c.id for c in expired], "lost": [c.id for c in lost]}
+    return md, items

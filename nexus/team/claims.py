@@ -143,6 +143,12 @@ def project_root(start: Path) -> Path:
     return here
 
 
+def git_project(start: Path) -> str | None:
+    """The name of the git repository ``start`` is in (what the brief narrows claims to), or None."""
+    root = project_root(start)
+    return root.name if (root / ".git").exists() else None
+
+
 def iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms // 1000))
 
