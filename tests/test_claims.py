@@ -282,3 +282,100 @@ def test_the_default_tool_set_stays_within_9000_characters(env: Env) -> None:
     size = len(json.dumps([t.model_dump(mode="json", exclude_none=True, by_alias=True) for t in tools],  # type: ignore[attr-defined]
                           ensure_ascii=False))  # fmt: skip
     assert size <= 9000, size
+
+
+def _pre_tool(env: Env, agent: str, event: object, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-W", "error", "-m", "nexus.surfaces.hooks", "pre-tool", "--agent", agent,
+         "--vault", str(env.vault.root), "--home", str(env.keys_home), *extra],
+        input=event if isinstance(event, str) else json.dumps(event),
+        capture_output=True, text=True, env=env.environ, timeout=60,
+    )  # fmt: skip
+
+
+def test_the_pre_tool_hook_denies_an_edit_of_what_another_holds(env: Env, tmp_path: Path) -> None:
+    """Claude Code's PreToolUse: the documented deny (holder, reason, expiry, how to ask) for a path
+    another agent holds exclusively; nothing at all for the holder, a free path, a shared claim, or a
+    tool that edits nothing; never exit 2, whatever comes in."""
+    root = _project(tmp_path)
+    cid = env.run("claim", "src/parser/**", "--agent", "ella", "--reason", "lexer rewrite", "--project",
+                  str(root), "--json").json()["id"]  # fmt: skip
+    env.run(
+        "claim", "docs/**", "--agent", "ella", "--mode", "shared", "--reason", "r", "--project", str(root)
+    )
+
+    def event(tool: str, path: Path | str, key: str = "file_path") -> dict[str, object]:
+        return {"session_id": "s", "cwd": str(root), "hook_event_name": "PreToolUse", "tool_name": tool,
+                "tool_input": {key: str(path), "content": "x"}}  # fmt: skip
+
+    for tool, key in (("Edit", "file_path"), ("Write", "file_path"), ("MultiEdit", "file_path"),
+                      ("NotebookEdit", "notebook_path")):  # fmt: skip
+        out = _pre_tool(env, "lyra", event(tool, root / "src" / "parser" / "lexer.py", key))
+        assert out.returncode == 0 and out.stderr == ""
+        decision = json.loads(out.stdout)["hookSpecificOutput"]
+        assert decision["hookEventName"] == "PreToolUse" and decision["permissionDecision"] == "deny"
+        reason = decision["permissionDecisionReason"]
+        assert (
+            "held by ella" in reason and "lexer rewrite" in reason and cid in reason and "ask ella" in reason
+        )
+    relative = _pre_tool(env, "lyra", event("Edit", "src/parser/x.py"))  # relative to the session's cwd
+    assert json.loads(relative.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    for agent, ev in (
+        ("ella", event("Edit", root / "src" / "parser" / "lexer.py")),  # the holder
+        ("lyra", event("Edit", root / "src" / "main.py")),  # nobody holds it
+        ("lyra", event("Write", root / "docs" / "a.md")),  # shared
+        ("lyra", event("Bash", root / "src" / "parser" / "lexer.py")),  # not an edit tool
+        ("lyra", event("Edit", tmp_path / "elsewhere" / "src" / "parser" / "x.py")),  # another project
+        ("lyra", "not json"),
+        ("lyra", {"tool_name": "Edit", "tool_input": "a string"}),
+        ("lyra", {"tool_name": "Edit", "tool_input": {"file_path": 7}}),
+    ):
+        out = _pre_tool(env, agent, ev)
+        assert (out.returncode, out.stdout, out.stderr) == (0, "", ""), (agent, ev, out)
+    assert _pre_tool(env, "lyra", event("Edit", root), "--bogus").returncode == 0  # a usage error: 0
+    env.run("claim", "release", cid, "--agent", "ella")
+    after = _pre_tool(env, "lyra", event("Edit", root / "src" / "parser" / "lexer.py"))
+    assert (after.returncode, after.stdout) == (0, "")
+
+
+def test_the_commit_guard_in_a_real_repository(env: Env, tmp_path: Path) -> None:
+    root = _project(tmp_path, "code")
+    for key, value in (("user.name", "t"), ("user.email", "t@example.invalid")):
+        subprocess.run(["git", "config", key, value], cwd=root, check=True)
+    done = env.run("git", "setup", "--guard", str(root), "--json").json()
+    hook = Path(done["guard"])
+    assert hook.exists() and hook.stat().st_mode & 0o111
+    env.run("git", "setup", "--guard", str(root))  # again: the same hook, no error
+    cid = env.run("claim", "src/parser/**", "--agent", "ella", "--reason", "lexer rewrite", "--project",
+                  str(root), "--json").json()["id"]  # fmt: skip
+    (root / "src" / "parser" / "lexer.py").write_text("x\n")
+    (root / "README").write_text("hi\n")
+    git_env = {**env.environ, "NEXUS_AGENT": "lyra"}
+
+    def commit(*paths: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        subprocess.run(["git", "add", *paths], cwd=root, check=True)
+        return subprocess.run(["git", "commit", "-q", "-m", "change"], cwd=root, capture_output=True, text=True,
+                              env={**git_env, **(extra or {})})  # fmt: skip
+
+    refused = commit("README", "src/parser/lexer.py")
+    assert (
+        refused.returncode != 0
+        and "src/parser/lexer.py" in refused.stderr
+        and "held by ella" in refused.stderr
+    )
+    assert cid in refused.stderr and "NEXUS_CLAIMS_OVERRIDE" in refused.stderr
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True).returncode != 0  # none
+    subprocess.run(["git", "reset", "-q", "src/parser/lexer.py"], cwd=root, check=True)
+    assert commit("README").returncode == 0  # a path nobody holds
+    assert commit("src/parser/lexer.py", extra={"NEXUS_AGENT": "ella"}).returncode == 0  # the holder's own
+    (root / "src" / "parser" / "lexer.py").write_text("y\n")
+    assert commit("src/parser/lexer.py").returncode != 0
+    forced = commit("src/parser/lexer.py", extra={"NEXUS_CLAIMS_OVERRIDE": "1"})
+    assert forced.returncode == 0 and "NEXUS_CLAIMS_OVERRIDE is set" in forced.stderr
+    # someone else's pre-commit hook is never replaced
+    other = _project(tmp_path, "other")
+    (other / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    out = env.run("git", "setup", "--guard", str(other), check=False)
+    assert out.returncode == 2 and "already exists" in out.stderr
+    assert (other / ".git" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    assert env.run("git", "setup", "--guard", str(tmp_path / "nowhere"), check=False).returncode == 2

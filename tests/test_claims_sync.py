@@ -17,7 +17,9 @@ from nexus.team import claimlog
 
 
 def _claims(clone: Path, keys: Path, *extra: str) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = json.loads(nexus(clone, keys, "claims", "--all", "--json", *extra).stdout)["claims"]
+    out: list[dict[str, object]] = json.loads(nexus(clone, keys, "claims", "--all", "--json", *extra).stdout)[
+        "claims"
+    ]
     return out
 
 

@@ -241,7 +241,14 @@ def test_the_hook_commands_it_wrote_run_and_find_the_vault(
     assert "nexus brief for ella" in context and entry in context
     for name in hooks:  # every event's command parses and runs
         command = hooks[name][-1]["hooks"][0]["command"]
-        assert shlex.split(command)[1] in ("session-start", "prompt", "pre-compact", "stop", "session-end")
+        assert shlex.split(command)[1] in (
+            "session-start",
+            "prompt",
+            "pre-compact",
+            "stop",
+            "session-end",
+            "pre-tool",
+        )
         run = subprocess.run(
             command,
             shell=True,

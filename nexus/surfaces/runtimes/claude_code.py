@@ -38,6 +38,25 @@ def add_hooks(w: Wiring, events: dict[str, str], extra: dict[str, tuple[str, ...
     return edit
 
 
+# Claims (docs/claims.md): nexus's pre-tool hook on the file-editing tools denies an edit of a path
+# another agent holds exclusively.
+PRE_TOOL = ("PreToolUse", "pre-tool", "Edit|Write|MultiEdit|NotebookEdit")
+
+
+def with_pre_tool(w: Wiring, edit: Edit) -> Edit:
+    """``edit``, then nexus's pre-tool hook (``PRE_TOOL``) in the ``hooks`` object."""
+
+    def both(data: dict[str, Any]) -> None:
+        edit(data)
+        event, hook, matcher = PRE_TOOL
+        hooks = table(data, "hooks")
+        hooks[event] = hook_groups(
+            hooks.get(event), w.hook_command(hook), w.hook_marker(hook), {"matcher": matcher}
+        )
+
+    return both
+
+
 def add_mcp(w: Wiring, key: str = "mcpServers") -> Edit:
     """Put the ``nexus`` server in the ``mcpServers`` object (Claude Code, Cursor)."""
 
@@ -62,6 +81,10 @@ def changes(w: Wiring) -> list[Change]:
         )
     return [
         Change(mcp, "MCP server `nexus`", json_merge(mcp, add_mcp(w))),
-        Change(settings, "hooks: " + ", ".join(EVENTS), json_merge(settings, add_hooks(w, EVENTS))),
+        Change(
+            settings,
+            "hooks: " + ", ".join([*EVENTS, PRE_TOOL[0]]),
+            json_merge(settings, with_pre_tool(w, add_hooks(w, EVENTS))),
+        ),
         Change(memo, "the nexus rules block", block_merge(rules.text(w.agent, injected=True))),
     ]
