@@ -1,6 +1,7 @@
 """Claims: take paths or a task for a while, renew, release, list, check (the commit guard), and the
 runtime's pre-tool hook. The state is ``team/claims.py`` (the fold) and ``team/claimlog.py`` (the
-entries read from the log); the conflict check runs under the log lock, in the append itself."""
+entries read from the log); the conflict check runs under the log lock, in the append itself. The
+pre-tool hook is in ``edits.py`` (lighter: it runs before every edit)."""
 
 from __future__ import annotations
 
@@ -34,13 +35,6 @@ from ..team.claims import (
     until,
 )
 from .spec import Answer, Call
-
-EDIT_TOOLS = {
-    "Edit": "file_path",
-    "Write": "file_path",
-    "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
-}
 
 
 def _now_ms() -> int:
@@ -216,38 +210,3 @@ def check(call: Call, *, paths: list[str], project: str | None = None) -> Answer
         if hit is not None:
             found.append({"path": rel, "claim": hit[0].to_json(), "text": refusal(hit[0], rel)})
     return Answer({"held": found}, "\n".join(f["text"] for f in found), exit_code=1 if found else 0)
-
-
-def pre_tool(
-    call: Call,
-    *,
-    session_id: str,
-    tool_name: str | None = None,
-    tool_input: dict[str, Any] | None = None,
-    cwd: str | None = None,
-) -> Answer:
-    """Claude Code's PreToolUse: deny an edit of a path another agent holds exclusively; silent
-    otherwise (also for a path outside any claimed project, and for tools that edit nothing)."""
-    key = EDIT_TOOLS.get(tool_name or "")
-    target = (tool_input or {}).get(key) if key else None
-    if not isinstance(target, str) or not target:
-        return Answer({}, "")
-    path = Path(target) if Path(target).is_absolute() else Path(cwd or ".") / target
-    held = active(claimlog.refresh(call.vault).claims())
-    if not held:
-        return Answer({}, "")
-    path = path.resolve()
-    projects = {c.project for c in held}
-    for folder in path.parents:
-        if folder.name not in projects:
-            continue
-        hit = holder_of(held, folder.name, path.relative_to(folder).as_posix(), call.agent)
-        if hit is not None:
-            reason = "nexus: " + refusal(hit[0], f"{path.relative_to(folder).as_posix()} (`{hit[1]}`)")
-            out = {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }
-            return Answer({"hookSpecificOutput": out}, reason)
-    return Answer({}, "")

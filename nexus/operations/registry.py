@@ -1233,7 +1233,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "session_pre_tool",
-        f"{CLAIMS}:pre_tool",
+        "nexus.operations.edits:pre_tool",
         "before an edit or write: deny it when another agent holds the path exclusively (silent otherwise)",
         "nexus-hook pre-tool --agent ella --vault ~/vault",
         hook="pre-tool",

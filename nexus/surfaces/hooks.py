@@ -118,7 +118,6 @@ def run(
     ``env``: the environment the settings come from (default: this process's)."""
     from ..operations import BY_HOOK
     from ..storage.vault import find
-    from ..team import session
 
     env = os.environ if env is None else env
     op = BY_HOOK[event]
@@ -127,8 +126,11 @@ def run(
     vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), start)
     sid = str(data.get("session_id") or env.get("NEXUS_SESSION") or "default")
     kwargs = {p.name: _value(p, opts, data) for p in op.params_for(HOOK)}
-    if event == "prompt" and session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
-        return None  # nothing moved since the last injection: the fastest answer is none
+    if event == "prompt":
+        from ..team import session
+
+        if session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
+            return None  # nothing moved since the last injection: the fastest answer is none
     result = op.function()(_call(op, vault, opts, env), session_id=sid, **kwargs)
     out = result.to_json()
     if "decision" in out or "hookSpecificOutput" in out:  # (Stop's block; PreToolUse's deny)

@@ -38,6 +38,7 @@ MAX_TTL_SECONDS = 24 * 3600  # a claim lasts at most a day; renew it to keep it
 DEFAULT_TTL = "30m"
 SOON_SECONDS = 15 * 60  # the brief lists the agent's own claims expiring within this
 TASK = "task:"
+_ISO_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
 _TTL_RE = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _TASK_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _BAD_PATTERN = re.compile(
@@ -154,13 +155,19 @@ def iso(ms: int) -> str:
 
 
 def iso_ms(text: str) -> int:
-    return int(_calendar_seconds(text) * 1000)
-
-
-def _calendar_seconds(text: str) -> float:
-    import calendar
-
-    return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+    """Milliseconds since the epoch of a UTC time written ``YYYY-MM-DDTHH:MM:SSZ`` (ValueError else)."""
+    found = _ISO_RE.fullmatch(text)
+    if found is None:
+        raise ValueError(f"not a UTC time: {text!r}")
+    y, mo, d, h, mi, s = (int(x) for x in found.groups())
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 60):
+        raise ValueError(f"not a UTC time: {text!r}")
+    y -= mo <= 2  # days from the civil date (Howard Hinnant's algorithm): no calendar or strptime import
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (mo + (-3 if mo > 2 else 9)) + 2) // 5 + d - 1
+    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+    return ((days * 24 + h) * 60 + mi) * 60000 + s * 1000
 
 
 # ------------------------------------------------------------------ the entries' bodies
@@ -285,13 +292,14 @@ def fold(events: Iterable[Event], now_ms: int) -> dict[str, Claim]:
     docstring; deterministic: the events in id order, whatever order they came in)."""
     claims: dict[str, Claim] = {}
     ends: dict[str, int] = {}  # claim id -> when it stops holding (release or expiry), ms
+    live: list[str] = []  # the claims not lost that may still hold (pruned as time goes on)
     for ev in sorted(events, key=lambda e: e.id):
         ms = ev.ms
         if ev.type == CLAIM and ev.claim is None:
-            winner = next(
-                (c for c in claims.values() if c.status != "lost" and ends[c.id] > ms and _conflicts(c, ev)),
-                None,
-            )
+            live = [cid for cid in live if ends[cid] > ms]
+            winner = next((claims[cid] for cid in live if _conflicts(claims[cid], ev)), None)
+            if winner is None:
+                live.append(ev.id)
             claims[ev.id] = Claim(
                 ev.id,
                 ev.agent,
@@ -326,6 +334,7 @@ def fold(events: Iterable[Event], now_ms: int) -> dict[str, Claim]:
                 )
                 claims[ev.claim] = held
                 ends[ev.claim] = iso_ms(ev.expires)
+                live.append(ev.claim)
             elif held.agent == ev.agent and held.released_by is None and ends[held.id] > ms:
                 claims[held.id] = replace(
                     held, expires=ev.expires, entry=ev.id, reason=ev.reason or held.reason
@@ -336,14 +345,16 @@ def fold(events: Iterable[Event], now_ms: int) -> dict[str, Claim]:
             if held.released_by is None:
                 claims[held.id] = replace(held, released_by=ev.agent, released_at=entries.utc_ts(ms))
                 ends[held.id] = min(ends[held.id], ms)
-    for cid, c in claims.items():
-        if c.status == "lost":
-            continue
-        if c.released_by is not None and ends[cid] <= iso_ms(c.expires):
-            claims[cid] = replace(c, status="released")
-        elif iso_ms(c.expires) <= now_ms:
-            claims[cid] = replace(c, status="expired")
-    return claims
+    return {cid: _status(c, ends[cid], now_ms) for cid, c in claims.items()}
+
+
+def _status(c: Claim, end: int, now_ms: int) -> Claim:
+    """``c`` with its status at ``now_ms`` (``end``: when it stopped holding)."""
+    if c.status == "lost":
+        return c
+    if c.released_by is not None and end <= iso_ms(c.expires):
+        return replace(c, status="released")
+    return replace(c, status="expired") if iso_ms(c.expires) <= now_ms else c
 
 
 def active(claims: dict[str, Claim]) -> list[Claim]:
