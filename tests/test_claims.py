@@ -16,6 +16,8 @@ from conftest import ROOT, Env
 
 from nexus.keys import identity
 from nexus.ledger import log
+from nexus.records import Located
+from nexus.storage import entries
 from nexus.team import claimlog
 from nexus.team.claims import CHANNEL, event_of, fold, matches, overlap
 
@@ -27,7 +29,7 @@ def _project(tmp_path: Path, name: str = "proj") -> Path:
     return root
 
 
-def _claim_entries(env: Env) -> list[log.Located]:
+def _claim_entries(env: Env) -> list[Located]:
     return [loc for loc in log.iter_entries(env.vault) if loc.entry.channel == CHANNEL]
 
 
@@ -50,11 +52,31 @@ def test_patterns_match_and_overlap() -> None:
 
 def test_claim_refuse_release_through_the_cli(env: Env, tmp_path: Path) -> None:
     root = _project(tmp_path)
-    got = env.run("claim", "src/parser/**", "--agent", "ella", "--ttl", "45m", "--reason", "lexer rewrite",
-                  "--project", str(root), "--json").json()  # fmt: skip
+    got = env.run(
+        "claim",
+        "src/parser/**",
+        "--agent",
+        "ella",
+        "--ttl",
+        "45m",
+        "--reason",
+        "lexer rewrite",
+        "--project",
+        str(root),
+        "--json",
+    ).json()
     before = _log_bytes(env)
-    refused = env.run("claim", "src/parser/lexer.py", "--agent", "lyra", "--reason", "fix a bug",
-                      "--project", str(root), check=False)  # fmt: skip
+    refused = env.run(
+        "claim",
+        "src/parser/lexer.py",
+        "--agent",
+        "lyra",
+        "--reason",
+        "fix a bug",
+        "--project",
+        str(root),
+        check=False,
+    )
     assert refused.returncode == 3
     line = refused.stderr.strip()
     assert "\n" not in line and "held by ella" in line and "lexer rewrite" in line and got["id"] in line
@@ -67,8 +89,12 @@ def test_claim_refuse_release_through_the_cli(env: Env, tmp_path: Path) -> None:
     env.run(
         "claim", "docs/a.md", "--agent", "lyra", "--mode", "shared", "--reason", "r", "--project", str(root)
     )
-    assert env.run("claim", "docs/a.md", "--agent", "lyra", "--reason", "r", "--project", str(root),
-                   check=False).returncode == 3  # fmt: skip
+    assert (
+        env.run(
+            "claim", "docs/a.md", "--agent", "lyra", "--reason", "r", "--project", str(root), check=False
+        ).returncode
+        == 3
+    )
     listed = env.run("claims", "--json").json()["claims"]
     assert [c["agent"] for c in listed] == ["ella", "ella", "lyra"]
     # lyra may not release ella's claim; ella may; then lyra takes the path
@@ -149,8 +175,12 @@ def test_an_expired_claim_frees_itself(env: Env, tmp_path: Path) -> None:
     env.run(
         "claim", "src/a.py", "--agent", "ella", "--ttl", "1s", "--reason", "short", "--project", str(root)
     )
-    assert env.run("claim", "src/a.py", "--agent", "lyra", "--reason", "r", "--project", str(root),
-                   check=False).returncode == 3  # fmt: skip
+    assert (
+        env.run(
+            "claim", "src/a.py", "--agent", "lyra", "--reason", "r", "--project", str(root), check=False
+        ).returncode
+        == 3
+    )
     time.sleep(1.1)
     env.run("claim", "src/a.py", "--agent", "lyra", "--reason", "r", "--project", str(root))
     statuses = sorted(c.status for c in claimlog.refresh(env.vault).claims().values())
@@ -173,8 +203,13 @@ def test_tasks_and_the_free_list(env: Env, tmp_path: Path) -> None:
 
 def test_only_verified_entries_claim(env: Env) -> None:
     """A claim entry signed by no one's key holds nothing (only the log's verified entries count)."""
-    env.append("ella", "claim `x` (exclusive)", channel=CHANNEL, type="claim",
-               body="mode: exclusive\nproject: proj\npatterns: `x`\nexpires: 2099-01-01T00:00:00Z\nreason: r")  # fmt: skip
+    env.append(
+        "ella",
+        "claim `x` (exclusive)",
+        channel=CHANNEL,
+        type="claim",
+        body="mode: exclusive\nproject: proj\npatterns: `x`\nexpires: 2099-01-01T00:00:00Z\nreason: r",
+    )
     seg = log.segment_files(env.vault)[-1][1]
     seg.write_bytes(seg.read_bytes().replace(b"reason: r", b"reason: R"))  # edited after signing
     assert claimlog.refresh(env.vault).claims() == {}
@@ -186,10 +221,30 @@ def test_the_fold_is_the_same_in_any_order() -> None:
     """The merge rule: of two overlapping claims written apart, the one with the smaller id holds."""
     from nexus.team.claims import Event
 
-    a = Event("01M96DX84KSJMJX3T9X8XCK73B", "claim", "ella", "log/2026-12.md", None, "p", ("src/**",),
-              "exclusive", "2099-01-01T00:00:00Z", "a")  # fmt: skip
-    b = Event("01M96DXQW0TN1RCMNM31J3RHV4", "claim", "lyra", "log/2026-12.md", None, "p", ("src/a.py",),
-              "exclusive", "2099-01-01T00:00:00Z", "b")  # fmt: skip
+    a = Event(
+        "01M96DX84KSJMJX3T9X8XCK73B",
+        "claim",
+        "ella",
+        "log/2026-12.md",
+        None,
+        "p",
+        ("src/**",),
+        "exclusive",
+        "2099-01-01T00:00:00Z",
+        "a",
+    )
+    b = Event(
+        "01M96DXQW0TN1RCMNM31J3RHV4",
+        "claim",
+        "lyra",
+        "log/2026-12.md",
+        None,
+        "p",
+        ("src/a.py",),
+        "exclusive",
+        "2099-01-01T00:00:00Z",
+        "b",
+    )
     now = int(time.time() * 1000)
     for events in ([a, b], [b, a]):
         claims = fold(events, now)
@@ -221,7 +276,7 @@ def test_eight_processes_race_for_one_path(env: Env, tmp_path: Path) -> None:
             ],
             stdout=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for name in agents
     ]
     go.touch()
@@ -242,7 +297,7 @@ def test_eight_processes_race_for_one_path(env: Env, tmp_path: Path) -> None:
     claimed_at: dict[str, tuple[str, int]] = {}
     for loc in found:
         e = loc.entry
-        ms = int(e.ts != "") and log.entries.decode_id_ms(e.id)
+        ms = entries.decode_id_ms(e.id)
         if e.type == "claim":
             assert holder is None, f"{e.id} claimed while {holder} held it"
             holder = e.id
@@ -279,18 +334,38 @@ def test_the_default_tool_set_stays_within_9000_characters(env: Env) -> None:
     tools = asyncio.run(go())
     names = {t.name for t in tools}  # type: ignore[attr-defined]
     assert {"claim", "release"} <= names
-    size = len(json.dumps([t.model_dump(mode="json", exclude_none=True, by_alias=True) for t in tools],  # type: ignore[attr-defined]
-                          ensure_ascii=False))  # fmt: skip
+    size = len(
+        json.dumps(
+            [t.model_dump(mode="json", exclude_none=True, by_alias=True) for t in tools],  # type: ignore[attr-defined]
+            ensure_ascii=False,
+        )
+    )
     assert size <= 9000, size
 
 
 def _pre_tool(env: Env, agent: str, event: object, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus.surfaces.hooks", "pre-tool", "--agent", agent,
-         "--vault", str(env.vault.root), "--home", str(env.keys_home), *extra],
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-m",
+            "nexus.surfaces.hooks",
+            "pre-tool",
+            "--agent",
+            agent,
+            "--vault",
+            str(env.vault.root),
+            "--home",
+            str(env.keys_home),
+            *extra,
+        ],
         input=event if isinstance(event, str) else json.dumps(event),
-        capture_output=True, text=True, env=env.environ, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env.environ,
+        timeout=60,
+    )
 
 
 def test_the_pre_tool_hook_denies_an_edit_of_what_another_holds(env: Env, tmp_path: Path) -> None:
@@ -298,18 +373,36 @@ def test_the_pre_tool_hook_denies_an_edit_of_what_another_holds(env: Env, tmp_pa
     another agent holds exclusively; nothing at all for the holder, a free path, a shared claim, or a
     tool that edits nothing; never exit 2, whatever comes in."""
     root = _project(tmp_path)
-    cid = env.run("claim", "src/parser/**", "--agent", "ella", "--reason", "lexer rewrite", "--project",
-                  str(root), "--json").json()["id"]  # fmt: skip
+    cid = env.run(
+        "claim",
+        "src/parser/**",
+        "--agent",
+        "ella",
+        "--reason",
+        "lexer rewrite",
+        "--project",
+        str(root),
+        "--json",
+    ).json()["id"]
     env.run(
         "claim", "docs/**", "--agent", "ella", "--mode", "shared", "--reason", "r", "--project", str(root)
     )
 
     def event(tool: str, path: Path | str, key: str = "file_path") -> dict[str, object]:
-        return {"session_id": "s", "cwd": str(root), "hook_event_name": "PreToolUse", "tool_name": tool,
-                "tool_input": {key: str(path), "content": "x"}}  # fmt: skip
+        return {
+            "session_id": "s",
+            "cwd": str(root),
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_input": {key: str(path), "content": "x"},
+        }
 
-    for tool, key in (("Edit", "file_path"), ("Write", "file_path"), ("MultiEdit", "file_path"),
-                      ("NotebookEdit", "notebook_path")):  # fmt: skip
+    for tool, key in (
+        ("Edit", "file_path"),
+        ("Write", "file_path"),
+        ("MultiEdit", "file_path"),
+        ("NotebookEdit", "notebook_path"),
+    ):
         out = _pre_tool(env, "lyra", event(tool, root / "src" / "parser" / "lexer.py", key))
         assert out.returncode == 0 and out.stderr == ""
         decision = json.loads(out.stdout)["hookSpecificOutput"]
@@ -346,16 +439,30 @@ def test_the_commit_guard_in_a_real_repository(env: Env, tmp_path: Path) -> None
     hook = Path(done["guard"])
     assert hook.exists() and hook.stat().st_mode & 0o111
     env.run("git", "setup", "--guard", str(root))  # again: the same hook, no error
-    cid = env.run("claim", "src/parser/**", "--agent", "ella", "--reason", "lexer rewrite", "--project",
-                  str(root), "--json").json()["id"]  # fmt: skip
+    cid = env.run(
+        "claim",
+        "src/parser/**",
+        "--agent",
+        "ella",
+        "--reason",
+        "lexer rewrite",
+        "--project",
+        str(root),
+        "--json",
+    ).json()["id"]
     (root / "src" / "parser" / "lexer.py").write_text("x\n")
     (root / "README").write_text("hi\n")
     git_env = {**env.environ, "NEXUS_AGENT": "lyra"}
 
     def commit(*paths: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         subprocess.run(["git", "add", *paths], cwd=root, check=True)
-        return subprocess.run(["git", "commit", "-q", "-m", "change"], cwd=root, capture_output=True, text=True,
-                              env={**git_env, **(extra or {})})  # fmt: skip
+        return subprocess.run(
+            ["git", "commit", "-q", "-m", "change"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env={**git_env, **(extra or {})},
+        )
 
     refused = commit("README", "src/parser/lexer.py")
     assert (
@@ -379,3 +486,104 @@ def test_the_commit_guard_in_a_real_repository(env: Env, tmp_path: Path) -> None
     assert out.returncode == 2 and "already exists" in out.stderr
     assert (other / ".git" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
     assert env.run("git", "setup", "--guard", str(tmp_path / "nowhere"), check=False).returncode == 2
+
+
+def test_the_brief_and_the_handoff_show_claims(env: Env, tmp_path: Path) -> None:
+    root, elsewhere = _project(tmp_path), _project(tmp_path, "other")
+    mine = env.run(
+        "claim",
+        "src/a.py",
+        "--agent",
+        "ella",
+        "--ttl",
+        "10m",
+        "--reason",
+        "soon over",
+        "--project",
+        str(root),
+        "--json",
+    ).json()["id"]
+    env.run(
+        "claim", "src/b.py", "--agent", "ella", "--ttl", "2h", "--reason", "long work", "--project", str(root)
+    )
+    env.run(
+        "claim", "task:release-notes", "--agent", "lyra", "--reason", "writing them", "--project", str(root)
+    )
+    gone = env.run(
+        "claim",
+        "docs/x.md",
+        "--agent",
+        "lyra",
+        "--ttl",
+        "1s",
+        "--reason",
+        "crashed",
+        "--project",
+        str(root),
+        "--json",
+    ).json()["id"]
+
+    def brief(agent: str, cwd: Path) -> str:
+        out = subprocess.run(
+            [sys.executable, "-W", "error", "-m", "nexus", "brief", "--agent", agent, "--peek"],
+            cwd=cwd,
+            env=env.environ,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout
+
+    ella = brief("ella", root)
+    assert "## Claims" in ella and f"your claim {mine} on `src/a.py` expires at" in ella
+    assert "src/b.py" not in ella  # not soon
+    assert "lyra holds `task:release-notes`" in ella
+    lyra = brief("lyra", root)
+    assert "ella holds `src/a.py` in proj" in lyra and "ella holds `src/b.py`" in lyra
+    assert "ella holds" not in brief("lyra", elsewhere)  # another project: only tasks
+    time.sleep(1.1)
+    page = env.run("handoff", "--since", "1h").stdout
+    claims_part = page.split("## Claims", 1)[1]
+    assert "Held now" in claims_part and "**ella** holds `src/b.py`" in claims_part
+    assert "Expired without a release" in claims_part and gone in claims_part and "crashed" in claims_part
+    assert "expired without a release or lost on merge" in page.split("## Waiting for you", 1)[1]
+
+
+def test_the_mcp_tools_claim_and_release(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over MCP (the official client, in process) the project is the server's folder's repository."""
+    import asyncio
+
+    from mcp import Client
+
+    from nexus import workspace
+    from nexus.surfaces import mcp_server
+
+    root = _project(tmp_path)
+    monkeypatch.chdir(root / "src")
+
+    async def go() -> list[object]:
+        ws = workspace.for_vault(env.vault, {}, keys=env.keys_home)
+        async with (
+            Client(mcp_server.build_server(ws, "ella", tools="agent")) as ella,
+            Client(mcp_server.build_server(ws, "lyra", tools="all")) as lyra,
+        ):
+            got = await ella.call_tool(
+                "claim", {"patterns": ["src/parser/**"], "reason": "lexer", "ttl": "45m"}
+            )
+            refused = await lyra.call_tool("claim", {"patterns": ["src/parser/x.py"], "reason": "mine"})
+            listed = await lyra.call_tool("claims", {})
+            bad = await ella.call_tool("claim", {"patterns": ["../up"], "reason": "r"})
+            cid = got.structured_content["id"]
+            renewed = await lyra.call_tool("claim_renew", {"id": cid})
+            released = await ella.call_tool("release", {"id": cid})
+            return [got, refused, listed, bad, renewed, released]
+
+    got, refused, listed, bad, renewed, released = asyncio.run(go())
+    assert not got.is_error and got.structured_content["project"] == "proj"  # type: ignore[attr-defined]
+    text = refused.content[0].text  # type: ignore[attr-defined]
+    assert refused.is_error and "held by ella" in text and "lexer" in text and "\n" not in text  # type: ignore[attr-defined]
+    assert [c["agent"] for c in listed.structured_content["claims"]] == ["ella"]  # type: ignore[attr-defined]
+    assert bad.is_error and "leaves the project" in bad.content[0].text  # type: ignore[attr-defined]
+    assert renewed.is_error and "only its holder renews" in renewed.content[0].text  # type: ignore[attr-defined]
+    assert not released.is_error  # type: ignore[attr-defined]
+    assert claimlog.refresh(env.vault).claims()[got.structured_content["id"]].status == "released"  # type: ignore[attr-defined]

@@ -28,10 +28,32 @@ def test_two_clones_claim_the_same_path_apart_then_sync(tmp_path: Path) -> None:
     project = tmp_path / "work" / "proj"
     (project / "src").mkdir(parents=True)
     git(project, "init", "-q")
-    first = nexus(m1, keys, "claim", "src/a.py", "--agent", "ada", "--reason", "ada's fix",
-                  "--project", str(project), "--json")  # fmt: skip
-    second = nexus(m2, keys, "claim", "src/**", "--agent", "bo", "--reason", "bo's refactor",
-                   "--project", str(project), "--json")  # fmt: skip
+    first = nexus(
+        m1,
+        keys,
+        "claim",
+        "src/a.py",
+        "--agent",
+        "ada",
+        "--reason",
+        "ada's fix",
+        "--project",
+        str(project),
+        "--json",
+    )
+    second = nexus(
+        m2,
+        keys,
+        "claim",
+        "src/**",
+        "--agent",
+        "bo",
+        "--reason",
+        "bo's refactor",
+        "--project",
+        str(project),
+        "--json",
+    )
     ada_id, bo_id = json.loads(first.stdout)["id"], json.loads(second.stdout)["id"]
     assert ada_id < bo_id
     nexus(m1, keys, "sync")
@@ -48,8 +70,19 @@ def test_two_clones_claim_the_same_path_apart_then_sync(tmp_path: Path) -> None:
     page = nexus(m2, keys, "handoff", "--since", "1h").stdout
     assert "Lost on merge" in page and bo_id in page and "claim(s) expired without a release or lost" in page
     # the lost claim stops nothing and holds nothing: ada's holds; bo may not take it now
-    refused = nexus(m2, keys, "claim", "src/a.py", "--agent", "bo", "--reason", "again",
-                    "--project", str(project), check=False)  # fmt: skip
+    refused = nexus(
+        m2,
+        keys,
+        "claim",
+        "src/a.py",
+        "--agent",
+        "bo",
+        "--reason",
+        "again",
+        "--project",
+        str(project),
+        check=False,
+    )
     assert refused.returncode == 3 and f"held by ada (exclusive, claim {ada_id})" in refused.stderr
     nexus(m2, keys, "claim", "release", ada_id, "--agent", "sam")  # a person ends it
     nexus(m2, keys, "claim", "src/a.py", "--agent", "bo", "--reason", "now mine", "--project", str(project))
@@ -64,14 +97,32 @@ def test_a_conflict_copys_claim_is_imported_and_loses_to_the_earlier_one(env: En
     env.append("ella", "before")
     ((name, path),) = log.segment_files(env.vault)
     before = path.read_bytes()
-    lyra = env.run("claim", "src/x.py", "--agent", "lyra", "--reason", "other machine", "--project", str(project),
-                   "--json").json()["id"]  # fmt: skip
+    lyra = env.run(
+        "claim",
+        "src/x.py",
+        "--agent",
+        "lyra",
+        "--reason",
+        "other machine",
+        "--project",
+        str(project),
+        "--json",
+    ).json()["id"]
     other = path.read_bytes()
     path.write_bytes(before)
     (env.vault.state / "tail.json").unlink()
     (env.vault.state / "claims.json").unlink()  # (this machine never saw lyra's claim)
-    ella = env.run("claim", "src/x.py", "--agent", "ella", "--reason", "this machine", "--project", str(project),
-                   "--json").json()["id"]  # fmt: skip
+    ella = env.run(
+        "claim",
+        "src/x.py",
+        "--agent",
+        "ella",
+        "--reason",
+        "this machine",
+        "--project",
+        str(project),
+        "--json",
+    ).json()["id"]
     copy = path.parent / f"{name}.sync-conflict-20261201-064500-ABCDEFG.md"
     copy.write_bytes(other)
     assert claimlog.refresh(env.vault).claims()[ella].status == "active"  # the copy is not the log
@@ -81,9 +132,31 @@ def test_a_conflict_copys_claim_is_imported_and_loses_to_the_earlier_one(env: En
     assert claims[lyra].status == "active" and claims[ella].status == "lost" and claims[ella].lost_to == lyra
     assert "LOST on merge" in env.run("brief", "--agent", "ella", "--peek").stdout
     hook = subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus.surfaces.hooks", "pre-tool", "--agent", "ella", "--vault", str(env.vault.root), "--home", str(env.keys_home)],
-        input=json.dumps({"tool_name": "Write", "tool_input": {"file_path": str(project / "src" / "x.py")},
-                          "cwd": str(project), "session_id": "s"}),  # fmt: skip
-        capture_output=True, text=True, env=env.environ, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-m",
+            "nexus.surfaces.hooks",
+            "pre-tool",
+            "--agent",
+            "ella",
+            "--vault",
+            str(env.vault.root),
+            "--home",
+            str(env.keys_home),
+        ],
+        input=json.dumps(
+            {
+                "tool_name": "Write",
+                "tool_input": {"file_path": str(project / "src" / "x.py")},
+                "cwd": str(project),
+                "session_id": "s",
+            }
+        ),
+        capture_output=True,
+        text=True,
+        env=env.environ,
+        check=True,
+    )
     assert json.loads(hook.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
