@@ -587,3 +587,61 @@ def test_the_mcp_tools_claim_and_release(env: Env, tmp_path: Path, monkeypatch: 
     assert renewed.is_error and "only its holder renews" in renewed.content[0].text  # type: ignore[attr-defined]
     assert not released.is_error  # type: ignore[attr-defined]
     assert claimlog.refresh(env.vault).claims()[got.structured_content["id"]].status == "released"  # type: ignore[attr-defined]
+
+
+def test_nexus_setup_claude_code_wires_the_pre_tool_hook(env: Env, tmp_path: Path) -> None:
+    """The PreToolUse hook `nexus setup claude-code` writes, run as Claude Code runs it (its command
+    line through a shell, the event on stdin, no NEXUS_* in the environment), denies lyra's edit of
+    ella's path; a second setup changes nothing."""
+    import shlex
+
+    root = _project(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    run_env = {k: v for k, v in env.environ.items() if not k.startswith("NEXUS_")} | {"HOME": str(home)}
+    argv = [
+        sys.executable,
+        "-W",
+        "error",
+        "-m",
+        "nexus",
+        "--vault",
+        str(env.vault.root),
+        "setup",
+        "claude-code",
+        "--agent",
+        "lyra",
+        "--project",
+        str(root),
+    ]
+    subprocess.run(argv, env={**run_env, "NEXUS_HOME": str(env.keys_home)}, check=True, capture_output=True)
+    settings = json.loads((root / ".claude" / "settings.json").read_text())
+    (group,) = settings["hooks"]["PreToolUse"]
+    assert group["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
+    command = group["hooks"][0]["command"]
+    assert shlex.split(command)[1:4] == ["pre-tool", "--agent", "lyra"]
+    env.run("claim", "src/**", "--agent", "ella", "--reason", "refactor", "--project", str(root))
+    event = {
+        "session_id": "s",
+        "cwd": str(root),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(root / "src" / "new.py"), "content": "x"},
+    }
+    out = subprocess.run(
+        command,
+        shell=True,
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=run_env,
+        timeout=60,
+    )
+    assert (
+        out.returncode == 0 and json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    )
+    again = subprocess.run(
+        argv, env={**run_env, "NEXUS_HOME": str(env.keys_home)}, capture_output=True, text=True
+    )
+    assert again.returncode == 0 and json.loads((root / ".claude" / "settings.json").read_text()) == settings
