@@ -171,18 +171,22 @@ def test_a_person_releases_any_claim_recorded_as_theirs(env: Env, tmp_path: Path
 
 
 def test_an_expired_claim_frees_itself(env: Env, tmp_path: Path) -> None:
+    """In process (a process start under load can outlast a short TTL): refused while it holds,
+    taken once it expired, with nothing released."""
+    from nexus.errors import ClaimHeldError
+    from nexus.operations import claims
+    from nexus.operations.spec import Call
+    from nexus.settings import DEFAULTS
+
     root = _project(tmp_path)
-    env.run(
-        "claim", "src/a.py", "--agent", "ella", "--ttl", "1s", "--reason", "short", "--project", str(root)
-    )
-    assert (
-        env.run(
-            "claim", "src/a.py", "--agent", "lyra", "--reason", "r", "--project", str(root), check=False
-        ).returncode
-        == 3
-    )
-    time.sleep(1.1)
-    env.run("claim", "src/a.py", "--agent", "lyra", "--reason", "r", "--project", str(root))
+    ella, lyra = (Call(env.vault, agent=a, settings=DEFAULTS, keys=env.keys_home) for a in ("ella", "lyra"))
+    got = claims.claim(ella, patterns=["src/a.py"], reason="short", ttl="2s", project=str(root))
+    expires = entries.decode_id_ms(got.data["id"]) / 1000 + 2
+    with pytest.raises(ClaimHeldError, match="held by ella"):
+        claims.claim(lyra, patterns=["src/a.py"], reason="r", project=str(root))
+    assert time.time() < expires  # (the refusal above came while it held)
+    time.sleep(max(0.0, expires - time.time()) + 1.0)
+    claims.claim(lyra, patterns=["src/a.py"], reason="r", project=str(root))
     statuses = sorted(c.status for c in claimlog.refresh(env.vault).claims().values())
     assert statuses == ["active", "expired"]
 

@@ -1,15 +1,17 @@
 """The runtime's pre-tool hook for claims (``nexus-hook pre-tool``, Claude Code's ``PreToolUse``): an
 edit or write of a path another agent holds exclusively is denied, with the reason the runtime shows
 the model; anything else gets no answer at all. Kept apart from ``claims.py`` so the hook, which runs
-before every edit, imports no writer: only the claims read from the log (``team/claimlog.py``)."""
+before every edit, imports no writer. While no segment changed since the claims were last read, it
+answers from ``.nexus/claims.json`` with the standard library alone (``team/claimview.py``); only
+then, or to word a denial, are the log's claims read (``team/claimlog.py``, imported there)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
-from ..team import claimlog
-from ..team.claims import active, holder_of, refusal
+from ..team import claimview
 from .spec import Answer, Call
 
 # Claude Code's file-editing tools and the argument naming the file (an absolute path)
@@ -35,11 +37,15 @@ def pre_tool(
     target = (tool_input or {}).get(key) if key else None
     if not isinstance(target, str) or not target:
         return Answer({}, "")
-    path = Path(target) if Path(target).is_absolute() else Path(cwd or ".") / target
+    path = (Path(target) if Path(target).is_absolute() else Path(cwd or ".") / target).resolve()
+    fast = claimview.holding(call.vault.state, call.vault.log_dir)
+    now = int(time.time() * 1000)
+    if fast is not None and not claimview.exclusive_holder(fast, list(path.parents), path, call.agent, now):
+        return Answer({}, "")  # (the common case: nothing read but one small file and the segments' sizes)
+    from ..team import claimlog  # (the log moved on, or a denial to word: the whole reading)
+    from ..team.claims import active, holder_of, refusal
+
     held = active(claimlog.refresh(call.vault).claims())
-    if not held:
-        return Answer({}, "")
-    path = path.resolve()
     projects = {c.project for c in held}
     for folder in path.parents:
         if folder.name not in projects:

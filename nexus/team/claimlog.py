@@ -24,9 +24,9 @@ from ..records import Claim
 from ..storage import durable
 from ..storage.vault import Vault
 from .claims import CHANNEL, MAX_TTL_SECONDS, TASK, Event, event_of, fold, iso_ms
+from .claimview import FILE
 
-FILE = "claims.json"
-VERSION = 1
+VERSION = 2
 KEEP_SECONDS = 14 * 24 * 3600  # ended claims stay this long in the derived file (the handoff's window)
 
 
@@ -65,6 +65,11 @@ def _save(vault: Vault, book: Book) -> None:
         "marks": {name: m.to_json() for name, m in book.marks.items()},
         "events": [e.to_json() for e in book.events],
         "tasks": sorted(book.tasks),
+        "holding": [  # what the pre-tool hook reads while no segment changed (claimview.py)
+            [c.id, c.agent, c.project, list(c.patterns), c.mode, iso_ms(c.expires)]
+            for c in book.claims().values()
+            if c.status == "active"
+        ],
     }
     with contextlib.suppress(OSError):  # derived: the next reader reads the segments again
         durable.replace(_path(vault), json.dumps(data, separators=(",", ":")).encode(), durable=False)

@@ -23,13 +23,15 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..records import Claim
 from ..storage import entries
+from .claimview import TASK as TASK
+from .claimview import glob_regex
+from .claimview import matches as matches
 
 CHANNEL = "claims"
 CLAIM, RELEASE = "claim", "release"
@@ -37,7 +39,6 @@ MODES = ("exclusive", "shared")
 MAX_TTL_SECONDS = 24 * 3600  # a claim lasts at most a day; renew it to keep it
 DEFAULT_TTL = "30m"
 SOON_SECONDS = 15 * 60  # the brief lists the agent's own claims expiring within this
-TASK = "task:"
 _ISO_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
 _TTL_RE = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _TASK_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -228,29 +229,8 @@ def event_of(entry: Any, file: str) -> Event | None:
 # ------------------------------------------------------------------ patterns
 
 
-@lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern[str]:
-    out = []
-    parts = pattern.split("/")
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            out.append("(?:.*)" if last else "(?:[^/]+/)*")
-            continue
-        piece = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in part)
-        out.append(piece + ("" if last else "/"))
-    return re.compile("".join(out) + "(?:/.*)?")
-
-
-def matches(pattern: str, path: str) -> bool:
-    """``path`` (relative to the project, ``/``-separated) is one ``pattern`` names or lies under it."""
-    if pattern.startswith(TASK) or path.startswith(TASK):
-        return pattern == path
-    return _regex(pattern).fullmatch(path) is not None
-
-
 def _part_overlap(a: str, b: str) -> bool:
-    if a == b or _regex(a).fullmatch(b) or _regex(b).fullmatch(a):
+    if a == b or glob_regex(a).fullmatch(b) or glob_regex(b).fullmatch(a):
         return True
     if ("*" in a or "?" in a) and ("*" in b or "?" in b):  # both wildcards: compare the fixed ends
         pa, pb = re.split(r"[*?]", a, maxsplit=1)[0], re.split(r"[*?]", b, maxsplit=1)[0]
