@@ -161,8 +161,9 @@ def note_text(book: Book, now_ms: int | None = None) -> str:
         "---",
         "# Claims",
         "",
-        "> [!info] Generated from the log's `claims` channel at every claim, renewal and release",
-        f"> (last: {stamp}); edits here are replaced. A claim shown here past its expiry has expired.",
+        "> [!info] Generated from the log's `claims` channel at every claim, renewal and release, and after",
+        f"> a git merge or a sync (last: {stamp}); edits here are replaced. A claim shown past its",
+        "> expiry has expired.",
         "",
     ]
     lines += [f"- {shown(c)}" for c in held] or ["_Nobody holds anything._"]
