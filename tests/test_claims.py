@@ -157,6 +157,17 @@ def test_bad_releases_and_renewals_change_nothing(env: Env, tmp_path: Path) -> N
     assert out.returncode != 0 and "is released" in out.stderr
 
 
+def test_a_pattern_with_spaces_round_trips(env: Env, tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    env.run("claim", "docs/my notes/**", "task:x", "--agent", "ella", "--reason", "r", "--project", str(root))
+    (held,) = claimlog.refresh(env.vault).claims().values()
+    assert held.patterns == ("docs/my notes/**", "task:x")
+    out = env.run(
+        "claims", "check", "--agent", "lyra", "--project", str(root), "docs/my notes/a.md", check=False
+    )
+    assert out.returncode == 1 and "held by ella" in out.stdout
+
+
 def test_a_person_releases_any_claim_recorded_as_theirs(env: Env, tmp_path: Path) -> None:
     root = _project(tmp_path)
     cid = env.run(
@@ -456,6 +467,7 @@ def test_the_commit_guard_in_a_real_repository(env: Env, tmp_path: Path) -> None
     ).json()["id"]
     (root / "src" / "parser" / "lexer.py").write_text("x\n")
     (root / "README").write_text("hi\n")
+    (root / "cost $5 <draft>.txt").write_text("a file name with characters no pattern may hold\n")
     git_env = {**env.environ, "NEXUS_AGENT": "lyra"}
 
     def commit(*paths: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -477,7 +489,7 @@ def test_the_commit_guard_in_a_real_repository(env: Env, tmp_path: Path) -> None
     assert cid in refused.stderr and "NEXUS_CLAIMS_OVERRIDE" in refused.stderr
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True).returncode != 0  # none
     subprocess.run(["git", "reset", "-q", "src/parser/lexer.py"], cwd=root, check=True)
-    assert commit("README").returncode == 0  # a path nobody holds
+    assert commit("README", "cost $5 <draft>.txt").returncode == 0  # paths nobody holds
     assert commit("src/parser/lexer.py", extra={"NEXUS_AGENT": "ella"}).returncode == 0  # the holder's own
     (root / "src" / "parser" / "lexer.py").write_text("y\n")
     assert commit("src/parser/lexer.py").returncode != 0

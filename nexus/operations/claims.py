@@ -6,6 +6,7 @@ pre-tool hook is in ``edits.py`` (lighter: it runs before every edit)."""
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import time
 from pathlib import Path
 from typing import Any
@@ -199,13 +200,28 @@ def listing(call: Call, *, free: str | None = None, project: str | None = None, 
     return Answer({"claims": [c.to_json() for c in shown]}, "\n".join(lines) or "no active claims")
 
 
+def _inside(raw: str, root: Path) -> str | None:
+    """A path as the project names it (any characters a file name may hold), or None when it lies
+    outside the project (nobody's claim there is this project's)."""
+    path = Path(raw)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(root.resolve())
+        except ValueError:
+            return None
+    rel = posixpath.normpath(path.as_posix())
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
 def check(call: Call, *, paths: list[str], project: str | None = None) -> Answer:
     """The commit guard's question: which of ``paths`` another agent holds exclusively (exit 1)."""
     root = _root(project)
     held = active(claimlog.refresh(call.vault).claims())
     found: list[dict[str, Any]] = []
     for raw in paths:
-        rel = check_pattern(raw, root)
+        rel = _inside(raw, root)
+        if rel is None:
+            continue
         hit = holder_of(held, root.name, rel, call.agent)
         if hit is not None:
             found.append({"path": rel, "claim": hit[0].to_json(), "text": refusal(hit[0], rel)})

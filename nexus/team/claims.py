@@ -40,6 +40,7 @@ MAX_TTL_SECONDS = 24 * 3600  # a claim lasts at most a day; renew it to keep it
 DEFAULT_TTL = "30m"
 SOON_SECONDS = 15 * 60  # the brief lists the agent's own claims expiring within this
 _ISO_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
+_QUOTED = re.compile(r"`([^`]+)`")
 _TTL_RE = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _TASK_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _BAD_PATTERN = re.compile(
@@ -205,7 +206,7 @@ def event_of(entry: Any, file: str) -> Event | None:
         return None
     if entry.type == RELEASE:
         return Event(entry.id, RELEASE, entry.agent, file, claim) if claim else None
-    patterns = tuple(p.strip("`") for p in fields.get("patterns", "").split() if p.strip("`"))
+    patterns = tuple(_QUOTED.findall(fields.get("patterns", "")))
     try:
         iso_ms(fields.get("expires", ""))
     except ValueError:
