@@ -5,14 +5,8 @@ Each record kind written to the vault is described in ``vault_template/NEXUS-FOR
 
 from __future__ import annotations
 
-import dataclasses as _plain
-from dataclasses import asdict, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from .valueclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -515,7 +509,7 @@ class RefreshStats:
         return asdict(self)
 
 
-@_plain.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Claim:
     """A claim as the log holds it now (``team/claims.py`` folds the ``claim`` and ``release``
     entries): ``id`` is the first claim entry's, ``entry`` the newest (a renewal's); ``status`` is
@@ -542,7 +536,7 @@ class Claim:
         return block_link(self.file, self.id)
 
     def to_json(self) -> dict[str, Any]:
-        data = _plain.asdict(self)
+        data = asdict(self)
         data["patterns"] = list(self.patterns)
         data["link"] = self.link
         return data

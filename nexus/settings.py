@@ -25,16 +25,14 @@ Settings (argument / environment / ``nexus.md`` property, default):
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from .valueclasses import dataclass
+from .errors import InputError
 
 DEFAULT_ACK_TYPES = ("correction", "decision", "handoff", "question")
 
@@ -71,13 +69,39 @@ _ENV = {
 }
 
 
-def _coerce(name: str, value: Any) -> Any:
+def _coerce(name: str, value: Any, origin: str) -> Any:
+    """``value`` as the setting's type, or InputError: one line naming the setting, the value and
+    where it came from (``origin``). Whole numbers stay whole (1.5 seconds is refused, never cut to 1);
+    no number is negative, NaN or infinite."""
     default = getattr(DEFAULTS, name)
+
+    def refuse(what: str) -> InputError:
+        return InputError(f"setting {name}: {value!r} from {origin} is not {what}")
+
     if isinstance(default, tuple):
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())
-        return tuple(str(v) for v in value)
-    return type(default)(value)
+        if isinstance(value, list | tuple) and all(isinstance(v, str | int | float) for v in value):
+            return tuple(str(v) for v in value)
+        raise refuse("a list of words (commas between them)")
+    if isinstance(default, str):
+        if isinstance(value, str):
+            return value
+        raise refuse("a word")
+    whole = isinstance(default, int)
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise refuse("a whole number" if whole else "a number")
+    try:
+        number = float(value)
+    except ValueError:
+        raise refuse("a whole number" if whole else "a number") from None
+    if not math.isfinite(number) or number < 0:
+        raise refuse("a number of 0 or more")
+    if whole:
+        if number != int(number) or (isinstance(value, str) and not value.strip().isdigit()):
+            raise refuse("a whole number")
+        return int(number)
+    return number
 
 
 def resolve(
@@ -85,15 +109,20 @@ def resolve(
     env: Mapping[str, str] | None = None,
     vault_config: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Each setting from the first of: argument, environment, vault config, default."""
+    """Each setting from the first of: argument, environment, vault config, default. A value that is
+    not of the setting's kind raises InputError naming the setting and where it came from."""
     args = args or {}
     env = os.environ if env is None else env
     vault_config = vault_config or {}
     values: dict[str, Any] = {}
     for f in fields(Settings):
-        for source in (args.get(f.name), env.get(_ENV[f.name]), vault_config.get(f.name)):
+        for source, origin in (
+            (args.get(f.name), "the command line"),
+            (env.get(_ENV[f.name]), f"the environment ({_ENV[f.name]})"),
+            (vault_config.get(f.name), "nexus.md"),
+        ):
             if source is not None:
-                values[f.name] = _coerce(f.name, source)
+                values[f.name] = _coerce(f.name, source, origin)
                 break
     return Settings(**values)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -45,20 +46,36 @@ class Env:
         env.pop("NO_COLOR", None)
         return env
 
-    def run(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60) -> Run:
-        """Run `python -m nexus ARGS` as a real process against this vault."""
-        proc = subprocess.run(
-            [sys.executable, "-W", "error", "-m", "nexus", *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env=self.environ,
-            timeout=timeout,
-            cwd=str(self.vault.root),
-        )
-        result = Run(proc.returncode, proc.stdout, proc.stderr)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"nexus {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    def run(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 60,
+        process: bool = False,
+    ) -> Run:
+        """Run the CLI with ARGS against this vault, as ``nexus ARGS`` typed in the vault's folder.
+
+        By default in this process, through the same ``cli.main`` (argument parsing, handlers, error
+        lines and exit codes) with this vault's environment, working folder, standard input and
+        captured output: a CLI check does not pay a Python start-up and nexus's imports each time.
+        ``process=True`` starts a real ``python -m nexus`` instead, where the process boundary is what
+        is tested (start-up, signals, the interpreter's own handling of output)."""
+        if process:
+            proc = subprocess.run(
+                [sys.executable, "-W", "error", "-m", "nexus", *args],
+                input=input,
+                capture_output=True,
+                text=True,
+                env=self.environ,
+                timeout=timeout,
+                cwd=str(self.vault.root),
+            )
+            result = Run(proc.returncode, proc.stdout, proc.stderr)
+        else:
+            result = run_in_process(list(args), env=self.environ, cwd=self.vault.root, input=input)
+        if check and result.returncode != 0:
+            raise AssertionError(f"nexus {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
         return result
 
     def signer(self, name: str) -> Signer:
@@ -68,6 +85,39 @@ class Env:
         kw.setdefault("channel", "general")
         kw.setdefault("type", "note")
         return log.append(self.vault, self.signer(agent), summary=summary, **kw)
+
+
+def run_in_process(argv: list[str], *, env: dict[str, str], cwd: Path, input: str | None = None) -> Run:
+    """``nexus ARGV`` through ``cli.main`` in this process: the environment, working folder and standard
+    streams swapped for the call and put back after it (a test's own monkeypatches stay as they were)."""
+    from nexus.surfaces import cli
+
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved = (sys.stdin, sys.stdout, sys.stderr)
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", newline="")
+    stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", newline="")
+    stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8", errors="surrogateescape")
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+        try:
+            code = cli.main(argv)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+            if not isinstance(exit_.code, int | None):
+                stderr.write(f"{exit_.code}\n")
+        stdout.flush()
+        stderr.flush()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return Run(int(code or 0), out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8"))
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +144,21 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
         identity.add(vault, keys, name)
     identity.add(vault, keys, "sam", human=True)
     yield Env(vault, keys)
+
+
+def wait_for_rescans(vault: Vault, count: int = 2, timeout: float = 60) -> None:
+    """Wait until the running watcher has made ``count`` more full rescans (its heartbeat's pass
+    count), so one whole rescan began after whatever the caller did before calling."""
+    import time
+
+    from nexus.team import heartbeat
+
+    target = heartbeat.passes(vault) + count
+    deadline = time.monotonic() + timeout
+    while heartbeat.passes(vault) < target:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the watcher made no {count} rescans in {timeout:.0f} s")
+        time.sleep(0.02)
 
 
 def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -14,7 +14,7 @@ from conftest import Env
 from nexus.project import checkpoints
 
 
-def _save(env: Env, agent: str, step: str, *extra: str, check: bool = True) -> object:
+def _save(env: Env, agent: str, step: str, *extra: str, check: bool = True, process: bool = False) -> object:
     return env.run(
         "checkpoint",
         "save",
@@ -28,6 +28,7 @@ def _save(env: Env, agent: str, step: str, *extra: str, check: bool = True) -> o
         f"after {step}",
         *extra,
         check=check,
+        process=process,
     )
 
 
@@ -183,7 +184,7 @@ def test_sigkill_during_save_200_times_leaves_old_or_new(env: Env) -> None:
     assert current is not None
     # how long a whole save takes here, to spread the kills over its lifetime
     t0 = time.perf_counter()
-    _save(env, "ella", "step-calibrate")
+    _save(env, "ella", "step-calibrate", process=True)  # as long as the killed processes take
     duration = time.perf_counter() - t0
     current = checkpoints.load(env.vault, "ella")
     outcomes = {"old": 0, "new": 0}

@@ -484,12 +484,14 @@ def test_a_deleted_search_index_file_is_noticed_and_rebuilt(env: Env) -> None:
     assert segs
     for p in segs:
         p.unlink()
-    status = env.run("index", "status", "--json").json()
+    # each command its own process: one that still holds the deleted files open (a long-running MCP
+    # server) answers from them, and the next process to search rebuilds
+    status = env.run("index", "status", "--json", process=True).json()
     assert status["damaged"] and "missing" in status["damaged"]
-    assert "damaged" in env.run("index", "status").stdout
-    hits = env.run("search", "zebra", "--json").json()
+    assert "damaged" in env.run("index", "status", process=True).stdout
+    hits = env.run("search", "zebra", "--json", process=True).json()
     assert len(hits) == 1 and "zebra" in hits[0]["snippet"]
-    assert env.run("index", "status", "--json").json()["damaged"] is None
+    assert env.run("index", "status", "--json", process=True).json()["damaged"] is None
 
 
 # ---------------------------------------------------------------- 7. secrets never reach the log

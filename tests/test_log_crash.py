@@ -134,14 +134,26 @@ def test_torn_tail_quarantined_by_next_cli_append(env: Env) -> None:
     path.write_bytes(whole + torn)
     (env.vault.state / "tail.json").unlink()  # the torn entry was never acknowledged
     head.write_bytes(head_before)  # (nor signed as ella's head, which happens after the fsync)
-    report = env.run("verify", "--json", check=False)
+    report = env.run("verify", "--json", check=False, process=True)  # fresh processes, as after a crash
     assert report.returncode == 1
     assert [p["kind"] for p in report.json()["problems"]] == ["torn-tail"]
-    run = env.run("log", "append", "--agent", "lyra", "--channel", "c", "--type", "note", "--summary", "next")
+    run = env.run(
+        "log",
+        "append",
+        "--agent",
+        "lyra",
+        "--channel",
+        "c",
+        "--type",
+        "note",
+        "--summary",
+        "next",
+        process=True,
+    )
     assert "moved a torn tail" in run.stderr and ".nexus/quarantine/" in run.stderr
     moved = list((env.vault.state / "quarantine").iterdir())
     assert len(moved) == 1 and moved[0].read_bytes() == torn
-    assert env.run("verify").returncode == 0
+    assert env.run("verify", process=True).returncode == 0
     assert [loc.entry.summary for loc in log.iter_entries(env.vault)] == ["complete", "next"]
 
 

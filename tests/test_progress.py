@@ -56,3 +56,50 @@ def test_commands_do_not_import_tqdm_off_a_terminal(env: Env) -> None:
             timeout=120,
         )
         assert run.stderr == "tqdm=False", run.stderr
+
+
+@pytest.mark.parametrize("rows_columns", [(0, 0), (40, 120)])
+def test_verify_full_shows_a_bar_on_a_pty_of_any_size(env: Env, rows_columns: tuple[int, int]) -> None:
+    """A pseudo-terminal as a program opens it reports 0 rows and 0 columns: tqdm alone drew nothing
+    there. A real ``nexus verify --full`` process (its bar's delay set to 0 in that process) on a real
+    pty, of unknown size and of 120 columns."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    for i in range(20):
+        env.append("ella", f"entry {i}")
+    master, slave = pty.openpty()
+    if rows_columns != (0, 0):
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *rows_columns, 0, 0))
+    size = struct.unpack("HHHH", fcntl.ioctl(slave, termios.TIOCGWINSZ, b"\0" * 8))
+    assert size[:2] == rows_columns  # ((0, 0): unknown)
+    code = (
+        "import sys; from nexus.storage import progress; progress.DELAY = 0.0; "
+        "from nexus.surfaces.cli import main; sys.exit(main(['verify', '--full']))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-W", "error", "-c", code],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env.environ,
+    )
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # (EIO: the process closed the pty)
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    assert proc.stdout is not None
+    with proc.stdout:
+        assert b"clean" in proc.stdout.read()
+    assert b"nexus: verifying the log:" in shown and b"%|" in shown, shown

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import Env
+from conftest import Env, wait_for_rescans
 
 
 def _obsidian_rename(root: Path, old: str, new: str) -> None:
@@ -109,7 +109,7 @@ def test_renaming_notes_in_obsidian_keeps_signed_content_and_every_decision(env:
             "D-0001",
         )
         d1 = next(p for p in (env.vault.root / "decisions").iterdir() if p.name.startswith("D-0001-"))
-        time.sleep(2.5)  # a rescan or two: the watcher has shadowed every entry
+        wait_for_rescans(env.vault)  # a whole rescan: the watcher has shadowed every entry
         _obsidian_rename(env.vault.root, f"decisions/{d1.stem}", "decisions/D-0001 API tokens")
         _obsidian_rename(env.vault.root, "notes/tokens", "notes/secrets")
 
@@ -118,7 +118,7 @@ def test_renaming_notes_in_obsidian_keeps_signed_content_and_every_decision(env:
             return len(renamed) >= 3 or any(e["event"] in ("history-edit", "error") for e in ev)
 
         events.wait(settled, "the watcher to see the three rewritten entries")
-        time.sleep(1.5)  # one more rescan: nothing else may follow
+        wait_for_rescans(env.vault)  # one more whole rescan: nothing else may follow
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)

@@ -31,7 +31,8 @@ def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(
     assert [h.verified for h in first] == [True]
     memory = view(env.vault).signatures
     assert memory.checked and memory.entries.known  # remembered for this process
-    assert "✓ signed" in env.run("search", "falcon").stdout  # and, by the CLI, in the machine's memo
+    # and, by the CLI in a process of its own, in the machine's memo
+    assert "✓ signed" in env.run("search", "falcon", process=True).stdout
     assert (Path(os.environ["NEXUS_HOME"]) / "checked-signatures").stat().st_size > 0
     seg = env.vault.root / located.file
     original, _ = edit_entry_in_place(env.vault, located, what, (b"budget is 100", b"budget is 900"))
@@ -39,7 +40,8 @@ def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(
     assert len(hits) == 1 and hits[0].verified is False  # the edited bytes are checked, not recalled
     if what == "text":
         assert hits[0].title == "the falcon budget is 900"
-    assert "✗ SIGNATURE DOES NOT VERIFY" in env.run("search", "falcon").stdout  # nor from the machine's
+    # nor from the machine's memo
+    assert "✗ SIGNATURE DOES NOT VERIFY" in env.run("search", "falcon", process=True).stdout
     seg.write_bytes(original)  # the bytes as signed again: verified again
     assert [h.verified for h in search.search(env.vault, "falcon", fresh=False)] == [True]
 

@@ -16,8 +16,8 @@ import pytest
 from conftest import Env, edit_entry_in_place, edit_in_place
 
 from nexus import search
-from nexus.keys import bulk, identity, seal, trust
-from nexus.ledger import verify, verify_state
+from nexus.keys import identity, seal, signatures, trust
+from nexus.ledger import verify_state
 from nexus.search import documents, engine, reader
 from nexus.search.language import analysis
 from nexus.search.manifest import index_dir
@@ -35,14 +35,15 @@ def trusted(env: Env, monkeypatch: pytest.MonkeyPatch) -> Env:
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The entries whose signature was checked with Ed25519 (by anyone in this process): by OpenSSL,
-    or accepted by libsodium first (``bulk.fast_signature_ok``: what it refuses OpenSSL decides)."""
+    or accepted by libsodium first (``signatures.valid(bulk=True)``: what it refuses OpenSSL decides);
+    a signature the machine's memo remembers is not checked."""
     seen: list[str] = []
-    real: Callable[..., bool] = identity.verify_signature
-    real_fast: Callable[..., bool] = bulk.fast_signature_ok
+    real: Callable[..., bool] = signatures._openssl_accepts
+    real_fast: Callable[..., bool] = signatures._sodium_accepts
 
-    def spy(public_key: str, signature: str, data: bytes, memo: Any = None) -> bool:
+    def spy(public_key: str, signature: str, data: bytes) -> bool:
         seen.append(signature)
-        return real(public_key, signature, data, memo)
+        return real(public_key, signature, data)
 
     def fast_spy(public_key: str, signature: str, data: bytes) -> bool:
         ok = real_fast(public_key, signature, data)
@@ -50,9 +51,8 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             seen.append(signature)
         return ok
 
-    monkeypatch.setattr(identity, "verify_signature", spy)  # (readers)
-    monkeypatch.setattr(verify, "verify_signature", spy)  # (a build's check, ``verify.signature_ok``)
-    monkeypatch.setattr(bulk, "fast_signature_ok", fast_spy)
+    monkeypatch.setattr(signatures, "_openssl_accepts", spy)
+    monkeypatch.setattr(signatures, "_sodium_accepts", fast_spy)
     return seen
 
 

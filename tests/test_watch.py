@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import Env, wait_for_rescans
 
 from nexus.ledger import log, shadow, tailstate
 from nexus.storage.vault import Vault
@@ -216,7 +216,7 @@ def test_history_edit_is_reported_and_the_original_recovered(
     report = _verify(env)
     assert report["ok"] and {p["kind"] for p in report["problems"]} == {"notice"}
     assert log.find_entry(env.vault, old).entry.summary == "the API listens on port 8080"
-    time.sleep(1.5)  # a rescan later: the put-back text matches the shadow, so no new notice
+    wait_for_rescans(env.vault)  # a rescan later: the put-back text matches the shadow, so no new notice
     assert len(w.wait_for(lambda e: e["event"] == "history-edit")) == 1
     assert w.stop() == 0
 

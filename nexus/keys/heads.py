@@ -81,7 +81,7 @@ def read(vault: Vault, agent: str) -> dict[str, Any] | None:
 
 
 def signed_by(head: dict[str, Any], ring: Keyring) -> bool:
-    from .identity import verify_signature
+    from .signatures import valid as verify_signature
 
     public = ring.public_key(head["agent"], head["key"])
     return public is not None and verify_signature(public, head["sig"], _signed_part(head))

@@ -8,10 +8,10 @@ note's ``nexus:meta`` comment, see ``meta.py``; older notes hold it in their pro
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +23,8 @@ from ..storage.vault import Vault
 
 if TYPE_CHECKING:  # (the signature library is imported where a key is used: a reader whose
     # signatures are all remembered (checked.py) never loads it)
-    from dataclasses import dataclass
-
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-    from .checked import Memo
-else:
-    from ..valueclasses import dataclass
 
 KINDS = ("agent", "human")
 
@@ -111,36 +106,6 @@ def load_signer(vault: Vault, keys_home: Path, name: str) -> Signer:
             f"agents/{name}/identity.md (key {signer.key_id})"
         )
     return signer
-
-
-def verify_signature(public_key: str, signature: str, data: bytes, memo: Memo | None = None) -> bool:
-    """True when ``signature`` (base64) is ``public_key``'s (``ed25519:<base64>``) signature of data.
-    With ``memo``, a signature this machine found valid before is not checked again (checked.py)."""
-    remembered = b""
-    if memo is not None:
-        from .checked import digest
-
-        remembered = digest(public_key, signature, data)
-        if memo.known(remembered):
-            return True
-    from cryptography.exceptions import InvalidSignature
-
-    try:
-        _public_key(public_key).verify(base64.b64decode(signature, validate=True), data)
-    except (InvalidSignature, ValueError):
-        return False
-    if memo is not None:
-        memo.add(remembered)
-    return True
-
-
-@functools.lru_cache(maxsize=256)
-def _public_key(public_key: str) -> Ed25519PublicKey:
-    """The key object for ``ed25519:<base64>`` (decoded once: a full verify checks every entry)."""
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
-    return Ed25519PublicKey.from_public_bytes(raw)
 
 
 _IDENTITY_BODY = """\

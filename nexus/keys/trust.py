@@ -26,18 +26,13 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..storage import durable
 from ..storage.vault import Vault
 from . import roster
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 _HOME: Path | Callable[[], Path] | None = None
 

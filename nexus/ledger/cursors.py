@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +24,7 @@ from .logfiles import is_segment_name, marked
 from .marks import START, Mark
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..keys.trust import Keyring
-else:
-    from ..valueclasses import dataclass
 
 
 @dataclass(frozen=True)

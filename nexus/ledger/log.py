@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,11 +48,7 @@ from .marks import Mark
 from .tailstate import TAIL_FILE
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..keys.identity import Signer
-else:
-    from ..valueclasses import dataclass
 
 __all__ = [
     "ARRIVALS_FILE",
@@ -180,7 +177,7 @@ def _checked_state(
 ) -> dict[str, Any]:
     """The tail state, brought up to date with the newest segment. Caller holds the log lock.
 
-    ``known`` is a state this process holds in memory (fresher than tail.json when it saves lazily).
+    ``known`` is a state this process holds in memory (fresher than tail.json when its last save failed).
     """
     files = segment_files(vault)
     stored = tailstate.load(vault)
@@ -241,8 +238,6 @@ def _checked_state(
 
 
 # ------------------------------------------------------------------ append
-
-SAVE_EVERY = 1  # a long-lived writer saves tail.json at least this often (and on flush/close/exit)
 
 
 @dataclass(frozen=True)
@@ -332,7 +327,8 @@ class LogWriter:
     Under the log lock each append checks that nothing changed since its own last append (the log
     folder's mtime, and the newest segment's inode and size): then it writes at once; otherwise it
     catches up from the segments as a fresh process would. Durability is the same either way: every
-    entry is fsynced before ``append`` returns. Only the derived ``tail.json`` is saved lazily.
+    entry is fsynced before ``append`` returns, and the derived ``tail.json`` saved after it under the
+    lock (:meth:`flush`, at close or exit, saves it again only when that save failed).
     """
 
     def __init__(self, vault: Vault) -> None:
@@ -506,7 +502,7 @@ class LogWriter:
         return lead
 
     def _record(self, target: _Target, entry: Entry, digest: str, lead: bytes, data: bytes) -> Located:
-        """Take the durable entry into the tail state (saved lazily) and keep the segment open."""
+        """Take the durable entry into the tail state (and save it) and keep the segment open."""
         self._fd = target.fd
         state = target.state
         start = state["size"] + len(lead)
@@ -528,8 +524,7 @@ class LogWriter:
                 dir_mtime = os.stat(self._log_dir).st_mtime_ns
             self._stamp = (dir_mtime, target.ino, state["size"])
             self._unsaved += 1
-            if not target.fast or self._unsaved >= SAVE_EVERY:
-                self._save()
+            self._save()
         except OSError:  # (tail.json is derived: the next append looks at the files again)
             self._stamp = None
         return located

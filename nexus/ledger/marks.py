@@ -20,15 +20,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ..storage import entries, segments
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 WINDOW = 8192  # bytes read back from a mark to find the end line it follows
 CHUNK = 1 << 20  # what ``read_chunks`` scans at a time: about 2,000 entries (4 MB peaked 40 MB higher)

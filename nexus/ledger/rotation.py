@@ -22,19 +22,14 @@ from __future__ import annotations
 
 import base64
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import IdentityError
-from ..keys import identity, roster, trust
+from ..keys import identity, roster, signatures, trust
 from ..ledger import log
 from ..storage import durable
 from ..storage.vault import Vault
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 TYPE = "rotation"
 CHANNEL = "identity"
@@ -149,6 +144,6 @@ def announcement(vault: Vault, ring: trust.Keyring, name: str, public: str) -> t
         if entry.agent != name or entry.type != TYPE or (entry.body or "").strip() != wanted:
             continue
         key = ring.public_key(name, entry.key)
-        if key is not None and identity.verify_signature(key, entry.sig, entries.signing_bytes(entry)):
+        if key is not None and signatures.valid(key, entry.sig, entries.signing_bytes(entry)):
             return entry.id, entry.key
     return None

@@ -32,23 +32,19 @@ function of an entry and a ``Keyring`` (plain data), so it runs in worker proces
 
 from __future__ import annotations
 
-from dataclasses import field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
-from ..keys import bulk, trust
+from ..keys import trust
 from ..keys.checked import Memo
-from ..keys.identity import all_identities, verify_signature
+from ..keys.identity import all_identities
+from ..keys.signatures import valid as verify_signature
 from ..keys.trust import Keyring
 from ..records import Located, Problem
 from ..storage import entries, segments
 from ..storage.progress import Progress
 from ..storage.vault import Vault
 from . import log
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict", "renamed", "fork-resolved"})
 # Findings on one entry that mean it is not its author's words as signed: readers show it apart.
@@ -250,7 +246,7 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
                 )
             else:
                 last_ids[e.agent] = e.id
-            verdict, problem = check_entry(located, ring, renamed, fast=True)
+            verdict, problem = check_entry(located, ring, renamed, bulk=True)
             if problem is not None:
                 report.problems.append(problem)
             if verdict != "foreign":  # an entry forged in another's name is not part of its chain
@@ -390,17 +386,6 @@ class _Link:
         return self.located.entry.seq
 
 
-def signature_ok(
-    public_key: str, signature: str, data: bytes, memo: Memo | None = None, *, fast: bool = False
-) -> bool:
-    """Whether ``signature`` by ``public_key`` holds for ``data``: with ``fast``, zebra or libsodium
-    first (``keys/bulk.py``: they answer only "valid"), OpenSSL (``verify_signature``, the ``memo``
-    first) deciding whatever they do not accept."""
-    return (fast and bulk.fast_signature_ok(public_key, signature, data)) or verify_signature(
-        public_key, signature, data, memo
-    )
-
-
 def check_entry(
     located: Located,
     ring: Keyring,
@@ -408,7 +393,7 @@ def check_entry(
     canonical: bytes | None = None,
     memo: Memo | None = None,
     *,
-    fast: bool = False,
+    bulk: bool = False,
 ) -> tuple[str, Problem | None]:
     """The per-entry check, independent of every other entry (so it runs in any process): canonical
     form, a known author, a key this machine trusts for that author (``ring``, trust.py), a valid
@@ -418,8 +403,8 @@ def check_entry(
     With ``renamed``, an entry whose links Obsidian moved to a renamed note is "ok" with a ``renamed``
     warning (``renamed.signed`` keeps the text as signed). ``canonical``: ``entries.canonical(entry)``
     when the caller has it already. ``memo``: signatures this machine already found valid (readers
-    pass it, ``checked.py``; a verification never does). ``fast``: zebra or libsodium first (a verification
-    of many entries: ``keys/bulk.py``). Never raises."""
+    pass it, ``checked.py``; a verification never does). ``bulk``: a verification of many entries
+    (``keys/signatures.py``: the same verdict, libsodium asked first). Never raises."""
     e = located.entry
     where = (located.file, located.line_start)
     keys = ring.keys.get(e.agent)
@@ -435,7 +420,7 @@ def check_entry(
         )
     public = keys.get(e.key)
     if public is not None:
-        if not signature_ok(public, e.sig, data, memo, fast=fast):
+        if not verify_signature(public, e.sig, data, memo, bulk=bulk):
             changes = renamed.original(e, public) if renamed is not None else None
             if changes is not None:
                 moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"

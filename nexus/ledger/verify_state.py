@@ -29,9 +29,9 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..keys.trust import Keyring
 from ..records import Identity, Problem
@@ -49,11 +49,6 @@ from .verify import (
     scan_problems,
     vault_problems,
 )
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 STATE_VERSION = 1
 CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries
@@ -147,7 +142,7 @@ def check_chunk(job: Job) -> Chunk:
     for loc in result.entries:
         e = loc.entry
         canonical = entries.canonical(e)  # (once: signed bytes and chain hash both use it)
-        verdict, problem = check_entry(loc, _RING[0], _RENAMED[0] if _RENAMED else None, canonical, fast=True)
+        verdict, problem = check_entry(loc, _RING[0], _RENAMED[0] if _RENAMED else None, canonical, bulk=True)
         signed = _RENAMED[0].signed.get(e.id) if _RENAMED else None  # as signed, when only links moved
         recs.append(
             (
@@ -305,7 +300,7 @@ CONTEXT_MODULES = (  # the code every remembered verdict depends on
     "keys/identity.py",
     "ledger/renames.py",
     "keys/trust.py",
-    "keys/bulk.py",
+    "keys/signatures.py",
 )
 
 

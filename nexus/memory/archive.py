@@ -19,8 +19,8 @@ import re
 import secrets
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import InputError, IntegrityError, MemoryFullError, NotFoundError
 from ..records import ArchivedEntry, MemoryResult
@@ -28,11 +28,6 @@ from ..storage import durable
 from ..storage.vault import Vault
 from . import bounded as memory
 from . import scan
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 PLAN_RE = re.compile(
     r"\b(?:plans?\s+to|planning\s+to|planned|pending|offered\s+to|will|going\s+to|todo|to-do|"

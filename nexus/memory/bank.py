@@ -26,9 +26,8 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import IdentityError, InputError, NotFoundError
 from ..records import BankFact
@@ -37,11 +36,6 @@ from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, check_name
 from ..storage.vault import Vault
 from . import scan
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 TYPES = ("decision", "fact", "failure", "preference")
 FACT_TYPE = {"decision": "project", "fact": "reference", "failure": "feedback", "preference": "user"}

@@ -31,6 +31,7 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +44,7 @@ from ..storage.vault import Vault
 from . import scan
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..records import BriefSection
-else:
-    from ..valueclasses import dataclass
 
 DELIM = "\n§\n"
 TARGETS = ("memory", "user")
@@ -589,20 +586,16 @@ def cached_snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: 
     return snap
 
 
-def brief_section(vault: Vault, agent: str, limit: int, *, surface: str = "cli") -> BriefSection | None:
+def brief_section(
+    vault: Vault, agent: str, limit: int, *, memory_limit: int, user_limit: int, surface: str = "cli"
+) -> BriefSection | None:
     """The brief's memory slot: usage warnings, the snapshot, the memory index (cut to ``limit``).
-
-    The limits come from the vault's settings (``memory_chars``, ``user_chars`` in nexus.md): the brief's
-    slot is called without them.
-    """
+    ``memory_limit`` and ``user_limit``: the settings' ``memory_chars`` and ``user_chars``."""
     from ..records import BriefSection
     from ..team.hints import say
     from . import facts
 
-    cfg = vault.config()
-    mem_limit = int(cfg.get("memory_chars") or 2200)
-    user_limit = int(cfg.get("user_chars") or 1375)
-    snap = cached_snapshot(vault, agent, memory_limit=mem_limit, user_limit=user_limit)
+    snap = cached_snapshot(vault, agent, memory_limit=memory_limit, user_limit=user_limit)
     warnings = snap.get("warnings")
     parts: list[str] = [f"⚠ {w}" for w in warnings] if isinstance(warnings, list) else []
     if snap.get("text"):

@@ -20,16 +20,11 @@ entry would reach every agent's brief).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import InputError, UnsafeContentError
 from ..storage.text import describe_char, first_invisible
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 RULES_FILE = "scan_rules.toml"
 VAULT_RULES_FILE = "scan-rules.toml"

@@ -592,7 +592,7 @@ def _check_signature(
 ) -> tuple[list[Problem], str]:
     """The author's signature over the note (problems, and the body as signed: the text before
     Obsidian updated links to renamed notes when that is what changed)."""
-    from ..keys.identity import verify_signature
+    from ..keys.signatures import valid as verify_signature
     from ..ledger import renames as renames_mod
 
     public = keys.get(str(props.get("author")), {}).get(str(props.get("key")), "")
@@ -638,7 +638,7 @@ def _check_status(
     keys: dict[str, dict[str, str]],
     renames: dict[str, str] | None = None,
 ) -> list[Problem]:
-    from ..keys.identity import verify_signature
+    from ..keys.signatures import valid as verify_signature
 
     status = props.get("status")
     if status == "active":

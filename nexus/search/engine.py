@@ -34,6 +34,7 @@ from whoosh import query as whoosh_query
 from whoosh.analysis.filters import STOP_WORDS, LowercaseFilter, StopFilter
 from whoosh.analysis.tokenizers import RegexTokenizer
 from whoosh.codec import whoosh3 as whoosh_w3
+from whoosh.matching.wrappers import FilterMatcher
 from whoosh.qparser.default import QueryParser
 from whoosh.system import pack_uint
 
@@ -412,7 +413,7 @@ class Leaf:
             m = self.raw.postings(field, term)
         except Exception:  # TermNotFound
             return None
-        if type(m).__name__ == "FilterMatcher" and hasattr(m, "child"):  # deletions: decode underneath
+        if isinstance(m, FilterMatcher):  # deletions: decode underneath
             m = m.child
             m.reset()  # (the filter moved it past the deleted documents it starts with)
         ids, weights = array("i"), array("f")  # (Whoosh stores weights as float32: kept exactly)

@@ -41,7 +41,7 @@ class Sealer:
         its file; b"" when it does not verify). Entries inside ``covered`` (byte offsets the verify
         proof vouches for) are not checked again."""
         from ..keys.seal import seal
-        from ..ledger.verify import signature_ok
+        from ..keys.signatures import valid
         from ..storage import entries
 
         out: list[bytes] = []
@@ -59,10 +59,8 @@ class Sealer:
                 and located.end_offset - 1 in covered
                 and proof.vouches(located.file, e.id, located.line_start)
             )
-            # (a build: libsodium first, as a full verify; an update: the machine's memo first)
-            if not vouched and not signature_ok(
-                public, e.sig, entries.signing_bytes(e), memo, fast=memo is None
-            ):
+            # (a build: many at once, as a full verify; an update: the machine's memo first)
+            if not vouched and not valid(public, e.sig, entries.signing_bytes(e), memo, bulk=memo is None):
                 out.append(b"")
                 continue
             raw = data[located.offset - base : located.end_offset - base]

@@ -304,7 +304,7 @@ class Signatures:
         """The entry's signature checks against its author's key (only its canonical encoding does):
         proven by ``sealed``, the seal the index stored for it (``seals``), when it holds for these
         exact bytes and that key; else checked."""
-        from ..keys import identity
+        from ..keys import signatures
         from ..storage import entries
 
         located = known.located
@@ -319,7 +319,7 @@ class Signatures:
         memo = (public, known.digest)
         valid = self.checked.get(memo)
         if valid is None:
-            valid = identity.verify_signature(public, e.sig, entries.signing_bytes(e), self.memo)
+            valid = signatures.valid(public, e.sig, entries.signing_bytes(e), self.memo)
             if not valid:  # links Obsidian moved to a renamed note: still its author's words
                 from ..ledger.verify import signed_before_a_rename
 

@@ -4,17 +4,21 @@ A command passes ``bar(label)`` as the ``progress`` callback of a long operation
 the first call that comes after ``DELAY`` seconds of work opens a tqdm bar (rate and time left); work
 that ends sooner shows nothing. When stderr is not a terminal, or the command prints JSON, the
 callback is ``None``: nothing is printed and tqdm is never imported (it stays off every short command's
-import path).
+import path). A terminal that reports no size (a pseudo-terminal as a program opens it: 0 columns
+and 0 rows) gets a bar ``WIDTH`` columns wide on a screen of ``HEIGHT`` rows; tqdm, left to read the
+size itself, would draw nothing there.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 DELAY = 2.0  # seconds of work before a bar appears
+WIDTH, HEIGHT = 80, 24  # the screen assumed on a terminal that reports no size
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
@@ -36,6 +40,7 @@ def bar(label: str, *, enabled: bool = True, stream: Any = None) -> Progress | N
                 return  # finished before anyone would have looked
             from tqdm import tqdm  # (imported only for a bar that is shown)
 
+            sized = min(_size(out)) > 0
             shown.append(
                 tqdm(
                     total=total,
@@ -45,7 +50,9 @@ def bar(label: str, *, enabled: bool = True, stream: Any = None) -> Progress | N
                     unit_divisor=1024,
                     file=out,
                     leave=False,
-                    dynamic_ncols=True,
+                    dynamic_ncols=sized,
+                    ncols=None if sized else WIDTH,
+                    nrows=None if sized else HEIGHT,
                 )
             )
         b = shown[0]
@@ -56,3 +63,12 @@ def bar(label: str, *, enabled: bool = True, stream: Any = None) -> Progress | N
             b.close()
 
     return update
+
+
+def _size(out: Any) -> tuple[int, int]:
+    """The columns and rows the terminal behind ``out`` reports (0: none, or unknown)."""
+    try:
+        size = os.get_terminal_size(out.fileno())
+    except (AttributeError, OSError, ValueError):
+        return 0, 0
+    return size.columns, size.lines

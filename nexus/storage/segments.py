@@ -6,17 +6,11 @@ truncation or hand edit. It is pure (bytes in, findings out); callers do the I/O
 
 from __future__ import annotations
 
-from dataclasses import field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from ..records import Located
 from . import entries
 from .entries import BEGIN_PREFIX, BEGIN_RE, END_PREFIX, FrameError
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 SEGMENT_MARKER_PREFIX = "%% nexus:segment "
 

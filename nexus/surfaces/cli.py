@@ -107,32 +107,7 @@ def _positive(value: str) -> int:
     return n
 
 
-def _read_body(args: argparse.Namespace) -> str | None:
-    if getattr(args, "body_file", None):
-        from ..errors import InputError
-
-        try:  # undecodable bytes become lone surrogates, which the text rules make visible
-            raw = sys.stdin.buffer.read() if args.body_file == "-" else Path(args.body_file).read_bytes()
-        except OSError as err:
-            raise InputError(f"cannot read the body file {args.body_file}: {err.strerror}") from None
-        return raw.decode("utf-8", errors="surrogateescape")
-    body: str | None = getattr(args, "body", None)
-    return body
-
-
-# ------------------------------------------------------------------ handlers: vault and identities
-
-
-# ------------------------------------------------------------------ handlers: the log
-
-
-# -------------------------------------------------------- handlers: decisions, state, checkpoints, handoff
-
-
-# ------------------------------------------------------------ handlers: memory, facts, bank, review
-
-
-# ------------------------------------------------------------------ handlers: coordination
+# ------------------------------------------------------------------ handlers: the watcher
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

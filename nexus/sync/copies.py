@@ -15,18 +15,14 @@ from __future__ import annotations
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..records import Located
 from ..storage import durable, segments
 from ..storage.vault import Vault
 from . import merge
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 COPY_RE = re.compile(
     r"(?P<segment>\d{4}-\d\d)(?:\.sync-conflict-\d{8}-\d{6}-[A-Za-z0-9]+"

@@ -21,17 +21,14 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import SyncError
+from ..settings import resolve as resolve_settings
 from ..storage.vault import Vault
 from . import merge
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 DRIVER = "nexus"
 HOOKS = ("post-merge", "post-checkout", "post-rewrite")
@@ -224,12 +221,12 @@ def _beside_name(path: Path, data: bytes) -> Path:
 
 
 def _memory_limit(root: Path, rel: str) -> int | None:
+    """The limit nexus.md sets for a memory file (git's merge driver runs with git's environment)."""
     try:
-        config = Vault(root).config()
-    except Exception:  # a damaged nexus.md must not stop a merge: the default limits apply
+        found = resolve_settings({}, {}, Vault(root).config())
+    except Exception:  # a damaged nexus.md or a bad value must not stop a merge: the default applies
         return None
-    value = config.get("user_chars" if rel == "USER.md" else "memory_chars")
-    return value if isinstance(value, int) else None
+    return found.user_chars if rel == "USER.md" else found.memory_chars
 
 
 # ------------------------------------------------------------------ after a merge

@@ -28,15 +28,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
+from ..settings import DEFAULTS
 from ..storage.entries import END_PREFIX
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 _END = END_PREFIX.encode()
 
@@ -297,7 +292,7 @@ def merge_memory(base: bytes, ours: bytes, theirs: bytes, path: str, limit: int 
     merged += [e for e in t if e not in gone and e not in merged]
     conflicts = []
     if limit is None:
-        limit = 1375 if path.endswith("USER.md") else 2200
+        limit = DEFAULTS.user_chars if path.endswith("USER.md") else DEFAULTS.memory_chars
     if size(merged) > limit:
         conflicts.append(
             Conflict(

@@ -271,11 +271,21 @@ def _checkpoint_section(
     )
 
 
-def _memory_section(vault: Vault, agent: str, limit: int, surface: str = "cli") -> BriefSection | None:
-    """usage warnings, the memory snapshot and the memory index. None when empty."""
+def _memory_section(
+    vault: Vault, agent: str, limit: int, settings: Settings, surface: str = "cli"
+) -> BriefSection | None:
+    """usage warnings, the memory snapshot and the memory index (within the settings' memory and user
+    limits). None when empty."""
     from ..memory import bounded as memory
 
-    return memory.brief_section(vault, agent, limit, surface=surface)
+    return memory.brief_section(
+        vault,
+        agent,
+        limit,
+        memory_limit=settings.memory_chars,
+        user_limit=settings.user_chars,
+        surface=surface,
+    )
 
 
 # ------------------------------------------------------------------ build and render
@@ -416,7 +426,7 @@ def build(
         elif which == "checkpoint":
             section = _checkpoint_section(vault, agent, room, stale_minutes, surface)
         else:
-            section = _memory_section(vault, agent, room, surface)
+            section = _memory_section(vault, agent, room, settings, surface)
         if section is not None:
             slots.append(section)
             used += len(_section_text(section))

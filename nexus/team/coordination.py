@@ -36,10 +36,11 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..errors import VaultError
 from ..ledger.marks import START, Mark
 from ..records import Located
 from ..storage import durable, entries, segments
@@ -47,11 +48,7 @@ from ..storage.vault import Vault
 from .pending import Book, Damaged, reader
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..ledger.verify import Checker
-else:
-    from ..valueclasses import dataclass
 
 VERSION = 6  # 6: claims never race (5: pending entries a month a file; 4: typed records; 3: refused state
 # edits never race)
@@ -636,17 +633,22 @@ def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: f
 def materialize(vault: Vault, ref: Ref, checker: Checker | None = None) -> Located:
     """The entry a ref points to, read with one seek (or found by id if the file moved under it), with
     its verdict (``Located.verdict``). A caller reading many passes one ``checker``
-    (:func:`entry_checker`), so the keys are loaded once."""
+    (:func:`entry_checker`), so the keys are loaded once. The ref's file comes from derived state:
+    one that is not in the vault's ``log/`` (a link out, ``..``) is never opened; the entry is then
+    found by id in the log."""
     entry_id, file, offset, end, line = ref.id, ref.file, ref.offset, ref.end, ref.line
     checker = checker if checker is not None else entry_checker(vault)
     try:
-        with open(vault.root / file, "rb") as f:
+        path = vault.inside(vault.root / file)
+        if path.parent != vault.log_dir:
+            raise VaultError(f"{file} is not a log segment")
+        with open(path, "rb") as f:
             f.seek(offset)
             data = f.read(end - offset)
         found = segments.scan(data, file, offset=offset, line=line).entries
         if found and found[0].entry.id == entry_id:
             return checker.mark([found[0]])[0]
-    except OSError:
+    except (OSError, VaultError):
         pass
     from ..ledger.logfiles import find_entry
 

@@ -22,20 +22,15 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InputError
 from ..records import Located
 from ..settings import DEFAULTS, Settings
 from ..storage import durable, properties
 from ..storage.vault import Vault
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 SHOWN_PER_CHANNEL = 12
 SHOWN_RACES = 10

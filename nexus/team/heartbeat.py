@@ -1,7 +1,9 @@
 """The watcher's heartbeat: how ``brief``, ``verify`` and ``index status`` notice a watcher that died.
 
 A running ``nexus watch`` writes ``.nexus/team/heartbeat.json`` when it is ready and after every
-periodic rescan: its pid, host, start time, the time of the beat and the rescan interval. A watcher that
+periodic rescan: its pid, host, start time, the time of the beat, the rescan interval and how many
+rescans it has made (``passes``: a program that changed the vault waits for that count to move on by
+two to know a whole rescan has seen its change). A watcher that
 stops cleanly (SIGINT, SIGTERM) marks the record ``stopped``. A record that is not stopped but whose
 process is gone (same host) or that has not beaten for four rescan intervals (at least a minute) means
 the watcher that should be running is not: :func:`problem` says so in one line. No record: no watcher
@@ -31,14 +33,16 @@ def _host() -> str:
     return os.uname().nodename
 
 
-def beat(vault: Vault, *, started: float, every: float) -> None:
-    """Record that this process's watcher is alive now (not fsynced: losing a beat is harmless)."""
+def beat(vault: Vault, *, started: float, every: float, passes: int = 0) -> None:
+    """Record that this process's watcher is alive now, after ``passes`` rescans (not fsynced: losing
+    a beat is harmless)."""
     record = {
         "pid": os.getpid(),
         "host": _host(),
         "started": started,
         "beat": time.time(),
         "every": every,
+        "passes": passes,
         "stopped": None,
     }
     durable.replace(_path(vault), json.dumps(record).encode(), durable=False)
@@ -53,6 +57,15 @@ def stopped(vault: Vault) -> None:
     if isinstance(record, dict) and record.get("pid") == os.getpid():
         record["stopped"] = time.time()
         durable.replace(_path(vault), json.dumps(record).encode(), durable=False)
+
+
+def passes(vault: Vault) -> int:
+    """How many rescans the watcher that wrote the record has made (0 when there is no record)."""
+    try:
+        record = json.loads(_path(vault).read_bytes())
+        return int(record.get("passes") or 0) if isinstance(record, dict) else 0
+    except (OSError, ValueError, TypeError):
+        return 0
 
 
 def _alive(pid: int) -> bool:

@@ -27,8 +27,9 @@ import json
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import NexusError
 from ..keys.trust import Keyring
@@ -49,11 +50,6 @@ from ..storage import entries, segments
 from ..storage.vault import Vault
 from ..sync import copies
 from ..team import coordination
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ..valueclasses import dataclass
 
 QUIET_SECONDS = 0.5  # a segment must be unchanged this long before entries are put back into it
 EMPTY_QUIET_SECONDS = 5.0  # ... and an empty one this long (an in-place save between truncate and write)

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +46,7 @@ from .keeper import RECENT_SECONDS, SegmentKeeper, git_busy, now
 from .workers import IndexRefresher, LogVerifier
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass
-
     from ..workspace import Workspace
-else:
-    from ..valueclasses import dataclass
 
 # Only these change a file: watchdog's inotify observer also reports opened/closed events, and a note
 # handler that reads its note would otherwise trigger itself again, forever.
@@ -487,6 +484,7 @@ def _loop(
     heartbeat.beat(vault, started=started, every=every)  # (brief and verify notice a death)
     _ready(watcher)
     next_rescan = time.monotonic() + every
+    passes = 0
     while not stop.is_set():
         wake.wait(max(0.0, min([next_rescan, *watcher.deadlines.values()]) - time.monotonic()))
         wake.clear()
@@ -502,5 +500,6 @@ def _loop(
             check_observer()
             watcher.full_pass()
             indexer.poke()  # (cheap when nothing changed: a stat per file)
-            heartbeat.beat(vault, started=started, every=every)
+            passes += 1
+            heartbeat.beat(vault, started=started, every=every, passes=passes)
             next_rescan = time.monotonic() + every

@@ -11,17 +11,11 @@ import os
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ...storage import durable
 from .configfiles import read_text
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    from ...valueclasses import dataclass
 
 SCOPES = ("project", "user")
 
