@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_turn import script, timed  # noqa: E402
+from bench_turn import script, timed_cpu  # noqa: E402
 from harness import pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
@@ -119,10 +119,13 @@ def main() -> int:
             "nexus-hook pre-tool (Bash: not an edit)": (pre, edit(project / "src" / "free.py", "Bash")),
         }
         times: dict[str, list[float]] = {name: [] for name in cmds}
+        cpu: dict[str, list[float]] = {name: [] for name in cmds}
         times["nexus claim"], times["nexus claim release"] = [], []
         for i in range(args.runs):
             for name, (cmd, stdin) in cmds.items():
-                times[name].append(timed(cmd, env, stdin))
+                wall, used = timed_cpu(cmd, env, stdin)
+                times[name].append(wall)
+                cpu[name].append(used)
             t0 = time.perf_counter()
             out = subprocess.run(
                 [
@@ -145,9 +148,10 @@ def main() -> int:
             times["nexus claim"].append((time.perf_counter() - t0) * 1000)
             cid = json.loads(out.stdout)["id"]
             times["nexus claim release"].append(
-                timed([*nexus, "claim", "release", cid, "--agent", "ella"], env)
+                timed_cpu([*nexus, "claim", "release", cid, "--agent", "ella"], env)[0]
             )
         base = pct(times["python -c pass"], 0.5)
+        base_cpu = pct(cpu["python -c pass"], 0.5)
         rows = {
             name: {
                 "p50_ms": round(pct(v, 0.5), 1),
@@ -156,6 +160,9 @@ def main() -> int:
             }
             for name, v in times.items()
         }
+        for name, v in cpu.items():  # CPU (user + system) of the process: less moved by the machine's load
+            rows[name]["cpu_p50_ms"] = round(pct(v, 0.5), 1)
+            rows[name]["cpu_x_python"] = round(pct(v, 0.5) / base_cpu, 2)
         rows["claim (library, in process)"] = {
             "p50_ms": round(pct(lib_claim, 0.5), 2),
             "p90_ms": round(pct(lib_claim, 0.9), 2),
@@ -171,6 +178,7 @@ def main() -> int:
         for name, row in rows.items():
             print(
                 f"{name:45} p50 {row['p50_ms']:7.1f} ms   p90 {row['p90_ms']:7.1f} ms"
+                + (f"   cpu p50 {row['cpu_p50_ms']:6.1f} ms" if "cpu_p50_ms" in row else "")
                 + (f"   {row['x_python']:.2f}x python" if "x_python" in row else "")
             )
         (RESULTS / "bench_claims.json").write_text(json.dumps({"runs": args.runs, "results": rows}, indent=2))
