@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..storage.vault import Vault
 from ..team import claimview
 from .spec import Answer, Call
 
@@ -23,6 +24,29 @@ EDIT_TOOLS = {
 }
 
 
+def _target(tool_name: str | None, tool_input: dict[str, Any] | None, cwd: str | None) -> Path | None:
+    """The file an edit tool's call would change (absolute), or None for any other call."""
+    key = EDIT_TOOLS.get(tool_name or "")
+    target = (tool_input or {}).get(key) if key else None
+    if not isinstance(target, str) or not target:
+        return None
+    return (Path(target) if Path(target).is_absolute() else Path(cwd or ".") / target).resolve()
+
+
+def quiet(
+    vault: Vault, agent: str, tool_name: str | None, tool_input: dict[str, Any] | None, cwd: str | None
+) -> bool:
+    """Nothing to deny, known without reading the log, settings or keys: not an edit, or no other
+    agent's unexpired exclusive claim in ``.nexus/claims.json`` names the file while no segment
+    changed since it was written (what ``nexus-hook`` asks before anything else)."""
+    path = _target(tool_name, tool_input, cwd)
+    if path is None:
+        return True
+    fast = claimview.holding(vault.state, vault.log_dir)
+    now = int(time.time() * 1000)
+    return fast is not None and not claimview.exclusive_holder(fast, list(path.parents), path, agent, now)
+
+
 def pre_tool(
     call: Call,
     *,
@@ -33,14 +57,8 @@ def pre_tool(
 ) -> Answer:
     """Claude Code's PreToolUse: deny an edit of a path another agent holds exclusively; silent
     otherwise (also for a path outside any claimed project, and for tools that edit nothing)."""
-    key = EDIT_TOOLS.get(tool_name or "")
-    target = (tool_input or {}).get(key) if key else None
-    if not isinstance(target, str) or not target:
-        return Answer({}, "")
-    path = (Path(target) if Path(target).is_absolute() else Path(cwd or ".") / target).resolve()
-    fast = claimview.holding(call.vault.state, call.vault.log_dir)
-    now = int(time.time() * 1000)
-    if fast is not None and not claimview.exclusive_holder(fast, list(path.parents), path, call.agent, now):
+    path = _target(tool_name, tool_input, cwd)
+    if path is None or quiet(call.vault, call.agent, tool_name, tool_input, cwd):
         return Answer({}, "")  # (the common case: nothing read but one small file and the segments' sizes)
     from ..team import claimlog  # (the log moved on, or a denial to word: the whole reading)
     from ..team.claims import active, holder_of, refusal

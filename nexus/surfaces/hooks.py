@@ -25,7 +25,8 @@ unless ``--block-without-entry`` is given, and then at most once per turn (``sto
 
 Hot path: the standard library, the operations' declarations and nexus's own small modules; the work
 is in ``session.py``. A prompt with nothing new since the last injection is answered before settings
-or keys are read.
+or keys are read, and so is a pre-tool event for anything but an edit of a file another agent claimed
+(``edits.quiet``).
 """
 
 from __future__ import annotations
@@ -131,6 +132,11 @@ def run(
 
         if session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
             return None  # nothing moved since the last injection: the fastest answer is none
+    elif event == "pre-tool":
+        from ..operations import edits
+
+        if edits.quiet(vault, opts["agent"], kwargs["tool_name"], kwargs["tool_input"], kwargs["cwd"]):
+            return None  # not an edit, or nobody else holds the file: no answer, before settings or keys
     result = op.function()(_call(op, vault, opts, env), session_id=sid, **kwargs)
     out = result.to_json()
     if "decision" in out or "hookSpecificOutput" in out:  # (Stop's block; PreToolUse's deny)
