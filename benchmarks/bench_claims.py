@@ -3,6 +3,8 @@ and `python -c pass`; `nexus claim` and `nexus claim release` as whole processes
 release through the library (the check under the log lock and the durable append, Claims.md included).
 
     .venv/bin/python benchmarks/bench_claims.py [--runs 30]
+    VENV/bin/python benchmarks/bench_claims.py   # an interpreter with nexus installed (not editable):
+                                                 # its own copy and commands, as a user has them
 
 The vault: 200 entries of history, 100 claims taken and released, and 20 active claims by lyra in the
 project (so the hook folds and matches something). The hook runs as the runtime runs it (the installed
@@ -15,19 +17,22 @@ JSON goes to benchmarks/results/bench_claims.json.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if importlib.util.find_spec("nexus") is None:  # (an interpreter with nexus installed uses its own copy)
+    sys.path.insert(0, str(ROOT))
 
-from bench_turn import script, timed_cpu  # noqa: E402
 from harness import pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
@@ -38,6 +43,23 @@ from nexus.settings import DEFAULTS  # noqa: E402
 from nexus.storage.vault import init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
+
+
+def script(name: str) -> list[str]:
+    """The installed command (what a runtime runs), else the module through this interpreter."""
+    path = Path(sysconfig.get_path("scripts")) / name
+    module = {"nexus": "nexus", "nexus-hook": "nexus.surfaces.hooks"}[name]
+    return [str(path)] if path.is_file() else [sys.executable, "-m", module]
+
+
+def timed_cpu(cmd: list[str], env: dict[str, str], stdin: str = "") -> tuple[float, float]:
+    """Wall and CPU milliseconds (user + system, from the children's rusage) of one run of ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, input=stdin.encode(), check=True, capture_output=True)
+    wall = (time.perf_counter() - t0) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
 
 
 def main() -> int:
