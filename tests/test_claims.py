@@ -267,6 +267,7 @@ def test_the_fold_is_the_same_in_any_order() -> None:
         assert claims[b.id].status == "lost" and claims[b.id].lost_to == a.id
 
 
+@pytest.mark.slow
 def test_eight_processes_race_for_one_path(env: Env, tmp_path: Path) -> None:
     """8 processes x 200 rounds: exactly one holder at a time, every refusal names the real holder at
     that moment, and every claim and release a process was told of is in the log."""
