@@ -21,6 +21,7 @@ from conftest import Env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nexus import workspace
 from nexus.surfaces import mcp_answers, mcp_front, mcp_tools
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +29,7 @@ ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 
-def _request(i: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def _request(i: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": i, "method": method}
     if params is not None:
         message["params"] = params
@@ -120,6 +121,47 @@ AGENT_SESSION = [
     _call(18, "brief", {"peek": True, "max_chars": 3000}),
     _call(19, "log_append", {"channel": "build", "type": "note", "summary": "hidden", "body": "a %% b %% c"}),
 ]
+
+
+def _modern(
+    i: int, method: str, params: dict[str, Any] | None = None, version: str = "2026-07-28"
+) -> dict[str, Any]:
+    """A request in the 2026 era: the per-request envelope in its ``_meta``, as Claude Code sends it."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": {
+            "name": "claude-code",
+            "title": "Claude Code",
+            "version": "2.1.332",
+        },
+        "io.modelcontextprotocol/clientCapabilities": {
+            "roots": {"listChanged": True},
+            "elicitation": {"form": {}},
+        },
+    }
+    return _request(i, method, {**(params or {}), "_meta": meta})
+
+
+MODERN_SESSION = [
+    _modern(1, "server/discover"),  # how Claude Code opens
+    _modern(2, "tools/list"),
+    _modern(3, "prompts/list"),
+    _modern(4, "resources/list"),
+    _modern(5, "resources/templates/list"),
+    _modern(6, "tools/call", {"name": "brief", "arguments": {}}),
+    _modern(
+        7,
+        "tools/call",
+        {
+            "name": "log_append",
+            "arguments": {"channel": "build", "type": "note", "summary": "modern capybara"},
+        },
+    ),
+    _modern(8, "tools/call", {"name": "log_append", "arguments": {"channel": "build", "type": "gossip"}}),
+    _modern(9, "tools/call", {"name": "nope", "arguments": {}}),
+    _modern(10, "server/discover", version="2099-01-01"),  # unknown: the SDK's refusal, at once
+    _modern(11, "tools/list", {"cursor": "x"}),
+]
 ALL_SESSION = [
     _init(1, "2025-06-18"),
     INITIALIZED,
@@ -132,7 +174,9 @@ ALL_SESSION = [
 ]
 
 
-@pytest.mark.parametrize(("session", "tools"), [(AGENT_SESSION, "agent"), (ALL_SESSION, "all")])
+@pytest.mark.parametrize(
+    ("session", "tools"), [(AGENT_SESSION, "agent"), (ALL_SESSION, "all"), (MODERN_SESSION, "agent")]
+)
 def test_the_front_answers_as_the_sdk_server_does(
     env: Env, tmp_path: Path, session: list[dict[str, Any]], tools: str
 ) -> None:
@@ -144,11 +188,12 @@ def test_the_front_answers_as_the_sdk_server_does(
     front, front_err = _serve(*front_vault, session, mode="front", tools=tools)
     sdk, _ = _serve(*sdk_vault, session, mode="sdk", tools=tools)
     assert [m.get("id") for m in front] == [m["id"] for m in session if "id" in m]
-    assert all("result" in m for m in front), front  # the front answered every one itself
+    assert all("result" in m or m["id"] == 10 for m in front), front  # the front answered every one
     assert _normal(front) == _normal(sdk)
     assert "could not be loaded" not in front_err  # nothing was left for the SDK
     if tools == "agent":
-        assert question in json.dumps([m for m in front if m["id"] == 7])  # the brief shows what is owed
+        brief = 7 if session is AGENT_SESSION else 6
+        assert question in json.dumps([m for m in front if m["id"] == brief])  # the brief shows what is owed
     for vault, _keys in (front_vault, sdk_vault):
         verify = subprocess.run(
             [sys.executable, "-m", "nexus", "--vault", str(vault), "verify"],
@@ -268,7 +313,7 @@ def _whole_session(env: Env, messages: list[dict[str, Any]]) -> tuple[dict[Any, 
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    return {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}, proc.stdout
+    return {m["id"]: m for m in map(json.loads, proc.stdout.splitlines()) if "id" in m}, proc.stdout
 
 
 def test_requests_kept_for_the_sdk_are_answered_when_stdin_closes_at_once(env: Env) -> None:
@@ -288,22 +333,44 @@ def test_requests_kept_for_the_sdk_are_answered_when_stdin_closes_at_once(env: E
     assert "before eof" in by_id[4]["result"]["contents"][0]["text"]
 
 
-def test_a_session_opening_with_the_2026_envelope_is_the_sdks_from_the_first_byte(env: Env) -> None:
-    """No `initialize`: the client's first request carries the 2026-07-28 per-request envelope. The
-    SDK decides the era from the first request, so the front keeps everything for it."""
+def test_a_session_opening_with_the_2026_envelope_spans_the_hand_over(env: Env) -> None:
+    """No `initialize`: the client's first request carries the 2026-07-28 per-request envelope (Claude
+    Code opens so). The front answers the discover and the call in that era; the SDK serves the rest
+    of the session in the same era after the hand-over."""
     meta = {
         mcp_answers.load_data()["modern_meta_key"]: "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {},
     }
+    listen = _request(
+        "listen:0", "subscriptions/listen", {"_meta": meta, "notifications": {"toolsListChanged": True}}
+    )
     messages = [
         _request(1, "server/discover", {"_meta": meta}),
+        listen,  # acknowledged by the front; the SDK serves the stream from the hand-over on
         _request(2, "tools/call", {"name": "brief", "arguments": {"peek": True}, "_meta": meta}),
+        _request(3, "resources/read", {"uri": "nexus://decisions", "_meta": meta}),  # the SDK's
+        _request(4, "tools/call", {"name": "brief", "arguments": {"peek": True}, "_meta": meta}),
     ]
-    by_id, _ = _whole_session(env, messages)
+    front = mcp_answers.Answers(
+        workspace.for_vault(env.vault, {}, keys=env.keys_home), "ella", "agent", mcp_answers.load_data()
+    )
+    opened = front.take(messages[0])
+    assert opened is not None and opened["result"]["supportedVersions"] == ["2026-07-28"]
+    ack = front.take(listen)
+    assert ack is not None and ack["method"] == "notifications/subscriptions/acknowledged", ack
+    called = front.take(messages[2])
+    assert called is not None and called["result"]["resultType"] == "complete"  # the front's, in that era
+    with pytest.raises(mcp_tools.Defer):
+        front.take(messages[3])
+    by_id, stdout = _whole_session(env, messages)
     assert "2026-07-28" in by_id[1]["result"]["supportedVersions"], by_id[1]
-    assert by_id[2]["result"]["resultType"] == "complete"  # the 2026 shape: the SDK's answer
-    assert by_id[2]["result"]["content"][0]["text"].startswith("# nexus brief for ella")
+    for i in (2, 4):
+        assert by_id[i]["result"]["resultType"] == "complete", stdout
+        assert by_id[i]["result"]["content"][0]["text"].startswith("# nexus brief for ella")
+    assert by_id[3]["result"]["contents"], stdout  # the SDK took the stream in the 2026 era
+    acks = [m for m in map(json.loads, stdout.splitlines()) if m.get("method") == mcp_answers.LISTEN_ACK]
+    assert acks == [ack], stdout  # once, the front's: the SDK's own, after the hand-over, swallowed
 
 
 def test_what_the_front_leaves_to_the_sdk(env: Env) -> None:
@@ -469,3 +536,82 @@ def test_the_tool_data_is_shipped_with_the_package() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert "mcp_tools.json" in config["package-data"]["nexus.surfaces"]
     assert mcp_answers.DATA.is_file() and mcp_answers.DATA.parent == Path(mcp_tools.__file__).parent
+
+
+def test_every_tool_count_and_size_in_the_docs_is_what_is_served() -> None:
+    """Each "N tools" and "N tools, M characters" the docs and the README say about a tool set is
+    what the server lists (`mcp_tools.json`, itself checked against the SDK above): the count
+    exact, the characters of the `tools/list` JSON within 1%."""
+    data = mcp_answers.load_data()
+    sets = {"agent": [t for t in data["tools"] if t["name"] in data["agent_tools"]], "all": data["tools"]}
+    size = {k: len(json.dumps(v, ensure_ascii=False)) for k, v in sets.items()}
+    count = {k: len(v) for k, v in sets.items()}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pattern = re.compile(r"(\d+) tools(?:, ([\d,]+) characters)?")
+    checked = 0
+    for page in pages:
+        if page.name == "performance.md":  # measurements with their dates, not what is served
+            continue
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if "before this split" in line.lower():
+                continue
+            for found in pattern.finditer(line):
+                n = int(found.group(1))
+                which = "all" if "all" in line[max(0, found.start() - 40) : found.start()] else "agent"
+                assert n == count[which], (
+                    f"{page.name}: {line.strip()!r} says {n} tools; {which} serves {count[which]}"
+                )
+                if found.group(2):
+                    chars = int(found.group(2).replace(",", ""))
+                    assert abs(chars - size[which]) <= size[which] * 0.01, (
+                        page.name,
+                        line,
+                        chars,
+                        size[which],
+                    )
+                checked += 1
+    table = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    for label, key in (("agent", "agent"), ("all", "all")):
+        row = re.search(rf"`--tools {label}`[^|]*\| (\d+) \| ([\d,]+) \|", table)
+        assert row and int(row.group(1)) == count[key], label
+        assert abs(int(row.group(2).replace(",", "")) - size[key]) <= size[key] * 0.01, (
+            label,
+            row.group(2),
+            size[key],
+        )
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("handed_over", [False, True], ids=["front", "sdk"])
+def test_sigint_ends_nexus_mcp_promptly(env: Env, handed_over: bool) -> None:
+    """A runtime closing its server sends SIGINT first (Claude Code then waits ~100 ms before
+    SIGTERM): `nexus mcp` exits at once, whether the front or the SDK's server has the stream."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-W", "error", "-m", "nexus", "mcp", "--agent", "ella"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env.environ,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    requests = [_init(1, "2025-11-25"), INITIALIZED]
+    if handed_over:
+        requests.append(_request(2, "resources/read", {"uri": "nexus://decisions"}))  # only the SDK answers
+    for message in requests:
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+    for _ in range(2 if handed_over else 1):
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] in (1, 2) and "result" in answer, answer
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=5)  # (before the handler: a traceback in the front, a hang once handed over)
+    proc.stdin.close()
+    proc.stdout.close()
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert code == 0 and "Traceback" not in err, err

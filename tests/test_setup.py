@@ -107,9 +107,9 @@ def _unrelated_kept(runtime: str, root: Path) -> None:
         assert mcp["mcpServers"]["github"] == {"command": "gh-mcp", "args": []}
         assert "nexus" in mcp["mcpServers"]
         st = json.loads((root / "project/.claude/settings.json").read_text())
-        assert st["permissions"] == {"allow": ["Bash(ls:*)"]}
-        assert st["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "notify-send done"}]}
-        assert len(st["hooks"]["Stop"]) == 2
+        assert st["permissions"] == {"allow": ["Bash(ls:*)", "mcp__nexus"]}  # the user's rule kept
+        assert st["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+        assert len(st["hooks"]["SessionEnd"]) == 1
         assert (root / "project/CLAUDE.md").read_text().startswith("# My project\n\nUse tabs.\n")
     elif runtime == "codex":
         text = (root / "project/.codex/config.toml").read_text()
@@ -148,7 +148,7 @@ def test_setup_merges_backs_up_and_changes_nothing_the_second_time(
             (root / rel).write_text(content)
     rc, out, err = setup(env, capsys, runtime, "--agent", "ella")
     assert rc == 0, err
-    touched = [line.split()[1] for line in out.splitlines()]
+    touched = [line.split()[1] for line in out.splitlines() if line.split()[0] in ("created", "updated")]
     assert touched and all(Path(p).is_file() for p in touched)
     if existing:
         _unrelated_kept(runtime, root)
@@ -157,10 +157,12 @@ def test_setup_merges_backs_up_and_changes_nothing_the_second_time(
             assert [b.read_text() for b in backups] == [content], rel
     before = snapshot(root / "home") | snapshot(root / "project")
     rc, out, _ = setup(env, capsys, runtime, "--agent", "ella")
-    assert rc == 0 and all(line.startswith("unchanged ") for line in out.splitlines()), out
+    assert rc == 0 and all(
+        line.startswith(("unchanged ", "on your behalf: kept")) for line in out.splitlines()
+    ), out
     assert snapshot(root / "home") | snapshot(root / "project") == before
     rc, out, _ = setup(env, capsys, "--check", runtime, "--agent", "ella")
-    assert rc == 0 and f"{runtime} is wired to" in out
+    assert rc == 0 and f"{runtime} uses nexus" in out, out
 
 
 def test_dry_run_prints_the_diff_and_check_names_what_is_missing(
@@ -170,7 +172,7 @@ def test_dry_run_prints_the_diff_and_check_names_what_is_missing(
     assert rc == 0 and "+[mcp_servers.nexus]" in out and "+++ " in out
     assert not (home.parent / "project/.codex").exists()
     rc, out, _ = setup(env, capsys, "--check", "codex", "--agent", "ella")
-    assert rc == 1 and out.count("missing:") == 3 and "run `nexus setup codex --agent ella`" in out
+    assert rc == 1 and out.count("MISSING") == 3 and "→ nexus setup codex --agent ella" in out
 
 
 @pytest.mark.parametrize(
@@ -350,3 +352,143 @@ def test_the_claude_code_plugin_folder_runs_from_its_environment(env: Env, tmp_p
     )
     assert proc.returncode == 0, proc.stderr
     assert entry in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+# ------------------------------------------------------------ what Claude Code needs to really use nexus
+
+
+def test_claude_code_gets_the_allow_rule_the_enabled_server_and_trust_each_said_and_skippable(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the allow rule every nexus tool call is refused (`permission_denials`), without the
+    enabled server an interactive session starts without nexus, without trust Claude Code drops the
+    project's rules. Setup writes each on the user's behalf, says so in one line, and `--skip` leaves
+    one out."""
+    project = home.parent / "project"
+    rc, out, err = setup(env, capsys, "claude-code", "--agent", "ella")
+    assert rc == 0, err
+    settings = json.loads((project / ".claude/settings.json").read_text())
+    assert settings["permissions"]["allow"] == ["mcp__nexus"]
+    assert settings["enabledMcpjsonServers"] == ["nexus"]
+    trust = json.loads((home / ".claude.json").read_text())["projects"][str(project.resolve())]
+    assert trust == {"hasTrustDialogAccepted": True}
+    behalf = [line for line in out.splitlines() if line.startswith("on your behalf: wrote")]
+    assert [line.rsplit("--skip ", 1)[1].rstrip(")") for line in behalf] == ["allow", "enable", "trust"], out
+
+    (project / ".claude/settings.json").unlink()
+    (home / ".claude.json").unlink()
+    rc, out, err = setup(env, capsys, "claude-code", "--agent", "ella", "--skip", "trust", "--skip", "enable")
+    assert rc == 0, err
+    settings = json.loads((project / ".claude/settings.json").read_text())
+    assert "enabledMcpjsonServers" not in settings and settings["permissions"]["allow"] == ["mcp__nexus"]
+    assert not (home / ".claude.json").exists()
+    assert sum(line.startswith("left out:") for line in out.splitlines()) == 2, out
+    # ...and --check says the runtime would not use nexus, naming the piece and the command
+    rc, out, _ = setup(env, capsys, "--check", "claude-code")
+    assert rc == 1 and "MISSING  project not trusted  → nexus setup claude-code --agent ella" in out, out
+    assert "claude-code would not use nexus" in out.splitlines()[-1]
+
+    rc, _, err = setup(env, capsys, "claude-code", "--agent", "ella", "--skip", "everything")
+    assert rc != 0 and "can leave out allow, enable, trust" in err and len(err.strip().splitlines()) == 1
+
+
+def test_user_scope_needs_no_trust_and_allows_in_the_user_settings(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = setup(env, capsys, "claude-code", "--agent", "ella", "--scope", "user")
+    assert rc == 0, err
+    assert json.loads((home / ".claude/settings.json").read_text())["permissions"]["allow"] == ["mcp__nexus"]
+    claude_json = json.loads((home / ".claude.json").read_text())
+    assert "nexus" in claude_json["mcpServers"] and "projects" not in claude_json
+    rc, out, _ = setup(env, capsys, "--check", "claude-code", "--scope", "user")
+    assert rc == 0 and "claude-code uses nexus" in out, out
+
+
+def _settings(project: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((project / ".claude/settings.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize(
+    "breakage, missing",
+    [
+        ("no allow rule", "nexus tools not allowed"),
+        ("denied", "nexus tools denied in"),
+        ("server disabled", "project server nexus disabled in"),
+        ("hooks disabled", "hooks disabled (disableAllHooks in"),
+        ("untrusted", "project not trusted"),
+        ("server broken", "the MCP server answers within 2 s"),
+        ("hook removed", "hooks: SessionStart, UserPromptSubmit"),
+        ("key gone", "ella's private key in"),
+    ],
+)
+def test_check_exits_non_zero_in_each_state_where_claude_code_would_not_use_nexus(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str], breakage: str, missing: str
+) -> None:
+    """`--check RUNTIME` finds the agent from the wiring, and fails (naming the piece and the fix)
+    in each state the end-to-end suite can produce; zero only when everything holds."""
+    project = home.parent / "project"
+    assert setup(env, capsys, "claude-code", "--agent", "ella")[0] == 0
+    rc, out, _ = setup(env, capsys, "--check", "claude-code")
+    assert rc == 0 and "the MCP server answered in" in out, out
+    settings = _settings(project)
+    if breakage == "no allow rule":
+        settings["permissions"]["allow"] = []
+    elif breakage == "denied":
+        (project / ".claude/settings.local.json").write_text(
+            json.dumps({"permissions": {"deny": ["mcp__nexus"]}})
+        )
+    elif breakage == "server disabled":
+        (project / ".claude/settings.local.json").write_text(
+            json.dumps({"disabledMcpjsonServers": ["nexus"]})
+        )
+    elif breakage == "hooks disabled":
+        (home / ".claude").mkdir(exist_ok=True)
+        (home / ".claude/settings.json").write_text(json.dumps({"disableAllHooks": True}))
+    elif breakage == "untrusted":
+        (home / ".claude.json").write_text("{}")
+    elif breakage == "server broken":
+        mcp = json.loads((project / ".mcp.json").read_text())
+        mcp["mcpServers"]["nexus"]["env"]["NEXUS_VAULT"] = str(home / "nowhere")
+        (project / ".mcp.json").write_text(json.dumps(mcp))
+    elif breakage == "hook removed":
+        del settings["hooks"]["UserPromptSubmit"]
+    elif breakage == "key gone":
+        for pem in env.keys_home.rglob("ella.pem"):
+            pem.rename(pem.with_suffix(".moved"))
+    (project / ".claude/settings.json").write_text(json.dumps(settings))
+    rc, out, _ = setup(env, capsys, "--check", "claude-code")
+    assert rc == 1, out
+    bad = [line for line in out.splitlines() if line.startswith("MISSING")]
+    assert any(missing in line for line in bad), out
+    assert "would not use nexus" in out.splitlines()[-1]
+
+
+def test_check_without_a_wiring_says_which_command_wires_it(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = setup(env, capsys, "--check", "claude-code")
+    assert rc != 0 and out == "" and "run `nexus setup claude-code --agent NAME`" in err, err
+
+
+@pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "setup"])
+def test_setup_refuses_a_keys_folder_without_the_agents_key_naming_where_it_is(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, dry: bool
+) -> None:
+    """The wiring passes the keys folder to every hook and server: one without the agent's key makes
+    every append fail later. Setup refuses, names the folder that has it and the flag, writes nothing."""
+    monkeypatch.setenv("NEXUS_HOME", str(home / "empty-keys"))
+    before = snapshot(home) | snapshot(home.parent / "project")
+    rc, out, err = setup(env, capsys, "claude-code", "--agent", "ella", *(["--dry-run"] if dry else []))
+    assert rc != 0 and out == "", out
+    assert f"no private key for 'ella' in {home / 'empty-keys'}" in err
+    assert (
+        f"it is in {env.keys_home}: add `--keys-home {env.keys_home}`" in err and len(err.splitlines()) == 1
+    )
+    assert (snapshot(home) | snapshot(home.parent / "project")) == before
+    rc, out, err = setup(
+        env, capsys, "claude-code", "--agent", "ella", "--keys-home", str(env.keys_home), "--dry-run"
+    )
+    assert rc == 0, err
+    assert out.splitlines()[-1] == "dry run: 4 files would change; nothing written"
+    assert (snapshot(home) | snapshot(home.parent / "project")) == before

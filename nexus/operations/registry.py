@@ -31,7 +31,7 @@ SETUP = "nexus.operations.setup"
 CLAIMS = "nexus.operations.claims"
 TTL_HELP = "how long: 45m, 2h, 1h30m (default 30m, at most 24h)"
 PROJECT_HELP = "the project folder (default: the git repository of the current folder)"
-CLAIM_ID = "The claim's id (from claim or claims)."
+CLAIM_ID = "The claim's id."
 TARGETS = ("memory", "user")
 TARGET = Param(
     "target",
@@ -66,8 +66,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "what an agent loads before a turn: identity, what it owes, unread entries (bounded)",
         "nexus brief --agent ella --max-chars 8000",
         description="Your brief, as Markdown: identity, what you owe (acks, races), decisions in force, "
-        "your checkpoint and memory, and what the others wrote since you last read. Call it before each "
-        "response. Advances your read cursor unless peek.",
+        "your checkpoint and memory, and what the others wrote since you last read. Call it when your "
+        "context holds no nexus brief (hooks inject it where they are wired). Advances your read cursor "
+        "unless peek.",
         title="Read your brief",
         command="brief",
         tool="brief",
@@ -295,8 +296,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "take paths (globs relative to the project) or task:NAME for a while; refused if another "
         "agent holds them",
         'nexus claim "src/parser/**" --agent ella --ttl 45m --reason "rewriting the lexer"',
-        description="Take paths (globs under the project root) or task:NAME for a while: no other agent "
-        "may edit or take them. Refused, naming the holder, if held.",
+        description="Take paths (globs under the project root) or task:NAME for a while; refused, naming "
+        "the holder, if another agent holds them.",
         title="Claim paths or a task",
         command="claim take",
         tool="claim",
@@ -314,7 +315,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 cli={"nargs": "+", "metavar": "PATTERN"},
             ),
             Param("reason", description="Why, one line.", help="why, one line", required=True),
-            Param("ttl", description="How long: 45m, 2h (at most 24h).", help=TTL_HELP, default="30m"),
+            Param("ttl", description="45m, 2h… (at most 24h).", help=TTL_HELP, default="30m"),
             Param(
                 "mode",
                 description="shared: others may share it.",
@@ -348,7 +349,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"{CLAIMS}:release",
         "end a claim at once (its holder, or a person for anyone's)",
         "nexus claim release 01KB7Q2V4J6M8P0R2T4W6Y8A0C --agent ella",
-        description="End your claim at once, when the work is done.",
+        description="End your claim when the work is done.",
         title="Release a claim",
         command="claim release",
         tool="release",

@@ -153,7 +153,7 @@ def _add_coordination_commands(groups: dict[str, Any]) -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_front  # answers the first requests while the MCP SDK loads, then hands over
 
-    return mcp_front.serve(_workspace(args), args.agent, mode=os.environ.get("NEXUS_MCP_FRONT", "auto"))
+    return mcp_front.serve(_workspace(args), args.agent, mode=os.environ.get("NEXUS_MCP_FRONT", "lazy"))
 
 
 def _add_search_commands(groups: dict[str, Any]) -> None:
@@ -191,30 +191,61 @@ def _executable(name: str) -> str:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     from ..errors import IdentityError
+    from ..keys.identity import private_key_path
+    from ..settings import keys_home
+    from ..storage.text import check_name
+    from ..storage.vault import find as find_vault
     from . import runtimes
     from .runtimes import wiring
 
     runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
     if args.scope not in wiring.SCOPES:
         raise InputError(f"unknown scope {args.scope!r}: use project or user")
-    vault = _vault(args)
-    from ..storage.text import check_name
-
-    if not vault.identity_path(check_name(args.agent)).is_file():
-        raise IdentityError(f"unknown agent {args.agent!r}: run `nexus agent add {args.agent}` first")
+    project, home, env = Path(args.project).resolve(), Path.home(), dict(os.environ)
+    agent, vault_path, keys = args.agent, args.vault, Path(args.keys_home) if args.keys_home else None
+    if agent is None:
+        found = runtimes.wired(args.runtime, args.scope, project, home, env)
+        if found is None and not runtimes.reads_back(args.runtime):
+            raise InputError(f"give --agent: nexus does not read {args.runtime}'s wiring back")
+        if found is None:
+            where = "here" if args.scope == "project" else "in your home folder"
+            raise InputError(
+                f"{args.runtime} is not wired to nexus {where} ({args.scope} scope): "
+                f"run `nexus setup {args.runtime} --agent NAME`"
+                + ("" if args.check else " (or give --agent)")
+            )
+        agent = found.agent
+        vault_path = vault_path or (str(found.vault) if found.vault else None)
+        keys = keys or found.keys_home
+    vault = find_vault(vault_path, os.environ.get("NEXUS_VAULT"), Path.cwd())
+    if not vault.identity_path(check_name(agent)).is_file():
+        raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
+    keys = (keys or _keys_home()).resolve()
     w = wiring.Wiring(
-        agent=args.agent,
+        agent=agent,
         vault=vault.root.resolve(),
-        keys_home=_keys_home().resolve(),
+        keys_home=keys,
         scope=args.scope,
-        project=Path(args.project).resolve(),
-        home=Path.home(),
+        project=project,
+        home=home,
         nexus=_executable("nexus"),
         hook=_executable("nexus-hook"),
-        env={k: v for k, v in os.environ.items() if k == "HERMES_HOME"},
+        env=env,
     )
-    planned = runtimes.changes(args.runtime, w)
-    outcomes = wiring.compute(planned) if args.check or args.dry_run else wiring.apply(planned)
+    if args.check:
+        ok, findings, lines = runtimes.check(args.runtime, w, private_key_path(vault, keys, agent))
+        _emit(args, {"uses_nexus": ok, "agent": agent, "checks": findings}, "\n".join(lines))
+        return 0 if ok else 1
+    p = runtimes.plan(args.runtime, w, args.skip or [], write=False)  # a file it cannot merge: refused first
+    wiring.check_key(
+        lambda folder: private_key_path(vault, folder, agent),
+        keys,
+        agent,
+        wiring.key_candidates(vault.root, keys, keys_home({}), os.environ.get("NEXUS_HOME")),
+        "--keys-home",
+    )
+    if not args.dry_run:
+        p = runtimes.plan(args.runtime, w, args.skip or [], write=True)
     data: list[dict[str, Any]] = [
         {
             "path": str(o.path),
@@ -222,38 +253,28 @@ def cmd_setup(args: argparse.Namespace) -> int:
             "state": "wired" if not o.changed else "missing" if o.old is None else "outdated",
             "backup": str(o.backup) if o.backup else None,
         }
-        for o in outcomes
+        for o in p.outcomes
     ]
-    if args.check:
-        lines = [
-            f"{'ok' if d['state'] == 'wired' else d['state'] + ':':<9} {d['path']} — {d['what']}"
-            for d in data
-        ]
-        ok = all(d["state"] == "wired" for d in data)
-        lines.append(
-            f"{args.runtime} is wired to {vault.root} as {args.agent}"
-            if ok
-            else f"run `nexus setup {args.runtime} --agent {args.agent}` to wire what is missing"
-        )
-        _emit(args, {"wired": ok, "files": data}, "\n".join(lines))
-        return 0 if ok else 1
+    behalf = runtimes.behalf_lines(p, done=not args.dry_run)
+    changed = sum(o.changed for o in p.outcomes)
     if args.dry_run:
-        diffs = [o.diff() for o in outcomes if o.changed]
+        diffs = "".join(o.diff() for o in p.outcomes if o.changed)
+        summary = f"dry run: {changed} file{'s' if changed != 1 else ''} would change; nothing written"
         _emit(
             args,
-            {"changes": [d for d in data if d["state"] != "wired"]},
-            "".join(diffs) or "nothing to change: already wired",
+            {"changes": [d for d in data if d["state"] != "wired"], "behalf": behalf},
+            "\n".join(filter(None, [diffs.rstrip("\n"), *behalf, summary])),
         )
         return 0
     lines = []
-    for o in outcomes:
+    for o in p.outcomes:
         if not o.changed:
             lines.append(f"unchanged {o.path}")
         elif o.old is None:
             lines.append(f"created   {o.path} — {o.what}")
         else:
             lines.append(f"updated   {o.path} — {o.what} (backup: {o.backup})")
-    _emit(args, {"files": data}, "\n".join(lines))
+    _emit(args, {"files": data, "behalf": behalf}, "\n".join(lines + behalf))
     return 0
 
 
@@ -264,10 +285,24 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         "setup",
         cmd_setup,
         "wire an agent runtime (claude-code, codex, hermes, openclaw, cursor) to this vault",
-        "nexus setup claude-code --agent ella   |   nexus setup --check codex --agent lyra",
+        "nexus setup claude-code --agent ella   |   nexus setup --check claude-code",
     )
     p.add_argument("runtime", help="claude-code, codex, hermes, openclaw or cursor")
-    p.add_argument("--agent", required=True, help="the identity the runtime acts as")
+    p.add_argument(
+        "--agent", help="the identity the runtime acts as (with --check: read from the wiring when left out)"
+    )
+    p.add_argument(
+        "--keys-home",
+        metavar="PATH",
+        help="the keys folder to wire (holds keys/VAULT_ID/AGENT.pem; default: NEXUS_HOME, else the "
+        "per-user config folder)",
+    )
+    p.add_argument(
+        "--skip",
+        action="append",
+        metavar="NAME",
+        help="leave out one thing setup writes on your behalf (it names each: allow, enable, trust…)",
+    )
     p.add_argument(
         "--scope",
         default="project",
@@ -275,7 +310,11 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
     )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
-    p.add_argument("--check", action="store_true", help="say what is wired and what is missing")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="say whether the runtime would really use nexus (exit 1 naming what is missing and the fix)",
+    )
 
 
 # ------------------------------------------------------------------ handlers: many machines (git, file sync)

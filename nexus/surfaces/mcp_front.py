@@ -1,34 +1,40 @@
-"""``nexus mcp``'s stdio front: answers the first requests while the MCP SDK loads, then hands the
-stream to the SDK server (``mcp_server.py``), which serves the rest of the session.
+"""``nexus mcp``'s stdio front: answers a session's requests without the MCP SDK, and hands the
+stream to the SDK server (``mcp_server.py``) only when a request needs it.
 
-Importing the SDK takes about a second (``import mcp.server`` builds two protocol versions' pydantic
-models); an agent runtime's first requests (``initialize``, ``tools/list``, a ``brief`` call) need
-none of it. The front imports neither ``mcp`` nor ``pydantic``. It reads newline-delimited JSON-RPC
-and answers by itself (``mcp_answers.Answers``), exactly as the SDK server would, what it can be sure
-of:
+What it buys, measured by ``benchmarks/bench_runtimes.py`` (spawn to the answer to Claude Code's
+opening ``server/discover``, both in one interleaved run on the 2-core test machine under a load
+average of 12): 0.22 s p50 with the front against 2.70 s for the SDK server alone (importing
+``mcp.server`` builds every protocol version's pydantic models). Claude Code's discover probe gives
+up after about 3 s; with the SDK alone it fell back to ``initialize``, which the SDK had already
+refused for the era, and connected after 9 s. The front imports neither ``mcp`` nor ``pydantic``. It
+reads newline-delimited JSON-RPC and answers by itself (``mcp_answers.Answers``), exactly as the SDK
+server would, what it can be sure of, in both eras the SDK serves:
 
-- ``initialize`` (the same protocol-version negotiation, capabilities, server info, instructions),
-  ``ping``, ``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``: from
+- ``initialize`` (the same protocol-version negotiation, capabilities, server info, instructions)
+  and ``ping``; or the 2026-07-28 envelope: ``server/discover``, a ``subscriptions/listen``
+  acknowledgement, the SDK's refusal of a version it does not know;
+- ``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``: from
   ``mcp_tools.json``, generated from the SDK server (``python -m nexus.surfaces.mcp_answers --write``;
   a test fails when it differs from what the SDK serves);
 - ``tools/call`` whose arguments it can check exactly (``mcp_tools.check_arguments``), running the
   same operation code and rendering the same result or error the SDK server gives.
 
 Everything else (reading a resource, a cancellation, a client's answer, an unknown method, a call
-whose arguments the SDK might coerce, anything before ``initialize``) is kept, in order, for the SDK.
-The SDK is imported in a background thread once the stream is idle (``IDLE_SECONDS`` with nothing to
-read), or at once when a kept request needs it: importing it while the front answers would slow the
-front, since both need the one interpreter lock. When it is loaded the front stops taking requests
-(each one it took is answered, its write durable, before the SDK sees the next) and the SDK's
-server takes the stream on the SDK's own stdio transport: the recorded ``initialize`` replayed under
-an id of the front's own (its answer swallowed) and ``notifications/initialized``, then the kept
-lines, then the rest of stdin. stdout carries whole JSON-RPC lines only, written by one writer under a
-lock; fd 1 points at stderr meanwhile, as the SDK's transport does, so stray output misses the wire.
+whose arguments the SDK might coerce, anything before the opening request) is kept, in order, for the
+SDK, which is then imported in a background thread (``lazy``, the default; ``auto`` also imports it
+once the stream is idle for ``IDLE_SECONDS``). When it is loaded the front stops taking requests (each
+one it took is answered, its write durable, before the SDK sees the next) and the SDK's server takes
+the stream through its public ``run("stdio")`` (``mcp_server.serve_streams``): the opening request
+replayed under an id of the front's (its answer swallowed), the acknowledged listen streams (the
+SDK's second ack swallowed), ``notifications/initialized`` in the handshake era, then the kept lines,
+then the rest of stdin. stdout carries whole JSON-RPC lines only, written by one writer under a lock;
+fd 1 points at stderr meanwhile, as the SDK's transport does, so stray output misses the wire. SIGINT
+ends the process as soon as no tool call runs (runtimes send it first when they close a server).
 
 If the SDK cannot be loaded the front answers what it can and every kept request gets a JSON-RPC
-error. ``NEXUS_MCP_FRONT`` (read by the command): ``auto`` (the default), ``lazy`` (the SDK loaded
-only when a request needs it), ``front`` (never loaded: tests compare the front's answers with the
-SDK's), ``sdk`` (no front: the SDK server from the first byte).
+error. ``NEXUS_MCP_FRONT`` (read by the command): ``lazy`` (the default), ``auto``, ``front`` (never
+loaded: tests compare the front's answers with the SDK's), ``sdk`` (no front: the SDK server from the
+first byte).
 """
 
 from __future__ import annotations
@@ -36,13 +42,14 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import sys
 import threading
-from collections.abc import AsyncIterator
+import time
 from typing import TYPE_CHECKING, Any
 
 from . import mcp_tools
-from .mcp_answers import Answers, load_data
+from .mcp_answers import LISTEN_ACK, Answers, load_data
 from .mcp_tools import Defer
 
 if TYPE_CHECKING:
@@ -50,7 +57,9 @@ if TYPE_CHECKING:
 
 MODES = ("auto", "lazy", "front", "sdk")
 IDLE_SECONDS = 0.05
+EXIT_WAIT_SECONDS = 10.0  # on SIGINT, how long a running tool call may take to finish
 INTERNAL_ERROR = -32603
+LISTEN = "subscriptions/listen"
 
 
 class Wire:
@@ -182,23 +191,54 @@ class Session:
         self.pending = []
 
     def _hand_over(self, server: Any, wire: Wire) -> int:
-        import anyio
+        from . import mcp_server  # loaded by now (it made ``server``)
 
         handover_id = f"nexus-front-initialize-{os.urandom(6).hex()}"
         replay: list[str] = []
-        if self.front.initialize is not None:
+        if self.front.modern is not None:  # the era the session opened in: a discover, its answer swallowed
+            params = {"_meta": self.front.modern["params"]["_meta"]}
+            replay.append(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": handover_id, "method": "server/discover", "params": params}
+                )
+            )
+            replay += [json.dumps(m) for m in self.front.listening]  # the SDK's acks swallowed
+        elif self.front.initialize is not None:
             replay.append(json.dumps({**self.front.initialize, "id": handover_id}))
             if self.front.initialized:
                 replay.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         replay += [line.decode("utf-8", "replace") for line in self.pending]
         self.pending = []
         outstanding = Outstanding()
-        anyio.run(
-            server.serve_lines,
-            Lines(replay, self.events, outstanding),
-            Output(wire, handover_id, outstanding),
-        )
+        stdin, feed = mcp_server.pipe_reader()
+        threading.Thread(
+            target=self._feed, args=(feed, replay, outstanding), name="nexus-mcp-feed", daemon=True
+        ).start()
+        output = Output(wire, handover_id, outstanding, {json.dumps(m["id"]) for m in self.front.listening})
+        with stdin:
+            mcp_server.serve_streams(server, stdin, mcp_server.LineSink(output.line))
         return 0
+
+    def _feed(self, fd: int, replay: list[str], outstanding: Outstanding) -> None:
+        """The SDK's stdin after the hand-over: the replayed lines, then the rest of the process's;
+        at EOF, held open until what the SDK was handed is answered."""
+        with os.fdopen(fd, "wb") as pipe:
+            try:
+                for line in replay:
+                    outstanding.sent(line)
+                    pipe.write(line.rstrip("\n").encode("utf-8") + b"\n")
+                pipe.flush()
+                while True:
+                    kind, item = self.events.get()
+                    if kind == "eof":
+                        outstanding.drained()
+                        return
+                    if kind == "line":
+                        outstanding.sent(item.decode("utf-8", "replace"))
+                        pipe.write(item if item.endswith(b"\n") else item + b"\n")
+                        pipe.flush()
+            except BrokenPipeError:  # the SDK stopped reading: nothing more to hand it
+                return
 
 
 class Outstanding:
@@ -220,8 +260,8 @@ class Outstanding:
 
     def sent(self, line: str) -> None:
         message = self._parse(line)
-        if "method" in message and "id" in message:
-            self.ids.add(json.dumps(message["id"]))
+        if "method" in message and "id" in message and message["method"] != LISTEN:
+            self.ids.add(json.dumps(message["id"]))  # (a listen stream is answered only when it ends)
         elif message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
             self.ids.discard(json.dumps(message["params"].get("requestId")))
 
@@ -230,72 +270,55 @@ class Outstanding:
         if "id" in message and "method" not in message:
             self.ids.discard(json.dumps(message["id"]))
 
-    async def drained(self) -> None:
-        import anyio
-
-        with anyio.move_on_after(self.limit):
-            while self.ids:
-                await anyio.sleep(0.01)
-
-
-class Lines:
-    """The SDK's stdin after the hand-over: the replayed lines, then the rest of the process's."""
-
-    def __init__(
-        self, replay: list[str], events: queue.Queue[tuple[str, Any]], outstanding: Outstanding
-    ) -> None:
-        self.replay, self.events, self.outstanding = replay, events, outstanding
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines()
-
-    async def _lines(self) -> AsyncIterator[str]:
-        import anyio.to_thread
-
-        for line in self.replay:
-            self.outstanding.sent(line)
-            yield line if line.endswith("\n") else line + "\n"
-        while True:
-            kind, item = await anyio.to_thread.run_sync(self.events.get)
-            if kind == "eof":
-                await self.outstanding.drained()
-                return
-            if kind == "line":
-                text = item.decode("utf-8", "replace")
-                self.outstanding.sent(text)
-                yield text
+    def drained(self) -> None:
+        deadline = time.monotonic() + self.limit
+        while self.ids and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 class Output:
     """The SDK's stdout after the hand-over: whole lines to the wire, less the answer to the
-    replayed ``initialize`` (the client had the front's)."""
+    replayed opening request and the SDK's second ack of a listen stream the front acknowledged."""
 
-    def __init__(self, wire: Wire, handover_id: str, outstanding: Outstanding) -> None:
-        self.wire, self.handover_id, self.outstanding, self.buffer = wire, handover_id, outstanding, ""
+    def __init__(self, wire: Wire, handover_id: str, outstanding: Outstanding, acked: set[str]) -> None:
+        self.wire, self.handover_id, self.outstanding = wire, handover_id, outstanding
+        self.acked = acked  # listen streams the front acknowledged: the SDK's own ack is swallowed, once
 
-    async def write(self, text: str) -> int:
-        self.buffer += text
-        return len(text)
-
-    async def flush(self) -> None:
-        *lines, self.buffer = self.buffer.split("\n")
-        for line in lines:
-            if line and not self._swallowed(line):
-                self.wire.line(line)
-            self.outstanding.answered(line)
+    def line(self, line: str) -> None:
+        if line and not self._swallowed(line):
+            self.wire.line(line)
+        self.outstanding.answered(line)
 
     def _swallowed(self, line: str) -> bool:
+        if self.acked and LISTEN_ACK in line:
+            message = json.loads(line)
+            if message.get("method") == LISTEN_ACK:
+                stream = json.dumps(next(iter(message.get("params", {}).get("_meta", {}).values()), None))
+                if stream in self.acked:
+                    self.acked.discard(stream)
+                    return True
         if self.handover_id not in line:
             return False
         message = json.loads(line)
         if message.get("id") != self.handover_id:
             return False
         if "error" in message:
-            sys.stderr.write(f"nexus mcp: the SDK refused the replayed initialize: {message['error']}\n")
+            sys.stderr.write(f"nexus mcp: the SDK refused the replayed opening request: {message['error']}\n")
         return True
 
 
-def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "auto") -> int:
+def _exit_when_idle() -> None:
+    mcp_tools.CALLS.wait_idle(EXIT_WAIT_SECONDS)
+    os._exit(0)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGINT (what a runtime sends first when it closes): exit as soon as no tool call is running.
+    The SDK's loop would otherwise wait on its stdin reader thread, and the runtime on us."""
+    threading.Thread(target=_exit_when_idle, name="nexus-mcp-exit", daemon=True).start()
+
+
+def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy") -> int:
     """``nexus mcp``: check the agent, then serve stdio (``mode``: one of :data:`MODES`)."""
     from ..errors import InputError
 
@@ -303,6 +326,7 @@ def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "auto
     if mode not in MODES:
         raise InputError(f"unknown NEXUS_MCP_FRONT {mode!r}: use one of {', '.join(MODES)}")
     mcp_tools.check_agent(ws, agent, tools)
+    signal.signal(signal.SIGINT, _interrupted)
     if mode == "sdk":
         from . import mcp_server
 

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import io
+import os
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -174,15 +177,46 @@ class NexusMCPServer(MCPServer):
                 raise ToolError(refused_text(name, str(cause), names)) from None
             raise
 
-    async def serve_lines(self, stdin: Any, stdout: Any) -> None:
-        """Serve one connection through the SDK's own stdio transport, reading lines from ``stdin``
-        (an async iterator of ``str``) and writing through ``stdout`` (async ``write``/``flush``):
-        what ``run("stdio")`` does on the process's streams. The front hands its stream over so."""
-        from mcp.server.stdio import stdio_server
 
-        async with stdio_server(stdin, stdout) as (read, write):
-            lowlevel = self._lowlevel_server  # what MCPServer.run_stdio_async runs
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+class LineSink(io.RawIOBase):
+    """A writable stream that hands each whole line written to it to ``line`` (the SDK's stdout when
+    it serves a connection that is not the process's own: the front's wire, a test's collector)."""
+
+    def __init__(self, line: Callable[[str], None]) -> None:
+        super().__init__()
+        self.line, self.pending = line, b""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.pending += bytes(data)
+        *lines, self.pending = self.pending.split(b"\n")
+        for text in lines:
+            self.line(text.decode("utf-8", "replace"))
+        return len(data)
+
+
+def serve_streams(server: MCPServer, stdin: io.TextIOBase, sink: LineSink) -> None:
+    """Serve one connection over ``stdin`` (read to its end) and ``sink``, through the SDK's public
+    ``run("stdio")``: its stdio transport serves ``sys.stdin``/``sys.stdout`` as they are when they
+    are not the process's descriptors 0 and 1, so they stand in for them meanwhile. (The front hands
+    its stream over so, and the generator of ``mcp_tools.json`` asks the SDK so.) No private
+    attribute of the SDK is used; the hand-over tests fail if its transport stops serving them."""
+    saved = sys.stdin, sys.stdout
+    sys.stdin = stdin
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(sink), encoding="utf-8", write_through=True)
+    try:
+        server.run("stdio")
+    finally:
+        sys.stdout.flush()
+        sys.stdin, sys.stdout = saved
+
+
+def pipe_reader() -> tuple[io.TextIOWrapper, int]:
+    """A text stream to serve as the SDK's stdin, and the descriptor that feeds it (close it: EOF)."""
+    read_fd, write_fd = os.pipe()
+    return io.TextIOWrapper(io.FileIO(read_fd, "rb"), encoding="utf-8", errors="replace"), write_fd
 
 
 # ------------------------------------------------------------ tools generated from the operations

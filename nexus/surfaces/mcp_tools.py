@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -40,14 +41,42 @@ class Defer(Exception):
     """The front cannot be sure to answer this exactly as the SDK would: the SDK answers it."""
 
 
+class InFlight:
+    """The tool calls running now, so that an interrupt ends the process between calls, never in
+    the middle of one (``nexus mcp`` on SIGINT)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.idle = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self.idle:
+            self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self.idle:
+            self.count -= 1
+            self.idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> None:
+        with self.idle:
+            self.idle.wait_for(lambda: self.count == 0, timeout)
+
+
+CALLS = InFlight()
+
+
 def instructions(agent: str) -> str:
     """The server's ``instructions`` (sent in the ``initialize`` answer)."""
     return (
         f"nexus: shared, durable memory for agents working together. You are {agent!r}. "
-        "Call the `brief` tool before each response; after a meaningful turn record what you "
-        "did with `log_append`; acknowledge what others wrote with `acknowledge`; record "
-        "decisions with `decide`; find anything with `search`; save your working context "
-        "with `checkpoint_save`."
+        "Your brief (what the others wrote, what you owe, decisions in force, your checkpoint) "
+        "is injected into your context at session start and when something is new, where "
+        "`nexus setup` wired your runtime's hooks; only when your context holds no nexus brief, "
+        "call the `brief` tool at the start of a session and before you act on shared work. "
+        "After a meaningful turn record what you did with `log_append`; acknowledge what others "
+        "wrote with `acknowledge`; record decisions with `decide`; find anything with `search`; "
+        "save your working context with `checkpoint_save`."
     )
 
 
@@ -92,7 +121,8 @@ def call_operation(op: Operation, ws: Workspace, agent: str, kwargs: dict[str, A
     settings_params = {p.name: p.setting for p in op.params_for(MCP) if p.setting}
     overrides = {settings_params[k]: kwargs.pop(k) for k in list(kwargs) if k in settings_params}
     call = Call.of(ws.with_settings(**overrides), agent=agent, surface=MCP)
-    result = op.function()(call, **kwargs)
+    with CALLS:
+        result = op.function()(call, **kwargs)
     answer = result.for_mcp() if hasattr(result, "for_mcp") else result.to_json()
     return answer if full or isinstance(answer, str) else lean(answer)
 

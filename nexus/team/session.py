@@ -132,7 +132,8 @@ def start(
     built = brief.build(vault, agent, _settings(settings), surface=surface)
     text = brief.render(built)
     if source in ("resume", "compact"):
-        text = text.replace("\n", f" (session {source}d: continue from your checkpoint below)\n", 1)
+        done = {"resume": "resumed", "compact": "compacted"}[source]
+        text = text.replace("\n", f" (session {done}: continue from your checkpoint below)\n", 1)
     earlier = _load(vault, agent, session_id) or {}  # resume, clear, compact: the same session goes on
     _save(
         vault,

@@ -1,0 +1,242 @@
+"""What nexus costs a person using a real agent runtime (Claude Code 2.1.332), measured in the
+end-to-end harness (tests/e2e/: the pinned runtime, a scripted Anthropic server on 127.0.0.1):
+
+    .venv/bin/python benchmarks/bench_runtimes.py [--runs 8] [--turns 4]
+
+Side by side in one loop, interleaved so both see the same load:
+
+- **start**: time from starting `claude -p` to its first model request, in a project without nexus
+  and in the same project wired by `nexus setup claude-code` (target: nexus adds at most 150 ms);
+- **per turn**: in the wired project, one session of ``--turns`` prompts (stream-json input); the
+  duration of each nexus hook as Claude Code itself logs it (`--debug-file`: "Hooks: EVENT [...]
+  finished with status 0 (N ms)"), p50 of the hooks a turn runs (UserPromptSubmit, and Stop where
+  it is wired) (target: at most 100 ms);
+- **MCP first answer**: `nexus mcp` spawned over pipes, time from spawn to its answer to Claude Code's
+  opening `server/discover`, with the stdio front (the default) and with the SDK server alone
+  (`NEXUS_MCP_FRONT=sdk`).
+
+Nothing is asserted. JSON goes to benchmarks/results/bench_runtimes.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from e2e.conftest import BIN, runtime_binary, runtime_env  # noqa: E402
+from e2e.model_anthropic import AnthropicModel, Text  # noqa: E402
+from harness import pct  # noqa: E402
+
+from nexus.keys import identity  # noqa: E402
+from nexus.ledger import log  # noqa: E402
+from nexus.storage.vault import init  # noqa: E402
+
+HOOK_LINE = re.compile(r"Hooks: (\w+)(?::\w+)? \[.*?\] finished with status 0 \((\d+)ms\)")
+
+
+def _claude() -> Path:
+    return runtime_binary("claude-code", "2.1.332", "node_modules/.bin/claude")  # not installed: one line
+
+
+def first_request(project: Path, home: Path) -> float:
+    """Seconds from starting `claude -p` to its first model request."""
+    with AnthropicModel([Text("ok")]) as model:
+        env = runtime_env(
+            home,
+            ANTHROPIC_BASE_URL=model.url,
+            ANTHROPIC_API_KEY="sk-ant-bench",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+        )
+        start = time.monotonic()
+        subprocess.run(
+            [str(CLAUDE), "-p", "hello", "--output-format", "json"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        posts = [r.at for r in model.requests if r.scripted]
+        return posts[0] - start
+
+
+def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[int]]:
+    """One wired session of ``n`` prompts; each nexus hook's duration as Claude Code logged it (ms)."""
+    with AnthropicModel([Text(f"answer {i}") for i in range(n)]) as model:
+        env = runtime_env(
+            home,
+            ANTHROPIC_BASE_URL=model.url,
+            ANTHROPIC_API_KEY="sk-ant-bench",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+        )
+        proc = subprocess.Popen(
+            [
+                str(CLAUDE),
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--debug-file",
+                str(debug),
+            ],
+            cwd=project,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert proc.stdin and proc.stdout
+        for i in range(n):
+            message = {
+                "type": "user",
+                "message": {"role": "user", "content": [{"type": "text", "text": f"p{i}"}]},
+            }
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            for line in proc.stdout:
+                if json.loads(line).get("type") == "result":
+                    break
+        proc.stdin.close()
+        proc.wait(timeout=120)
+        proc.stdout.close()
+    found: dict[str, list[int]] = {}
+    for event, ms in HOOK_LINE.findall(debug.read_text(errors="replace")):
+        found.setdefault(event, []).append(int(ms))
+    return found
+
+
+DISCOVER = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "server/discover",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    },
+}
+
+
+def mcp_first_answer(vault: Path, keys: Path, mode: str) -> float:
+    """Seconds from spawning `nexus mcp` to its answer to the opening discover."""
+    env = dict(os.environ, NEXUS_VAULT=str(vault), NEXUS_HOME=str(keys), NEXUS_MCP_FRONT=mode)
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [str(BIN / "nexus"), "mcp", "--agent", "ella"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write((json.dumps(DISCOVER) + "\n").encode())
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    took = time.monotonic() - start
+    assert b'"result"' in line, line
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=4)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nexus-bench-runtimes-") as tmp:
+        root = Path(tmp)
+        vault, _ = init(root / "vault")
+        keys = root / "keys"
+        for name in ("ella", "lyra"):
+            identity.add(vault, keys, name)
+        for i in range(50):  # a lived-in vault: history to brief from
+            log.append(
+                vault,
+                identity.load_signer(vault, keys, "lyra"),
+                channel="build",
+                type="note",
+                summary=f"note {i}",
+            )
+        plain, wired, home = root / "plain", root / "wired", root / "home"
+        for folder in (plain, wired, home):
+            folder.mkdir()
+            subprocess.run(["git", "init", "-q", str(folder)], check=True)
+        setup = subprocess.run(
+            [
+                str(BIN / "nexus"),
+                "--vault",
+                str(vault.root),
+                "setup",
+                "claude-code",
+                "--agent",
+                "ella",
+                "--keys-home",
+                str(keys),
+            ],
+            cwd=wired,
+            env=runtime_env(home),
+            capture_output=True,
+            text=True,
+        )
+        assert setup.returncode == 0, setup.stderr
+        start: dict[str, list[float]] = {"without nexus": [], "with nexus": []}
+        mcp: dict[str, list[float]] = {"front": [], "sdk": []}
+        hooks: dict[str, list[int]] = {}
+        first_request(plain, home)  # warm the runtime's own caches once
+        for run in range(args.runs):
+            start["without nexus"].append(first_request(plain, home))
+            start["with nexus"].append(first_request(wired, home))
+            mcp["front"].append(mcp_first_answer(vault.root, keys, "auto"))
+            mcp["sdk"].append(mcp_first_answer(vault.root, keys, "sdk"))
+            for event, values in turns(wired, home, args.turns, root / f"debug-{run}.txt").items():
+                hooks.setdefault(event, []).extend(values)
+    result: dict[str, Any] = {
+        "runs": args.runs,
+        "turns_per_session": args.turns,
+        "first_request_ms": {
+            k: {"p50": pct(v, 0.5) * 1000, "p90": pct(v, 0.9) * 1000} for k, v in start.items()
+        },
+        "nexus_adds_to_start_ms_p50": (
+            statistics.median(start["with nexus"]) - statistics.median(start["without nexus"])
+        )
+        * 1000,
+        "mcp_first_answer_ms": {
+            k: {"p50": pct(v, 0.5) * 1000, "p90": pct(v, 0.9) * 1000} for k, v in mcp.items()
+        },
+        "hook_ms": {k: {"p50": pct(v, 0.5), "p90": pct(v, 0.9), "n": len(v)} for k, v in hooks.items()},
+    }
+    prompts, stops = hooks.get("UserPromptSubmit", []), hooks.get("Stop", [])
+    per_turn = [a + (stops[i] if i < len(stops) else 0) for i, a in enumerate(prompts)]
+    result["hooks_per_turn_ms_p50"] = pct(per_turn, 0.5) if per_turn else None
+    out = ROOT / "benchmarks" / "results" / "bench_runtimes.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+CLAUDE = Path()
+
+if __name__ == "__main__":
+    CLAUDE = _claude()
+    main()
