@@ -178,6 +178,9 @@ def test_a_person_releases_any_claim_recorded_as_theirs(env: Env, tmp_path: Path
     assert release.type == "release" and release.agent == "sam" and "ella's" in release.summary
     claims = claimlog.refresh(env.vault).claims()
     assert claims[cid].status == "released" and claims[cid].released_by == "sam"
+    assert env.run("claims", "--json").json() == {"claims": []}
+    (ended,) = env.run("claims", "--all", "--json").json()["claims"]
+    assert (ended["id"], ended["status"], ended["released_by"]) == (cid, "released", "sam")
     env.run("claim", "src/a.py", "--agent", "lyra", "--reason", "mine now", "--project", str(root))
 
 
@@ -214,6 +217,11 @@ def test_tasks_and_the_free_list(env: Env, tmp_path: Path) -> None:
     env.run("claim", "release", a.json()["id"], "--agent", "ella")
     assert env.run("claims", "--free", "task:*", "--json").json() == {"free": ["task:parser"]}
     assert env.run("claims", "--free", "src/*", check=False).returncode == 2
+    elsewhere = _project(tmp_path, "elsewhere")
+    env.run("claim", "src/x.py", "--agent", "lyra", "--reason", "r", "--project", str(elsewhere))
+    here = env.run("claims", "--project", str(root), "--json").json()["claims"]
+    assert [c["patterns"] for c in here] == [["task:lexer"]]  # tasks everywhere; elsewhere's path not
+    assert len(env.run("claims", "--json").json()["claims"]) == 2
 
 
 def test_only_verified_entries_claim(env: Env) -> None:
