@@ -8,11 +8,11 @@ info, instructions), ``ping``, ``tools/list``, ``prompts/list``, ``resources/lis
 ``mcp_tools.check_arguments`` can check exactly (the same operation runs, the same result or error
 is rendered). Both eras the SDK serves: the ``initialize`` handshake (2024-11-05 to 2025-11-25) and
 the 2026-07-28 per-request envelope, which a client opens with ``server/discover`` (Claude Code
-does); a version the SDK does not know gets the SDK's own refusal at once (the client falls back
-without waiting). As the SDK does, the first request decides the session's era.
-``mcp_tools.json`` is generated from the SDK server itself over its stdio transport (``python -m
-nexus.surfaces.mcp_answers --write``); a test fails when it differs from what the installed SDK
-serves.
+does); a version the SDK does not know, and a handshake on a connection in that era, get the SDK's
+own refusal at once (the client falls back without waiting). As the SDK does, the first request
+decides the session's era. ``mcp_tools.json`` is generated from the SDK server itself over its
+stdio transport (``python -m nexus.surfaces.mcp_answers --write``); a test fails when it differs
+from what the installed SDK serves.
 """
 
 from __future__ import annotations
@@ -163,6 +163,14 @@ class Answers:
     def _modern(self, message: dict[str, Any], method: str, params: Any) -> dict[str, Any]:
         """A request of the 2026 era: every one carries the envelope; answered with the SDK's stamps."""
         data, key = self.data, self.data["modern_meta_key"]
+        if method == "initialize" and self.modern is not None and _valid_initialize(params):
+            # the handshake does not exist in this era: the SDK's refusal, at once
+            refusal = {"supported": data["modern_versions"], "requested": params["protocolVersion"]}
+            return {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {**data["modern_initialize"], "data": refusal},
+            }
         meta = params.get("_meta") if isinstance(params, dict) else None
         if not isinstance(meta, dict) or not _valid_envelope(meta, key):
             raise Defer
@@ -332,6 +340,9 @@ def generate() -> dict[str, Any]:
         "modern_unsupported": {
             k: v for k, v in modern_answers["unsupported"].items() if k in ("code", "message")
         },
+        "modern_initialize": {
+            k: v for k, v in modern_answers["initialize"].items() if k in ("code", "message")
+        },
         "handshake_versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
         "latest_handshake_version": LATEST_HANDSHAKE_VERSION,
         "front_versions": [v for v, answers in asked.items() if same(answers)],
@@ -373,10 +384,10 @@ def _ask_sdk_modern(ws: Workspace, version: str) -> dict[str, Any]:
             _CLIENT_CAPABILITIES: {},
         }
 
-    methods = ["server/discover", "tools/list", *LISTS, "tools/call", "unsupported"]
+    methods = ["server/discover", "tools/list", *LISTS, "tools/call", "unsupported", "initialize"]
     lines = [
         json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": {"_meta": meta(version)}})
-        for i, m in enumerate(methods[:-2])
+        for i, m in enumerate(methods[:-3])
     ]
     lines.append(
         json.dumps(
@@ -393,6 +404,12 @@ def _ask_sdk_modern(ws: Workspace, version: str) -> dict[str, Any]:
             {"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"_meta": meta("0000-00-00")}}
         )
     )
+    handshake = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "n", "version": "0"},
+    }
+    lines.append(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": handshake}))
     return _converse(ws, "all", methods, lines)
 
 

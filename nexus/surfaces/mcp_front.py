@@ -3,7 +3,7 @@ stream to the SDK server (``mcp_server.py``) only when a request needs it.
 
 What it buys, measured by ``benchmarks/bench_runtimes.py`` (spawn to the answer to Claude Code's
 opening ``server/discover``, both in one interleaved run on the 2-core test machine under a load
-average of 12): 0.22 s p50 with the front against 2.70 s for the SDK server alone (importing
+average of about 14): 0.26 s p50 with the front against 3.16 s for the SDK server alone (importing
 ``mcp.server`` builds every protocol version's pydantic models). Claude Code's discover probe gives
 up after about 3 s; with the SDK alone it fell back to ``initialize``, which the SDK had already
 refused for the era, and connected after 9 s. The front imports neither ``mcp`` nor ``pydantic``. It

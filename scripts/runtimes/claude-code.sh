@@ -16,7 +16,8 @@ TMP="$(mktemp -d "$ROOT/.$NAME-$VERSION.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 echo "installing $PACKAGE into $DEST" >&2
 if ! npm install --prefix "$TMP" --no-audit --no-fund --loglevel=error "$PACKAGE" >"$TMP.log" 2>&1; then
-  echo "$NAME: npm install $PACKAGE failed: $(tail -n 1 "$TMP.log")" >&2
+  why="$(grep -m 1 -E 'npm (error|ERR!) (code|network|404|E[A-Z]+)' "$TMP.log" || tail -n 1 "$TMP.log")"
+  echo "$NAME: npm install $PACKAGE failed: $why" >&2
   rm -f "$TMP.log"
   exit 1
 fi

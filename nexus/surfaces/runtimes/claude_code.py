@@ -42,36 +42,33 @@ EVENTS = {
     "UserPromptSubmit": "prompt",
     "PreCompact": "pre-compact",
     "SessionEnd": "session-end",
+    "PreToolUse": "pre-tool",  # claims: an edit of a file another agent holds is denied (docs/claims.md)
 }
 
 
-def add_hooks(w: Wiring, events: dict[str, str], extra: dict[str, tuple[str, ...]] | None = None) -> Edit:
-    """Put nexus's hook command in each event's list (Claude-style ``hooks`` object)."""
+# Claude Code event -> the tool matcher of nexus's hook group there (a PreToolUse hook names its tools).
+MATCHERS: dict[str, str] = {"PreToolUse": "Edit|Write|MultiEdit|NotebookEdit"}
+
+
+def add_hooks(
+    w: Wiring,
+    events: dict[str, str],
+    extra: dict[str, tuple[str, ...]] | None = None,
+    matchers: dict[str, str] | None = None,
+) -> Edit:
+    """Put nexus's hook command in each event's list (Claude-style ``hooks`` object): ``extra``
+    arguments per nexus-hook event, a ``matcher`` per runtime event."""
 
     def edit(data: dict[str, Any]) -> None:
         hooks = table(data, "hooks")
         for name, event in events.items():
+            matcher = (matchers or {}).get(name)
             hooks[name] = hook_groups(
-                hooks.get(name), w.hook_command(event, *(extra or {}).get(event, ())), w.hook_marker(event)
+                hooks.get(name),
+                w.hook_command(event, *(extra or {}).get(event, ())),
+                w.hook_marker(event),
+                {"matcher": matcher} if matcher else None,
             )
-
-    return edit
-
-
-# Claims (docs/claims.md): nexus's pre-tool hook on the file-editing tools denies an edit of a path
-# another agent holds exclusively.
-PRE_TOOL = ("PreToolUse", "pre-tool", "Edit|Write|MultiEdit|NotebookEdit")
-
-
-def add_pre_tool(w: Wiring) -> Edit:
-    """nexus's pre-tool hook (``PRE_TOOL``) in the ``hooks`` object."""
-
-    def edit(data: dict[str, Any]) -> None:
-        event, hook, matcher = PRE_TOOL
-        hooks = table(data, "hooks")
-        hooks[event] = hook_groups(
-            hooks.get(event), w.hook_command(hook), w.hook_marker(hook), {"matcher": matcher}
-        )
 
     return edit
 
@@ -125,8 +122,11 @@ def changes(w: Wiring) -> list[Change]:
     mcp, settings, memo = files(w)
     out = [
         Change(mcp, "MCP server `nexus`", json_merge(mcp, add_mcp(w))),
-        Change(settings, "hooks: " + ", ".join(EVENTS), json_merge(settings, add_hooks(w, EVENTS))),
-        Change(settings, f"hooks: {PRE_TOOL[0]} (claims)", json_merge(settings, add_pre_tool(w))),
+        Change(
+            settings,
+            "hooks: " + ", ".join(EVENTS),
+            json_merge(settings, add_hooks(w, EVENTS, matchers=MATCHERS)),
+        ),
         Change(
             settings,
             f'permissions.allow "{ALLOW}"',
