@@ -413,6 +413,7 @@ GROUPS = {
     "memory facts": "the memory index: one note per fact under memory/",
     "index": "the search index under .nexus/index/",
     "git": "the vault as a git repository",
+    "claim": "claims: take (`nexus claim PATTERN…` is `nexus claim take PATTERN…`), renew, release",
 }
 
 
