@@ -170,7 +170,7 @@ def main() -> int:
             row("raw write+fsync, 8 processes, flock", med["raw8"], lats["raw8"], med["raw1"]),
             row("signed append, 8 writer processes", med["append8"], lats["append8"], med["raw8"]),
         ]
-        from nexus.ledger.verify import verify
+        from nexus.audit.verify_state import verify
 
         report = verify(vault)
         assert report.ok, [str(p) for p in report.problems][:5]

@@ -146,7 +146,7 @@ def same_verify_code(before: Path) -> bool:
     """The code in ``before`` checks entries with the same modules as this code: the verify state one
     saves is used by the other (else every handoff of one would verify the whole log again, and
     their handoffs cannot take turns on one vault)."""
-    from nexus.ledger import verify_state
+    from nexus.audit import verify_state
 
     here = ROOT / "nexus"
     for module in verify_state.CONTEXT_MODULES:
@@ -210,7 +210,7 @@ def run_size(
 
         old_code = (
             "import sys; from pathlib import Path; from nexus.storage.vault import Vault; "
-            "from nexus.ledger.verify import verify_exact; r = verify_exact(Vault(Path(sys.argv[1]))); "
+            "from nexus.audit.verify import verify_exact; r = verify_exact(Vault(Path(sys.argv[1]))); "
             "print(r.entries, len(r.errors))"
         )
         if old:

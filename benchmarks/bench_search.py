@@ -328,7 +328,7 @@ for line in sys.stdin:
     kind, q = json.loads(line)
     c, t = cpu(), time.perf_counter()
     if kind == "verify":  # what nexus verify proves (the build may use it)
-        from nexus.ledger import verify_state
+        from nexus.audit import verify_state
         hits = [None] * verify_state.run(vault).entries
     elif kind == "build":
         hits = [None] * search.rebuild(vault).documents_added

@@ -78,7 +78,7 @@ def bench_driver(tmp: Path, count: int, runs: int) -> dict[str, float]:
     ids = [b for b, _ in merge.split_segment(result.data)[1] if b]
     assert len(ids) == len(set(ids)) == 1000 + 2 * count and ids == sorted(ids), "a bad merge"
     path.write_bytes(result.data)
-    from nexus.ledger.verify import verify
+    from nexus.audit.verify_state import verify
 
     assert verify(vault, full=True).ok
     env = dict(os.environ)

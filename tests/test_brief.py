@@ -133,3 +133,27 @@ def test_a_correction_says_what_it_corrects_and_the_brief_shows_the_project_stat
     calm = env.run("brief", "--agent", "ella", "--peek", "--stale-minutes", "30").stdout
     alarmed = env.run("brief", "--agent", "ella", "--peek", "--stale-minutes", "0.01").stdout
     assert calm != alarmed and "crash" in alarmed.lower() and "crash" not in calm.lower()
+
+
+def test_an_acknowledged_entry_is_quoted_only_while_it_verifies_in_one_long_lived_process(
+    env: Env,
+) -> None:
+    """An entry that acks another names it with its summary: only when that entry still verifies,
+    read again at every brief (a long-running MCP server kept a process-wide cache by id, and quoted
+    a summary without checking its signature)."""
+    from conftest import edit_in_place
+
+    from nexus.settings import DEFAULTS
+    from nexus.team import brief
+
+    first = env.append("ella", "the harbour crane is fixed").located
+    env.append("lyra", "thanks, seen it", ack=[first.entry.id])
+
+    def ack_line() -> str:
+        text = brief.render(brief.build(env.vault, "sam", DEFAULTS, peek=True))
+        return next(line for line in text.splitlines() if "thanks, seen it" in line)
+
+    assert '"the harbour crane is fixed"' in ack_line()
+    edit_in_place(env.vault.root / first.file, b"harbour crane is fixed", b"harbour crane is broke")
+    line = ack_line()  # (the same process: nothing remembered of the first brief)
+    assert "crane" not in line and first.entry.id in line, line

@@ -11,8 +11,8 @@ import time
 import pytest
 from conftest import Env
 
+from nexus.audit.verify_state import verify
 from nexus.ledger import log
-from nexus.ledger.verify import verify
 from nexus.sync import copies
 
 

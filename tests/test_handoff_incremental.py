@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from conftest import Env, spy_reads
 
-from nexus.ledger import log, verify_state
+from nexus.audit import verify_state
+from nexus.ledger import log
 from nexus.storage import segments
 from nexus.team import handoff
 

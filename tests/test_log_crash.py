@@ -13,8 +13,8 @@ from pathlib import Path
 
 from conftest import Env
 
+from nexus.audit.verify_state import verify
 from nexus.ledger import log
-from nexus.ledger.verify import verify
 
 WORKER = Path(__file__).resolve().parent / "log_worker.py"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
+from nexus.audit.verify_state import verify
 from nexus.errors import IdentityError
 from nexus.ledger import log
-from nexus.ledger.verify import verify
 from nexus.records import Located
 
 

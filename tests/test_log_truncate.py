@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from conftest import Env
 
+from nexus.audit.verify_state import verify
 from nexus.ledger import log
-from nexus.ledger.verify import verify
 from nexus.storage import segments
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import Env
 
-from nexus.ledger import log, shadow, tailstate
+from nexus.ledger import log, tailstate
 from nexus.ledger.marks import START, Mark, ends_with_entry
 from nexus.settings import DEFAULT_ACK_TYPES
 from nexus.team import acks, coordination, races
@@ -129,7 +129,7 @@ def test_a_recovery_moves_the_tail_state_with_the_bytes(env: Env, monkeypatch: p
         return real(*args)
 
     monkeypatch.setattr(tailstate, "rebuild", spy)
-    shadow.restore_entry(env.vault, a)  # the original back, and a notice after it: b moves
+    log.restore_entry(env.vault, a)  # the original back, and a notice after it: b moves
     log._WRITERS.clear()
     c = env.append("ella", "after the recovery").located.entry.id
     assert rebuilds == []

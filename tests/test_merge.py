@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import Env
 
+from nexus.audit.verify_state import verify
 from nexus.ledger import log
-from nexus.ledger.verify import verify
 from nexus.memory import bank
 from nexus.project import checkpoints
 from nexus.sync import merge

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
-from nexus.ledger import verify
+from nexus.audit import verify_state as verify
 from nexus.project import decisions
 from nexus.storage import meta, notes
 from nexus.storage.vault import Vault

@@ -16,8 +16,8 @@ import pytest
 from conftest import Env, edit_entry_in_place, edit_in_place
 
 from nexus import search
+from nexus.audit import verify_state
 from nexus.keys import identity, seal, signatures, trust
-from nexus.ledger import verify_state
 from nexus.search import documents, engine, reader
 from nexus.search.language import analysis
 from nexus.search.manifest import index_dir

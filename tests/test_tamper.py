@@ -312,7 +312,7 @@ def test_flips_in_the_last_entry_never_vanish_into_a_warning(env: Env, tmp_path:
     last = env.append("lyra", "the last entry", body="some words").located
     path = _segment(env)
     data = path.read_bytes()
-    from nexus.ledger.verify import verify
+    from nexus.audit.verify_state import verify
 
     clean = 0
     for at in range(last.offset, last.end_offset - 1, 7):
@@ -377,7 +377,7 @@ def test_injected_faults_on_append_and_recovery_keep_every_invariant(env: Env, t
     import subprocess
     import sys
 
-    from nexus.ledger.verify import verify
+    from nexus.audit.verify_state import verify
 
     env.append("ella", "one")
     env.append("lyra", "two", body="a body")

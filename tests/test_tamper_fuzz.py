@@ -25,7 +25,8 @@ from typing import Any
 
 from conftest import Env
 
-from nexus.ledger import log, verify
+from nexus.audit import verify_state as verify
+from nexus.ledger import log
 from nexus.team import brief
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tamper_mutants.json"

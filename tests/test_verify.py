@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import Env
 
+from nexus.audit.verify_state import verify
 from nexus.ledger import log
-from nexus.ledger.verify import verify
 from nexus.records import Entry, Located, Problem
 from nexus.storage import entries, text
 

@@ -13,9 +13,11 @@ import pytest
 from conftest import Env
 from test_verify import _build, unsigned_entry  # the same six-entry log the serial tests verify
 
+from nexus.audit import verify_state
+from nexus.audit.verify import Report, verify_exact
+from nexus.audit.verify_state import verify
 from nexus.keys import identity
-from nexus.ledger import log, verify_state
-from nexus.ledger.verify import Report, verify, verify_exact
+from nexus.ledger import log
 from nexus.records import Entry, Located
 from nexus.storage import entries
 
@@ -270,7 +272,7 @@ def test_damage_anywhere_in_verified_history_is_caught_by_the_next_incremental_v
 
 
 def test_a_verify_after_new_entries_checks_only_those(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nexus.ledger import verify as verify_mod
+    from nexus.ledger import check as verify_mod
 
     _build(env)
     assert verify(env.vault).checked == 6

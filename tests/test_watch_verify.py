@@ -9,7 +9,8 @@ from collections.abc import Callable
 from conftest import Env
 from test_watch import WatchProcess, _wait_until, watching
 
-from nexus.ledger import log, verify_state
+from nexus.audit import verify_state
+from nexus.ledger import log
 
 __all__ = ["watching"]  # (the fixture, used by name)
 

@@ -1,6 +1,6 @@
 """Signatures this machine has already checked: a memo of Ed25519 verification, kept beside the pins.
 
-Every reader checks each entry it shows (``verify.mark``), so an agent's brief checked the same few
+Every reader checks each entry it shows (``ledger/check.py``), so an agent's brief checked the same few
 hundred unread entries again at every turn: an Ed25519 verification costs ~0.1 ms, and loading the
 signature library ~10 ms of a ~60 ms interpreter start. A verification is a pure function of the
 public key, the signature and the signed bytes, so its "valid" answers can be remembered.

@@ -24,7 +24,7 @@ from .logfiles import is_segment_name, marked
 from .marks import START, Mark
 
 if TYPE_CHECKING:
-    from ..keys.trust import Keyring
+    from .check import Checker
 
 
 @dataclass(frozen=True)
@@ -87,23 +87,25 @@ def advance_cursor(vault: Vault, agent: str, cursor: Cursor) -> None:
     durable.replace(cursor_path(vault, agent), json.dumps(cursor.to_json()).encode())
 
 
-def unread(vault: Vault, agent: str, *, advance: bool = True, ring: Keyring | None = None) -> list[Located]:
+def unread(
+    vault: Vault, agent: str, *, advance: bool = True, checker: Checker | None = None
+) -> list[Located]:
     """Entries by others that ``agent`` has not read, oldest first, each with its verdict (see
     :func:`scan_unread`); advances the cursor unless told not."""
-    items, cursor = scan_unread(vault, agent, ring=ring)
+    items, cursor = scan_unread(vault, agent, checker=checker)
     if advance and cursor is not None:
         advance_cursor(vault, agent, cursor)
     return items
 
 
 def scan_unread(
-    vault: Vault, agent: str, *, ring: Keyring | None = None
+    vault: Vault, agent: str, *, checker: Checker | None = None
 ) -> tuple[list[Located], Cursor | None]:
     """Entries by others that ``agent`` has not read, oldest first, and the cursor that marks them
     read (``None`` when it would not change); nothing is written. See :func:`advance_cursor`.
 
     Each entry carries its verdict (``Located.verdict``: "ok" only when it is canonical and signed by
-    its author's trusted key, ``ring``, default this machine's pins): readers show the others apart.
+    its author's trusted key: ``checker``, see ``logfiles.marked``): readers show the others apart.
 
     The cursor keeps, per segment, a mark just after the last entry read there and the segment's size
     when read, so a read opens only segments that changed and scans only what was added. If the mark
@@ -121,7 +123,7 @@ def scan_unread(
         keep=lambda e: e.agent != agent,
         arrived=arrived if cursor.seen is not None else frozenset(),
     )
-    out = marked(vault, out, ring)
+    out = marked(vault, out, checker)
     after = Cursor(newest_seen, marks, arrived_end)
     return out, (None if after == cursor else after)
 

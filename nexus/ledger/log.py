@@ -20,18 +20,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ForkError, InputError, IntegrityError
-from ..records import AppendResult, Entry, Located
+from ..records import AppendResult, Entry, Located, Notice
 from ..storage import durable, entries, segments
 from ..storage.locks import FileLock, exclusive
 from ..storage.text import SECRET_HINT_RE, check_line, check_name, check_token, check_type, prepare_body
 from ..storage.vault import Vault
-from . import tailstate
+from . import shadow, tailstate
 from .cursors import (
     ARRIVALS_FILE,
     Cursor,
@@ -43,9 +44,9 @@ from .cursors import (
     scan_unread,
     unread,
 )
-from .logfiles import find_entry, is_segment_name, iter_entries, missing_entry, scan_file, segment_files, tail
+from .logfiles import find_entry, is_segment_name, iter_entries, missing_entry, scan_file, segment_files
 from .marks import Mark
-from .tailstate import TAIL_FILE
+from .tailstate import TAIL_FILE, tail
 
 if TYPE_CHECKING:
     from ..keys.identity import Signer
@@ -68,6 +69,7 @@ __all__ = [
     "repair_tail",
     "replace_segment",
     "resolve_fork",
+    "restore_entry",
     "scan_after",
     "scan_file",
     "scan_unread",
@@ -646,7 +648,7 @@ def resolve_fork(vault: Vault, signer: Signer, keep: str) -> AppendResult:
     entry ``keep`` (from its newest entry) and acks every entry of the agent from the fork on, so
     every machine sees the same choice. Both branches stay in the log."""
     from ..keys import trust
-    from .verify import check_entry
+    from .check import check_entry
 
     agent = signer.name
     ring = trust.load(vault)
@@ -681,3 +683,35 @@ def resolve_fork(vault: Vault, signer: Signer, keep: str) -> AppendResult:
         ack=(*ack, tip.entry.id),
         chain=(tip.entry.seq + 1, digests[tip.entry.id]),
     )
+
+
+def restore_entry(vault: Vault, entry_id: str) -> Notice:
+    """Put an entry's original text back in its segment (replacing an edited version, or re-inserting
+    it when it is gone) under the log lock, with a notice saying so."""
+    copy = shadow.original(vault, entry_id)
+    path = vault.root / copy.file
+    notice_id = shadow.new_notice_id()
+    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    note = copy.file[:-3] if copy.file.endswith(".md") else copy.file
+    message = f"entry {entry_id} put back from the shadow by `nexus log recover --restore`"
+    notice_text = shadow.render_notice(
+        notice_id,
+        f"nexus restored the original of {entry_id}",
+        [f"{message}: [[{note}#^{entry_id}]] ({ts})."],
+    )
+    with locked(vault):
+        exists = path.exists()
+        data = path.read_bytes() if exists else segments.preamble(Path(copy.file).stem).encode()
+        scan = segments.scan(data, copy.file)
+        spans = [(loc.offset, loc.end_offset) for loc in scan.entries if loc.entry.id == entry_id]
+        spans += [(b.offset, b.end_offset) for b in scan.broken if b.entry_id == entry_id]
+        if spans:
+            start, end = spans[0]
+            new = data[:start] + copy.text.encode("utf-8") + b"\n" + notice_text.encode() + data[end:]
+        else:
+            new = shadow.insert_entries(data, scan, [copy], notice_text)
+        added = [loc for loc in segments.scan(new, copy.file).entries if loc.entry.id == entry_id]
+        replace_segment(vault, path, data if exists else b"", new, added)
+    notice = Notice(notice_id, "recovered", copy.file, (entry_id,), ts, message)
+    shadow.record_notice(vault, notice)
+    return notice

@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..records import Located
 from ..storage import entries, segments
 from ..storage.vault import Vault
 
 if TYPE_CHECKING:
-    from ..keys.trust import Keyring
+    from .check import Checker
 
 
 def segment_files(vault: Vault) -> list[tuple[str, Path]]:
@@ -44,75 +44,16 @@ def iter_entries(vault: Vault) -> Iterator[Located]:
         yield from scan_file(vault, path).entries
 
 
-def marked(vault: Vault, items: list[Located], ring: Keyring | None) -> list[Located]:
-    """``items`` with their verdicts (see ``verify.mark``)."""
+def marked(vault: Vault, items: list[Located], checker: Checker | None) -> list[Located]:
+    """``items`` with their verdicts (``check.Checker``; default: this machine's pins, the decision
+    notes' renames unknown)."""
     if not items:
         return items
-    from .verify import mark  # (imports the signature check only when there is something to check)
+    if checker is None:
+        from .check import Checker  # (the signature check loaded only when there is something to check)
 
-    return mark(items, ring, vault)
-
-
-def tail(vault: Vault, n: int = 10, *, ring: Keyring | None = None) -> list[Located]:
-    """The last ``n`` entries, oldest first, reading backwards from the end of the newest segments,
-    each with its verdict (as :func:`scan_unread`)."""
-    if n <= 0:
-        return []
-    out: list[Located] = []
-    for _name, path in reversed(segment_files(vault)):
-        found = _tail_of(vault, path, n - len(out))
-        out[:0] = found
-        if len(out) >= n:
-            break
-    return marked(vault, out[-n:], ring)
-
-
-def _tail_of(vault: Vault, path: Path, n: int) -> list[Located]:
-    size = path.stat().st_size
-    chunk = max(4096, n * 1024)  # about n entries; doubled until n complete entries are in it
-    start = size
-    marker = b"\n" + entries.BEGIN_PREFIX.encode()
-    with open(path, "rb") as f:
-        while True:
-            start = max(0, start - chunk)
-            f.seek(start)
-            data = f.read(size - start)
-            if start == 0:
-                aligned = 0
-            else:
-                idx = data.find(marker)
-                aligned = -1 if idx < 0 else idx + 1
-            if aligned >= 0:
-                count = data.count(entries.BEGIN_PREFIX.encode(), aligned)
-                if count > n or start == 0:
-                    break
-            chunk *= 2
-        line = _line_at(vault, path, f, start + aligned, data, start)
-    result = segments.scan(data[aligned:], vault.rel(path), offset=start + aligned, line=line)
-    return result.entries[-n:]
-
-
-def _line_at(vault: Vault, path: Path, f: Any, offset: int, data: bytes, data_start: int) -> int:
-    """The 1-based line number of the line starting at ``offset``, without reading the whole prefix
-    when the tail state knows the line count at a size inside ``data``."""
-    from .tailstate import load
-
-    state = load(vault)
-    if state is not None and not state.get("stale") and state["segment"] == path.stem:
-        known, lines = state["size"], state["lines"]
-        if data_start <= known <= data_start + len(data):
-            if known >= offset:
-                return int(lines) - data.count(b"\n", offset - data_start, known - data_start) + 1
-            return int(lines) + data.count(b"\n", known - data_start, offset - data_start) + 1
-    f.seek(0)
-    count, left = 0, offset
-    while left > 0:
-        block = f.read(min(left, 1 << 20))
-        if not block:
-            break
-        count += block.count(b"\n")
-        left -= len(block)
-    return count + 1
+        checker = Checker(vault)
+    return checker.mark(items)
 
 
 def missing_entry(vault: Vault, ids: tuple[str, ...]) -> str | None:

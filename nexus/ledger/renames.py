@@ -21,7 +21,7 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..storage.vault import Vault
@@ -59,9 +59,10 @@ def is_note_rename(old: str, new: str) -> bool:
     )
 
 
-def known(vault: Vault) -> dict[str, str]:
+def known(vault: Vault, decision_renames: Mapping[str, str] | None = None) -> dict[str, str]:
     """new path -> old path (without ``.md``) of every rename known: the watcher's record, then
-    decision notes whose name no longer follows from their id and title."""
+    ``decision_renames``, the decision notes whose name no longer follows from their id and title
+    (``project/decisions.py``'s ``renamed_notes``, passed in by a caller above it)."""
     out: dict[str, str] = {}
     try:
         for line in (vault.state / LOG).read_text(encoding="utf-8").splitlines():
@@ -72,9 +73,7 @@ def known(vault: Vault) -> dict[str, str]:
                 continue
     except (FileNotFoundError, OSError):
         pass
-    from ..project import decisions
-
-    for rel, canonical in decisions.renamed_notes(vault).items():
+    for rel, canonical in (decision_renames or {}).items():
         out[rel] = canonical
     for new, old in list(out.items()):  # a → b → c: c was a
         seen = {new}

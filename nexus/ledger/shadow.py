@@ -280,39 +280,3 @@ def original(vault: Vault, entry_id: str) -> ShadowCopy:
             f"no shadow copy of {entry_id}: `nexus watch` never saw it with a valid signature"
         )
     return copy
-
-
-def restore_entry(vault: Vault, entry_id: str) -> Notice:
-    """Put an entry's original text back in its segment (replacing an edited version, or re-inserting
-    it when it is gone) under the log lock, with a notice saying so."""
-    import time
-
-    from . import log
-
-    copy = original(vault, entry_id)
-    path = vault.root / copy.file
-    notice_id = new_notice_id()
-    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    note = copy.file[:-3] if copy.file.endswith(".md") else copy.file
-    message = f"entry {entry_id} put back from the shadow by `nexus log recover --restore`"
-    notice_text = render_notice(
-        notice_id,
-        f"nexus restored the original of {entry_id}",
-        [f"{message}: [[{note}#^{entry_id}]] ({ts})."],
-    )
-    with log.locked(vault):  # (log.py writes the segment: its lock, durable write and tail state)
-        exists = path.exists()
-        data = path.read_bytes() if exists else segments.preamble(Path(copy.file).stem).encode()
-        scan = segments.scan(data, copy.file)
-        spans = [(loc.offset, loc.end_offset) for loc in scan.entries if loc.entry.id == entry_id]
-        spans += [(b.offset, b.end_offset) for b in scan.broken if b.entry_id == entry_id]
-        if spans:
-            start, end = spans[0]
-            new = data[:start] + copy.text.encode("utf-8") + b"\n" + notice_text.encode() + data[end:]
-        else:
-            new = insert_entries(data, scan, [copy], notice_text)
-        added = [loc for loc in segments.scan(new, copy.file).entries if loc.entry.id == entry_id]
-        log.replace_segment(vault, path, data if exists else b"", new, added)
-    notice = Notice(notice_id, "recovered", copy.file, (entry_id,), ts, message)
-    record_notice(vault, notice)
-    return notice

@@ -22,13 +22,16 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..records import Located
-from ..storage import entries
+from ..storage import entries, segments
 from ..storage.vault import Vault
-from .logfiles import scan_file, segment_files
+from .logfiles import marked, scan_file, segment_files
 from .marks import WINDOW, Mark, ends_with_entry
+
+if TYPE_CHECKING:
+    from .check import Checker
 
 TAIL_FILE = "tail.json"
 
@@ -195,7 +198,7 @@ class SignatureCheck:
 
     def __call__(self, located: Located) -> bool:
         from ..keys import trust
-        from .verify import check_entry
+        from .check import check_entry
 
         if self.ring is None:
             self.ring = trust.load(self.vault)
@@ -279,3 +282,66 @@ def boundary_ok(path: Path, state: dict[str, Any]) -> bool:
     with open(path, "rb") as f:
         f.seek(size - 1)
         return f.read(1) == b"\n"
+
+
+# ------------------------------------------------------------------ the last entries
+
+
+def tail(vault: Vault, n: int = 10, *, checker: Checker | None = None) -> list[Located]:
+    """The last ``n`` entries, oldest first, reading backwards from the end of the newest segments,
+    each with its verdict (as :func:`scan_unread`)."""
+    if n <= 0:
+        return []
+    out: list[Located] = []
+    for _name, path in reversed(segment_files(vault)):
+        found = _tail_of(vault, path, n - len(out))
+        out[:0] = found
+        if len(out) >= n:
+            break
+    return marked(vault, out[-n:], checker)
+
+
+def _tail_of(vault: Vault, path: Path, n: int) -> list[Located]:
+    size = path.stat().st_size
+    chunk = max(4096, n * 1024)  # about n entries; doubled until n complete entries are in it
+    start = size
+    marker = b"\n" + entries.BEGIN_PREFIX.encode()
+    with open(path, "rb") as f:
+        while True:
+            start = max(0, start - chunk)
+            f.seek(start)
+            data = f.read(size - start)
+            if start == 0:
+                aligned = 0
+            else:
+                idx = data.find(marker)
+                aligned = -1 if idx < 0 else idx + 1
+            if aligned >= 0:
+                count = data.count(entries.BEGIN_PREFIX.encode(), aligned)
+                if count > n or start == 0:
+                    break
+            chunk *= 2
+        line = _line_at(vault, path, f, start + aligned, data, start)
+    result = segments.scan(data[aligned:], vault.rel(path), offset=start + aligned, line=line)
+    return result.entries[-n:]
+
+
+def _line_at(vault: Vault, path: Path, f: Any, offset: int, data: bytes, data_start: int) -> int:
+    """The 1-based line number of the line starting at ``offset``, without reading the whole prefix
+    when the tail state knows the line count at a size inside ``data``."""
+    state = load(vault)
+    if state is not None and not state.get("stale") and state["segment"] == path.stem:
+        known, lines = state["size"], state["lines"]
+        if data_start <= known <= data_start + len(data):
+            if known >= offset:
+                return int(lines) - data.count(b"\n", offset - data_start, known - data_start) + 1
+            return int(lines) + data.count(b"\n", known - data_start, offset - data_start) + 1
+    f.seek(0)
+    count, left = 0, offset
+    while left > 0:
+        block = f.read(min(left, 1 << 20))
+        if not block:
+            break
+        count += block.count(b"\n")
+        left -= len(block)
+    return count + 1

@@ -18,7 +18,7 @@ def _progress(call: Call, label: str) -> Any:
 
 
 def verify(call: Call, *, full: bool = False) -> Answer:
-    from ..ledger.verify import verify as verify_vault
+    from ..audit.verify_state import verify as verify_vault
     from ..team import heartbeat
 
     report = verify_vault(call.vault, full=full, progress=_progress(call, "verifying the log"))

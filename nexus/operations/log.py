@@ -125,15 +125,17 @@ def reconcile(
 
 def read(call: Call, *, peek: bool = False) -> Answer:
     from ..ledger import log
+    from ..team.coordination import entry_checker
 
-    items = log.unread(call.vault, call.agent, advance=not peek)
+    items = log.unread(call.vault, call.agent, advance=not peek, checker=entry_checker(call.vault))
     return listing(items, entries_text(items, "nothing new"))
 
 
 def tail(call: Call, *, n: int = 10) -> Answer:
     from ..ledger import log
+    from ..team.coordination import entry_checker
 
-    items = log.tail(call.vault, n)
+    items = log.tail(call.vault, n, checker=entry_checker(call.vault))
     return listing(items, entries_text(items, "the log is empty"))
 
 
@@ -156,12 +158,12 @@ def repair(call: Call) -> Answer:
 
 
 def recover(call: Call, *, id: str, restore: bool = False) -> Answer:
-    from ..ledger import shadow
+    from ..ledger import log, shadow
 
     original = shadow.original(call.vault, id)
     text = original.text
     if restore:
-        shadow.restore_entry(call.vault, id)
+        log.restore_entry(call.vault, id)
         text = f"restored {id} in {original.file} from the shadow"
     return Answer(original.to_json(), text)
 

@@ -557,7 +557,7 @@ def check_notes(
 
     out: list[Problem] = []
     seen: dict[str, str] = {}
-    renames = renames_mod.known(vault)
+    renames = renames_mod.known(vault, renamed_notes(vault))
     for path, named in note_ids(vault).items():
         rel = vault.rel(path)
         try:

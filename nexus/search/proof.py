@@ -1,6 +1,6 @@
 """What ``nexus verify`` proved on this machine, as the index build uses it: entries not to check again.
 
-``ledger.verify_state`` keeps, outside the vault (``<NEXUS_HOME>/verified/``), each segment's verified
+``audit.verify_state`` keeps, outside the vault (``<NEXUS_HOME>/verified/``), each segment's verified
 prefix as SHA-256 hashes of byte ranges, and the problems it found there. While the proof's context
 (identities, pinned keys, renames, the checking code) is the current one, every entry inside a range
 that still hashes as remembered, with no problem found, was canonical and signed by its author's
@@ -75,8 +75,8 @@ def _holds(f: BinaryIO, start: int, end: int, sha: str, begin: int, data: bytes)
 def load(vault: Vault, ring: Keyring) -> Proof | None:
     """This machine's proof for ``vault`` while it holds for the current identities, pins and code;
     None otherwise (no proof, another context, an unexpected shape)."""
-    from ..ledger import verify_state
-    from ..ledger.verify import note_identities
+    from ..audit import verify_state
+    from ..audit.verify import note_identities
 
     try:
         state = json.loads(verify_state.state_path(vault).read_bytes())

@@ -321,9 +321,10 @@ class Signatures:
         if valid is None:
             valid = signatures.valid(public, e.sig, entries.signing_bytes(e), self.memo)
             if not valid:  # links Obsidian moved to a renamed note: still its author's words
-                from ..ledger.verify import signed_before_a_rename
+                from ..ledger.check import signed_before_a_rename
+                from ..project.decisions import renamed_notes
 
-                valid = signed_before_a_rename(self.vault, e, public)
+                valid = signed_before_a_rename(self.vault, e, public, renamed_notes)
             if valid:  # (a refusal is checked again next time: a rename recorded since may explain it)
                 if len(self.checked) >= VERDICTS_KEPT:
                     del self.checked[next(iter(self.checked))]

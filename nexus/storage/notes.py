@@ -16,7 +16,7 @@ import yaml
 
 from ..errors import InputError
 from . import durable
-from .properties import TEXT_KEYS
+from .text import TEXT_KEYS
 
 MAX_NOTE_BYTES = 1024 * 1024
 MAX_FRONTMATTER_BYTES = 64 * 1024

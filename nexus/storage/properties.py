@@ -21,71 +21,9 @@ import re
 from typing import Any
 
 from ..errors import InputError
+from .text import TEXT_KEYS
 
 _KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-
-# Properties whose values are text, always: ids, references, names, keys, hashes, times, one-line
-# fields. A hand edit may leave one unquoted (``vault_id: 1234567890123456``, ``id: 0012``,
-# ``created: 2026-11-30T04:41:07Z``); YAML would read a number or a date and change the text (an octal
-# ``0012`` is 10), so these are read as the text written. nexus writes them quoted (JSON or YAML dump).
-TEXT_KEYS = frozenset(
-    {
-        "vault_id",
-        "id",
-        "name",
-        "key_id",
-        "key",
-        "sig",
-        "public_key",
-        "prev",
-        "seen",
-        "ack",
-        "entry",
-        "refs",
-        "ref",
-        "source",
-        "fact",
-        "supersedes",
-        "superseded_by",
-        "superseded_key",
-        "superseded_sig",
-        "sha256",
-        "agent",
-        "author",
-        "human",
-        "updated_by",
-        "approved_by",
-        "reviewed_by",
-        "kind",
-        "type",
-        "target",
-        "status",
-        "title",
-        "description",
-        "task",
-        "step",
-        "next",
-        "summary",
-        "reason",
-        "files",
-        "tags",
-        "aliases",
-        "created",
-        "saved",
-        "ts",
-        "date",
-        "archived",
-        "first_seen",
-        "approved_at",
-        "reviewed_at",
-        "superseded_at",
-        "updated",
-        "retired",
-        "until",
-        "since",
-        "last_entry",
-    }
-)
 
 
 def _is_text(value: Any) -> bool:

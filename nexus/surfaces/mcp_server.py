@@ -311,8 +311,10 @@ def _resources(server: MCPServer, vault: Vault) -> None:
     def live_log() -> str:
         from ..ledger import log
         from ..team.brief import entry_text
+        from ..team.coordination import entry_checker
 
-        return "\n".join(entry_text(x) for x in log.tail(vault, 50)) or "(the log is empty)\n"
+        shown = log.tail(vault, 50, checker=entry_checker(vault))
+        return "\n".join(entry_text(x) for x in shown) or "(the log is empty)\n"
 
     @server.resource(
         "nexus://decisions",

@@ -80,7 +80,7 @@ def missing_entries(vault: Vault, path: Path, present: set[str] | None = None) -
     """Entries of the copy signed by their authors with a key this machine trusts for them (an entry
     signed before a key rotation too) whose id the log lacks; and how many others."""
     from ..keys import trust
-    from ..ledger.verify import check_entry
+    from ..ledger.check import check_entry
 
     present = log_ids(vault) if present is None else present
     ring = trust.load(vault)

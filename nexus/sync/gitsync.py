@@ -476,7 +476,7 @@ def _merge(repo: _Repository, result: dict[str, Any], env: dict[str, str], *, re
 def _commit_and_verify(vault: Vault, repo: _Repository, result: dict[str, Any], env: dict[str, str]) -> None:
     """Commit the notes the merge derived and verify the vault as committed (no append or decision
     half-done); SyncError when it does not verify."""
-    from ..ledger.verify import verify
+    from ..audit.verify_state import verify
     from ..storage.locks import exclusive
 
     with contextlib.ExitStack() as stack:

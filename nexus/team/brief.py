@@ -23,14 +23,18 @@ Hot path: no YAML, no watchdog; owed acks and races come from the incremental de
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from ..keys import roster, trust
+from ..keys import roster
 from ..ledger import log
 from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
 from . import claimlog, coordination
 from .hints import say
+
+if TYPE_CHECKING:
+    from ..ledger.check import Checker
 
 IDENTITY_SHARE = 0.25  # at most this share of the budget for the identity note
 OWED_SHARE = 0.45  # at most this share for what the agent owes
@@ -41,7 +45,7 @@ UNVERIFIED_TITLE = "UNVERIFIED: not their authors' words"
 
 
 def unverified_line(located: Located) -> str:
-    """How every reader shows an entry that failed the per-entry check (``verify.check_entry``):
+    """How every reader shows an entry that failed the per-entry check (``check.check_entry``):
     marked, never as its claimed author's words, without its body."""
     e = located.entry
     return (
@@ -75,14 +79,23 @@ def entry_text(located: Located, *, body: bool = True) -> str:
     return _entry_line(located, body=body)
 
 
-def _entry_line(located: Located, *, body: bool, vault: Vault | None = None) -> str:
+def _entry_line(
+    located: Located, *, body: bool, vault: Vault | None = None, checker: Checker | None = None
+) -> str:
+    """With ``vault`` and ``checker``, each acknowledged entry is named with its summary when it
+    verifies (an entry that does not is never quoted as its author's words)."""
     if located.verdict != "ok":
         return unverified_line(located)
     e = located.entry
     text = f"- {e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
     if e.ack:
         verb = "corrects" if e.type == "correction" else "acks"
-        named = [f'"{s}" [{i}]' if vault is not None and (s := _summary_of(vault, i)) else i for i in e.ack]
+        named = [
+            f'"{s}" [{i}]'
+            if vault is not None and checker is not None and (s := _summary_of(vault, i, checker))
+            else i
+            for i in e.ack
+        ]
         text += f" ({verb} {', '.join(named)})"
     if body and e.body:
         shown = e.body if len(e.body) <= BODY_CHARS else e.body[:BODY_CHARS] + " …"
@@ -90,15 +103,11 @@ def _entry_line(located: Located, *, body: bool, vault: Vault | None = None) -> 
     return text
 
 
-_SUMMARIES: dict[str, str | None] = {}
-
-
-def _summary_of(vault: Vault, entry_id: str, limit: int = 120) -> str | None:
-    """The summary of entry ``entry_id``, found without parsing the log: the segment of the id's month
-    is searched from its end for the entry's begin line (an acknowledged entry is usually recent),
-    and only that entry is read. None when it is not there."""
-    if entry_id in _SUMMARIES:
-        return _SUMMARIES[entry_id]
+def _summary_of(vault: Vault, entry_id: str, checker: Checker, limit: int = 120) -> str | None:
+    """The summary of entry ``entry_id`` when it verifies (``checker``), found without parsing the
+    log: the segment of the id's month is searched from its end for the entry's begin line (an
+    acknowledged entry is usually recent), and only that entry is read. None when it is not there or
+    does not verify. Read again at every call: nothing is kept between briefs."""
     import mmap
 
     from ..storage import entries, segments
@@ -116,12 +125,11 @@ def _summary_of(vault: Vault, entry_id: str, limit: int = 120) -> str | None:
                 stop = data.find(b"\n", stop + 1) if stop >= 0 else -1
                 if stop >= 0:
                     scan = segments.scan(bytes(data[start : stop + 1]), f"log/{month}.md", offset=start)
-                    if scan.entries:
+                    if scan.entries and checker.mark(scan.entries[:1])[0].verdict == "ok":
                         s = scan.entries[0].entry.summary
                         found = s if len(s) <= limit else s[: limit - 1] + "…"
     except (OSError, ValueError):
         found = None
-    _SUMMARIES[entry_id] = found
     return found
 
 
@@ -193,7 +201,9 @@ def _owed_section(
         if full:
             omitted += 1
             continue
-        block = _entry_line(coordination.materialize(vault, ref, check), body=ref.id in unread, vault=vault)
+        block = _entry_line(
+            coordination.materialize(vault, ref, check), body=ref.id in unread, vault=vault, checker=check
+        )
         if used + len(block) + 1 > limit:
             omitted += 1
             full = True
@@ -298,6 +308,7 @@ def _unread_section(
     surface: str = "cli",
     owed: frozenset[str] = frozenset(),
     vault: Vault | None = None,
+    checker: Checker | None = None,
 ) -> tuple[BriefSection | None, int]:
     """Newest entries first until the budget is spent; returns the section and how many were left out.
     Entries already listed under what the agent owes are counted, not shown twice."""
@@ -314,7 +325,7 @@ def _unread_section(
     listed = [x for x in items if x.entry.id not in owed]
     above = len(items) - len(listed)
     for located in reversed(listed):
-        block = _entry_line(located, body=True, vault=vault)
+        block = _entry_line(located, body=True, vault=vault, checker=checker)
         if used + len(block) + 1 > max(0, limit - footer_room):
             break
         chosen.append(block)
@@ -408,8 +419,8 @@ def build(
         raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
     is_human = info.get("kind") == "human"
     data = coordination.View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
-    ring = trust.load(vault)
-    items, cursor = log.scan_unread(vault, agent, ring=ring)
+    checker = coordination.entry_checker(vault)
+    items, cursor = log.scan_unread(vault, agent, checker=checker)
     owed = _owed_section(
         vault, agent, data, int(budget * OWED_SHARE), surface, frozenset(x.entry.id for x in items)
     )
@@ -438,7 +449,7 @@ def build(
     flagged = _unverified_section(suspect, max(0, (budget - used) // 4))
     used += len(_section_text(flagged)) if flagged else 0
     owed_ids = frozenset(ref.id for ref in data.owed)
-    unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids, vault)
+    unread, omitted = _unread_section(agent, items, budget - used - 40, surface, owed_ids, vault, checker)
     # The cursor moves only when every unread entry was shown, so `nexus log read` still returns
     # the ones left out.
     advanced = bool(items) and not peek and not omitted

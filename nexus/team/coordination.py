@@ -48,7 +48,7 @@ from ..storage.vault import Vault
 from .pending import Book, Damaged, reader
 
 if TYPE_CHECKING:
-    from ..ledger.verify import Checker
+    from ..ledger.check import Checker
 
 VERSION = 6  # 6: claims never race (5: pending entries a month a file; 4: typed records; 3: refused state
 # edits never race)
@@ -656,7 +656,9 @@ def materialize(vault: Vault, ref: Ref, checker: Checker | None = None) -> Locat
 
 
 def entry_checker(vault: Vault) -> Checker:
-    """What gives the entries :func:`materialize` reads back their verdicts, for one operation."""
-    from ..ledger.verify import Checker
+    """What gives every entry a reader shows its verdict, for one operation (the decision notes'
+    renames passed in, as the audit does: one verdict everywhere)."""
+    from ..ledger.check import Checker
+    from ..project.decisions import renamed_notes
 
-    return Checker(vault)
+    return Checker(vault, decision_renames=renamed_notes)

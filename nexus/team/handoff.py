@@ -143,8 +143,10 @@ def _window(
     """The window since ``since``, read from where the previous handoff's scan stopped in each segment
     (``.nexus/handoff.json``, saved by ``write``) when it follows that handoff, else the whole log,
     streamed; only entries that verify are anyone's words (the others are listed under integrity)."""
+    from ..audit.verify_state import verify  # (reaches up: a handoff lists what verify finds)
     from ..keys.identity import all_identities
-    from ..ledger import log, verify
+    from ..ledger import log
+    from ..ledger.check import ENTRY_KINDS
     from ..project import checkpoints
 
     start = resolve_since(vault, since, now)
@@ -182,8 +184,8 @@ def _window(
         w.after_entry if resume else None,
         keep,
     )
-    w.report = verify.verify(vault, progress=progress)
-    suspect = {p.entry_id for p in w.report.problems if p.entry_id and p.kind in verify.ENTRY_KINDS}
+    w.report = verify(vault, progress=progress)
+    suspect = {p.entry_id for p in w.report.problems if p.entry_id and p.kind in ENTRY_KINDS}
     w.entries = [loc for loc in found if loc.entry.id not in suspect]
     w.by_id = {loc.entry.id: loc for loc in w.entries}  # (links go to the window's entries only)
     return w

@@ -34,7 +34,7 @@ from ..storage import durable
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..ledger.verify import Checker
+    from ..ledger.check import Checker
     from ..records import BankFact, Checkpoint, Located
     from ..settings import Settings
     from ..storage.vault import Vault
@@ -170,7 +170,7 @@ def turn(
     check_name(agent)
     moment = stamp(vault)
     record = _load(vault, agent, session_id) or {"owed": [], "races": [], "decisions": [], "started_at": None}
-    items, cursor = log.scan_unread(vault, agent)
+    items, cursor = log.scan_unread(vault, agent, checker=coordination.entry_checker(vault))
     settings = _settings(settings)
     max_chars = settings.brief_max_chars
     data = coordination.view(vault, agent, settings.ack_types, settings.race_window_seconds)
@@ -303,10 +303,11 @@ def pre_compact(
 
 def _own_recent(vault: Vault, agent: str, after: str | None) -> list[Located]:
     from ..ledger import log
+    from . import coordination
 
     return [
         x
-        for x in log.tail(vault, RECENT_ENTRIES)
+        for x in log.tail(vault, RECENT_ENTRIES, checker=coordination.entry_checker(vault))
         if x.entry.agent == agent and (after is None or x.entry.id > after)
     ]
 

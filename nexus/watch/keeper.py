@@ -126,7 +126,7 @@ class SegmentKeeper:
         """Signed by its author with a key this machine trusts for it (an entry signed before a key
         rotation too: the old key stays pinned), in its canonical encoding: only such an entry is
         shadowed (and restored)."""
-        from ..ledger.verify import check_entry
+        from ..ledger.check import check_entry
 
         if located.verdict is not None and located.verdict.startswith("non-canonical"):
             return False
@@ -464,7 +464,7 @@ class SegmentKeeper:
 
     def _sign_person(self, path: Path, rel: str, text: str) -> None:
         from ..keys.identity import load_signer
-        from ..ledger.verify import looks_like_framing, printable
+        from ..ledger.check import looks_like_framing, printable
         from ..storage.text import SUMMARY_MAX, check_body, make_visible
 
         human = self.vault.human()

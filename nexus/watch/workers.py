@@ -141,7 +141,7 @@ class LogVerifier(_Debounced):
     def verify_once(self) -> None:
         import subprocess
 
-        from ..ledger.verify import WARNING_KINDS
+        from ..ledger.check import WARNING_KINDS
 
         cmd = [sys.executable, "-m", "nexus", "--vault", os.fspath(self.vault.root), "verify", "--json"]
         err = b""

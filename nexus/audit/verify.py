@@ -36,21 +36,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..keys import trust
-from ..keys.checked import Memo
 from ..keys.identity import all_identities
-from ..keys.signatures import valid as verify_signature
 from ..keys.trust import Keyring
+from ..ledger import log
+from ..ledger.check import WARNING_KINDS, Renamed, check_entry, looks_like_framing, printable
 from ..records import Located, Problem
 from ..storage import entries, segments
-from ..storage.progress import Progress
 from ..storage.vault import Vault
-from . import log
-
-WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict", "renamed", "fork-resolved"})
-# Findings on one entry that mean it is not its author's words as signed: readers show it apart.
-ENTRY_KINDS = frozenset({"edited", "non-canonical", "forged", "unknown-agent", "key-changed", "framing"})
-# A line outside any entry that imitates framing: part of a damaged entry, never a person's note.
-_FRAMING_HINTS = ("nexus:begin", "nexus:end", "nexus:segment", '"sig":')
 
 
 @dataclass
@@ -80,16 +72,6 @@ class Report:
             "checked": self.checked,
             "full": self.full,
         }
-
-
-def verify(
-    vault: Vault, *, full: bool = False, progress: Progress | None = None, parallel: bool = True
-) -> Report:
-    """Verify the log: only what changed since the last verification, after proving that the bytes
-    verified before are unchanged (``full``: everything from scratch). See ``verify_state.py``."""
-    from . import verify_state
-
-    return verify_state.run(vault, full=full, progress=progress, parallel=parallel)
 
 
 def scan_problems(
@@ -136,72 +118,14 @@ def scan_problems(
     return broken, stray, torn
 
 
-class _Renamed:
-    """The text an entry was signed with, when Obsidian only moved its links to a renamed note."""
-
-    def __init__(self, vault: Vault) -> None:
-        self.vault = vault
-        self.renames: dict[str, str] | None = None
-        self.signed: dict[str, Any] = {}
-
-    def original(self, e: Any, public_key: str) -> list[tuple[str, str]] | None:
-        """The link changes if ``e`` verifies with its links put back, else None."""
-        from dataclasses import replace
-
-        from . import renames
-
-        if self.renames is None:
-            self.renames = renames.known(self.vault)
-        for summary in [e.summary, *renames.originals(e.summary, self.renames)]:
-            for body in [e.body] if e.body is None else [e.body, *renames.originals(e.body, self.renames)]:
-                if summary == e.summary and body == e.body:
-                    continue
-                before = replace(e, summary=summary, body=body)
-                if verify_signature(public_key, e.sig, entries.signing_bytes(before)):
-                    self.signed[e.id] = before
-                    return renames.link_changes(f"{summary}\n{body}", f"{e.summary}\n{e.body}") or []
-        return self._from_shadow(e, public_key)
-
-    def _from_shadow(self, e: Any, public_key: str) -> list[tuple[str, str]] | None:
-        from ..errors import NexusError
-        from ..storage import segments
-        from . import renames, shadow
-
-        try:
-            copy = shadow.original(self.vault, e.id)
-        except NexusError:
-            return None
-        scan = segments.scan(copy.text.encode(), copy.file)
-        if len(scan.entries) != 1:
-            return None
-        before = scan.entries[0].entry
-        if before.sig != e.sig or not verify_signature(public_key, e.sig, entries.signing_bytes(before)):
-            return None
-        changes = renames.renamed_only(
-            self.vault, f"{before.summary}\n{before.body}", f"{e.summary}\n{e.body}"
-        )
-        if changes is None:
-            return None
-        from dataclasses import replace
-
-        if replace(before, summary=e.summary, body=e.body) != e:
-            return None
-        self.signed[e.id] = before
-        return changes
-
-
-def signed_before_a_rename(vault: Vault, entry: Any, public_key: str) -> bool:
-    """Whether ``entry``, whose signature fails, was signed by ``public_key`` before Obsidian moved its
-    links to a renamed note (what ``verify`` reports as ``renamed``, a warning; search uses it)."""
-    return _Renamed(vault).original(entry, public_key) is not None
-
-
 def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
     """Everything from scratch, in one process, holding every entry in memory: the reference the
     streaming verification (``verify_state.py``) agrees with, and what it falls back to when the log's
     ids or an agent's sequence go backwards (a duplicate, a reorder or a fork)."""
     report = Report(full=True)
-    renamed = _Renamed(vault)
+    from ..project.decisions import renamed_notes
+
+    renamed = Renamed(vault, renamed_notes)
     ring = ring if ring is not None else trust.load(vault)
     chains: dict[str, list[_Link]] = {}
     seen_ids: dict[str, Located] = {}
@@ -353,26 +277,6 @@ def vault_problems(
     return out
 
 
-def looks_like_framing(text: str) -> bool:
-    """Whether text found outside any entry imitates an entry's framing (a damaged or partial copy
-    of an entry), so it can be neither a person's note nor harmless stray text."""
-    for line in text.split("\n"):
-        stripped = line.lstrip("\\ \t>")
-        if (
-            entries.HEADER_RE.match(stripped) or (stripped.startswith("%%") and "nexus:" in stripped)
-        ) and not stripped.startswith("%% nexus:notice"):
-            return True
-        if any(hint in line for hint in _FRAMING_HINTS):
-            return True
-    return False
-
-
-def printable(text: str) -> bool:
-    """Text a person could have typed: no NUL or other control characters (tab and newline aside),
-    no undecodable bytes (read as U+FFFD)."""
-    return not any((ord(c) < 32 and c not in "\t\n\r") or c == "\x7f" or c == "\ufffd" for c in text)
-
-
 @dataclass
 class _Link:
     """One entry of an agent's chain while the chain is checked: its hash and whether it verified."""
@@ -384,132 +288,6 @@ class _Link:
     @property
     def seq(self) -> int:
         return self.located.entry.seq
-
-
-def check_entry(
-    located: Located,
-    ring: Keyring,
-    renamed: _Renamed | None = None,
-    canonical: bytes | None = None,
-    memo: Memo | None = None,
-    *,
-    bulk: bool = False,
-) -> tuple[str, Problem | None]:
-    """The per-entry check, independent of every other entry (so it runs in any process): canonical
-    form, a known author, a key this machine trusts for that author (``ring``, trust.py), a valid
-    signature. Returns (status, problem): status "ok" (signed by its author; it may still carry a
-    ``non-canonical`` or ``renamed`` finding), "edited" (the author's key, text changed after signing)
-    or "foreign" (not the author's: forged, unknown agent, untrusted key; not part of its chain).
-    With ``renamed``, an entry whose links Obsidian moved to a renamed note is "ok" with a ``renamed``
-    warning (``renamed.signed`` keeps the text as signed). ``canonical``: ``entries.canonical(entry)``
-    when the caller has it already. ``memo``: signatures this machine already found valid (readers
-    pass it, ``checked.py``; a verification never does). ``bulk``: a verification of many entries
-    (``keys/signatures.py``: the same verdict, libsodium asked first). Never raises."""
-    e = located.entry
-    where = (located.file, located.line_start)
-    keys = ring.keys.get(e.agent)
-    try:
-        data = entries.SIGN_CONTEXT + (entries.canonical(e) if canonical is None else canonical)
-    except (UnicodeError, ValueError):  # (defensive: canonical() is total on parsed entries)
-        return "foreign", Problem("framing", *where, "fields cannot be encoded", e.id, e.agent)
-    if keys is None:
-        return "foreign", Problem("unknown-agent", *where, f"no identity note for {e.agent!r}", e.id, e.agent)
-    if not e.sig:
-        return "foreign", Problem(
-            "forged", *where, f"entry claims {e.agent} but carries no signature", e.id, e.agent
-        )
-    public = keys.get(e.key)
-    if public is not None:
-        if not verify_signature(public, e.sig, data, memo, bulk=bulk):
-            changes = renamed.original(e, public) if renamed is not None else None
-            if changes is not None:
-                moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
-                return "ok", Problem(
-                    "renamed",
-                    *where,
-                    f"Obsidian updated links to a renamed note ({moved}); the signature by {e.agent} "
-                    "holds for the text before the rename",
-                    e.id,
-                    e.agent,
-                )
-            return "edited", Problem(
-                "edited",
-                *where,
-                f"signature by {e.agent} does not match the text: changed after signing",
-                e.id,
-                e.agent,
-            )
-        flaw = located.verdict
-        if flaw is not None and flaw.startswith("non-canonical"):
-            return "ok", Problem(
-                "non-canonical",
-                *where,
-                f"{flaw.split(': ', 1)[-1]}: the signed fields are intact but their encoding was changed",
-                e.id,
-                e.agent,
-            )
-        return "ok", None
-    if ring.changed.get(e.agent) == e.key:
-        return "foreign", Problem(
-            "key-changed",
-            *where,
-            f"signed with {e.agent}'s new key {e.key}, which "
-            f"this machine does not trust yet (`nexus agent trust {e.agent}`)",
-            e.id,
-            e.agent,
-        )
-    owner = ring.owner(e.key)
-    signer_key = ring.public_key(owner, e.key) if owner else None
-    if owner is not None and signer_key is not None and verify_signature(signer_key, e.sig, data):
-        msg = f"claims {e.agent} but is signed with {owner}'s key"
-    elif any(verify_signature(k, e.sig, data) for k in keys.values()):
-        msg = f"signature is {e.agent}'s but names the key {e.key}"
-    else:
-        msg = f"signed with a key that belongs to no identity ({e.key})"
-    return "foreign", Problem("forged", *where, msg, e.id, e.agent)
-
-
-def verdict(
-    located: Located, ring: Keyring, renamed: _Renamed | None = None, memo: Memo | None = None
-) -> str:
-    """``located.verdict`` after the per-entry check: "ok" (a warning such as ``renamed`` included),
-    or "KIND: message"."""
-    _status, problem = check_entry(located, ring, renamed, memo=memo)
-    return "ok" if problem is None or problem.kind in WARNING_KINDS else f"{problem.kind}: {problem.message}"
-
-
-class Checker:
-    """A reader's verdicts for a whole operation: the keyring, the renames and the machine's memo are
-    loaded once, on the first entry (a brief reads back dozens of entries one at a time)."""
-
-    def __init__(self, vault: Vault, ring: Keyring | None = None) -> None:
-        self.vault = vault
-        self._ring = ring
-        self._renamed: _Renamed | None = None
-        self._memo: Memo | None = None
-
-    def mark(self, items: list[Located]) -> list[Located]:
-        """``items`` with their verdicts; what was newly found valid is saved to the memo at once."""
-        from dataclasses import replace
-
-        if not items:
-            return items
-        if self._renamed is None:
-            self._ring = self._ring if self._ring is not None else trust.load(self.vault)
-            self._renamed = _Renamed(self.vault)
-            home = trust.configured()
-            self._memo = Memo(home) if home is not None else None
-        ring, renamed, memo = self._ring, self._renamed, self._memo
-        assert ring is not None
-        out = [replace(loc, verdict=verdict(loc, ring, renamed, memo)) for loc in items]
-        if memo is not None:
-            memo.save()
-        return out
-
-
-def mark(items: list[Located], ring: Keyring | None, vault: Vault) -> list[Located]:
-    """``items`` with their verdicts (readers show only "ok" entries as their author's words)."""
-    return Checker(vault, ring).mark(items)
 
 
 def _check_chain(report: Report, links: list[_Link]) -> tuple[int, str, Located]:

@@ -34,16 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from ..keys.trust import Keyring
+from ..ledger import log
+from ..ledger.check import Renamed, check_entry
 from ..records import Identity, Problem
 from ..storage import entries, segments
 from ..storage.progress import Progress
 from ..storage.vault import Vault
-from . import log
 from .verify import (
     Head,
     Report,
     check_copies,
-    check_entry,
     check_heads,
     next_link_problem,
     scan_problems,
@@ -57,9 +57,9 @@ MAX_RANGES = 64  # hashed ranges a segment keeps before they are merged into one
 _MARK = b"\n" + entries.BEGIN_PREFIX.encode()
 
 # What the checking processes use (set before the pool forks, so children inherit them): the keys
-# this machine trusts (trust.py, plain data) and the run's verify._Renamed.
+# this machine trusts (trust.py, plain data) and the run's check.Renamed.
 _RING: list[Keyring] = [Keyring()]
-_RENAMED: list[Any] = []  # the run's verify._Renamed (links moved by a rename in Obsidian)
+_RENAMED: list[Any] = []  # the run's check.Renamed (links moved by a rename in Obsidian)
 
 
 class _Anomaly(Exception):
@@ -293,8 +293,9 @@ class _Fold:
 
 
 CONTEXT_MODULES = (  # the code every remembered verdict depends on
-    "ledger/verify.py",
-    "ledger/verify_state.py",
+    "ledger/check.py",
+    "audit/verify.py",
+    "audit/verify_state.py",
     "storage/segments.py",
     "storage/entries.py",
     "keys/identity.py",
@@ -327,14 +328,23 @@ def context_of(vault: Vault, identities: dict[str, Identity], ring: Keyring | No
     return h.hexdigest()
 
 
+def verify(
+    vault: Vault, *, full: bool = False, progress: Progress | None = None, parallel: bool = True
+) -> Report:
+    """Verify the log: only what changed since the last verification, after proving that the bytes
+    verified before are unchanged (``full``: everything from scratch). See the module's docstring."""
+    return run(vault, full=full, progress=progress, parallel=parallel)
+
+
 def run(
     vault: Vault, *, full: bool = False, progress: Progress | None = None, parallel: bool = True
 ) -> Report:
     """Verify the log (see the module's docstring); save what was verified for the next run."""
     from ..keys import trust
-    from .verify import _Renamed, note_identities, verify_exact
+    from ..project.decisions import renamed_notes
+    from .verify import note_identities, verify_exact
 
-    _RENAMED[:] = [_Renamed(vault)]
+    _RENAMED[:] = [Renamed(vault, renamed_notes)]
     ring = trust.load(vault)  # (every key verdicts depend on: the identities' keys, pinned or not)
     identities = note_identities(vault)
     context = context_of(vault, identities, ring)
