@@ -107,7 +107,7 @@ def refresh(vault: Vault, *, save: bool = True) -> Book:
         book.marks[name] = Mark(after.offset, after.line, after.last, size)
         changed = True
     if found:
-        from ..ledger.verify import Checker
+        from ..ledger.check import Checker
 
         for loc in Checker(vault).mark(found):
             event = event_of(loc.entry, loc.file)
