@@ -73,7 +73,7 @@ def first_request(project: Path, home: Path) -> float:
         return posts[0] - start
 
 
-def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[int]]:
+def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[float]]:
     """One wired session of ``n`` prompts; each nexus hook's duration as Claude Code logged it (ms)."""
     with AnthropicModel([Text(f"answer {i}") for i in range(n)]) as model:
         env = runtime_env(
@@ -116,9 +116,9 @@ def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[int]
         proc.stdin.close()
         proc.wait(timeout=120)
         proc.stdout.close()
-    found: dict[str, list[int]] = {}
+    found: dict[str, list[float]] = {}
     for event, ms in HOOK_LINE.findall(debug.read_text(errors="replace")):
-        found.setdefault(event, []).append(int(ms))
+        found.setdefault(event, []).append(float(ms))
     return found
 
 
@@ -202,7 +202,7 @@ def main() -> None:
         assert setup.returncode == 0, setup.stderr
         start: dict[str, list[float]] = {"without nexus": [], "with nexus": []}
         mcp: dict[str, list[float]] = {"front": [], "sdk": []}
-        hooks: dict[str, list[int]] = {}
+        hooks: dict[str, list[float]] = {}
         first_request(plain, home)  # warm the runtime's own caches once
         for run in range(args.runs):
             start["without nexus"].append(first_request(plain, home))

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nexus import workspace
-from nexus.surfaces import mcp_answers, mcp_front, mcp_tools
+from nexus.surfaces import mcp_answers, mcp_capture, mcp_front, mcp_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
@@ -423,9 +423,9 @@ def test_what_the_front_leaves_to_the_sdk(env: Env) -> None:
 
 def test_mcp_tools_json_is_what_the_sdk_server_serves() -> None:
     """The front's tool list and initialize answer are generated from the SDK server; regenerate with
-    `python -m nexus.surfaces.mcp_answers --write` when this fails."""
-    assert mcp_answers.load_data() == json.loads(json.dumps(mcp_answers.generate())), (
-        "nexus/surfaces/mcp_tools.json is stale: run `python -m nexus.surfaces.mcp_answers --write`"
+    `python -m nexus.surfaces.mcp_capture --write` when this fails."""
+    assert mcp_answers.load_data() == json.loads(json.dumps(mcp_capture.generate())), (
+        "nexus/surfaces/mcp_tools.json is stale: run `python -m nexus.surfaces.mcp_capture --write`"
     )
 
 

@@ -189,6 +189,29 @@ def _executable(name: str) -> str:
     return shutil.which(name) or name
 
 
+def _setup_agent(
+    args: argparse.Namespace, project: Path, home: Path, env: dict[str, str]
+) -> tuple[str, str | None, Path | None]:
+    """Who ``nexus setup`` wires: ``--agent``, else (``--check``) the agent, vault and keys folder the
+    runtime's existing wiring names."""
+    from . import runtimes
+
+    keys = Path(args.keys_home) if args.keys_home else None
+    if args.agent is not None:
+        return args.agent, args.vault, keys
+    found = runtimes.wired(args.runtime, args.scope, project, home, env)
+    if found is None and not runtimes.reads_back(args.runtime):
+        raise InputError(f"give --agent: nexus does not read {args.runtime}'s wiring back")
+    if found is None:
+        where = "here" if args.scope == "project" else "in your home folder"
+        raise InputError(
+            f"{args.runtime} is not wired to nexus {where} ({args.scope} scope): "
+            f"run `nexus setup {args.runtime} --agent NAME`" + ("" if args.check else " (or give --agent)")
+        )
+    vault = args.vault or (str(found.vault) if found.vault else None)
+    return found.agent, vault, keys or found.keys_home
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from ..errors import IdentityError
     from ..keys.identity import private_key_path
@@ -198,25 +221,18 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from . import runtimes
     from .runtimes import wiring
 
-    runtimes.module(args.runtime)  # an unknown runtime is refused before anything is read
+    scopes = runtimes.scopes(args.runtime)  # an unknown runtime is refused before anything is read
+    if args.scope is None:
+        args.scope = scopes[0]
     if args.scope not in wiring.SCOPES:
         raise InputError(f"unknown scope {args.scope!r}: use project or user")
+    if args.scope not in scopes:
+        raise InputError(
+            f"{args.runtime} has no {args.scope} scope (it reads only its per-user configuration): "
+            f"leave out --scope, or use --scope {scopes[0]}; nothing was changed"
+        )
     project, home, env = Path(args.project).resolve(), Path.home(), dict(os.environ)
-    agent, vault_path, keys = args.agent, args.vault, Path(args.keys_home) if args.keys_home else None
-    if agent is None:
-        found = runtimes.wired(args.runtime, args.scope, project, home, env)
-        if found is None and not runtimes.reads_back(args.runtime):
-            raise InputError(f"give --agent: nexus does not read {args.runtime}'s wiring back")
-        if found is None:
-            where = "here" if args.scope == "project" else "in your home folder"
-            raise InputError(
-                f"{args.runtime} is not wired to nexus {where} ({args.scope} scope): "
-                f"run `nexus setup {args.runtime} --agent NAME`"
-                + ("" if args.check else " (or give --agent)")
-            )
-        agent = found.agent
-        vault_path = vault_path or (str(found.vault) if found.vault else None)
-        keys = keys or found.keys_home
+    agent, vault_path, keys = _setup_agent(args, project, home, env)
     vault = find_vault(vault_path, os.environ.get("NEXUS_VAULT"), Path.cwd())
     if not vault.identity_path(check_name(agent)).is_file():
         raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
@@ -305,8 +321,10 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
     )
     p.add_argument(
         "--scope",
-        default="project",
-        help="project (default: files in --project) or user (files in your home folder)",
+        default=None,
+        help="project: files in --project (the default for claude-code, codex and cursor); user: files in "
+        "your home folder (the only scope, so the default, for hermes: $HERMES_HOME, else ~/.hermes; "
+        "and openclaw: ~/.openclaw)",
     )
     p.add_argument("--project", default=".", help="the project folder for project scope (default: here)")
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
@@ -314,6 +332,28 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         "--check",
         action="store_true",
         help="say whether the runtime would really use nexus (exit 1 naming what is missing and the fix)",
+    )
+
+
+def cmd_hermes_provider(args: argparse.Namespace) -> int:
+    from . import hermes
+
+    # the protocol owns standard output: anything else printed goes to standard error
+    answers, sys.stdout = sys.stdout, sys.stderr
+    try:
+        return hermes.serve(sys.stdin, answers)
+    finally:
+        sys.stdout = answers
+
+
+def _add_hermes_command(groups: dict[str, Any]) -> None:
+    _cmd(
+        groups[""],
+        "hermes-provider",
+        cmd_hermes_provider,
+        "answer Hermes Agent's nexus plugin over stdio (the plugin `nexus setup hermes` installs runs it)",
+        "nexus hermes-provider < requests.jsonl",
+        json_flag=False,
     )
 
 
@@ -581,6 +621,7 @@ HAND_WRITTEN: dict[str, Callable[[dict[str, Any]], None]] = {
     "watch": _add_coordination_commands,
     "mcp": _add_search_commands,
     "setup": _add_setup_command,
+    "hermes-provider": _add_hermes_command,
     "git": _add_git_commands,
     "sync": _add_sync_command,
 }

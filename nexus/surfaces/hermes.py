@@ -1,10 +1,10 @@
-"""nexus as a Hermes Agent memory provider (``hermes-agent`` 0.19's ``MemoryProvider``).
+"""nexus as a Hermes Agent memory provider (``hermes-agent`` 0.19's ``MemoryProvider`` calls).
 
-``nexus setup hermes`` installs a small plugin in ``$HERMES_HOME/plugins/nexus/`` whose ``register(ctx)``
-hands Hermes a :class:`NexusMemoryProvider`; Hermes' own loader (``plugins.memory.load_memory_provider``)
-finds it there when ``memory.provider: nexus`` is set in ``config.yaml``. Every method is a thin
-adapter over the operations the CLI and the MCP tools call (``session``, ``log``, ``memory``,
-``search``, ``decisions``, ``checkpoints``):
+Hermes runs in its own Python environment, so nexus never runs inside it: ``nexus setup hermes``
+installs a small plugin (``runtimes/hermes_plugin.py``) in ``$HERMES_HOME/plugins/nexus/`` that starts
+``nexus hermes-provider`` (:func:`serve`) once per session and hands it each provider call as one JSON
+line. The provider here answers them; every method is a thin adapter over the operations the CLI and
+the MCP tools call (``session``, ``log``, ``memory``, ``search``, ``decisions``, ``checkpoints``):
 
 - ``initialize``: maps the Hermes profile (``agent_identity``) to a nexus agent and starts the session
   (``session.start``: identity, what it owes, decisions, checkpoint, memory and memory index, unread);
@@ -36,12 +36,7 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-try:  # inside Hermes Agent; outside it (tests of nexus alone) the class stands on its own
-    from agent.memory_provider import MemoryProvider  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the runtime
-    MemoryProvider = object
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -77,8 +72,8 @@ def _config(hermes_home: str | None, env: Mapping[str, str]) -> dict[str, Any]:
         return {}
 
 
-class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
-    """The nexus vault as Hermes' external memory provider."""
+class NexusMemoryProvider:
+    """The nexus vault as Hermes' external memory provider (the calls of Hermes' ``MemoryProvider``)."""
 
     def __init__(self) -> None:
         self._vault: Any = None
@@ -92,6 +87,7 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         self._search: ThreadPoolExecutor | None = None
         self._pending: list[Future[Any]] = []
         self._lock = threading.Lock()
+        self._shown: set[str] = set()  # the facts prefetch already gave this session
         self.refused: list[str] = []  # memory writes the safety scan refused (also logged)
 
     # ------------------------------------------------------------------ lifecycle
@@ -121,11 +117,24 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         return workspace.for_vault(vault, env, keys=keys), str(agent)
 
     def is_available(self) -> bool:
-        """Configured and the vault and agent exist (no network, nothing written)."""
+        """Configured, and the vault, the agent and its private key are there (nothing written); else
+        False, and the reason logged (it reaches Hermes' log)."""
+        from ..keys import identity
+
         try:
             ws, agent = self._resolve(os.environ, None, None)
-            return bool(agent) and ws.vault.identity_path(agent).is_file()
-        except Exception:
+            if not agent:
+                raise LookupError("no agent: set plugins.nexus.agent in Hermes' config.yaml")
+            if not ws.vault.identity_path(agent).is_file():
+                raise LookupError(
+                    f"unknown agent {agent!r} in {ws.vault.root}: run `nexus agent add {agent}`"
+                )
+            key = identity.private_key_path(ws.vault, ws.keys_home, agent)
+            if not key.is_file():  # (the file's presence: reading the key waits for the first append)
+                raise LookupError(f"no private key for {agent!r} at {key} (set plugins.nexus.keys_home)")
+            return True
+        except Exception as err:
+            logger.warning("nexus is not available: %s", err)
             return False
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
@@ -140,7 +149,17 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         self._session_id = session_id or "default"
         # cron, subagent and flush contexts read but never write (Hermes' own advice)
         self._writes = kwargs.get("agent_context", "primary") == "primary"
-        self._frozen = session.start(self._vault, self._agent, self._session_id, self._settings)
+        self._warm_search()
+        if session.record_path(self._vault, self._agent, self._session_id).is_file():
+            # a session Hermes resumes (`--resume`, another process) sends its stored system prompt
+            # again, not this block: what is new since the session's last turn is left to prefetch,
+            # so the brief is rendered here without being recorded as told
+            from ..team import brief
+
+            text = brief.render(brief.build(self._vault, self._agent, self._settings))
+            self._frozen = text.replace("\n", " (session resumed: continue from your checkpoint below)\n", 1)
+        else:
+            self._frozen = session.start(self._vault, self._agent, self._session_id, self._settings)
 
     def system_prompt_block(self) -> str:
         return self._frozen
@@ -162,36 +181,55 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
         ]
         words = _words(query)
         if words:
-            with self._lock:
-                if self._search is None:
-                    self._search = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-search")
-            found = self._search.submit(self._hits, words, PREFETCH_CHARS - len(parts[0]))
+            found = self._searcher().submit(self._hits, words, PREFETCH_CHARS - len(parts[0]))
             try:
                 parts.append(found.result(timeout=SEARCH_WAIT))
             except TimeoutError:
                 logger.info("nexus: search hits not ready in %.1fs; this turn goes without them", SEARCH_WAIT)
         return "\n\n".join(p for p in parts if p)
 
+    def _searcher(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._search is None:
+                self._search = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-search")
+            return self._search
+
+    def _warm_search(self) -> None:
+        """Open the search index in the background while Hermes finishes starting: the first prefetch
+        then finds it ready (opening it costs about a third of a second)."""
+        from .. import search
+
+        def warm() -> None:
+            try:
+                search.search(
+                    self._vault, "nexus", path="memory/", limit=1, languages=self._settings.search_languages
+                )
+            except Exception as err:
+                logger.info("nexus: the search index could not be opened yet: %s", err)
+
+        self._searcher().submit(warm)
+
     def _hits(self, words: str, room: int) -> str:
+        """Approved facts of the memory index that match the turn, each once a session: what is new in
+        the log already came with the brief and the turns, and is never sent twice."""
         from .. import search
 
         lines: list[str] = []
-        langs = self._settings.search_languages
         try:
-            hits = search.search(self._vault, words, path="memory/", limit=3, languages=langs)
-            hits += [
-                h
-                for h in search.search(self._vault, words, limit=5, languages=langs)
-                if h.path not in {x.path for x in hits}
-            ][:3]
+            hits = search.search(
+                self._vault, words, path="memory/", limit=3, languages=self._settings.search_languages
+            )
         except Exception as err:  # a search problem never costs the turn
             logger.warning("nexus search failed: %s", err)
             return ""
         for h in hits:
+            if h.link in self._shown:
+                continue
             line = f"- {h.title} — {_one_line(h.snippet.replace('**', ''), 160)} ({h.link})"
             if sum(len(x) + 1 for x in lines) + len(line) > room - 60:
                 break
             lines.append(line)
+            self._shown.add(h.link)
         return "## Related in the vault\n" + "\n".join(lines) if lines else ""
 
     def sync_turn(
@@ -267,6 +305,11 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
             return ""
         cp = session.pre_compact(
             self._vault, self._agent, self._session_id, trigger="hermes", keys_home=self._keys_home
+        )
+        # Hermes rebuilds its system prompt right after this call: the brief it gets carries the
+        # checkpoint just saved, as a runtime's brief after compaction does
+        self._frozen = session.start(
+            self._vault, self._agent, self._session_id, self._settings, source="compact"
         )
         return f"(nexus checkpoint saved, version {cp.seq}: {cp.task} — next: {cp.next})"
 
@@ -446,6 +489,47 @@ class NexusMemoryProvider(MemoryProvider):  # type: ignore[misc]
             durable.replace(path, new.encode("utf-8"))
 
 
-def register(ctx: Any) -> None:
-    """Hermes' plugin entry: hand it the provider."""
-    ctx.register_memory_provider(NexusMemoryProvider())
+# what the plugin may ask for: the provider's calls, nothing else
+CALLS = frozenset(
+    {
+        "is_available",
+        "initialize",
+        "system_prompt_block",
+        "prefetch",
+        "sync_turn",
+        "on_memory_write",
+        "on_pre_compress",
+        "on_session_end",
+        "get_tool_schemas",
+        "handle_tool_call",
+        "save_config",
+        "shutdown",
+    }
+)
+
+
+def serve(requests: IO[str], answers: IO[str]) -> int:
+    """Answer the plugin: one JSON request per line (``{"call", "args", "kwargs"}``), one JSON answer
+    per line (``{"result"}`` or ``{"error"}``), until ``shutdown`` or the end of input; the background
+    writes are finished before it returns."""
+    provider = NexusMemoryProvider()
+    try:
+        for line in requests:
+            name = ""
+            try:
+                request = json.loads(line)
+                name = str(request["call"])
+                if name not in CALLS:
+                    raise KeyError(f"no call {name!r}")
+                result = getattr(provider, name)(*request.get("args", ()), **request.get("kwargs", {}))
+                answer: dict[str, Any] = {"result": result}
+            except Exception as err:  # the call fails, the session goes on: Hermes logs it
+                logger.warning("nexus: %s failed: %s", name or "a request", err)
+                answer = {"error": f"{type(err).__name__}: {err}"}
+            answers.write(json.dumps(answer, ensure_ascii=False, default=str) + "\n")
+            answers.flush()
+            if name == "shutdown":
+                break
+    finally:
+        provider.shutdown()
+    return 0

@@ -14,7 +14,7 @@ server would, what it can be sure of, in both eras the SDK serves:
   and ``ping``; or the 2026-07-28 envelope: ``server/discover``, a ``subscriptions/listen``
   acknowledgement, the SDK's refusal of a version it does not know;
 - ``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``: from
-  ``mcp_tools.json``, generated from the SDK server (``python -m nexus.surfaces.mcp_answers --write``;
+  ``mcp_tools.json``, generated from the SDK server (``python -m nexus.surfaces.mcp_capture --write``;
   a test fails when it differs from what the SDK serves);
 - ``tools/call`` whose arguments it can check exactly (``mcp_tools.check_arguments``), running the
   same operation code and rendering the same result or error the SDK server gives.

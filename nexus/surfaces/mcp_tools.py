@@ -5,7 +5,7 @@
 Nothing here imports ``mcp`` or ``pydantic``: the front must answer within a fraction of the SDK's
 own import time. What the SDK decides (the tool list's JSON, the ``initialize`` capabilities, the
 protocol versions) is generated from the SDK server into ``mcp_tools.json`` (``python -m
-nexus.surfaces.mcp_answers --write``; a test fails when it differs from what the SDK serves). What
+nexus.surfaces.mcp_capture --write``; a test fails when it differs from what the SDK serves). What
 nexus decides lives here once: the operation call, the lean result, the one-line error texts, the
 instructions, and :func:`check_arguments`, which accepts exactly the arguments the SDK's argument
 model accepts unchanged and says when it cannot be sure (then the SDK decides).

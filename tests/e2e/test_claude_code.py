@@ -274,8 +274,13 @@ def _model_env(home: Path, model: AnthropicModel) -> dict[str, str]:
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_a_whole_session_in_claude_code(env: Env, person: dict[str, Any], tmp_path: Path, scope: str) -> None:
     """`claude -p`, prompts as stream-json: one session, each scope wired by `nexus setup` alone."""
-    out = setup(env, person, *(["--scope", "user"] if scope == "user" else []))
+    scoped = ["--scope", "user"] if scope == "user" else []
+    out = setup(env, person, *scoped)
     assert "on your behalf: wrote permissions.allow" in out
+    check = run_nexus(
+        runtime_env(person["home"]), "setup", "--check", "claude-code", *scoped, cwd=person["project"]
+    )
+    assert check.returncode == 0, check.stdout + check.stderr  # zero: and the session below uses nexus
     debug = tmp_path / "claude-debug.txt"
     with AnthropicModel() as model:
         session = Session(person["project"], _model_env(person["home"], model), debug)

@@ -28,6 +28,12 @@ def module(runtime: str) -> ModuleType:
     return import_module(f".{runtime.replace('-', '_')}", __name__)
 
 
+def scopes(runtime: str) -> tuple[str, ...]:
+    """The scopes a runtime has, its default first (project, where the runtime reads a project's files)."""
+    found: tuple[str, ...] = getattr(module(runtime), "SCOPES", ("project", "user"))
+    return found
+
+
 def changes(runtime: str, w: Wiring) -> list[Change]:
     plan: Callable[[Wiring], list[Change]] = module(runtime).changes
     return plan(w)
@@ -96,9 +102,10 @@ def check(runtime: str, w: Wiring, key: Path) -> tuple[bool, list[dict[str, Any]
         for c in changes(runtime, w)
         for ok in [wiring.present(c)]
     ]
-    own: Callable[[Wiring], list[Finding]] | None = getattr(module(runtime), "check", None)
-    if own is not None:
-        findings += own(w)
+    own: Callable[[Wiring], list[Any]] | None = getattr(module(runtime), "check", None)
+    for found in own(w) if own is not None else []:
+        # a Finding, or (what is missing, the command that adds it)
+        findings.append(found if isinstance(found, Finding) else Finding(False, found[0], found[1]))
     ok = all(f.ok for f in findings)
     lines = [
         f"{'ok' if f.ok else 'MISSING':<8} {f.what}" + ("" if f.ok else f"  → {f.fix}") for f in findings

@@ -1,21 +1,31 @@
 """Hermes Agent: the nexus memory provider plugin in ``$HERMES_HOME/plugins/nexus/`` (``__init__.py``
 + ``plugin.yaml``), selected with ``memory.provider: nexus`` and configured under ``plugins.nexus``
-in ``$HERMES_HOME/config.yaml``. Hermes runs in its own Python environment: the plugin puts nexus's
-installation folders at the END of ``sys.path`` when ``import nexus`` fails, so Hermes' own pinned
-packages always win. ``$HERMES_HOME`` defaults to ``~/.hermes``; there is no project scope.
+in ``$HERMES_HOME/config.yaml``. ``$HERMES_HOME`` defaults to ``~/.hermes``: Hermes reads no project
+configuration, so the only scope is the user's.
+
+The plugin is ``hermes_plugin.py``, written as it is: it holds no path. Hermes runs in its own Python
+environment, so the plugin never imports nexus; it runs ``nexus hermes-provider`` (the ``nexus`` on
+PATH) and forwards each provider call to it.
 """
 
 from __future__ import annotations
 
-import sys
+import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .configfiles import exact, table, yaml_merge
 from .wiring import Change, Wiring
 
+SCOPES = ("user",)  # Hermes has one configuration per user (or per $HERMES_HOME)
+
 PLUGIN_YAML = """name: nexus
-version: 1.0.0
+version: 2.0.0
 description: "nexus: shared, signed, inspectable memory for agents that work together (Markdown vault)"
 hooks:
   - on_session_end
@@ -24,35 +34,8 @@ hooks:
 """
 
 
-def _nexus_paths() -> list[str]:
-    """Where this nexus and its dependencies are importable from."""
-    import sysconfig
-
-    import nexus
-
-    paths = [
-        str(Path(nexus.__file__).resolve().parent.parent),
-        sysconfig.get_path("purelib"),
-        sysconfig.get_path("platlib"),
-    ]
-    return list(dict.fromkeys(p for p in paths if p))
-
-
-def plugin_source(paths: list[str]) -> str:
-    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return f'''"""nexus memory provider for Hermes Agent (by `nexus setup hermes`)."""
-import sys
-
-# where nexus and its dependencies are installed (python {version})
-_NEXUS_PATHS = {paths!r}
-
-try:
-    import nexus  # noqa: F401
-except ImportError:  # Hermes' own environment: add nexus's, after Hermes' own packages
-    sys.path.extend(p for p in _NEXUS_PATHS if p not in sys.path)
-
-from nexus.surfaces.hermes import NexusMemoryProvider, register  # noqa: E402,F401  (register_memory_provider)
-'''
+def plugin_source() -> str:
+    return Path(__file__).with_name("hermes_plugin.py").read_text(encoding="utf-8")
 
 
 def hermes_home(w: Wiring) -> Path:
@@ -72,10 +55,53 @@ def changes(w: Wiring) -> list[Change]:
 
     return [
         Change(
-            plugin / "__init__.py", "the nexus memory provider plugin", exact(plugin_source(_nexus_paths()))
+            plugin / "__init__.py",
+            "the nexus memory provider plugin (runs `nexus hermes-provider` from PATH)",
+            exact(plugin_source()),
         ),
         Change(plugin / "plugin.yaml", "the plugin's manifest", exact(PLUGIN_YAML)),
         Change(
             config, "memory.provider: nexus, plugins.nexus (vault, agent, keys)", yaml_merge(config, edit)
         ),
     ]
+
+
+def check(w: Wiring) -> list[tuple[str, str]]:
+    """Hermes' own view, beyond the files: whether its plugin can start nexus (the ``nexus`` on the PATH
+    in ``w.env``, or ``plugins.nexus.command``) and whether that nexus says it is available (vault,
+    agent and private key found from Hermes' config.yaml). Each problem: what is missing, and the one
+    command that adds it."""
+    config = hermes_home(w) / "config.yaml"
+    try:
+        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        data = {}
+    cfg = ((data.get("plugins") or {}).get("nexus") or {}) if isinstance(data, dict) else {}
+    command = str(cfg.get("command") or "nexus")
+    found = shutil.which(os.path.expanduser(command), path=w.env.get("PATH"))
+    if found is None:
+        return [
+            (
+                f"`{command}` is not on PATH, so Hermes' nexus plugin cannot start it (Hermes then runs "
+                "without nexus)",
+                f'export PATH="{Path(w.nexus).parent}:$PATH"',
+            )
+        ]
+    env = {k: v for k, v in w.env.items() if not k.startswith("NEXUS_")}
+    env["HERMES_HOME"] = str(hermes_home(w))
+    try:
+        proc = subprocess.run(
+            [found, "hermes-provider"],
+            input='{"call": "is_available"}\n',
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        available = json.loads(proc.stdout.splitlines()[0]).get("result") is True
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as err:
+        return [(f"{found} hermes-provider does not answer ({err})", f"nexus setup hermes --agent {w.agent}")]
+    if not available:
+        why = " ".join(proc.stderr.split())[-200:] or "no reason given"
+        return [(f"nexus is not available to Hermes: {why}", f"nexus setup hermes --agent {w.agent}")]
+    return []
