@@ -10,8 +10,9 @@ session is SIGKILLed mid-task and a new session resumes from its checkpoint. The
 the demo. The story is a night, but it runs in about a minute: each scene is headed with the real UTC
 time it starts at, the time every entry in it is stamped with.
 
-Private keys go to ``NEXUS_HOME`` when it is set (they stay there), else to a temporary folder deleted at
-the end, with the demo's scratch files: nothing is left behind but the vault.
+Private keys go to ``NEXUS_HOME`` when it is set, else to a folder beside the vault, outside it
+(``./demo-keys`` for ``./demo-vault``, recreated with it): the vault the demo leaves can be written to
+as its agents afterwards, and the demo's last lines say how.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -366,13 +366,17 @@ def play(vault: Path, keys: Path) -> str:
     return n.nexus("handoff")
 
 
-def key_home(environ: Mapping[str, str]) -> tuple[Path, str | None]:
-    """Where the demo's private keys go: ``NEXUS_HOME`` when set (kept), else a temporary folder the
-    demo deletes at the end (returned second)."""
+def key_home(environ: Mapping[str, str], vault: Path) -> tuple[Path, bool]:
+    """Where the demo's private keys go: ``NEXUS_HOME`` when set (True: the person's own folder),
+    else the folder beside the vault (``demo-keys`` beside ``demo-vault``), outside it."""
     if environ.get("NEXUS_HOME"):
-        return Path(environ["NEXUS_HOME"]).expanduser(), None
-    scratch = tempfile.mkdtemp(prefix="nexus-demo-keys-")
-    return Path(scratch), scratch
+        return Path(environ["NEXUS_HOME"]).expanduser(), True
+    return vault.parent / f"{vault.name.removesuffix('-vault')}-keys", False
+
+
+def _is_demo_keys(folder: Path) -> bool:
+    """A keys folder a previous demo left (only nexus's ``keys/`` and ``trust/`` in it)."""
+    return folder.is_dir() and {p.name for p in folder.iterdir()} <= {"keys", "trust"}
 
 
 def main(argv: list[str]) -> int:
@@ -381,21 +385,20 @@ def main(argv: list[str]) -> int:
         if not (target / "nexus.md").is_file() and any(target.iterdir()):
             raise SystemExit(f"demo: {target} exists and is not a nexus vault; pick another folder")
         shutil.rmtree(target)
-    keys, scratch = key_home(os.environ)
-    home = scratch is None
+    keys, own = key_home(os.environ, target)
+    if not own and keys.exists():
+        if not _is_demo_keys(keys):
+            raise SystemExit(f"demo: {keys} exists and is not the demo's keys folder; pick another folder")
+        shutil.rmtree(keys)  # the keys of the vault just removed: a new vault gets new keys
     started = time.time()
-    try:
-        play(target, keys)
-    finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
-    where = (
-        f"keys: {keys} (NEXUS_HOME)"
-        if home
-        else "keys: a temporary folder, now deleted (set NEXUS_HOME to keep them and go on using the vault)"
-    )
+    play(target, keys)
     took = time.time() - started
-    print(f"\n{DIM}demo vault: {target} (open it in Obsidian) · {where} · {took:.1f} s{RESET}")
+    print(f"\n{DIM}demo vault: {target} (open it in Obsidian) · keys: {keys} · {took:.1f} s{RESET}")
+    print(
+        f"to act as its agents:  export NEXUS_VAULT={shlex.quote(str(target))} "
+        f"NEXUS_HOME={shlex.quote(str(keys))}\n"
+        "                        nexus brief --agent ella   (or lyra; sam is the person)"
+    )
     return 0
 
 

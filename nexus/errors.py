@@ -40,6 +40,22 @@ class InputError(NexusError):
     exit_code = 2
 
 
+class SettingError(InputError):
+    """A setting's value nexus refuses. The library knows only the setting; the entry point, which
+    knows where the value came from (a flag, a ``NEXUS_*`` variable, ``nexus.md``), names that source
+    with :meth:`given_as`, so the error blames what the person typed."""
+
+    def __init__(self, setting: str, value: object, problem: str) -> None:
+        super().__init__(f"{setting} {value} {problem}")
+        self.setting, self.value, self.problem = setting, value, problem
+
+    def given_as(self, source: str) -> SettingError:
+        """The same error, naming the value as it was given (``NEXUS_BRIEF_MAX_CHARS=-5``)."""
+        named = SettingError(self.setting, self.value, self.problem)
+        named.args = (f"{source} {self.problem}",)
+        return named
+
+
 class UnsafeContentError(InputError):
     """Content blocked by the safety scan (prompt injection, exfiltration, secrets…)."""
 

@@ -135,3 +135,15 @@ def keys_home(env: Mapping[str, str] | None = None) -> Path:
     from platformdirs import user_config_dir
 
     return Path(user_config_dir("nexus", appauthor=False))
+
+
+def origin(name: str, env: Mapping[str, str], vault_config: Mapping[str, Any]) -> str:
+    """Where a setting not given as an argument took its value, as a person would find it:
+    ``NEXUS_BRIEF_MAX_CHARS=-5``, ``nexus.md's brief_max_chars: -5``, or ``the default brief_max_chars``
+    (the order of :func:`resolve`)."""
+    variable = _ENV.get(name)
+    if variable and env.get(variable) is not None:
+        return f"{variable}={env[variable]}"
+    if vault_config.get(name) is not None:
+        return f"nexus.md's {name}: {vault_config[name]}"
+    return f"the default {name}"

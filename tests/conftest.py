@@ -202,3 +202,12 @@ def edit_entry_in_place(
         old, new = sig, sig[:10] + (b"A" if sig[10:11] != b"A" else b"B") + sig[11:]
     edit_in_place(seg, old, new)
     return original, new
+
+
+def old_settings_form(text: str, written: str) -> str:
+    """``nexus.md`` as vaults made before the vault id moved to the note's meta comment: the id a
+    frontmatter property, written as given (``written``: quoted or not)."""
+    import re
+
+    text = re.sub(r'\n%% nexus:meta \{[^\n]*"vault_id":"[^"]*"[^\n]*\} %%\n', "\n", text)
+    return text.replace("---\n", f"---\nnexus: 1\nvault_id: {written}\n", 1)

@@ -42,9 +42,33 @@ def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     ):
         assert command in out, command
     assert "the project state is at version 1, not 0" in out  # the stale edit was refused
-    # issue 13, item 17: the night reads true
-    assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == ["demo-vault", "tmp"]
-    assert "keys: a temporary folder, now deleted" in out
+    # the night reads true; the keys stay beside the vault (outside it), and the demo says how to use them
+    assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == ["demo-keys", "demo-vault", "tmp"]
+    keys = tmp_path / "demo-keys"
+    assert f"keys: {keys}" in out
+    assert f"export NEXUS_VAULT={vault} NEXUS_HOME={keys}" in out
+    after = subprocess.run(  # acting as one of its agents afterwards, as the demo says
+        [
+            sys.executable,
+            "-m",
+            "nexus",
+            "log",
+            "append",
+            "--agent",
+            "ella",
+            "--channel",
+            "parser",
+            "--type",
+            "note",
+            "--summary",
+            "Back in the morning",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(env, NEXUS_VAULT=str(vault), NEXUS_HOME=str(keys)),
+        timeout=60,
+    )
+    assert after.returncode == 0, after.stderr
     headers = re.findall(r"── (\d\d:\d\d:\d\dZ) · ", out)
     assert len(headers) >= 9 and headers == sorted(headers)  # each scene headed with its real time
     assert not re.search(r"── \d\d:\d\d · ", out)  # no story clock the entries contradict
@@ -96,11 +120,12 @@ def test_demo_night_handoff_holds_every_item(tmp_path: Path) -> None:
     assert "## Active (1)" in register and "## Superseded (1)" in register
 
 
-def test_the_demo_puts_keys_in_nexus_home_when_set(tmp_path: Path) -> None:
-    """Issue 13, item 17: the demo ignored NEXUS_HOME (the full run above covers the temporary folder)."""
+def test_the_demo_puts_keys_in_nexus_home_when_set_else_beside_the_vault(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "agents"))
     try:
         import demo
     finally:
         sys.path.remove(str(ROOT / "agents"))
-    assert demo.key_home({"NEXUS_HOME": str(tmp_path / "home")}) == (tmp_path / "home", None)
+    assert demo.key_home({"NEXUS_HOME": str(tmp_path / "home")}, tmp_path / "v") == (tmp_path / "home", True)
+    assert demo.key_home({}, tmp_path / "demo-vault") == (tmp_path / "demo-keys", False)
+    assert demo.key_home({}, tmp_path / "night") == (tmp_path / "night-keys", False)

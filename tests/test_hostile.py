@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Env, Run
+from conftest import Env, Run, old_settings_form
 
 from nexus.storage import notes, properties
 from nexus.storage.vault import Vault
@@ -72,7 +72,8 @@ def test_hand_edited_unquoted_ids_keep_working_through_the_cli(env: Env) -> None
     """A person re-saves notes in Obsidian without quotes: nexus still reads every id as written."""
     marker = env.vault.root / "nexus.md"
     vid = env.vault.vault_id
-    marker.write_text(marker.read_text().replace(f'vault_id: "{vid}"', f"vault_id: {vid}"))
+    marker.write_text(old_settings_form(marker.read_text(), vid))  # as a property, unquoted
+    (env.vault.state / "cache" / "config.json").unlink(missing_ok=True)
     env.run("log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "ok")
     env.run("memory", "facts", "add", "--name", "0123", "--type", "project", "--description", "octal")
     note = env.vault.root / "memory" / "0123.md"
@@ -89,7 +90,7 @@ def test_a_vault_made_in_many_runs_always_has_a_text_id(tmp_path: Path) -> None:
     for i, digits in enumerate(["0000000000000000", "0123456701234567", "9999999999999999"]):
         v, _ = vault_mod.init(tmp_path / f"v{i}")
         marker = v.root / "nexus.md"
-        marker.write_text(marker.read_text().replace(f'"{v.vault_id}"', digits))
+        marker.write_text(old_settings_form(marker.read_text(), digits))
         (v.state / "cache" / "config.json").unlink(missing_ok=True)
         assert Vault(v.root).vault_id == digits
 
@@ -102,10 +103,9 @@ def test_a_vault_id_that_is_a_path_is_refused_and_nothing_is_written_outside(
     id from a cloned or hand-edited nexus.md can never lead anywhere else."""
     env.append("lyra", "something to verify and to read")
     marker = env.vault.root / "nexus.md"
-    lines = marker.read_text().split("\n")
-    at = next(i for i, line in enumerate(lines) if line.startswith("vault_id:"))
-    lines[at] = f"vault_id: {json.dumps(vid)}"
-    marker.write_text("\n".join(lines))
+    text = marker.read_text()
+    marker.write_text(text.replace(f'"vault_id":"{env.vault.vault_id}"', f'"vault_id":{json.dumps(vid)}'))
+    assert marker.read_text() != text
     before = sorted(str(p) for p in tmp_path.rglob("*") if not p.is_relative_to(env.vault.root))
     for argv in (["verify"], ["brief", "--agent", "ella"], ["log", "tail"]):
         run = env.run(*argv, check=False)

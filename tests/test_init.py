@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Env
+from conftest import Env, old_settings_form
 
 from nexus.errors import VaultError
 from nexus.storage import vault as vault_mod
@@ -36,7 +36,8 @@ def _assert_complete(root: Path) -> None:
     for sub in ("locks", "cursors", "cache", "quarantine"):
         assert (root / ".nexus" / sub).is_dir()
     text = (root / "nexus.md").read_text(encoding="utf-8")
-    assert "vault_id: REPLACE_ME" not in text and "vault_id: " in text
+    assert "REPLACE_ME" not in text and '%% nexus:meta {"nexus":1,"vault_id":"' in text
+    assert "\nvault_id:" not in text  # only a program reads it: not a property
     assert "Live-context log entry" in (root / "NEXUS-FORMAT.md").read_text(encoding="utf-8")
 
 
@@ -222,14 +223,15 @@ def test_a_vault_id_of_digits_stays_text(
 
     monkeypatch.setattr(secrets, "token_hex", lambda n: digits)
     vault, _ = vault_mod.init(tmp_path / "new")
-    assert f'vault_id: "{digits}"' in (vault.root / "nexus.md").read_text(encoding="utf-8")
+    assert f'"vault_id":"{digits}"' in (vault.root / "nexus.md").read_text(encoding="utf-8")
     assert vault_mod.Vault(vault.root).vault_id == digits
-    # a vault made before the id was quoted: the id as written, leading zeros and all
-    old = tmp_path / "old"
-    old.mkdir()
-    text = (vault.root / "nexus.md").read_text(encoding="utf-8").replace(f'"{digits}"', digits)
-    (old / "nexus.md").write_text(text, encoding="utf-8")
-    assert vault_mod.Vault(old).vault_id == digits
+    # vaults made before the id moved to the meta comment: a property, quoted or (older) not, as written
+    for n, written in enumerate((f'"{digits}"', digits)):
+        old = tmp_path / f"old{n}"
+        old.mkdir()
+        text = old_settings_form((vault.root / "nexus.md").read_text(encoding="utf-8"), written)
+        (old / "nexus.md").write_text(text, encoding="utf-8")
+        assert vault_mod.Vault(old).vault_id == digits
 
 
 def test_init_force_over_an_obsidian_vault_keeps_its_home_and_writes_the_introduction(tmp_path: Path) -> None:

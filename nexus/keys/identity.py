@@ -78,7 +78,7 @@ def load_signer(vault: Vault, keys_home: Path, name: str) -> Signer:
     """The signer for ``name``; IdentityError if the agent is unknown or its private key is missing."""
     check_name(name)
     if not vault.identity_path(name).is_file():
-        raise IdentityError(f"unknown agent {name!r}: run `nexus agent add {name}` first")
+        raise vault.unknown_agent(name)
     path = private_key_path(vault, keys_home, name)
     try:
         pem = path.read_bytes()

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import IdentityError
 from ..records import Entry, Located
 from ..storage import durable
 from ..storage.text import check_name
@@ -113,7 +112,7 @@ def scan_unread(
     entries up to the last id read (``seen``) are skipped.
     """
     if not vault.identity_path(check_name(agent)).is_file():
-        raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
+        raise vault.unknown_agent(agent)
     cursor = read_cursor(vault, agent)
     arrived, arrived_end = _arrivals_since(vault, cursor.arrived)
     out, marks, newest_seen = scan_after(

@@ -412,7 +412,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"{RECORD}:decide",
         "record a decision (a signed note + a decision entry)",
         'nexus decide --agent ella --title "Secrets live in the OS keychain" '
-        '--decision "Never in .env files" --rationale "Leaked twice" [--supersedes D-0001]',
+        '--decision "Never in .env files" --rationale "Leaked twice" --supersedes D-0001',
         description="Record a decision (a signed note and a decision entry); `supersedes` marks an older "
         "one.",
         title="Record a decision",
@@ -546,7 +546,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "state_diff",
         f"{RECORD}:state_diff",
         "the difference between two versions (default: to current)",
-        "nexus state diff 2 4",
+        "nexus state diff 1 3",
         description="The difference between two versions of the project state (new: the current one).",
         title="Diff two state versions",
         command="state diff",
@@ -567,7 +567,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "state_restore",
         f"{RECORD}:state_restore",
         "make an earlier version current (a new version)",
-        "nexus state restore --agent ella --version 2 --expect 5",
+        "nexus state restore --agent ella --version 1 --expect 3",
         description="Make an earlier version of the project state current again (as a new version).",
         title="Restore a state version",
         command="state restore",

@@ -4,6 +4,7 @@ None has an MCP tool (each says why in the registry)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +25,30 @@ def init(call: Call, *, path: str = ".", force: bool = False) -> Answer:
             f"(link it from {HOME}: [[{INTRODUCTION[:-3]}]])"
         )
     if created:
-        text += "\nnext: nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
+        # the commands that follow find the vault from the folder they run in: say how to get there
+        here = vault.root.resolve() == Path.cwd().resolve()
+        go = "" if here else f"cd {shlex.quote(path)} && "
+        text += f"\nnext: {go}nexus agent add NAME   (and `nexus agent add YOU --human` for yourself)"
+        if not here:
+            text += (
+                f"\n      (from any other folder, give each command --vault {shlex.quote(str(vault.root))})"
+            )
     return Answer(data, text)
 
 
 def agent_add(call: Call, *, name: str, human: bool = False) -> Answer:
     from ..keys import identity, trust
+    from ..suggest import closest
 
+    close = closest(name, call.vault.identity_names())  # (before: the new one is a name too)
     ident = identity.add(call.vault, call.keys_home, name, human=human)
     trust.load(call.vault)  # pin the new key on this machine now (trust on first use)
     return Answer(
-        ident.to_json(), f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}"
+        ident.to_json(),
+        f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}",
+        notes=(f"note: {name!r} is close to the identity {close!r} (a typo? `nexus agent list`)",)
+        if close
+        else (),
     )
 
 

@@ -54,9 +54,7 @@ def _now() -> str:
 def _known_agent(vault: Vault, agent: str) -> str:
     check_name(agent)
     if not vault.identity_path(agent).is_file():
-        from ..errors import IdentityError
-
-        raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
+        raise vault.unknown_agent(agent)
     return agent
 
 

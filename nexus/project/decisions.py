@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, NotFoundError
+from ..ledger.logfiles import missing_entry
 from ..records import Decision, Problem
 from ..storage import durable, meta, properties
 from ..storage.locks import exclusive
@@ -426,6 +427,9 @@ def decide(
 
     given = {"decision": decision, "rationale": rationale, "alternatives": alternatives}
     title, texts = _checked_input(title, given, supersedes, refs)
+    missing = missing_entry(vault, refs)  # named as given (--ref), not as the entry's acks it becomes
+    if missing is not None:
+        raise InputError(f"--ref {missing}: no entry with this id in the log")
     folder(vault).mkdir(exist_ok=True)
     with exclusive(vault.lock("decisions")):
         old_path: Path | None = None

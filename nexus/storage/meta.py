@@ -33,8 +33,10 @@ DECISION = frozenset({"refs", "entry", "key", "sig", "superseded_key", "supersed
 IDENTITY = frozenset({"public_key", "key_id"})
 CHECKPOINT = frozenset({"seq"})
 STATE_VERSION = frozenset({"sha256"})
+HANDOFF = frozenset({"since", "last_entry", "last_state_version"})  # where `--since last` starts
+SETTINGS = frozenset({"nexus", "vault_id"})  # nexus.md: its format; the name of this machine's files about it
 # Every machine field of every kind (what no frontmatter nexus writes holds any more).
-ALL = DECISION | IDENTITY | CHECKPOINT | STATE_VERSION
+ALL = DECISION | IDENTITY | CHECKPOINT | STATE_VERSION | HANDOFF | SETTINGS
 
 
 def line(meta: dict[str, Any]) -> str:

@@ -19,7 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import VaultError
+from ..errors import IdentityError, VaultError
+from ..suggest import closest
 from . import durable, meta
 
 MARKER = "nexus.md"
@@ -56,6 +57,22 @@ class Vault:
 
     def identity_path(self, name: str) -> Path:
         return self.agent_dir(name) / "identity.md"
+
+    def identity_names(self) -> list[str]:
+        """The names of the vault's identities (folders under ``agents/`` holding an identity note)."""
+        try:
+            return sorted(p.name for p in self.agents_dir.iterdir() if (p / "identity.md").is_file())
+        except OSError:
+            return []
+
+    def unknown_agent(self, name: str) -> IdentityError:
+        """The error for a name that is no identity here: the close one when there is one (a typo must
+        not be invited to become an identity), else how to add it."""
+        close = closest(name, self.identity_names())
+        listed = "(`nexus agent list` lists them)"
+        if close is not None:
+            return IdentityError(f"unknown agent {name!r}: did you mean {close!r}? {listed}")
+        return IdentityError(f"unknown agent {name!r}: run `nexus agent add {name}` first {listed}")
 
     def key_id_of(self, name: str) -> str | None:
         """The ``key_id`` of ``name``'s identity note (its ``nexus:meta`` comment, or a property in
@@ -118,7 +135,8 @@ class Vault:
             pass
         from . import notes
 
-        props, _ = notes.read(marker, self.root)
+        props, body = notes.read(marker, self.root)
+        props, _ = meta.merged(props, body, meta.SETTINGS)  # vault_id: the comment (older: a property)
         clean = json.loads(json.dumps(props, default=str))
         durable.replace(cache, json.dumps({"stamp": stamp, "config": clean}).encode(), durable=False)
         return dict(clean)
@@ -249,8 +267,8 @@ def init(path: Path, *, force: bool = False) -> tuple[Vault, list[str]]:
         if rel == MARKER:
             import secrets
 
-            # Quoted, so YAML reads it as text even when every digit happens to be 0-9.
-            data = data.replace(b"vault_id: REPLACE_ME", f'vault_id: "{secrets.token_hex(8)}"'.encode())
+            # in the note's meta comment (JSON: text even when every digit happens to be 0-9)
+            data = data.replace(b'"vault_id":"REPLACE_ME"', f'"vault_id":"{secrets.token_hex(8)}"'.encode())
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             durable.create_exclusive(target, data)

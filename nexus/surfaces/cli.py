@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, MemoryFullError, NexusError, StaleEditError
+from ..errors import InputError, MemoryFullError, NexusError, SettingError, StaleEditError
+from . import usage
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -54,6 +55,19 @@ def _workspace(args: argparse.Namespace, vault: Any = None) -> Any:
     ws = workspace.for_vault(vault, os.environ, args=given)
     # (a float given here is kept as given: the resolver's coercion would round 0.5 minute to 0)
     return ws.with_settings(stale_checkpoint_minutes=getattr(args, "stale_minutes", None))
+
+
+def _origin(args: argparse.Namespace, setting: str) -> str:
+    """Where a setting's value came from on this command line: its flag and value when one was
+    given, else the variable or the ``nexus.md`` property (``settings.origin``)."""
+    from ..operations import BY_NAME, CLI
+    from ..settings import origin
+
+    op = BY_NAME.get(getattr(args, "operation", ""))
+    for param in op.params_for(CLI) if op else ():
+        if param.setting == setting and getattr(args, param.name, None) is not None:
+            return f"{param.cli_flag} {getattr(args, param.name)}"
+    return origin(setting, os.environ, _vault(args).config())
 
 
 def _settings(args: argparse.Namespace, vault: Any) -> Any:
@@ -213,7 +227,6 @@ def _setup_agent(
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from ..errors import IdentityError
     from ..keys.identity import private_key_path
     from ..settings import keys_home
     from ..storage.text import check_name
@@ -235,7 +248,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     agent, vault_path, keys = _setup_agent(args, project, home, env)
     vault = find_vault(vault_path, os.environ.get("NEXUS_VAULT"), Path.cwd())
     if not vault.identity_path(check_name(agent)).is_file():
-        raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
+        raise vault.unknown_agent(agent)
     keys = (keys or _keys_home()).resolve()
     w = wiring.Wiring(
         agent=agent,
@@ -612,7 +625,8 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (``nexus: error: …``), like every other error; exit 2."""
 
     def error(self, message: str) -> Any:
-        self.exit(2, f"nexus: error: {self.prog}: {_one_line(message)} (see `{self.prog} --help`)\n")
+        said = _one_line(usage.explain(self.prog, message))
+        self.exit(2, f"nexus: error: {self.prog}: {said} (see `{self.prog} --help`)\n")
 
 
 # the command words of the commands written by hand here, and what adds them (the rest come from the
@@ -647,7 +661,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="nexus",
         description="Shared, durable, inspectable memory for AI agents, in a Markdown vault.",
-        epilog="example:\n  nexus init ~/vault && nexus agent add ella && nexus log tail",
+        epilog="example:\n  nexus init vault && cd vault && nexus agent add ella && nexus log tail",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--vault", help="the vault folder (else NEXUS_VAULT, else walk up from here)")
@@ -690,10 +704,26 @@ def claim_words(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser and the parsed command line; a usage error names what was typed, with the close
+    word and the help of the command it was typed for (``usage.py``)."""
+    from ..variables import unknown
+
+    for warning in unknown(os.environ):  # a misspelt NEXUS_* variable would be ignored silently
+        sys.stderr.write(f"nexus: {warning}\n")
+    parser = build_parser(command_word(argv))
+    mistyped = usage.unknown_option(parser, argv)
+    if mistyped is not None:
+        mistyped[0].error(mistyped[1])
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        usage.command_parser(parser, argv).error(f"unexpected argument(s): {' '.join(extra)}")
+    return parser, args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = claim_words(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(command_word(argv))
-    args = parser.parse_args(argv)
+    parser, args = _parse(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -703,6 +733,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         trust.configure(_keys_home)  # keys pinned on this machine (trust on first use), found lazily
         return handler(args)
+    except SettingError as err:  # named as the person gave it: the flag, the variable or nexus.md
+        sys.stderr.write(f"nexus: error: {err.given_as(_origin(args, err.setting))}\n")
+        return err.exit_code
     except StaleEditError as err:  # the version moved: the current one and a diff, to edit again
         sys.stderr.write(f"nexus: error: {err}\n{err.diff}")
         if getattr(args, "json", False):

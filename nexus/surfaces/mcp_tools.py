@@ -93,7 +93,7 @@ def served(tools: str) -> list[Operation]:
 
 def check_agent(ws: Workspace, agent: str, tools: str) -> None:
     """Refuse an unknown tool set or agent before serving; configure the keys readers trust."""
-    from ..errors import IdentityError, InputError
+    from ..errors import InputError
     from ..keys import trust
     from ..storage.text import check_name
 
@@ -102,7 +102,7 @@ def check_agent(ws: Workspace, agent: str, tools: str) -> None:
         raise InputError(f"unknown tool set {tools!r}: use one of {', '.join(TOOL_SETS)}")
     trust.configure(ws.keys_home)  # the keys this machine pinned decide what readers show as verified
     if not ws.vault.identity_path(agent).is_file():
-        raise IdentityError(f"unknown agent {agent!r}: run `nexus agent add {agent}` first")
+        raise ws.vault.unknown_agent(agent)
 
 
 def lean(value: Any) -> Any:

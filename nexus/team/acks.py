@@ -34,9 +34,7 @@ def owed(
     check_name(agent)
     info = roster.roster(vault).get(agent)
     if info is None:
-        from ..errors import IdentityError
-
-        raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
+        raise vault.unknown_agent(agent)
     if info.get("kind") == "human":
         return []
     data = coordination.view(vault, agent, ack_types, race_window)

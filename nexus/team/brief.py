@@ -396,7 +396,7 @@ def build(
     cursor); ``settings`` also says which types are owed, the race window and when a checkpoint is stale.
     ``surface`` (``cli`` or ``mcp``) decides how its instructions name the next action (``hints``);
     ``project`` (the folder name of the project the agent works in) narrows the others' claims shown."""
-    from ..errors import InputError
+    from ..errors import SettingError
     from ..storage.text import check_name
 
     check_name(agent)
@@ -404,7 +404,7 @@ def build(
     ack_types, race_window = settings.ack_types, settings.race_window_seconds
     stale_minutes = int(settings.stale_checkpoint_minutes)
     if max_chars < 200:
-        raise InputError(f"--max-chars {max_chars} is too small; the least is 200")
+        raise SettingError("brief_max_chars", max_chars, "is too small; the least is 200")
     generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     header = f"# nexus brief for {agent} ({generated})\n"
     from . import heartbeat
@@ -414,9 +414,7 @@ def build(
     budget = max_chars - len(header) - 16 - (len(_section_text(watcher)) if watcher else 0)
     info = roster.roster(vault).get(agent)
     if info is None:
-        from ..errors import IdentityError
-
-        raise IdentityError(f"unknown agent {agent!r} (see `nexus agent list`)")
+        raise vault.unknown_agent(agent)
     is_human = info.get("kind") == "human"
     data = coordination.View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
     checker = coordination.entry_checker(vault)

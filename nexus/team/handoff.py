@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import InputError
 from ..records import Located
 from ..settings import DEFAULTS, Settings
-from ..storage import durable, properties
+from ..storage import durable, meta, properties
 from ..storage.vault import Vault
 
 SHOWN_PER_CHANNEL = 12
@@ -79,7 +79,8 @@ def previous(vault: Vault) -> tuple[Path, str, dict[str, Any]] | None:
             continue
         path = folder(vault) / name
         try:
-            props, _ = properties.parse(path.read_text(encoding="utf-8"), name)
+            props, body = properties.parse(path.read_text(encoding="utf-8"), name)
+            props, _ = meta.merged(props, body, meta.HANDOFF)  # (older handoffs: all in frontmatter)
         except (InputError, OSError):
             continue
         until = props.get("until")
@@ -552,14 +553,13 @@ def _render(vault: Vault, w: _Window, page: _Page) -> str:
 def write(vault: Vault, handoff: Handoff) -> Path:
     """Save as ``handoff/YYYY-MM-DD.md`` (next free ``-N`` suffix when that day already has one)."""
     day = handoff.until[:10]
-    props = {
+    props = {"until": handoff.until, "tags": ["nexus/handoff"]}  # what a person reads
+    hidden = {  # what only `--since last` reads: in the note's meta comment, not its Properties
         "since": handoff.since,
-        "until": handoff.until,
         "last_entry": handoff.last_entry,
         "last_state_version": handoff.last_state_version,
-        "tags": ["nexus/handoff"],
     }
-    text = properties.render(props, handoff.markdown).encode("utf-8")
+    text = properties.render(props, meta.attach(handoff.markdown, hidden)).encode("utf-8")
     folder(vault).mkdir(exist_ok=True)
     n = 1
     while True:

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from ...errors import InputError
+from ...suggest import closest
 from . import wiring
 from .wiring import Change, Finding, Outcome, Wired, Wiring
 
@@ -22,7 +23,9 @@ RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
 
 def module(runtime: str) -> ModuleType:
     if runtime not in RUNTIMES:
-        raise InputError(f"unknown runtime {runtime!r}: use one of {', '.join(RUNTIMES)}")
+        close = closest(runtime, RUNTIMES)
+        hint = f"did you mean {close!r}?" if close else f"use one of {', '.join(RUNTIMES)}"
+        raise InputError(f"unknown runtime {runtime!r}: {hint}")
     from importlib import import_module
 
     return import_module(f".{runtime.replace('-', '_')}", __name__)
