@@ -711,6 +711,7 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Names
 
     for warning in unknown(os.environ):  # a misspelt NEXUS_* variable would be ignored silently
         sys.stderr.write(f"nexus: {warning}\n")
+    argv = claim_words(argv)
     parser = build_parser(command_word(argv))
     mistyped = usage.unknown_option(parser, argv)
     if mistyped is not None:
@@ -722,7 +723,7 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = claim_words(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
     parser, args = _parse(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
