@@ -46,7 +46,7 @@ def main() -> None:
     )
     assert d.entry is not None
     acked.append(d.entry)
-    current, _content, _v = project_state.show(vault)
+    current, _content, _unrecorded = project_state.show(vault)
     with contextlib.suppress(StaleEditError):
         project_state.set_state(
             vault, signer, expect=current, content=f"# State\n- {agent} set this in round {rnd}\n"

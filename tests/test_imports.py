@@ -33,6 +33,8 @@ ALLOWED_UP = {
     ("nexus.__main__", "nexus.surfaces.cli"): "`python -m nexus` is the CLI",
     ("nexus.workspace", "nexus.storage.vault"): "an entry point's workspace opens the vault it names",
     ("nexus.ledger.log", "nexus.memory.scan"): "an append runs the safety scan on its body",
+    ("nexus.search.verdicts", "nexus.memory.scan"): "an entry's hit is marked when the scan flags it",
+    ("nexus.search.hits", "nexus.memory.scan"): "a section's hit is marked when the scan flags it",
     ("nexus.memory.bounded", "nexus.team.hints"): "a full memory's error names the next action",
     ("nexus.search.proof", "nexus.audit.verify"): "an index build seals what verify proved",
     ("nexus.search.proof", "nexus.audit.verify_state"): "(the proof is verify's saved state)",

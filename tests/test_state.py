@@ -73,7 +73,7 @@ def test_history_diff_and_restore(env: Env, tmp_path: Path) -> None:
     assert "-one" in diff and "+three" in diff
     env.run("state", "restore", "--agent", "lyra", "--version", "1", "--expect", "3")
     shown = env.run("state", "show", "--json").json()
-    assert shown == {"version": 4, "content": "one\n", "hand_edit": None, "conflicts": []}
+    assert shown == {"version": 4, "content": "one\n", "hand_edit": False, "conflicts": []}
     history = env.run("state", "history", "--json").json()
     assert history[-1]["restored_from"] == 1 and history[-1]["author"] == "lyra"
     for v in range(1, 5):  # every version is kept whole

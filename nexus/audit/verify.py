@@ -24,6 +24,8 @@ them); only an agent's own order counts.
 | copy-left     | a conflict copy whose entries are all in the log (warning: archive it) |
 | sync-conflict | a note under `conflicts/` a merge listed (warning: resolve it, then delete the note) |
 | renamed       | links in signed text moved to a note renamed in Obsidian; signed before (warning) |
+| conflict-markers | git conflict markers in a file nexus merges by kind (a merge without the driver): repair
+|               | with `nexus git resolve` |
 
 ``check_entry`` is the per-entry check (canonical form, author, trusted key, signature): a pure
 function of an entry and a ``Keyring`` (plain data), so it runs in worker processes
@@ -41,7 +43,7 @@ from ..keys.trust import Keyring
 from ..ledger import log
 from ..ledger.check import WARNING_KINDS, Renamed, check_entry, looks_like_framing, printable
 from ..records import Located, Problem
-from ..storage import entries, segments
+from ..storage import entries, markers, segments
 from ..storage.vault import Vault
 
 
@@ -274,6 +276,8 @@ def vault_problems(
         }
         found = [p for p in found if not (p.kind == "truncated" and p.entry_id in elsewhere)]
     out.extend(found)
+    for rel, regions in markers.marked_files(vault.root):  # a plain `git merge` left conflict markers
+        out.append(Problem("conflict-markers", rel, regions[0].line, markers.describe(rel, regions)))
     return out
 
 

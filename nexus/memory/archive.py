@@ -13,6 +13,7 @@ reason, sha256) and the entry's exact text as the body.
 from __future__ import annotations
 
 import calendar
+import contextlib
 import hashlib
 import os
 import re
@@ -269,22 +270,7 @@ def consolidate(
                 " would be lost; keep each in the new set or archive it (--archive TEXT): "
                 + " ".join(f"[{i}] {p!r}" for i, p in enumerate(memory.previews(lost), 1))
             )
-        dates = memory.load_dates(vault, st)
-        now = memory.utc_now()
-        moved = tuple(
-            _write_archived(
-                vault, st, o, memory.first_seen(dates, o) or now, "consolidate: archived explicitly"
-            )
-            for o in to_archive
-        )
-        # a new entry that contains an old one keeps the old one's first-seen time
-        overrides = {}
-        for n in new:
-            olds = [memory.first_seen(dates, o) for o in old if _fold(o) in _fold(n)]
-            known = sorted(d for d in olds if d)
-            if known:
-                overrides[n] = known[0]
-        backup = memory.write_entries(vault, st, raw, new, limit, first_seen_overrides=overrides)
+        backup, moved = _archive_and_write(vault, st, raw, old, new, to_archive, limit)
     res = memory.result(
         vault,
         st,
@@ -295,6 +281,45 @@ def consolidate(
         backup,
     )
     return res, moved
+
+
+def _archive_and_write(
+    vault: Vault,
+    st: memory.Store,
+    raw: str,
+    old: Sequence[str],
+    new: Sequence[str],
+    to_archive: Sequence[str],
+    limit: int,
+) -> tuple[str | None, tuple[ArchivedEntry, ...]]:
+    """Archive ``to_archive`` and rewrite the store as ``new`` (caller holds the lock): both land or
+    neither does (the archived notes are removed when the store still holds its old text)."""
+    dates = memory.load_dates(vault, st)
+    now = memory.utc_now()
+    moved: list[ArchivedEntry] = []
+    try:
+        for o in to_archive:
+            first = memory.first_seen(dates, o) or now
+            moved.append(_write_archived(vault, st, o, first, "consolidate: archived explicitly"))
+        overrides = _inherited_dates(dates, old, new)
+        backup = memory.write_entries(vault, st, raw, new, limit, first_seen_overrides=overrides)
+    except BaseException:
+        if memory.read_raw(st) == raw:  # (the rewrite may have landed: a folder's fsync failed after it)
+            for m in moved:
+                with contextlib.suppress(OSError):
+                    (vault.root / m.path).unlink()
+        raise
+    return backup, tuple(moved)
+
+
+def _inherited_dates(dates: dict[str, str], old: Sequence[str], new: Sequence[str]) -> dict[str, str]:
+    """A new entry that contains an old one keeps the old one's first-seen time."""
+    overrides = {}
+    for n in new:
+        known = sorted(d for d in (memory.first_seen(dates, o) for o in old if _fold(o) in _fold(n)) if d)
+        if known:
+            overrides[n] = known[0]
+    return overrides
 
 
 # ---------------------------------------------------------------- consolidating from a plan

@@ -18,9 +18,13 @@ ages; the ``§`` file stays Hermes-compatible).
 Files nexus did not write are read as far as they can be: a byte-order mark is not part of the first
 entry, bytes that are not UTF-8 stay in their entry (shown blocked, written back unchanged), a file that
 cannot be read at all is one clear error (and a snapshot shows the other store). A store that is a link
-leading out of the vault is never read or written. The sidecar also records what nexus's last write
-added: when an editor's stale whole-file save (Obsidian saving an open note) drops such an entry, the
-next read or write puts it back once and says so.
+leading out of the vault is never read or written.
+
+A person's edit wins: whatever the file holds when a write takes the lock (entries deleted, changed,
+reordered or added by hand) is what the write starts from, and nothing nexus wrote before is ever put
+back. Reads never write. The stale-save guard protects the person: a write re-reads the file just before
+replacing it and starts again from the new text when an editor saved in between, so an agent's write
+never replaces a person's save it did not read.
 """
 
 from __future__ import annotations
@@ -35,9 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import IdentityError, InputError, MemoryFullError, NotFoundError, VaultError
+from ..errors import (
+    ConflictError,
+    IdentityError,
+    InputError,
+    IntegrityError,
+    MemoryFullError,
+    NotFoundError,
+    VaultError,
+)
 from ..records import MemoryResult
-from ..storage import durable
+from ..storage import durable, markers
 from ..storage.locks import exclusive
 from ..storage.text import check_name, describe_char, first_invisible
 from ..storage.vault import Vault
@@ -221,18 +233,13 @@ def save_dates(
     dates: dict[str, str],
     now: str,
     overrides: dict[str, str] | None = None,
-    *,
-    written: str | None = None,
-    added: Sequence[str] = (),
 ) -> None:
     keep = {}
     for e in entries:
         d = _digest(e)
         keep[d] = (overrides or {}).get(e) or dates.get(d) or now
-    if keep != dates or written is not None:
+    if keep != dates:
         doc: dict[str, object] = {"store": st.key, "first_seen": keep}
-        if written is not None:  # what nexus wrote last, and which entries that write added
-            doc.update(written=written, added=list(added))
         body = json.dumps(doc, indent=1, sort_keys=True)
         # not fsynced: losing it is safe (entries then count as first seen now, so nothing is swept early)
         durable.replace(dates_path(vault, st), body.encode("utf-8"), durable=False)
@@ -265,74 +272,34 @@ def write_entries(
     limit: int,
     *,
     first_seen_overrides: dict[str, str] | None = None,
-    added: Sequence[str] | None = None,
 ) -> str | None:
     """Replace the store's file (caller holds the lock and read ``raw`` under it); return a backup
-    path when the old file would not have round-tripped. ``added`` (default: the entries ``raw`` did
-    not hold) is what a stale editor save may not drop."""
+    path when the old file would not have round-tripped.
+
+    The stale-save guard: the file is read again just before it is replaced; when an editor saved it
+    since ``raw`` was read (a person's edit this write did not start from), nothing is written and
+    :class:`~nexus.errors.ConflictError` says to retry, so the person's text stands."""
+    if markers.regions(encode(raw)):
+        raise IntegrityError(
+            f"{st.label} holds git conflict markers (a merge without the nexus driver): nothing changed; "
+            "run `nexus git resolve`, then run this command again"
+        )
+    if read_raw(st) != raw:
+        raise ConflictError(
+            f"{st.label} was saved by someone else while this write was under way: nothing changed; "
+            "run the command again (it starts from their text)"
+        )
     backup = _backup(vault, st, raw) if drift(raw, limit) else None
     dates = load_dates(vault, st)
     st.path.parent.mkdir(parents=True, exist_ok=True)
     vault.inside(st.path)
-    data = encode(render(entries))
-    durable.replace(st.path, data)
-    before = set(parse(raw))
-    save_dates(
-        vault,
-        st,
-        entries,
-        dates,
-        utc_now(),
-        first_seen_overrides,
-        written=_digest_bytes(data),
-        added=[e for e in entries if e not in before] if added is None else added,
-    )
+    durable.replace(st.path, encode(render(entries)))
+    save_dates(vault, st, entries, dates, utc_now(), first_seen_overrides)
     return backup
 
 
 def read_raw(st: Store) -> str:
     return _read_bytes(st.path)
-
-
-def _digest_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def dropped(vault: Vault, st: Store, raw: str) -> list[str]:
-    """Entries nexus's last write added that the file no longer holds, when something other than
-    nexus wrote it since (an editor's stale whole-file save): they are put back."""
-    try:
-        data = json.loads(dates_path(vault, st).read_text(encoding="utf-8"))
-        written, added = data.get("written"), data.get("added")
-    except (FileNotFoundError, ValueError, AttributeError):
-        return []
-    if not isinstance(added, list) or not added or written == _digest_bytes(encode(raw)):
-        return []
-    present = set(parse(raw))
-    return [e for e in added if isinstance(e, str) and e not in present]
-
-
-def _restore_dropped(vault: Vault, st: Store, raw: str, entries: list[str]) -> tuple[list[str], str]:
-    """``entries`` with what a stale save dropped put back (caller holds the lock), and a message."""
-    lost = dropped(vault, st, raw)
-    if not lost:
-        return entries, ""
-    return [*entries, *[e for e in lost if e not in entries]], (
-        f" Put back {len(lost)} entr{'y' if len(lost) == 1 else 'ies'} an editor's save had dropped "
-        f"(written by nexus just before it); remove with `nexus memory remove` if that was meant."
-    )
-
-
-def repair(vault: Vault, st: Store, limit: int) -> str:
-    """Put back what an editor's stale save dropped from the store (once); the message, or ''."""
-    if not dropped(vault, st, read_raw(st)):
-        return ""
-    with locked(vault, st):
-        raw = read_raw(st)
-        entries, said = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
-        if said:
-            write_entries(vault, st, raw, entries, limit, added=())
-    return said.strip()
 
 
 def result(
@@ -394,17 +361,10 @@ def add(vault: Vault, target: str, agent: str | None, content: str | None, *, li
     text = _clean(content, "content", vault)
     with locked(vault, st):
         raw = read_raw(st)
-        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+        entries = list(dict.fromkeys(parse(raw)))
         if text in entries:
-            backup = write_entries(vault, st, raw, entries, limit, added=()) if restored else None
             return result(
-                vault,
-                st,
-                "Entry already exists (no duplicate added)." + restored,
-                entries,
-                limit,
-                bool(restored),
-                backup,
+                vault, st, "Entry already exists (no duplicate added).", entries, limit, False, None
             )
         new = [*entries, text]
         if size(new) > limit:
@@ -416,8 +376,8 @@ def add(vault: Vault, target: str, agent: str | None, content: str | None, *, li
                 tuple(display(entries, st.label, vault.root)),
                 f"{current:,}/{limit:,}",
             )
-        backup = write_entries(vault, st, raw, new, limit, added=[text])
-    return result(vault, st, "Entry added." + restored, new, limit, True, backup)
+        backup = write_entries(vault, st, raw, new, limit)
+    return result(vault, st, "Entry added.", new, limit, True, backup)
 
 
 def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> int:
@@ -445,7 +405,7 @@ def replace(
     text = _clean(content, "new content", vault)
     with locked(vault, st):
         raw = read_raw(st)
-        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+        entries = list(dict.fromkeys(parse(raw)))
         idx = _find(vault, st, entries, old_text)
         new = list(entries)
         new[idx] = text
@@ -458,19 +418,19 @@ def replace(
                 tuple(display(entries, st.label, vault.root)),
                 f"{current:,}/{limit:,}",
             )
-        backup = write_entries(vault, st, raw, new, limit, added=[text])
-    return result(vault, st, "Entry replaced." + restored, new, limit, True, backup)
+        backup = write_entries(vault, st, raw, new, limit)
+    return result(vault, st, "Entry replaced.", new, limit, True, backup)
 
 
 def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int) -> MemoryResult:
     st = store(vault, target, agent)
     with locked(vault, st):
         raw = read_raw(st)
-        entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+        entries = list(dict.fromkeys(parse(raw)))
         idx = _find(vault, st, entries, old_text)
         new = entries[:idx] + entries[idx + 1 :]
-        backup = write_entries(vault, st, raw, new, limit, added=())
-    return result(vault, st, "Entry removed." + restored, new, limit, True, backup)
+        backup = write_entries(vault, st, raw, new, limit)
+    return result(vault, st, "Entry removed.", new, limit, True, backup)
 
 
 # ---------------------------------------------------------------- the frozen snapshot
@@ -523,8 +483,12 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
         rel = "USER.md" if target == "user" else f"agents/{agent}/MEMORY.md"
         try:  # read what can be read: one store that cannot be read never hides the other
             st = store(vault, target, agent)
-            said = repair(vault, st, limit)
-            entries = list(dict.fromkeys(read(st.path)))
+            raw = read_raw(st)
+            if markers.regions(encode(raw)):
+                raise InputError(
+                    "it holds git conflict markers (a merge without the nexus driver): `nexus git resolve`"
+                )
+            entries = list(dict.fromkeys(parse(raw)))
         except (InputError, VaultError) as err:
             blocked.append(f"{rel}: not shown: {err}")
             results.append(
@@ -551,7 +515,7 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
         block = render_block(target, shown, limit)
         if block:
             blocks.append(block)
-        results.append(result(vault, st, said, entries, limit, bool(said), None))
+        results.append(result(vault, st, "", entries, limit, False, None))
     return Snapshot(agent, "\n\n".join(blocks), results[0], results[1], tuple(blocked))
 
 
@@ -638,32 +602,34 @@ def import_hermes(
         limit = memory_limit if target == "memory" else user_limit
         st = store(vault, target, agent)
         skipped: list[str] = []
-        clean: list[str] = []
-        for n, e in enumerate(parse(_read_bytes(src)), 1):
+        clean: list[tuple[int, str]] = []
+        given = parse(_read_bytes(src))
+        for n, e in enumerate(given, 1):
             try:
-                clean.append(_clean(e, f"{src.name} entry {n}", vault))
+                clean.append((n, _clean(e, f"{src.name} entry {n}", vault)))
             except InputError as err:
-                skipped.append(str(err))
+                skipped.append(str(err).replace("; nothing was written", ""))
         with locked(vault, st):
             raw = read_raw(st)
-            entries, restored = _restore_dropped(vault, st, raw, list(dict.fromkeys(parse(raw))))
+            entries = list(dict.fromkeys(parse(raw)))
             new = list(entries)
-            for e in clean:
+            there = 0
+            for n, e in clean:
                 if e in new:
+                    there += 1
                     continue
                 if size([*new, e]) > limit:
                     skipped.append(
-                        f"{src.name} entry {previews([e], 40)[0]!r} ({len(e):,} chars) would "
+                        f"{src.name} entry {n} {previews([e], 40)[0]!r} ({len(e):,} chars) would "
                         f"put {st.label} over its limit ({size(new):,}/{limit:,} chars)"
                     )
                     continue
                 new.append(e)
             added = [e for e in new if e not in entries]
-            backup = write_entries(vault, st, raw, new, limit, added=added) if new != entries else None
-        there = len(clean) - len(added) - sum(1 for x in skipped if "over its limit" in x)
+            backup = write_entries(vault, st, raw, new, limit) if new != entries else None
         message = (
-            f"Imported {len(added)} entr{'y' if len(added) == 1 else 'ies'} ({there} already "
-            f"there" + (f", {len(skipped)} left out" if skipped else "") + ")." + restored
+            f"{src.name}: imported {len(added)} of {len(given)} entr{'y' if len(given) == 1 else 'ies'} "
+            f"into {st.label}, {there} already there, {len(skipped)} skipped."
         )
         res = result(vault, st, message, new, limit, bool(added), backup)
         results.append(dataclasses.replace(res, skipped=tuple(skipped)))

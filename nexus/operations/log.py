@@ -12,13 +12,21 @@ from typing import TYPE_CHECKING, Any
 from .spec import Answer, Call
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..records import AppendResult, Located
 
 
-def entry_text(located: Located) -> str:
-    """An entry as the command line prints it (header, acks, indented body)."""
+def entry_text(located: Located, root: Path | None = None) -> str:
+    """An entry as the command line prints it (header, acks, indented body); an entry the safety scan
+    flags is marked as data, not instructions, in front of its header."""
+    from ..memory import scan
+
     e = located.entry
+    found = scan.entry_flags(e.summary, e.body, root)
     head = f"{e.ts} · {e.agent} · {e.channel} · {e.type} — {e.summary}  [{e.id}]"
+    if found:
+        head = f"{scan.data_notice(found)}\n{head}"
     if e.ack:
         head += f"\n  acks: {', '.join(e.ack)}"
     if e.body:
@@ -26,12 +34,12 @@ def entry_text(located: Located) -> str:
     return head
 
 
-def entries_text(items: list[Located], empty: str) -> str:
+def entries_text(items: list[Located], empty: str, root: Path | None = None) -> str:
     """Verified entries as their authors' words; anything else after them, apart and marked."""
     from ..team.brief import UNVERIFIED_TITLE, split_verified, unverified_line
 
     good, suspect = split_verified(items)
-    parts = [entry_text(i) for i in good]
+    parts = [entry_text(i, root) for i in good]
     if suspect:
         parts.append(
             f"{UNVERIFIED_TITLE} ({len(suspect)}):\n" + "\n".join(unverified_line(i) for i in suspect)
@@ -39,10 +47,19 @@ def entries_text(items: list[Located], empty: str) -> str:
     return "\n\n".join(parts) or empty
 
 
-def listing(items: list[Any], text: str) -> Answer:
-    """A list of records: a JSON array on the command line, ``{"items": [...]}`` for a tool."""
-    data = [i.to_json() for i in items]
+def listing(items: list[Any], text: str, root: Path | None = None) -> Answer:
+    """A list of records: a JSON array on the command line, ``{"items": [...]}`` for a tool. An entry
+    the safety scan flags carries ``"flagged"``: the marker, data and not instructions."""
+    data = [_flagged(i, i.to_json(), root) for i in items]
     return Answer(data, text, mcp={"items": data})
+
+
+def _flagged(item: Any, data: dict[str, Any], root: Path | None) -> dict[str, Any]:
+    from ..memory import scan
+
+    entry = getattr(item, "entry", None)
+    found = scan.entry_flags(entry.summary, entry.body, root) if entry is not None else ()
+    return data | {"flagged": scan.data_notice(found)} if found else data
 
 
 def brief(call: Call, *, peek: bool = False) -> Answer:
@@ -128,7 +145,8 @@ def read(call: Call, *, peek: bool = False) -> Answer:
     from ..team.coordination import entry_checker
 
     items = log.unread(call.vault, call.agent, advance=not peek, checker=entry_checker(call.vault))
-    return listing(items, entries_text(items, "nothing new"))
+    root = call.vault.root
+    return listing(items, entries_text(items, "nothing new", root), root)
 
 
 def tail(call: Call, *, n: int = 10) -> Answer:
@@ -136,7 +154,8 @@ def tail(call: Call, *, n: int = 10) -> Answer:
     from ..team.coordination import entry_checker
 
     items = log.tail(call.vault, n, checker=entry_checker(call.vault))
-    return listing(items, entries_text(items, "the log is empty"))
+    root = call.vault.root
+    return listing(items, entries_text(items, "the log is empty", root), root)
 
 
 def owed(call: Call) -> Answer:
@@ -144,8 +163,10 @@ def owed(call: Call) -> Answer:
 
     st = call.settings
     items = acks.owed(call.vault, call.agent, st.ack_types, race_window=st.race_window_seconds)
-    text = "\n\n".join(entry_text(i) for i in items) or f"{call.agent} owes no acknowledgements"
-    return listing(items, text)
+    text = (
+        "\n\n".join(entry_text(i, call.vault.root) for i in items) or f"{call.agent} owes no acknowledgements"
+    )
+    return listing(items, text, call.vault.root)
 
 
 def repair(call: Call) -> Answer:

@@ -98,13 +98,28 @@ def restore(call: Call, *, ids: list[str] | None = None) -> Answer:
             f"{i['id']}  {i['kind']}  {(i.get('text') or i.get('description') or '')[:70]!r}" for i in items
         ]
         return _listing(items, "\n".join(lines) or "nothing archived")
-    out = [
-        archive.restore(call.vault, i, limits=call.limits()).to_json()
-        if archive.ID_RE.fullmatch(i)
-        else facts.restore(call.vault, i).to_json()
-        for i in ids
-    ]
-    return _listing(out, "\n".join(f"restored {i}" for i in ids))
+    from ..errors import NexusError
+
+    out: list[Any] = []
+    done: list[str] = []
+    failed: list[str] = []
+    for i in ids:  # each id on its own: one that cannot be restored never hides what was
+        try:
+            got = (
+                archive.restore(call.vault, i, limits=call.limits())
+                if archive.ID_RE.fullmatch(i)
+                else facts.restore(call.vault, i)
+            )
+        except NexusError as err:
+            if len(ids) == 1:
+                raise
+            failed.append(f"not restored: {i}: {err}")
+            continue
+        out.append(got.to_json())
+        done.append(f"restored {i}")
+    answer = _listing(out, "\n".join(done) or "nothing restored")
+    answer.notes, answer.exit_code = tuple(failed), 1 if failed else 0
+    return answer
 
 
 def consolidate(

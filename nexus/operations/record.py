@@ -53,21 +53,30 @@ def listing(call: Call, *, all: bool = False) -> Answer:
 
 
 def show(call: Call, *, id: str) -> Answer:
+    from ..memory import scan
     from ..project import decisions
 
     info = decisions.show(call.vault, id)
-    return Answer(info, decisions.show_text(info))
+    text = decisions.show_text(info)
+    found = scan.flags(text, call.vault.root)
+    if found:
+        info = {**info, "flagged": scan.data_notice(found)}
+        text = f"{scan.data_notice(found)}\n{text}"
+    return Answer(info, text)
 
 
 def state_show(call: Call) -> Answer:
     from ..project import project_state
 
     vault = call.vault
-    version, content, absorbed = project_state.show(vault, call.keys_home)
+    version, content, unrecorded = project_state.show(vault)
     notes = (
-        []
-        if absorbed is None
-        else [f"recorded a hand edit of state/project.md as version {absorbed.version}"]
+        [
+            f"state/project.md holds a hand edit not recorded yet: the next `state set` (or `nexus watch`) "
+            f"records it as version {version}"
+        ]
+        if unrecorded
+        else []
     )
     conflicts = sorted(f"conflicts/{p.name}" for p in (vault.root / "conflicts").glob("state-*.md"))
     text_notes = [  # versions two machines recorded at once (sync)
@@ -78,16 +87,22 @@ def state_show(call: Call) -> Answer:
     data = {
         "version": version,
         "content": content,
-        "hand_edit": absorbed.to_json() if absorbed else None,
+        "hand_edit": unrecorded,
         "conflicts": conflicts,
     }
-    text = f"version {version}\n\n{content}" if version else "version 0 (no project state yet)"
+    from ..memory import scan
+
+    found = scan.flags(content, vault.root)
+    if found:
+        data["flagged"] = scan.data_notice(found)
+    shown = f"{scan.data_notice(found)}\n{content}" if found else content
+    text = f"version {version}\n\n{shown}" if version else "version 0 (no project state yet)"
     return Answer(
         data,
         text,
         notes=tuple(notes),
         text_notes=tuple(text_notes),
-        mcp={"version": version, "content": content},
+        mcp={"version": version, "content": content, **({"flagged": data["flagged"]} if found else {})},
     )
 
 
@@ -116,7 +131,9 @@ def state_diff(call: Call, *, old: int, new: int | None = None) -> Answer:
     from ..project import project_state
 
     a = project_state.load_version(call.vault, old)
-    b = project_state.load_version(call.vault, new if new is not None else project_state.show(call.vault)[0])
+    b = project_state.load_version(
+        call.vault, new if new is not None else project_state.current_version(call.vault)
+    )
     text = project_state.diff(a.content, b.content, f"v{a.version}", f"v{b.version}")
     return Answer({"old": a.version, "new": b.version, "diff": text}, text or "no difference")
 

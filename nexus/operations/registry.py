@@ -1195,6 +1195,15 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
     ),
     Operation(
+        "git_resolve",
+        f"{SETUP}:git_resolve",
+        "resolve the conflict markers a plain `git merge` left, as the nexus merge driver would",
+        "nexus git resolve --json",
+        command="git resolve",
+        kind=CHANGE,
+        why_not="repairs a clone after a merge without the driver: a person's act, from a shell",
+    ),
+    Operation(
         "log_import_copies",
         f"{SETUP}:import_copies",
         "import entries from file-sync conflict copies of segments (Syncthing, Dropbox…), archive them",
@@ -1255,6 +1264,7 @@ OPERATIONS: tuple[Operation, ...] = (
         hook="pre-compact",
         hook_event="PreCompact",
         acts="required",
+        kind=SET,  # it saves the checkpoint
         why_not=A_HOOK,
         params=(
             Param("trigger", description="manual or auto", default="auto", surfaces=ONLY_HOOK),

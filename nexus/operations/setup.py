@@ -115,8 +115,14 @@ def import_hermes(call: Call, *, folder: str) -> Answer:
     results = memory.import_hermes(
         call.vault, Path(folder), call.agent, memory_limit=limits["memory"], user_limit=limits["user"]
     )
-    notes = tuple(f"not imported: {why}" for r in results for why in r.skipped)
-    return Answer([r.to_json() for r in results], "\n".join(_store_text(r) for r in results), notes=notes)
+    notes = tuple(f"skipped: {why}" for r in results for why in r.skipped)
+    code = 1 if notes else 0  # a partial import is not a success: what was imported stays imported
+    return Answer(
+        [r.to_json() for r in results],
+        "\n".join(_store_text(r) for r in results),
+        notes=notes,
+        exit_code=code,
+    )
 
 
 def git_setup(call: Call, *, guard: str | None = None) -> Answer:
@@ -133,6 +139,18 @@ def git_setup(call: Call, *, guard: str | None = None) -> Answer:
     data = gitsync.setup(call.vault)
     what = ", ".join(data["changed"]) or "nothing (already set up)"
     return Answer(data, f"git repository {data['repository']}: merge driver registered; wrote {what}")
+
+
+def git_resolve(call: Call) -> Answer:
+    from ..sync import resolve
+
+    done = resolve.resolve(call.vault)
+    lines = [
+        f"{r.file}: {r.regions} conflict region{'s' if r.regions != 1 else ''} resolved by the {r.kind} rule"
+        + "".join(f"\n  {c}" for c in r.conflicts)
+        for r in done
+    ]
+    return Answer([r.to_json() for r in done], "\n".join(lines) or "no conflict markers in the vault")
 
 
 def import_copies(call: Call) -> Answer:

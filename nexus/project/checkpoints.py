@@ -7,7 +7,10 @@
 
 ``save`` is on the hot path (agents call it every few tool calls): it imports neither YAML nor the
 crypto library. It writes to the log only when the status or the task changes (a signed
-``checkpoint`` entry); ``resume`` logs a ``resume`` entry so the handoff shows recoveries.
+``checkpoint`` entry); ``resume`` logs a ``resume`` entry so the handoff shows recoveries. The entry
+is appended before the note is written (``ledger/pairs.py``): a failed append writes nothing, and the
+retry of a save whose note failed after its entry landed reuses that entry, so a save that exits 0
+has written both.
 """
 
 from __future__ import annotations
@@ -198,23 +201,31 @@ def save(
             f"- {cp.saved.replace('T', ' ')} · #{seq} · {status} · {task} — {step} → {next} "
             f"{HISTORY_MARK}{record} %%\n"
         )
+        logged = False
+        if keys_home is not None and (old is None or old.status != status or old.task != task):
+            # the entry first: a failed append writes nothing; a retry reuses an entry that landed
+            logged = True
+            _log(
+                vault,
+                keys_home,
+                agent,
+                "checkpoint",
+                f"checkpoint {status}: {task} — {step}",
+                f"Next: {next}\n\nSee [[agents/{agent}/checkpoint]].",
+                once=True,
+            )
         if not hist.exists():
             with contextlib.suppress(FileExistsError):
                 durable.create_exclusive(hist, _HISTORY_HEAD.format(agent=agent).encode())
-        durable.append(hist, _complete_line(hist) + line.encode("utf-8"))
-        _sweep_temp_files(path)
-        durable.replace(path, render(cp).encode("utf-8"))
-    logged = False
-    if keys_home is not None and (old is None or old.status != status or old.task != task):
-        _log(
-            vault,
-            keys_home,
-            agent,
-            "checkpoint",
-            f"checkpoint {status}: {task} — {step}",
-            f"Next: {next}\n\nSee [[agents/{agent}/checkpoint]].",
-        )
-        logged = True
+        before = hist.stat().st_size
+        try:
+            durable.append(hist, _complete_line(hist) + line.encode("utf-8"))
+            _sweep_temp_files(path)
+            durable.replace(path, render(cp).encode("utf-8"))
+        except OSError:
+            with contextlib.suppress(OSError):  # the history names no version the note never held
+                os.truncate(hist, before)
+            raise
     return cp, logged
 
 
@@ -323,11 +334,17 @@ def resume(vault: Vault, agent: str, keys_home: Path | None = None) -> dict[str,
     return {"checkpoint": cp, "since": since, "resume_entry": resumed}
 
 
-def _log(vault: Vault, keys_home: Path, agent: str, type: str, summary: str, body: str) -> Any:
+def _log(
+    vault: Vault, keys_home: Path, agent: str, type: str, summary: str, body: str, *, once: bool = False
+) -> Any:
     from ..keys import identity
-    from ..ledger import log
+    from ..ledger import log, pairs
 
     signer = identity.load_signer(vault, keys_home, agent)
+    if once:
+        return pairs.append_once(
+            vault, signer, channel="checkpoints", type=type, summary=summary[:200], body=body
+        )
     return log.append(
         vault, signer, channel="checkpoints", type=type, summary=summary[:200], body=body
     ).located

@@ -129,7 +129,7 @@ def _body(
         "",
         "## Alternatives",
         "",
-        (alternatives or "_None recorded._").strip(),
+        (alternatives or NONE_RECORDED).strip(),
         "",
         "## Sources",
         "",
@@ -143,6 +143,9 @@ def _superseded_tail(by_note: str, by_id: str, at: str, who: str) -> str:
         f"\n\n{SUPERSEDED_MARK}\n> [!warning] Superseded\n> Replaced by [[{by_note}|{by_id}]] on "
         f"{at.replace('T', ' ')} ({who}). Kept for the record; do not follow it.\n"
     )
+
+
+NONE_RECORDED = "_None recorded._"
 
 
 def _section(body: str, name: str) -> str:
@@ -423,7 +426,7 @@ def decide(
     refs: tuple[str, ...] = (),
 ) -> Decision:
     """Record a decision (note + signed log entry); flip the one it supersedes. Returns the new one."""
-    from ..ledger import log
+    from ..ledger import pairs
 
     given = {"decision": decision, "rationale": rationale, "alternatives": alternatives}
     title, texts = _checked_input(title, given, supersedes, refs)
@@ -435,16 +438,33 @@ def decide(
         old_path: Path | None = None
         old_props: dict[str, Any] = {}
         old_body = ""
+        repeat = _repeat(vault, signer.name, title, texts, supersedes)
         if supersedes is not None:
             old_path = note_of(vault, supersedes)
             if old_path is None:
                 raise NotFoundError(f"no decision {supersedes} to supersede")
             old_props, old_body = _read(vault, old_path)
+            if repeat is not None:  # a retry: finish what the failed attempt left (the flip, the register)
+                if old_props.get("status") == "active":
+                    _flip(
+                        vault,
+                        signer,
+                        old_path,
+                        old_props,
+                        old_body,
+                        f"decisions/{repeat[0].stem}",
+                        repeat[1]["id"],
+                    )
+                write_register(vault)
+                return _record(vault, *repeat)
             if old_props.get("status") != "active":
                 raise InputError(
                     f"{supersedes} is already {old_props.get('status')}; supersede "
                     f"{id_of(old_props.get('superseded_by')) or 'its successor'} instead"
                 )
+        if repeat is not None:
+            write_register(vault)
+            return _record(vault, *repeat)
         numbers = [int(i[2:]) for i in note_ids(vault).values()]
         did = f"D-{(max(numbers) + 1 if numbers else 1):04d}"
         path = folder(vault) / f"{did}-{slug(title)}.md"
@@ -470,12 +490,13 @@ def decide(
         props["sig"] = signer.sign(decision_bytes(props, body))
         props["tags"] = ["nexus/decision"]
         props["aliases"] = [did]
-        durable.create_exclusive(path, note_text(vault, props, body).encode("utf-8"))
         summary = f"{did}: {title}" + (f" (supersedes {supersedes})" if supersedes else "")
         entry_body = f"{one_line(_record(vault, path, props, body), 400)}\n\nDecision note: [[{note}|{did}]]"
         if supersedes:
             entry_body += f"\nSupersedes [[decisions/{old_path.stem}|{supersedes}]]" if old_path else ""
-        located = log.append(
+        # the entry first (ledger/pairs.py): a failed append writes nothing, and the retry of a decision
+        # whose note failed after its entry landed (the same number, the same text) reuses that entry
+        located = pairs.append_once(
             vault,
             signer,
             channel="decisions",
@@ -483,18 +504,54 @@ def decide(
             summary=summary[:200],
             body=entry_body,
             ack=tuple(refs),
-        ).located
+        )
         props["entry"] = located.entry.id
-        durable.replace(path, note_text(vault, props, body).encode("utf-8"))
+        durable.create_exclusive(path, note_text(vault, props, body).encode("utf-8"))
         if old_path is not None:
-            at = _now()
-            old_props.update(status="superseded", superseded_by=f"[[{note}|{did}]]", superseded_at=at)
-            old_props["superseded_key"] = signer.key_id
-            old_props["superseded_sig"] = signer.sign(status_bytes(old_props))
-            old_body = signed_body(old_body) + _superseded_tail(note, did, at, signer.name)
-            durable.replace(old_path, note_text(vault, old_props, old_body).encode("utf-8"))
+            _flip(vault, signer, old_path, old_props, old_body, note, did)
         write_register(vault)
     return _record(vault, path, props, body)
+
+
+def _flip(
+    vault: Vault, signer: Any, old_path: Path, old_props: dict[str, Any], old_body: str, note: str, did: str
+) -> None:
+    """Mark the superseded decision's note (caller holds the decisions lock)."""
+    at = _now()
+    old_props.update(status="superseded", superseded_by=f"[[{note}|{did}]]", superseded_at=at)
+    old_props["superseded_key"] = signer.key_id
+    old_props["superseded_sig"] = signer.sign(status_bytes(old_props))
+    old_body = signed_body(old_body) + _superseded_tail(note, did, at, signer.name)
+    durable.replace(old_path, note_text(vault, old_props, old_body).encode("utf-8"))
+
+
+def _repeat(
+    vault: Vault, author: str, title: str, texts: dict[str, str | None], supersedes: str | None
+) -> tuple[Path, dict[str, Any], str] | None:
+    """The note of this very decision when a failed attempt already recorded it (note and entry: the
+    entry is appended first), so its retry finishes it instead of recording it twice; else None. Only
+    the newest decision counts: deciding the same again after another decision is a new decision."""
+    newest: tuple[int, Path] | None = None
+    for path, did in note_ids(vault).items():
+        if did[2:].isdigit() and (newest is None or int(did[2:]) > newest[0]):
+            newest = (int(did[2:]), path)
+    if newest is None or not newest[1].name.endswith(f"-{slug(title)}.md"):
+        return None
+    try:
+        props, body = _read(vault, newest[1])
+    except (InputError, OSError, ValueError):
+        return None
+    same = (
+        props.get("author") == author
+        and props.get("title") == title
+        and props.get("entry")
+        and id_of(props.get("supersedes")) == supersedes
+        and all(
+            _section(body, name.capitalize()) == ((texts[name] or "").strip() or NONE_RECORDED)
+            for name in texts
+        )
+    )
+    return (newest[1], props, body) if same else None
 
 
 def _entry_link(vault: Vault, entry_id: str) -> str:

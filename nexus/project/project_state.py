@@ -8,13 +8,15 @@
 carrying the current version and a diff, logs the refused attempt and changes nothing. Every accepted
 change is logged (a ``state`` entry: who, when, one line).
 
-A person may edit ``state/project.md`` in Obsidian. The next ``show``/``set`` (or the watcher) notices
-the content no longer matches the recorded version's hash and records it as a new version by the
-vault's human identity, logged as a human change.
+A person may edit ``state/project.md`` in Obsidian. The next ``set`` (or the watcher) notices the
+content no longer matches the recorded version's hash and records it as a new version by the vault's
+human identity, logged as a human change. ``show`` only reads: it shows the person's text as the
+version it will be recorded as.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import os
@@ -23,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import IdentityError, InputError, NotFoundError, StaleEditError
+from ..errors import IdentityError, InputError, IntegrityError, NotFoundError, StaleEditError
 from ..records import StateVersion
-from ..storage import durable, meta, properties
+from ..storage import durable, markers, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, make_visible
 from ..storage.vault import Vault
@@ -141,7 +143,13 @@ def _write(
         path, properties.render(shown, meta.attach(_norm(content), hidden)).encode("utf-8")
     )
     current = {"version": version, "updated": ts, "updated_by": author, "tags": ["nexus/state"]}
-    durable.replace(note_path(vault), properties.render(current, _norm(content)).encode("utf-8"))
+    try:
+        durable.replace(note_path(vault), properties.render(current, _norm(content)).encode("utf-8"))
+    except OSError:
+        if _note_content(vault) != _norm(content):  # (a folder's fsync fails after the rename)
+            with contextlib.suppress(OSError):  # no version the note never held: the retry writes it
+                path.unlink()
+        raise
     return StateVersion(
         version, author, kind, ts, summary, props["sha256"], restored_from, _norm(content), vault.rel(path)
     )
@@ -154,7 +162,17 @@ def absorb_hand_edit(vault: Vault, keys_home: Path | None) -> StateVersion | Non
         return _absorb_locked(vault, keys_home)
 
 
+def _unmerged(vault: Vault) -> bool:
+    """Whether ``state/project.md`` holds git conflict markers (a merge without the nexus driver)."""
+    try:
+        return bool(markers.regions(note_path(vault).read_bytes()))
+    except FileNotFoundError:
+        return False
+
+
 def _absorb_locked(vault: Vault, keys_home: Path | None) -> StateVersion | None:
+    if _unmerged(vault):
+        return None  # conflict markers are nobody's text: never recorded as a person's version
     content = _note_content(vault)
     if content is None:
         return None
@@ -167,14 +185,13 @@ def _absorb_locked(vault: Vault, keys_home: Path | None) -> StateVersion | None:
     before = load_version(vault, current).content if current else ""
     change = _first_added(before, content)
     summary = f"edited by hand: {make_visible(change)}" if change else "edited by hand"
-    version = _write(vault, current + 1, human, "human", summary[:200], content)
-    _log_human(vault, keys_home, human, version)
-    return version
+    _log_human(vault, keys_home, human, current + 1)  # the entry first, as in set_state
+    return _write(vault, current + 1, human, "human", summary[:200], content)
 
 
-def _log_human(vault: Vault, keys_home: Path | None, human: str, version: StateVersion) -> None:
+def _log_human(vault: Vault, keys_home: Path | None, human: str, number: int) -> None:
     from ..keys import identity
-    from ..ledger import log
+    from ..ledger import pairs
 
     if keys_home is None:
         return
@@ -182,23 +199,34 @@ def _log_human(vault: Vault, keys_home: Path | None, human: str, version: StateV
         signer = identity.load_signer(vault, keys_home, human)
     except (IdentityError, InputError):
         return  # no key for the person here: the version is recorded, the log entry waits
-    log.append(
+    pairs.append_once(
         vault,
         signer,
         channel="state",
         type="state",
-        summary=f"project state v{version.version}: {human} edited it by hand",
-        body=f"Version: [[{version.path[:-3]}|v{version.version}]] (recorded from Obsidian)",
+        summary=f"project state v{number}: {human} edited it by hand",
+        body=f"Version: [[state/history/v{number:04d}|v{number}]] (recorded from Obsidian)",
         via="state",
     )
 
 
-def show(vault: Vault, keys_home: Path | None = None) -> tuple[int, str, StateVersion | None]:
-    """(current version, content, the hand edit recorded just now if any)."""
-    absorbed = absorb_hand_edit(vault, keys_home)
+def current_version(vault: Vault) -> int:
+    """The newest recorded version (0: none yet)."""
+    return _current_number(vault)
+
+
+def show(vault: Vault) -> tuple[int, str, bool]:
+    """(version, content, whether that content is a person's edit not recorded yet). Reads only: an
+    unrecorded hand edit is shown as the version the next ``set`` (or the watcher) records it as, so
+    an agent that plans on it passes that version as ``expect``."""
     current = _current_number(vault)
-    content = load_version(vault, current).content if current else ""
-    return current, content, absorbed
+    recorded = load_version(vault, current) if current else None
+    content = _note_content(vault)
+    if content is None or (recorded is not None and recorded.sha256 == content_hash(content)):
+        return current, recorded.content if recorded else "", False
+    if not current and not content:
+        return 0, "", False
+    return current + 1, content, True
 
 
 def diff(old: str, new: str, old_label: str, new_label: str) -> str:
@@ -219,13 +247,21 @@ def set_state(
     restored_from: int | None = None,
 ) -> StateVersion:
     """Replace the state if ``expect`` is the current version; else log the refusal and raise."""
-    from ..ledger import log
+    from ..ledger import log, pairs
 
     clean = check_body(content, MAX_BYTES) or ""
     line = check_line(summary, "summary") if summary else _first_change(vault, clean)
     with exclusive(vault.lock("state")):
+        if _unmerged(vault):
+            raise IntegrityError(
+                "state/project.md holds git conflict markers (a merge without the nexus driver): "
+                "nothing changed; run `nexus git resolve`, then read the state again"
+            )
         _absorb_locked(vault, keys_home)
         current = _current_number(vault)
+        done = _landed(vault, signer, expect, current, clean)
+        if done is not None:
+            return done
         if expect != current:
             now = load_version(vault, current).content if current else ""
             before = load_version(vault, expect).content if 0 < expect < current else ""
@@ -246,16 +282,31 @@ def set_state(
                 current,
                 changes,
             )
-        version = _write(vault, current + 1, signer.name, "agent", line, clean, restored_from)
-        log.append(
+        number = current + 1
+        # the entry first (ledger/pairs.py): a failed append writes nothing; a retry reuses it
+        pairs.append_once(
             vault,
             signer,
             channel="state",
             type="state",
-            summary=f"project state v{version.version}: {line}"[:200],
-            body=f"Version: [[{version.path[:-3]}|v{version.version}]] (was v{current})",
+            summary=f"project state v{number}: {line}"[:200],
+            body=f"Version: [[state/history/v{number:04d}|v{number}]] (was v{number - 1})",
         )
+        version = _write(vault, number, signer.name, "agent", line, clean, restored_from)
     return version
+
+
+def _landed(vault: Vault, signer: Any, expect: int, current: int, content: str) -> StateVersion | None:
+    """The version this very change already made: the retry of a set whose last write (a folder's
+    fsync) failed after the entry and the version were written, or the same agent setting the same
+    content again. The entry is written before the version, so that version has its entry. None when
+    this is not such a repeat."""
+    if current != expect + 1:
+        return None
+    version = load_version(vault, current)
+    if version.author != signer.name or version.kind != "agent" or version.sha256 != content_hash(content):
+        return None
+    return version if _note_content(vault) == version.content else None
 
 
 def _first_change(vault: Vault, content: str) -> str:

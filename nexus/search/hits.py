@@ -188,7 +188,7 @@ class HitReader:
             line_end=stored.loc[3],
             link=f"[[{note}#{anchor}]]" if anchor else f"[[{note}]]",
             title=heading or Path(rel).stem,
-            snippet=snippet(section_text(text), self.terms),
+            snippet=_marked(text, snippet(section_text(text), self.terms)),
             score=round(score, 4),
             heading=heading,
             agent=stored.agent or None,
@@ -198,3 +198,11 @@ class HitReader:
             superseded=status == "superseded" or by is not None,
             superseded_by=by or None,
         )
+
+
+def _marked(text: str, cut: str) -> str:
+    """A section's snippet, marked as data when the safety scan flags the section's text."""
+    from ..memory import scan  # (up a layer: the scan's injection rules, as log.py does)
+
+    found = scan.flags(text)
+    return f"{scan.data_notice(found)} {cut}" if found else cut

@@ -57,8 +57,13 @@ class Texts:
         return f"{self.summary}\n{self.body_text or ''}"
 
     def snippet(self, terms: MatchedTerms) -> str:
-        """The hit's snippet: cut from the body when a matched word is in it, else from the whole."""
-        return cut(self.body() if self.body_matches(terms) else self.whole(), terms)
+        """The hit's snippet: cut from the body when a matched word is in it, else from the whole;
+        marked as data, not instructions, when the safety scan flags the entry's words."""
+        from ..memory import scan  # (up a layer: the scan's injection rules, as log.py does)
+
+        text = cut(self.body() if self.body_matches(terms) else self.whole(), terms)
+        found = scan.entry_flags(self.summary, self.body_text)
+        return f"{scan.data_notice(found)} {text}" if found else text
 
     def body_matches(self, terms: MatchedTerms) -> bool:
         """Whether a word of the body (links and bold included) is one of a query's matched words."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..keys import roster
 from ..ledger import log
+from ..memory import scan
 from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
@@ -87,7 +88,11 @@ def _entry_line(
     if located.verdict != "ok":
         return unverified_line(located)
     e = located.entry
-    text = f"- {e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
+    found = scan.entry_flags(e.summary, e.body, vault.root if vault is not None else None)
+    mark = f"{scan.data_notice(found)} " if found else ""
+    text = (
+        f"- {mark}{e.ts[:16].replace('T', ' ')}Z · {e.agent} · {e.channel} · {e.type} — {e.summary} [{e.id}]"
+    )
     if e.ack:
         verb = "corrects" if e.type == "correction" else "acks"
         named = [
@@ -229,7 +234,7 @@ def _decisions_section(vault: Vault, agent: str, limit: int, surface: str = "cli
     """the active decisions. Return a section, or None when there is nothing."""
     from ..project.decisions import brief_lines  # reads .nexus/cache/decisions.json; no YAML
 
-    lines = brief_lines(vault)
+    lines = [scan.marked(line, vault.root) for line in brief_lines(vault)]
     if not lines:
         return None
     shown: list[str] = []
@@ -362,7 +367,7 @@ def _state_section(vault: Vault, limit: int) -> BriefSection | None:
             m = re.search(r"^version:\s*\"?(\d+)\"?\s*$", head, re.M)
             version = m.group(1) if m else "?"
     lines = [ln for ln in body.strip().splitlines() if ln.strip() != "# Project state"]
-    content = "\n".join(lines).strip() or "(empty)"
+    content = scan.marked("\n".join(lines).strip() or "(empty)", vault.root)
     return BriefSection(
         "state",
         f"Project state (version {version})",

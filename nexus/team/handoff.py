@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..memory import scan
 from ..records import Located
 from ..settings import DEFAULTS, Settings
 from ..storage import durable, meta, properties
@@ -284,7 +285,7 @@ def _questions_and_corrections(vault: Vault, w: _Window, page: _Page, items: dic
     questions = [loc for loc in w.entries if loc.entry.type == "question" and loc.entry.id in owed]
     for loc in questions:
         e = loc.entry
-        page.waiting.append(f"- ❓ open question from {e.agent}: {e.summary} — {loc.link}")
+        page.waiting.append(f"- ❓ open question from {e.agent}: {_said(e)} — {loc.link}")
         page.shown.add(e.id)
     items["open_questions"] = [q.entry.id for q in questions]
     corrections = [loc for loc in w.entries if loc.entry.type == "correction"]
@@ -301,7 +302,7 @@ def _questions_and_corrections(vault: Vault, w: _Window, page: _Page, items: dic
         e = loc.entry
         missing = owed.get(e.id, [])
         status = f"**not acknowledged by {', '.join(missing)}**" if missing else "acknowledged by all"
-        page.corrections.append(f"- {e.agent}: {e.summary} — {status} — {loc.link}")
+        page.corrections.append(f"- {e.agent}: {_said(e)} — {status} — {loc.link}")
         page.shown.add(e.id)
     page.counts["corrections"] = len(corrections)
 
@@ -318,8 +319,8 @@ def _races(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None
     for r in open_races[:SHOWN_RACES]:
         a, b = coordination.materialize(vault, r.a, check), coordination.materialize(vault, r.b, check)
         page.races.append(
-            f"- {a.entry.agent} “{a.entry.summary}” {a.link} and {b.entry.agent} "
-            f"“{b.entry.summary}” {b.link} were written without seeing each other — reconcile "
+            f"- {a.entry.agent} “{_said(a.entry)}” {a.link} and {b.entry.agent} "
+            f"“{_said(b.entry)}” {b.link} were written without seeing each other — reconcile "
             "with an entry of type `reconcile` acking both"
         )
     if len(open_races) > SHOWN_RACES:
@@ -330,7 +331,7 @@ def _races(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None
     items["races_reconciled"] = [[r.a.id, r.b.id] for r in resolved]
     for r in resolved:
         fix = w.by_id[r.resolved_by or ""]
-        page.reconciled.append(f"- reconciled by {fix.entry.agent}: {fix.entry.summary} — {fix.link}")
+        page.reconciled.append(f"- reconciled by {fix.entry.agent}: {_said(fix.entry)} — {fix.link}")
     page.counts["races"] = len(open_races)
 
 
@@ -363,7 +364,7 @@ def _checkpoints(
     resumes = [loc for loc in w.entries if loc.entry.type == "resume"]
     for loc in resumes:
         page.checkpoints.append(
-            f"- ↻ {loc.entry.agent} recovered after a crash: {loc.entry.summary} — {loc.link}"
+            f"- ↻ {loc.entry.agent} recovered after a crash: {_said(loc.entry)} — {loc.link}"
         )
         page.shown.add(loc.entry.id)
     for a, cp in sorted(cps.items()):
@@ -387,11 +388,11 @@ def _state(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None
     items["state_changes"] = [v.version for v in changes]
     page.state = [
         f"- v{v.version} by {v.author}{' (a person, in Obsidian)' if v.kind == 'human' else ''}: "
-        f"{v.summary} — [[{v.path.removesuffix('.md')}|v{v.version}]]"
+        f"{scan.marked(v.summary)} — [[{v.path.removesuffix('.md')}|v{v.version}]]"
         for v in changes
     ]
     page.state += [
-        f"- refused a stale edit by {loc.entry.agent}: {loc.entry.summary} — {loc.link}"
+        f"- refused a stale edit by {loc.entry.agent}: {_said(loc.entry)} — {loc.link}"
         for loc in w.entries
         if loc.entry.type == "state-conflict"
     ]
@@ -510,7 +511,7 @@ def _work_lines(work: dict[str, dict[str, list[Located]]]) -> list[str]:
             md.append(f"- **{channel}**")
             for loc in locs[:SHOWN_PER_CHANNEL]:
                 e = loc.entry
-                md.append(f"  - {e.ts[11:19]} {e.type}: {e.summary} — {loc.link}")
+                md.append(f"  - {e.ts[11:19]} {e.type}: {_said(e)} — {loc.link}")
             if len(locs) > SHOWN_PER_CHANNEL:
                 more = len(locs) - SHOWN_PER_CHANNEL
                 md.append(f"  - … {more} more in [[{locs[-1].file.removesuffix('.md')}]]")
@@ -627,3 +628,10 @@ def for_terminal(markdown: str, *, colour: bool) -> str:
             line = f"{_GREEN}{line}{_RESET}"
         out.append(line)
     return "\n".join(out)
+
+
+def _said(entry: Any) -> str:
+    """An entry's summary on the page, marked as data, not instructions, when the safety scan flags
+    its words (summary or body)."""
+    found = scan.entry_flags(entry.summary, entry.body)
+    return f"{scan.data_notice(found)} {entry.summary}" if found else entry.summary

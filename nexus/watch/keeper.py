@@ -46,7 +46,7 @@ from ..ledger.shadow import (
     splice,
 )
 from ..records import Located, Notice, ShadowCopy
-from ..storage import entries, segments
+from ..storage import entries, markers, segments
 from ..storage.vault import Vault
 from ..sync import copies
 from ..team import coordination
@@ -469,6 +469,13 @@ class SegmentKeeper:
 
         human = self.vault.human()
         warned = (rel, sha(text))
+        if markers.has_edge_line(text.encode("utf-8", "replace")) or markers.regions(path.read_bytes()):
+            # a plain `git merge` left conflict markers: nothing near them is a person's text
+            if warned not in self.warned:
+                self.warned.add(warned)
+                message = "git conflict markers in the segment: nothing signed (`nexus git resolve`)"
+                self.emit({"event": "error", "file": rel, "message": message})
+            return
         if looks_like_framing(text) or not printable(text):
             # a damaged or partial copy of an entry, or bytes nobody types: never a person's words
             if warned not in self.warned:
