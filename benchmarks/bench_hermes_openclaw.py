@@ -31,12 +31,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT / "tests"))  # the e2e harness is the package tests/e2e
 
+from e2e.model_chat import ModelServer  # noqa: E402
+from e2e.runtime_hermes import Hermes, hermes_command  # noqa: E402
+from e2e.runtime_openclaw import OpenClaw, remove_new, shared_tmp  # noqa: E402
 from harness import pct  # noqa: E402
-from model_chat import ModelServer  # noqa: E402
-from runtime_hermes import Hermes, hermes_command  # noqa: E402
-from runtime_openclaw import OpenClaw, remove_new, shared_tmp  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402

@@ -125,6 +125,55 @@ ENTRIES: dict[str, tuple[str, str, str, str, str | None]] = {
         "Token bucket rate limiter for the webhook sender",
         "Bursts of 20, refilled at 5 per second.",
     ),
+    "lock": (
+        "lyra",
+        "ops",
+        "note",
+        "A lock file guards the release job",
+        "Only one release runs at a time: the job takes flock on release.lock and a second one waits.",
+    ),
+    "backup": (
+        "ella",
+        "ops",
+        "note",
+        "Nightly database backups are copied to cold storage",
+        "Snapshots older than thirty days are pruned.",
+    ),
+    "oncall": (
+        "max",
+        "ops",
+        "note",
+        "On-call rotation changes every Monday",
+        "Pager alerts go to the engineer on duty.",
+    ),
+    "memleak": (
+        "lyra",
+        "build",
+        "correction",
+        "The worker leaked memory through an unbounded cache",
+        "Results were never evicted: functools.lru_cache(maxsize=None) was the culprit.",
+    ),
+    "retry": (
+        "ella",
+        "api",
+        "note",
+        "HttpClient.send_with_retry backs off exponentially",
+        "It waits 1, 2, 4 then 8 seconds before giving up.",
+    ),
+    "de-sich": (
+        "max",
+        "betrieb",
+        "note",
+        "Die Datenbank wird jede Nacht gesichert",
+        "Die Sicherungen liegen drei Wochen im Archiv.",
+    ),
+    "de-urlaub": (
+        "max",
+        "team",
+        "note",
+        "Urlaubsanträge bitte zwei Wochen vorher einreichen",
+        "Der Kalender des Teams zeigt, wer abwesend ist.",
+    ),
 }
 
 NOTES: dict[str, tuple[str, str]] = {
@@ -204,6 +253,56 @@ QUERIES: list[tuple[str, list[str]]] = [
     ("CI secret store", ["D2", "tok-d2"]),
 ]
 
+# Queries that share no word (no stem, in any of the index's languages) with the note they should
+# find: only meaning finds them. benchmarks/relevance.py checks that they share none.
+PARAPHRASE: list[tuple[str, list[str]]] = [
+    ("how do we prevent simultaneous deployments", ["lock"]),
+    ("where are old DB dumps kept offsite", ["backup", "de-sich"]),
+    ("who answers emergencies this week", ["oncall"]),
+    ("why did the background process keep growing in RAM", ["memleak"]),
+    ("credentials for automated pipelines", ["D2", "tok-d2"]),
+    ("intermittent unit check caused by timing", ["flaky"]),
+    ("shipping to the preproduction environment finished", ["deploy"]),
+    ("what must a new hire set up on day one", ["n-onboard"]),
+    ("prebuilt outputs kept across runs", ["cache", "it-cache"]),
+    ("food for the end of the week", ["noise-1"]),
+    ("throttling outgoing notifications", ["noise-4"]),
+    ("breaking huge responses into smaller batches", ["pag-3", "D3"]),
+]
+
+# Spanish and German queries for English notes, and English queries for Spanish, Italian and German
+# notes.
+CROSS_LANGUAGE: list[tuple[str, list[str]]] = [
+    ("¿cómo evitamos dos despliegues a la vez?", ["lock"]),
+    ("copias de seguridad de la base de datos", ["backup", "de-sich"]),
+    ("prueba inestable por una condición de carrera", ["flaky"]),
+    ("¿quién está de guardia esta semana?", ["oncall"]),
+    ("Wo werden die Zugangsschlüssel gespeichert?", ["D2", "tok-d2"]),
+    ("Wer hat diese Woche Bereitschaftsdienst?", ["oncall"]),
+    ("Speicherleck im Hintergrundprozess", ["memleak"]),
+    ("Blättern durch die Rechnungsliste", ["D3", "pag-1", "es-fact", "n-guia"]),
+    ("API keys are stored in the system keyring", ["es-clave", "D2", "tok-d2"]),
+    ("release planned for Thursday", ["it-ril"]),
+    ("the database is saved every night", ["de-sich", "backup"]),
+    ("how to request vacation", ["de-urlaub"]),
+]
+
+# A code identifier with a paraphrase of the rest.
+CODE_MIX: list[tuple[str, list[str]]] = [
+    ("lru_cache made RAM balloon", ["memleak"]),
+    ("send_with_retry delay between attempts", ["retry"]),
+    ("flock prevents parallel shipping", ["lock"]),
+    ("HttpClient gives up after how long", ["retry"]),
+]
+
+SETS: dict[str, list[tuple[str, list[str]]]] = {
+    "word": QUERIES,
+    "paraphrase": PARAPHRASE,
+    "cross_language": CROSS_LANGUAGE,
+    "code_mix": CODE_MIX,
+}
+MODES = ("text", "meaning", "hybrid")
+
 LANGUAGES = ("en", "es", "it")
 SUPERSEDED = {"D1", "tok-d1"}  # D-0001 and its entry: a hit here above D-0002's is a dead decision first
 REPLACEMENT = {"D2", "tok-d2"}
@@ -272,16 +371,26 @@ def label_of(hit: object, labels: dict[str, str]) -> str | None:
     return labels.get(getattr(hit, "path", ""))
 
 
-def evaluate(vault: object, labels: dict[str, str]) -> dict[str, Any]:
+def evaluate(
+    vault: object,
+    labels: dict[str, str],
+    queries: list[tuple[str, list[str]]] | None = None,
+    mode: str | None = None,
+) -> dict[str, Any]:
+    """Precision (= recall) at 5 and MRR of ``queries`` (default: the word queries) in ``mode``
+    (default: search's own default)."""
     import inspect
 
     from nexus import search
 
     extra: dict[str, object] = {}
-    if "languages" in inspect.signature(search.search).parameters:  # (absent before issue 13)
+    params = inspect.signature(search.search).parameters
+    if "languages" in params:  # (absent before issue 13)
         extra["languages"] = LANGUAGES
+    if mode is not None and "mode" in params:
+        extra["mode"] = mode
     per_query: list[dict[str, Any]] = []
-    for text, relevant in QUERIES:
+    for text, relevant in QUERIES if queries is None else queries:
         hits = search.search(vault, text, limit=10, **extra)  # type: ignore[arg-type]
         ranked: list[str] = []
         for hit in hits:
@@ -313,23 +422,62 @@ def evaluate(vault: object, labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def shared_words(query: str, relevant: list[str]) -> set[str]:
+    """The stems (in every language of the set) a query shares with the texts it should find."""
+    from nexus.search.language import analysis
+
+    words = analysis(LANGUAGES)
+    texts = []
+    for label in relevant:
+        if label in ENTRIES:
+            texts.append(" ".join(x or "" for x in ENTRIES[label][3:]))
+        elif label in NOTES:
+            texts.append(NOTES[label][1])
+        else:
+            texts.append(" ".join(x or "" for x in DECISIONS[label][1:4]))
+    mine = set(words.counts(query)[0])
+    return {s for text in texts for s in words.counts(text)[0] if s in mine}
+
+
+def table(vault: object, labels: dict[str, str], verbose: bool = False) -> dict[str, dict[str, Any]]:
+    """{set: {mode: result}} over every query set and mode."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, queries in SETS.items():
+        out[name] = {}
+        for mode in MODES:
+            result = evaluate(vault, labels, queries, mode)
+            out[name][mode] = result
+            if verbose:
+                for q in result["per_query"]:
+                    top = ", ".join(q["top"])
+                    print(f"  {mode:7} r@5 {q['p5']:.2f} rr {q['rr']:.2f} {q['query']!r:48} → {top}")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="every query's top five")
     args = parser.parse_args()
+    for name in ("paraphrase",):
+        for text, relevant in SETS[name]:
+            if shared_words(text, relevant):
+                shared = shared_words(text, relevant)
+                raise SystemExit(f"{name} query {text!r} shares {shared} with its notes")
     with tempfile.TemporaryDirectory(prefix="nexus-relevance-") as tmp:
         vault, labels = build(Path(tmp) / "vault", Path(tmp) / "keys")
-        result = evaluate(vault, labels)
+        result = table(vault, labels, args.verbose and not args.json)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0
-    for q in result["per_query"]:
-        print(f"  p@5 {q['p5']:.2f}  rr {q['rr']:.2f}  {q['query']!r:32} → {', '.join(q['top'])}")
-    print(
-        f"precision@5 {result['precision_at_5']:.3f}   MRR {result['mrr']:.3f}   "
-        f"superseded above its replacement in {result['superseded_above_replacement']} queries   "
-        f"({result['queries']} queries)"
-    )
+    print(f"{'queries':16} {'mode':8} {'R@5':>6} {'MRR':>6}  superseded first")
+    for name, modes in result.items():
+        for mode, r in modes.items():
+            label = f"{name} ({r['queries']})"
+            print(
+                f"{label:16} {mode:8} {r['precision_at_5']:6.3f} {r['mrr']:6.3f}"
+                f"  {r['superseded_above_replacement']}"
+            )
     return 0
 
 

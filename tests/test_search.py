@@ -113,8 +113,8 @@ def test_query_syntax_fields_phrases_prefixes_booleans(env: Env) -> None:
     )
     env.append("lyra", "walrus canary failed", type="correction", channel="ops")
 
-    def titles(q: str, **kw: object) -> list[str]:
-        return sorted(h.title for h in search.search(env.vault, q, **kw))  # type: ignore[arg-type]
+    def titles(q: str, **kw: object) -> list[str]:  # (words: hybrid would add near meanings)
+        return sorted(h.title for h in search.search(env.vault, q, mode="text", **kw))  # type: ignore[arg-type]
 
     assert titles("walrus") == sorted(
         ["deploy the walrus service", "walrus tests are flaky", "walrus canary failed"]
@@ -243,10 +243,10 @@ if role == "writer":
     for i in range(15):
         word = f"{sys.argv[3]}word{i}"
         log.append(v, s, channel="c", type="note", summary=word)
-        assert [h.title for h in search.search(v, word)] == [word], word
+        assert [h.title for h in search.search(v, word, mode="text")] == [word], word
 else:
     for i in range(40):
-        search.search(v, "word*", limit=5)
+        search.search(v, "word*", limit=5, mode="text")
 print("ok")
 """
     procs = [
@@ -262,7 +262,7 @@ print("ok")
     for p in procs:
         out, err = p.communicate(timeout=240)
         assert p.returncode == 0 and out.strip() == "ok", err
-    assert len(search.search(env.vault, "ellaword* OR lyraword*", limit=100)) == 30
+    assert len(search.search(env.vault, "ellaword* OR lyraword*", limit=100, mode="text")) == 30
 
 
 def test_sections_split_at_headings_not_inside_code() -> None:
@@ -286,7 +286,7 @@ def test_search_cli_human_output(env: Env) -> None:
     out = env.run("search", "ibis").stdout
     assert out.startswith("1. ibis nesting season  ✓ signed")
     assert "[[log/" in out and "**ibis**" in out
-    assert env.run("search", "nothingmatchesthis").stdout.strip() == "no matches"
+    assert env.run("search", "nothingmatchesthis", "--mode", "text").stdout.strip() == "no matches"
 
 
 def test_appends_are_indexed_from_the_saved_offset_and_rewrites_in_full(env: Env) -> None:
@@ -324,7 +324,9 @@ def test_a_parallel_build_gives_the_same_results_as_a_single_process_one(
         env.append("ella" if i % 2 else "lyra", f"tern report {i}", body=f"arctic tern number {i} " * 20)
     _note(env, "notes/terns.md", "# Terns\n\nArctic tern migration.\n\n## Range\nPole to pole tern.\n")
     search.rebuild(env.vault)
-    single = [(h.path, h.line_start, h.entry_id) for h in search.search(env.vault, "tern", limit=100)]
+    single = [
+        (h.path, h.line_start, h.entry_id) for h in search.search(env.vault, "tern", limit=100, mode="text")
+    ]
     single_manifest = json.loads((env.vault.state / "index" / "manifest.json").read_text())["files"]
     monkeypatch.setattr(builder, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(builder, "CHUNK_BYTES", 2000)  # cut the segment into many pieces
@@ -334,11 +336,13 @@ def test_a_parallel_build_gives_the_same_results_as_a_single_process_one(
     searcher = engine.Index.open(env.vault.state / "index" / manifest["dir"]).searcher()
     assert len(searcher.leaves()) == 3  # one segment a process
     searcher.close()
-    parallel = [(h.path, h.line_start, h.entry_id) for h in search.search(env.vault, "tern", limit=100)]
+    parallel = [
+        (h.path, h.line_start, h.entry_id) for h in search.search(env.vault, "tern", limit=100, mode="text")
+    ]
     assert sorted(parallel) == sorted(single) and len(single) == 62
     assert manifest["files"] == single_manifest
     env.append("ella", "tern after the parallel build")
-    assert len(search.search(env.vault, "tern", limit=100)) == 63
+    assert len(search.search(env.vault, "tern", limit=100, mode="text")) == 63
 
 
 def test_block_scoring_gives_the_same_hits_and_scores_as_whoosh_collector(
@@ -474,7 +478,9 @@ def test_a_failing_index_build_process_is_one_clear_line(env: Env) -> None:
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
     index = env.vault.state / "index"
     assert not (index / "manifest.json").exists() and not [p for p in index.iterdir() if p.is_dir()]
-    assert [h["path"] for h in env.run("search", "walrus", "--json").json()] == ["notes/big.md"]
+    assert [h["path"] for h in env.run("search", "walrus", "--mode", "text", "--json").json()] == [
+        "notes/big.md"
+    ]
 
 
 Records = dict[str, dict[str, object]]

@@ -17,6 +17,11 @@ from nexus.search import builder, engine
 from nexus.search.reader import view
 
 
+def _search(vault: Any, text: str, **kw: Any) -> list[Any]:
+    """A search by words (these tests look at the text index's scoring)."""
+    return search.search(vault, text, mode="text", **kw)
+
+
 @pytest.mark.parametrize("what", ["text", "signature"])
 def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(
     env: Env, what: str, monkeypatch: pytest.MonkeyPatch
@@ -27,7 +32,7 @@ def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(
     # may have configured them), so the verdict is remembered here; the CLI runs below use both
     monkeypatch.setattr(trust, "_HOME", None)
     located = env.append("ella", "the falcon budget is 100", body="Approved by the falcon board.").located
-    first = search.search(env.vault, "falcon")
+    first = _search(env.vault, "falcon")
     assert [h.verified for h in first] == [True]
     memory = view(env.vault).signatures
     assert memory.checked and memory.entries.known  # remembered for this process
@@ -36,32 +41,32 @@ def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(
     assert (Path(os.environ["NEXUS_HOME"]) / "checked-signatures").stat().st_size > 0
     seg = env.vault.root / located.file
     original, _ = edit_entry_in_place(env.vault, located, what, (b"budget is 100", b"budget is 900"))
-    hits = search.search(env.vault, "falcon")
+    hits = _search(env.vault, "falcon")
     assert len(hits) == 1 and hits[0].verified is False  # the edited bytes are checked, not recalled
     if what == "text":
         assert hits[0].title == "the falcon budget is 900"
     # nor from the machine's memo
     assert "✗ SIGNATURE DOES NOT VERIFY" in env.run("search", "falcon", process=True).stdout
     seg.write_bytes(original)  # the bytes as signed again: verified again
-    assert [h.verified for h in search.search(env.vault, "falcon", fresh=False)] == [True]
+    assert [h.verified for h in _search(env.vault, "falcon", fresh=False)] == [True]
 
 
 def test_a_hit_whose_byte_range_moved_is_found_in_its_segment(env: Env) -> None:
     earlier = env.append("ella", "osprey count started").located
     later = env.append("lyra", "pelican count finished", body="Forty pelicans.").located
-    assert search.search(env.vault, "pelican")[0].line_start == later.line_start
+    assert _search(env.vault, "pelican")[0].line_start == later.line_start
     seg = env.vault.root / earlier.file
     data = seg.read_bytes()
     seg.write_bytes(data.replace(b"osprey count started", b"osprey count started, with a longer summary"))
     # the index has not looked yet (what a watcher-fed search sees between a write and its refresh)
-    moved = search.search(env.vault, "pelican", fresh=False)
+    moved = _search(env.vault, "pelican", fresh=False)
     lines = seg.read_text(encoding="utf-8").split("\n")
     assert len(moved) == 1 and moved[0].entry_id == later.entry.id and moved[0].verified is True
     assert moved[0].line_start == later.line_start
     assert lines[moved[0].line_start - 1] == f"%% nexus:begin {later.entry.id} %%"
-    stale = search.search(env.vault, "osprey", fresh=False)  # its range now cuts the longer entry
+    stale = _search(env.vault, "osprey", fresh=False)  # its range now cuts the longer entry
     assert len(stale) == 1 and stale[0].verified is False and "longer summary" in stale[0].title
-    fresh = search.search(env.vault, "pelican")  # and after the refresh, from the index again
+    fresh = _search(env.vault, "pelican")  # and after the refresh, from the index again
     assert fresh[0].line_start == later.line_start and fresh[0].verified is True
 
 
@@ -74,7 +79,7 @@ def test_a_build_that_spills_sorted_runs_gives_the_same_index(
     queries = ["gannet", "survey cliff", "colony", "gannet 17"]
 
     def answers() -> list[list[tuple[Any, ...]]]:
-        hits = [search.search(env.vault, q, limit=50) for q in queries]
+        hits = [_search(env.vault, q, limit=50) for q in queries]
         return [[(h.path, h.line_start, h.entry_id, h.score, h.snippet) for h in found] for found in hits]
 
     search.rebuild(env.vault)
@@ -224,9 +229,7 @@ def test_partial_matches_ranked_from_the_heaviest_postings_only_rank_as_a_whole_
     for share in (10**9, 0):  # never, then always, the heaviest postings only
         monkeypatch.setattr(scoring, "SHARE", share)
         reader.VIEWS.clear()
-        answers[share] = [
-            [(h.entry_id, h.score) for h in search.search(env.vault, q, limit=5)] for q in queries
-        ]
+        answers[share] = [[(h.entry_id, h.score) for h in _search(env.vault, q, limit=5)] for q in queries]
     assert answers[0] == answers[10**9]
     assert any(len(a) == 5 for a in answers[0])
 
@@ -249,7 +252,7 @@ def test_one_word_rows_taken_from_the_heaviest_postings_rank_as_every_row_does(
     for i in range(4):
         _note_text = "\n\n".join(f"## {w}\n{' '.join(rng.choices(words, k=5))}" for w in words[:6])
         (env.vault.root / f"notes-{i}.md").write_text(f"# n{i}\n\n{_note_text}\n", encoding="utf-8")
-    search.search(env.vault, "v1")
+    _search(env.vault, "v1")
     (env.vault.root / "notes-0.md").write_text("# n0\n\nv1 v2 v3\n", encoding="utf-8")  # deletions
 
     def every_row(self: Any, total: int, allow: set[int] | None, k: int) -> list[tuple[int, float, int]]:
@@ -266,7 +269,7 @@ def test_one_word_rows_taken_from_the_heaviest_postings_rank_as_every_row_does(
         out = []
         for w in words:
             for agent in (None, "lyra"):
-                hits = search.search(env.vault, w, agent=agent, limit=7)
+                hits = _search(env.vault, w, agent=agent, limit=7)
                 out.append([(h.entry_id, h.path, h.score) for h in hits])
         return out
 
@@ -328,7 +331,7 @@ def test_partial_matches_left_out_when_enough_match_every_word_change_no_answer(
         reader.VIEWS.clear()
         answers.append(
             [
-                [(h.entry_id, h.path, h.score) for h in search.search(env.vault, q, limit=limit, path=p)]
+                [(h.entry_id, h.path, h.score) for h in _search(env.vault, q, limit=limit, path=p)]
                 for q in queries
                 for limit in (3, 10)
                 for p in (None, "log/*")
@@ -345,7 +348,7 @@ def test_partial_matches_left_out_when_enough_match_every_word_change_no_answer(
         return rows, left_out
 
     monkeypatch.setattr(scoring.Scorer, "top", spy)
-    hits = search.search(env.vault, "zeta eta", limit=3, path="log/*")
+    hits = _search(env.vault, "zeta eta", limit=3, path="log/*")
     assert calls == [True, False] and len(hits) == 3  # (asked again: the note was turned away)
 
 

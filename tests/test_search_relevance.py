@@ -161,7 +161,7 @@ def test_a_vault_searched_in_the_languages_its_people_write(
         "Il parser è stato portato alla nuova grammatica",
     )
     # English only (the default): Italian inflections are not conflated.
-    assert env.run("search", "grammatiche", "--json").json() == []
+    assert env.run("search", "grammatiche", "--mode", "text", "--json").json() == []
     config = env.vault.root / "nexus.md"  # the vault's people write Spanish and Italian too
     text = config.read_text(encoding="utf-8")
     config.write_text(
@@ -187,6 +187,30 @@ def test_the_relevance_set_holds_its_figures(tmp_path: Path) -> None:
     assert result["precision_at_5"] >= 0.95, result
     assert result["mrr"] >= 0.95, result
     assert result["superseded_above_replacement"] == 0, result
+
+
+def test_hybrid_search_holds_its_floors_on_every_query_set(tmp_path: Path) -> None:
+    """By words and meaning together (the default): the word queries exactly as text search ranks
+    them, paraphrases that share no word with their note and queries across languages found where
+    text search finds almost nothing (figures in docs/search.md)."""
+    vault, labels = relevance.build(tmp_path / "vault", tmp_path / "keys")
+    for name, queries in relevance.SETS.items():
+        if name == "paraphrase":
+            assert not any(relevance.shared_words(q, rel) for q, rel in queries)
+    got = {
+        (name, mode): relevance.evaluate(vault, labels, relevance.SETS[name], mode)
+        for name in relevance.SETS
+        for mode in ("text", "hybrid")
+    }
+    assert got["word", "hybrid"]["precision_at_5"] == got["word", "hybrid"]["mrr"] == 1.0
+    assert got["paraphrase", "hybrid"]["precision_at_5"] >= 0.75, got["paraphrase", "hybrid"]
+    assert got["paraphrase", "hybrid"]["mrr"] >= 0.55
+    assert got["cross_language", "hybrid"]["precision_at_5"] >= 0.85, got["cross_language", "hybrid"]
+    assert got["cross_language", "hybrid"]["mrr"] >= 0.75
+    assert got["code_mix", "hybrid"]["precision_at_5"] == 1.0
+    for name in ("paraphrase", "cross_language"):
+        assert got[name, "hybrid"]["precision_at_5"] > got[name, "text"]["precision_at_5"] + 0.5
+    assert all(r["superseded_above_replacement"] == 0 for r in got.values())
 
 
 def test_every_language_offered_stems_with_snowball_in_c() -> None:

@@ -61,6 +61,12 @@ def _fresh_process() -> None:
     reader.VIEWS.clear()
 
 
+def _search(vault: Any, text: str, **kw: Any) -> list[Any]:
+    """A search of the text index, whose seals these tests count (the vector store seals its own rows
+    when it is built: a hybrid search's first build would add its checks to the count)."""
+    return search.search(vault, text, mode="text", **kw)
+
+
 def seg_bytes(env: Env, rel: str) -> bytes:
     return (env.vault.root / rel).read_bytes()
 
@@ -79,7 +85,7 @@ def test_hits_are_proven_by_their_seals_without_a_signature_check(trusted: Env, 
     assert len(checks) == 3  # each entry checked once, when indexed
     _fresh_process()
     checks.clear()
-    hits = search.search(trusted.vault, "falcon")
+    hits = _search(trusted.vault, "falcon")
     assert len(hits) == 3 and all(h.verified for h in hits)
     assert checks == []  # proven by the seals: no Ed25519 at query time
     secret = trusted.keys_home / seal.FILE  # outside the vault, readable by its owner only
@@ -98,13 +104,13 @@ def test_an_entry_edited_in_place_after_it_was_indexed_is_not_verified(
     original, new = edit_entry_in_place(trusted.vault, located, what, (b"budget is 100", b"budget is 900"))
     _fresh_process()
     checks.clear()
-    hits = {h.entry_id: h for h in search.search(trusted.vault, "falcon")}
+    hits = {h.entry_id: h for h in _search(trusted.vault, "falcon")}
     assert len(hits) == 3 and hits[located.entry.id].verified is False
     assert sum(h.verified is True for h in hits.values()) == 2
     assert checks == [located.entry.sig if what == "text" else new.decode()]  # its seal did not hold
     seg.write_bytes(original)
     _fresh_process()
-    assert all(h.verified for h in search.search(trusted.vault, "falcon", fresh=False))
+    assert all(h.verified for h in _search(trusted.vault, "falcon", fresh=False))
 
 
 def _rewrite_seals(env: Env, rel: str, make: Callable[[int, bytes, str], bytes]) -> None:
@@ -131,7 +137,7 @@ def test_a_seal_column_rewritten_by_an_attacker_never_yields_verified(
     located = _falcons(trusted)[0]
     search.rebuild(trusted.vault)
     _fresh_process()
-    search.search(trusted.vault, "falcon")
+    _search(trusted.vault, "falcon")
     kept = {d.key: d.seal for d in reader.view(trusted.vault).current().searcher.kept.values()}
     genuine = [kept[f"e:{x.entry.id}"] for x in segments.scan(seg_bytes(trusted, located.file), "x").entries]
     assert len(genuine) == 3 and all(genuine)
@@ -146,7 +152,7 @@ def test_a_seal_column_rewritten_by_an_attacker_never_yields_verified(
     _rewrite_seals(trusted, located.file, makers[forgery])
     _fresh_process()
     checks.clear()
-    hits = {h.entry_id: h for h in search.search(trusted.vault, "falcon")}
+    hits = {h.entry_id: h for h in _search(trusted.vault, "falcon")}
     assert len(hits) == 3 and hits[located.entry.id].verified is False
     assert [h.verified for i, h in hits.items() if i != located.entry.id] == [True, True]  # checked
     assert len(checks) == 3  # no forged seal held: every hit was checked with Ed25519
@@ -159,7 +165,7 @@ def test_without_the_secret_hits_are_checked_as_before(trusted: Env, checks: lis
     edit_in_place(trusted.vault.root / located.file, b"budget is 100", b"budget is 900")
     _fresh_process()
     checks.clear()
-    hits = {h.entry_id: h for h in search.search(trusted.vault, "falcon")}
+    hits = {h.entry_id: h for h in _search(trusted.vault, "falcon")}
     assert hits[located.entry.id].verified is False and sum(h.verified is True for h in hits.values()) == 2
     assert len(checks) == 3
     assert not (trusted.keys_home / seal.FILE).exists()  # a search never makes one; a build does
@@ -173,7 +179,7 @@ def test_a_secret_others_can_read_is_not_used(trusted: Env, checks: list[str]) -
     assert seal.secret(trusted.keys_home) is None and seal.secret(trusted.keys_home, create=True) is None
     _fresh_process()
     checks.clear()
-    assert all(h.verified for h in search.search(trusted.vault, "falcon")) and len(checks) == 3
+    assert all(h.verified for h in _search(trusted.vault, "falcon")) and len(checks) == 3
     search.rebuild(trusted.vault)  # nothing sealed with it either
     assert len(checks) == 3
 
@@ -185,22 +191,22 @@ def test_without_trust_configured_nothing_is_sealed(
     _falcons(env)
     search.rebuild(env.vault)
     assert checks == [] and not (env.keys_home / seal.FILE).exists()
-    hits = search.search(env.vault, "falcon")
+    hits = _search(env.vault, "falcon")
     assert all(h.verified for h in hits) and len(checks) == 3
     assert not any(d.seal for d in reader.view(env.vault).current().searcher.kept.values())
 
 
 def test_appended_entries_are_sealed_when_the_index_is_updated(trusted: Env, checks: list[str]) -> None:
     _falcons(trusted)
-    search.search(trusted.vault, "falcon")
+    _search(trusted.vault, "falcon")
     later = trusted.append("lyra", "a falcon chick hatched").located
     checks.clear()
-    hits = search.search(trusted.vault, "chick")
+    hits = _search(trusted.vault, "chick")
     assert [h.entry_id for h in hits] == [later.entry.id] and hits[0].verified
     assert checks == [later.entry.sig]  # checked once, when indexed
     _fresh_process()
     checks.clear()
-    assert search.search(trusted.vault, "chick")[0].verified and checks == []
+    assert _search(trusted.vault, "chick")[0].verified and checks == []
 
 
 def test_the_build_seals_what_verify_proved_without_checking_it_again(
@@ -214,7 +220,7 @@ def test_the_build_seals_what_verify_proved_without_checking_it_again(
     search.rebuild(trusted.vault)
     assert checks == [after.entry.sig]
     _fresh_process()
-    hits = search.search(trusted.vault, "falcon")
+    hits = _search(trusted.vault, "falcon")
     assert len(hits) == 4 and all(h.verified for h in hits) and checks == [after.entry.sig]
     # bytes changed since the proof are never vouched for: the range no longer hashes as proven
     edit_in_place(trusted.vault.root / located[1].file, b"nest seen", b"nest SEEN")
@@ -222,14 +228,14 @@ def test_the_build_seals_what_verify_proved_without_checking_it_again(
     search.rebuild(trusted.vault)
     assert len(checks) == 4  # the proof covers nothing of the changed segment now
     _fresh_process()
-    by_id = {h.entry_id: h for h in search.search(trusted.vault, "falcon")}
+    by_id = {h.entry_id: h for h in _search(trusted.vault, "falcon")}
     assert by_id[located[1].entry.id].verified is False
     assert sum(h.verified is True for h in by_id.values()) == 3
 
 
 def test_the_cli_makes_the_secret_outside_the_vault(env: Env) -> None:
     env.append("ella", "osprey over the lake")
-    out = env.run("search", "osprey", "--json").json()
+    out = env.run("search", "osprey", "--mode", "text", "--json").json()
     assert [h["verified"] for h in out] == [True]
     secret = env.keys_home / seal.FILE
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
@@ -278,7 +284,7 @@ def test_a_sealed_hit_cut_from_its_bytes_is_the_hit_parsing_gives(
         return [
             h.to_json()
             for q in ("osprey", '"summary ^with"', "osprey NOT crlf")
-            for h in search.search(trusted.vault, q, limit=20)
+            for h in _search(trusted.vault, q, limit=20)
         ]
 
     monkeypatch.setattr(hits_mod.HitReader, "_sealed", counted)

@@ -24,19 +24,24 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def _search(vault: Any, text: str, **kw: Any) -> list[Any]:
+    """A search by words (these tests count the text index's freshness work)."""
+    return search.search(vault, text, mode="text", **kw)
+
+
 def _other_process(code: str) -> None:
     """Run ``code`` in another process (``p`` is pathlib.Path, ``os`` is imported)."""
     subprocess.run([sys.executable, "-c", "import os; from pathlib import Path as p\n" + code], check=True)
 
 
 def _paths(env: Env) -> list[str]:
-    return sorted(h.path for h in search.search(env.vault, "quokka"))
+    return sorted(h.path for h in _search(env.vault, "quokka"))
 
 
 def _quiet(env: Env) -> None:
     """The vault watched and quiet: the next search will not list it."""
-    search.search(env.vault, "warmup")
-    search.search(env.vault, "warmup")  # (watched from its second listing)
+    _search(env.vault, "warmup")
+    _search(env.vault, "warmup")  # (watched from its second listing)
     assert WATCHES.unchanged(str(env.vault.root))
 
 
@@ -61,7 +66,7 @@ def test_every_change_another_process_makes_is_seen_by_the_next_search(
     assert _paths(env) == [] and listed == []  # quiet: nothing listed, no stat
 
     env.append("ella", "an append about the wombat")  # (this process: the kernel hears it too)
-    assert [h.kind for h in search.search(env.vault, "wombat")] == ["entry"] and listed
+    assert [h.kind for h in _search(env.vault, "wombat")] == ["entry"] and listed
     _quiet(env)
     _other_process(f"f = open({str(note)!r}, 'r+b'); f.seek(8); f.write(b'Quokka.'); f.close()")
     assert _paths(env) == ["notes/plan.md"]  # an edit in place, the same size
@@ -77,7 +82,7 @@ def test_every_change_another_process_makes_is_seen_by_the_next_search(
         f"t = p({str(root)!r}, 'notes', '.plan.tmp'); t.write_text('# Plan\\n\\nA heron plan.\\n'); "
         f"os.replace(t, {str(note)!r})"
     )
-    assert [h.path for h in search.search(env.vault, "heron")] == ["notes/plan.md"]  # saved by a rename
+    assert [h.path for h in _search(env.vault, "heron")] == ["notes/plan.md"]  # saved by a rename
     assert _paths(env) == ["new/deeper/n.md"]
     _quiet(env)
     _other_process(f"os.unlink({str(root / 'new' / 'deeper' / 'n.md')!r})")
@@ -95,7 +100,7 @@ def test_a_vault_on_a_filesystem_inotify_cannot_speak_for_is_listed_every_time(
     monkeypatch.setattr(WATCHES, "refused", set())
     WATCHES.release(str(env.vault.root))
     for _ in range(3):
-        search.search(env.vault, "warmup")
+        _search(env.vault, "warmup")
     assert not WATCHES.unchanged(str(env.vault.root)) and str(env.vault.root) in WATCHES.refused
     note = env.vault.root / "n.md"
     note.write_text("quokka", encoding="utf-8")

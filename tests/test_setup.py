@@ -472,8 +472,9 @@ def test_check_exits_non_zero_in_each_state_where_claude_code_would_not_use_nexu
 def test_check_without_a_wiring_says_which_command_wires_it(
     env: Env, home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc, out, err = setup(env, capsys, "--check", "claude-code")
-    assert rc != 0 and out == "" and "run `nexus setup claude-code --agent NAME`" in err, err
+    rc, out, _ = setup(env, capsys, "--check", "claude-code")
+    assert rc == 1 and "claude-code would not use nexus: it is not wired in" in out, out
+    assert out.rstrip().endswith("→ nexus setup claude-code --agent NAME"), out
 
 
 @pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "setup"])

@@ -95,6 +95,7 @@ def search(
     since: str | None = None,
     until: str | None = None,
     path: str | None = None,
+    mode: str = "hybrid",
     n: int = 10,
 ) -> Answer:
     from .. import search as search_mod
@@ -111,6 +112,7 @@ def search(
         limit=n,
         progress=_progress(call, "indexing the vault"),
         languages=call.settings.search_languages,
+        mode=mode,
     )
     return _listing(hits, "\n\n".join(_hit_text(i + 1, h) for i, h in enumerate(hits)) or "no matches")
 

@@ -296,9 +296,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "take paths (globs relative to the project) or task:NAME for a while; refused if another "
         "agent holds them",
         'nexus claim "src/parser/**" --agent ella --ttl 45m --reason "rewriting the lexer"',
-        description="Take paths (globs under the project root) or task:NAME for a while; refused, naming "
-        "the holder, if another agent holds them.",
-        title="Claim paths or a task",
+        description="Take paths (globs from the project root) or task:NAME for a while; refused if another "
+        "agent holds them.",
+        title="Claim paths",
         command="claim take",
         tool="claim",
         acts="required",
@@ -308,20 +308,21 @@ OPERATIONS: tuple[Operation, ...] = (
             Param(
                 "patterns",
                 "list",
-                "Globs like src/parser/** or task:NAME.",
+                "Globs or task:NAME.",
                 help="path globs relative to the project root, or task:NAME",
                 required=True,
                 flag="patterns",
                 cli={"nargs": "+", "metavar": "PATTERN"},
             ),
             Param("reason", description="Why, one line.", help="why, one line", required=True),
-            Param("ttl", description="45m, 2h… (at most 24h).", help=TTL_HELP, default="30m"),
+            Param("ttl", description="45m, 2h (max 24h).", help=TTL_HELP, default="30m"),
             Param(
                 "mode",
-                description="shared: others may share it.",
+                description="or shared.",
                 help="exclusive: no one else; shared: others may share, not take it exclusively",
                 default="exclusive",
                 choices=("exclusive", "shared"),
+                surfaces=ONLY_CLI,  # (over MCP a claim is exclusive: the default tool set stays small)
             ),
             Param("project", help=PROJECT_HELP, surfaces=ONLY_CLI),
         ),
@@ -349,7 +350,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"{CLAIMS}:release",
         "end a claim at once (its holder, or a person for anyone's)",
         "nexus claim release 01KB7Q2V4J6M8P0R2T4W6Y8A0C --agent ella",
-        description="End your claim when the work is done.",
+        description="End your claim.",
         title="Release a claim",
         command="claim release",
         tool="release",
@@ -960,10 +961,10 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "search",
         f"{ADMIN}:search",
-        "ranked full-text search over the log and every note, with provenance",
-        'nexus search "agent:lyra type:decision secrets" --since 7d -n 5',
-        description="Ranked search over the log and every note. Each hit says where it came from (file, "
-        "lines, Obsidian link, author, time, signature verified).",
+        "ranked search by words and meaning over the log and every note, with provenance",
+        'nexus search "how do we stop two deploys at once" --since 7d -n 5',
+        description="Ranked search over the log and every note, by words and by meaning (any language). "
+        "Each hit says where it came from (file, lines, Obsidian link, author, time, signature verified).",
         title="Search the vault",
         command="search",
         tool="search",
@@ -1004,6 +1005,13 @@ OPERATIONS: tuple[Operation, ...] = (
                 "path",
                 description="Only notes under this vault path.",
                 help="only files matching this glob (decisions/*, log/2026-11.md)",
+            ),
+            Param(
+                "mode",
+                description="hybrid (default): words and meaning; text: words only; meaning: meaning only.",
+                help="hybrid (default): words and meaning; text: words only; meaning: by meaning only",
+                choices=("hybrid", "text", "meaning"),
+                default="hybrid",
             ),
             Param(
                 "n",

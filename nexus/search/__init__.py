@@ -1,4 +1,4 @@
-"""Full-text search over the whole vault, never stale, with provenance.
+"""Search over the whole vault by words and by meaning, never stale, with provenance.
 
 What is indexed: every log entry (id, agent, channel, type, time, summary, body) and every section of
 every other Markdown note (decisions, checkpoints, state, identities, memory, a person's own notes)
@@ -25,7 +25,9 @@ none of them: each name below is loaded on first use):
 * ``seals`` — entries sealed when indexed (their signature proven at query time by two hashes);
   ``proof`` — what ``nexus verify`` proved, so the build need not check those signatures again;
 * ``snippets`` — the text around the matched words;
-* ``supersession`` — superseded decisions ranked below what replaced them; ``finder`` — ``search``.
+* ``supersession`` — superseded decisions ranked below what replaced them; ``finder`` — ``search``;
+* ``embedding`` — text to vectors by meaning (the only import of the model); ``vectors`` — the
+  vector store under ``.nexus/vectors/``, never stale; ``fusion`` — ranking by meaning and words.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from .language import check_languages
     from .manifest import MANIFEST, index_dir
     from .query import parse_query
+    from .vectors import refresh_vectors
 
 __all__ = [
     "MANIFEST",
@@ -49,6 +52,7 @@ __all__ = [
     "parse_query",
     "rebuild",
     "refresh",
+    "refresh_vectors",
     "search",
     "status",
 ]
@@ -63,6 +67,7 @@ _WHERE = {
     "MANIFEST": "manifest",
     "parse_query": "query",
     "Progress": "builder",
+    "refresh_vectors": "vectors",
 }
 
 

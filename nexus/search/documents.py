@@ -205,17 +205,52 @@ def _author(rel: str, props: Mapping[str, object]) -> str:
     return agent
 
 
-def note_docs(rel: str, data: bytes, mtime: float, analysis: Analysis) -> Iterator[Doc]:
-    """The sections of note ``rel`` (its bytes ``data``, modified at ``mtime``)."""
+def entry_text(located: Located) -> str:
+    """What an entry means, as ``embedding`` takes it: its summary and body."""
+    e = located.entry
+    return e.summary if e.body is None else f"{e.summary}\n{e.body}"
+
+
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
+
+
+def note_texts(rel: str, data: bytes, mtime: float) -> Iterator[tuple[Doc, str]]:
+    """The sections of note ``rel`` as ``note_docs`` makes them (with no terms), each with what it
+    means as ``embedding`` takes it: the note's title and the section's text. A section that is a
+    heading alone is left out when others say more (its title is in theirs)."""
+    empty = Terms({}, 0)
     text = data.decode("utf-8", errors="replace")
     props, parts = sections.split(text)
+    ts, title, agent, kind, status = _head(rel, props, mtime)
+    title = title.replace("-", " ").replace("_", " ")
+    if not parts:
+        loc = (0, len(data), 1, max(1, text.count("\n")))
+        yield Doc(f"n:{rel}#0", "section", rel, agent, "", kind, status, ts, "", empty, loc), title
+    said = [_HEADING_RE.sub("", sec.text).strip() for sec in parts]
+    alone = [s.count("\n") == 0 and s == sec.heading.strip() for s, sec in zip(said, parts, strict=True)]
+    for i, sec in enumerate(parts):
+        if alone[i] and not all(alone):
+            continue
+        loc = (sec.start, sec.end, sec.line_start, sec.line_end)
+        doc = Doc(f"n:{rel}#{i}", "section", rel, agent, "", kind, status, ts, sec.heading, empty, loc)
+        head = "" if said[i].lower().startswith(title.lower()) else f"{title}\n"
+        yield doc, head + said[i]
+
+
+def _head(rel: str, props: Mapping[str, object], mtime: float) -> tuple[str, str, str, str, str]:
+    """A note's (time, title, author, type, status) from its properties and place."""
     ts = _prop(props, "ts", "updated", "date", "created") or time.strftime(
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime)
     )
     title = " ".join(x for x in (_prop(props, "id"), _prop(props, "title") or Path(rel).stem) if x)
-    agent = _author(rel, props).lower()
-    kind = note_type(rel, props)
-    status = _prop(props, "status").lower()
+    return ts, title, _author(rel, props).lower(), note_type(rel, props), _prop(props, "status").lower()
+
+
+def note_docs(rel: str, data: bytes, mtime: float, analysis: Analysis) -> Iterator[Doc]:
+    """The sections of note ``rel`` (its bytes ``data``, modified at ``mtime``)."""
+    text = data.decode("utf-8", errors="replace")
+    props, parts = sections.split(text)
+    ts, title, agent, kind, status = _head(rel, props, mtime)
 
     def doc(i: int, heading: str, body: str, loc: tuple[int, int, int, int]) -> Doc:
         terms = _terms(analysis, body)

@@ -14,17 +14,21 @@ import heapq
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import QueryError
 from ..records import Hit, IndexStatus
 from ..storage.vault import Vault
-from . import documents
+from . import documents, fusion, vectors
 from .builder import Progress
-from .engine import Stored
+from .engine import Query, Stored
 from .hits import HitReader
 from .indexer import changes, refresh, serialised, usable
 from .language import MatchedTerms, analysis, check_languages
 from .manifest import INDEX_DIR, index_dir
 from .manifest import load as load_manifest
-from .query import Filters, check_syntax, is_plain, parse_query
+from .query import Filters, check_syntax, check_text, is_plain, parse_query, plain_words, words_of
 from .reader import OpenIndex, view
 from .scoring import Row
 from .supersession import SUPERSEDED_FACTOR, Superseded
@@ -47,18 +51,23 @@ def search(
     progress: Progress | None = None,
     fresh: bool = True,
     languages: Sequence[str] | None = None,
+    mode: str = "hybrid",
 ) -> list[Hit]:
     """The best ``limit`` hits for ``text`` (Whoosh query syntax: fields, "phrases", prefix*, AND OR
     NOT, parentheses) over the vault as it is now, with provenance. Plain words rank the hits that
     match all of them first, then partial matches. ``languages``: the stemming languages the index
     must have (None: whatever it has). ``fresh=False`` skips the freshness check (only for measuring
     what a watcher already indexed)."""
+    check_text(text, mode)
     langs = check_languages(languages) if languages else None
     if not is_plain(text):
         check_syntax(text)  # before any indexing: a typo costs nothing
     filters = Filters.of(agent=agent, type=type, channel=channel, since=since, until=until, path=path)
     if limit <= 0:
         return []
+    meant = _meant(text, mode)
+    if meant is not None:
+        return _by_meaning(vault, text, meant, mode, filters, limit, progress, fresh, langs)
     here = view(vault)
     if fresh:
         refresh(vault, progress=progress, languages=langs, open_dir=here.folder)
@@ -95,6 +104,156 @@ def search(
             k *= 4
     finally:
         reader.close()
+
+
+def _meant(text: str, mode: str) -> NDArray[np.float32] | None:
+    """The query's vector (None: search by words alone, in text mode or when hybrid search's model
+    knows none of its words)."""
+    if mode == "text":
+        return None
+    meant = vectors.embed_query(words_of(text))
+    if meant is None and mode == "meaning":
+        raise QueryError("the model knows no word of this query; try other words or --mode text")
+    return meant
+
+
+def _by_meaning(
+    vault: Vault,
+    text: str,
+    meant: NDArray[np.float32],
+    mode: str,
+    filters: Filters,
+    limit: int,
+    progress: Progress | None,
+    fresh: bool,
+    langs: tuple[str, ...] | None,
+) -> list[Hit]:
+    """``search`` by meaning, or by meaning and words (``fusion``); a vector store found damaged
+    while reading it is built again and the search run once more."""
+    try:
+        return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs)
+    except vectors.Damaged:
+        vectors.OPENED.forget(vault)
+        vectors.refresh(vault, progress=progress, force=True)
+        return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs)
+
+
+def _by_meaning_once(
+    vault: Vault,
+    text: str,
+    meant: NDArray[np.float32],
+    mode: str,
+    filters: Filters,
+    limit: int,
+    progress: Progress | None,
+    fresh: bool,
+    langs: tuple[str, ...] | None,
+) -> list[Hit]:
+    here = view(vault)
+    if fresh:
+        refresh(vault, progress=progress, languages=langs, open_dir=here.folder)
+    opened = here.current()
+    store = _store(vault, progress, fresh)
+    words_only = plain_words(text)
+    plain = words_only is not None
+    if words_only is not None:
+        text = words_only or text
+    q, phrases = parse_query(text, opened.languages)
+    terms = MatchedTerms(analysis(opened.languages), q.text_terms(opened.searcher))
+    dead = here.register.load(vault)
+    reader = HitReader(vault, here.signatures, terms, phrases)
+    files = _files(store, filters)
+    k = max(limit + 20, 50)
+    try:
+        while True:
+            meaning: list[tuple[float, Stored]] = []
+            more = False
+            if plain or mode == "meaning":
+                meaning, more = fusion.by_meaning(store, meant, k, files, lambda s: _accepts(s, filters))
+            ranked: Iterator[tuple[float, Stored]] = iter(meaning)
+            if mode == "hybrid":
+                words, more_words = _by_words(opened, q, text, filters, k if plain else k * 4)
+                more = more or more_words
+                ranked = fusion.fused(store, meant, words, meaning if plain else [])
+            hits = _finish(reader, ranked, dead, limit)
+            if len(hits) >= limit or not more:
+                return dead.replacements_first(hits)
+            k *= 4
+    finally:
+        reader.close()
+
+
+def _store(vault: Vault, progress: Progress | None, fresh: bool) -> vectors.Store:
+    """The vector store, current (``fresh``) and open; one damaged under us is rebuilt once."""
+    meta = vectors.refresh(vault, progress=progress) if fresh else vectors.load_meta(vault)
+    if meta is None:
+        meta = vectors.refresh(vault, progress=progress)
+    try:
+        return vectors.OPENED.open(vault, meta)
+    except vectors.Damaged:
+        vectors.OPENED.forget(vault)
+        return vectors.OPENED.open(vault, vectors.refresh(vault, progress=progress, force=True))
+
+
+def _files(store: vectors.Store, filters: Filters) -> set[int] | None:
+    exact = next((v for f, v in filters.terms if f == "path"), None)
+    if exact is None and filters.path is None:
+        return None
+    glob = filters.path
+    return vectors.files_matching(
+        store.meta,
+        lambda rel: (exact is None or rel == exact) and (glob is None or fnmatch.fnmatchcase(rel, glob)),
+    )
+
+
+def _accepts(stored: Stored, filters: Filters) -> bool:
+    for name, value in filters.terms:
+        if name != "path" and str(getattr(stored, name, "")).lower() != value:
+            return False
+    return _within(stored, filters)
+
+
+def _by_words(
+    opened: OpenIndex, q: Query, text: str, filters: Filters, k: int
+) -> tuple[list[tuple[float, Stored, bool]], bool]:
+    """(BM25, document, whether it holds every word) of the best ``k`` word matches within the
+    filters; whether more may follow."""
+    allow = opened.searcher.matching(filters.terms) if filters.terms else None
+    groups = q.groups() if FAST else None
+    if groups is not None:
+        rows, _ = opened.scorer.top(opened.searcher, groups, allow, k, is_plain(text), None)
+    else:
+        rows = [(1, score, doc) for score, doc in opened.searcher.run(q, k, allow)]
+    every = len(groups) if groups is not None else 1
+    out = []
+    for matched, score, doc in rows:
+        stored = opened.searcher.stored(doc)
+        if _within(stored, filters):
+            out.append((score, stored, matched >= every))
+    return out, len(rows) >= k
+
+
+def _finish(
+    reader: HitReader, ranked: Iterator[tuple[float, Stored]], dead: Superseded, limit: int
+) -> list[Hit]:
+    """The first ``limit`` hits of ``ranked`` (one a key), a superseded decision's score scaled down."""
+    scored: list[tuple[float, int, Stored]] = []
+    seen: set[str] = set()
+    for i, (score, stored) in enumerate(ranked):
+        if stored.key in seen:
+            continue
+        seen.add(stored.key)
+        old = stored.status == "superseded" or dead.superseded_by(stored.key, stored.path) is not None
+        scored.append((score * SUPERSEDED_FACTOR if old and score > 0 else score, i, stored))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    hits: list[Hit] = []
+    for score, _, stored in scored:
+        hit = reader.hit(stored, score, dead.superseded_by(stored.key, stored.path))
+        if hit is not None:
+            hits.append(hit)
+            if len(hits) >= limit:
+                break
+    return hits
 
 
 def _hits(

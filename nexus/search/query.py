@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from dataclasses import dataclass
 
 from ..errors import InputError, QueryError
@@ -42,6 +43,41 @@ def _check_nesting(text: str) -> None:
             raise QueryError(f"unbalanced parentheses in query {text!r}: a ) closes nothing")
     if depth:
         raise QueryError(f"unbalanced parentheses in query {text!r}: a ( is never closed")
+
+
+MAX_QUERY = 1_000  # characters a query may have
+MODES = ("text", "meaning", "hybrid")
+
+
+def check_text(text: str, mode: str = "hybrid") -> None:
+    """A ``QueryError`` (one line) for an empty query, one longer than ``MAX_QUERY`` characters, one
+    with a control character, or an unknown mode."""
+    if mode not in MODES:
+        raise QueryError(f"unknown search mode {mode!r}; modes: {', '.join(MODES)}")
+    if not text.strip():
+        raise QueryError("the query is empty")
+    if len(text) > MAX_QUERY:
+        raise QueryError(f"the query is {len(text):,} characters long; at most {MAX_QUERY:,}")
+    bad = next((ch for ch in text if ch not in "\t\n" and unicodedata.category(ch) in ("Cc", "Cf")), None)
+    if bad is not None:
+        raise QueryError(f"the query holds a control character (U+{ord(bad):04X}); remove it")
+
+
+def words_of(text: str) -> str:
+    """What a query means, for ``embedding``: its words and phrases without fields or operators."""
+    kept = [w for w in _PHRASE_RE.sub(r" \1 ", text).split() if w not in OPERATORS and ":" not in w]
+    return " ".join(w.strip('()"*').lstrip("-") for w in kept).strip()
+
+
+_SYNTAX_RE = re.compile(r'["()*]|(?:^|\s)[-+]\S|(?:^|[\s(])[A-Za-z_]\w*:\S')
+
+
+def plain_words(text: str) -> str | None:
+    """A query with no syntax (no phrase, field, operator, prefix or parentheses) as its words alone
+    (punctuation dropped: a question mark is no wildcard here); None for a query with syntax."""
+    if _SYNTAX_RE.search(text) or (OPERATORS | {"TO"}).intersection(text.split()):
+        return None
+    return " ".join(WORD_RE.findall(text))
 
 
 def check_syntax(text: str) -> None:

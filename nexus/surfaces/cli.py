@@ -205,9 +205,9 @@ def _executable(name: str) -> str:
 
 def _setup_agent(
     args: argparse.Namespace, project: Path, home: Path, env: dict[str, str]
-) -> tuple[str, str | None, Path | None]:
+) -> tuple[str | None, str | None, Path | None]:
     """Who ``nexus setup`` wires: ``--agent``, else (``--check``) the agent, vault and keys folder the
-    runtime's existing wiring names."""
+    runtime's existing wiring names (None: nothing is wired)."""
     from . import runtimes
 
     keys = Path(args.keys_home) if args.keys_home else None
@@ -217,11 +217,7 @@ def _setup_agent(
     if found is None and not runtimes.reads_back(args.runtime):
         raise InputError(f"give --agent: nexus does not read {args.runtime}'s wiring back")
     if found is None:
-        where = "here" if args.scope == "project" else "in your home folder"
-        raise InputError(
-            f"{args.runtime} is not wired to nexus {where} ({args.scope} scope): "
-            f"run `nexus setup {args.runtime} --agent NAME`" + ("" if args.check else " (or give --agent)")
-        )
+        return None, None, None
     vault = args.vault or (str(found.vault) if found.vault else None)
     return found.agent, vault, keys or found.keys_home
 
@@ -246,6 +242,16 @@ def cmd_setup(args: argparse.Namespace) -> int:
         )
     project, home, env = Path(args.project).resolve(), Path.home(), dict(os.environ)
     agent, vault_path, keys = _setup_agent(args, project, home, env)
+    if agent is None:  # --check, and nothing wired: the runtime would not use nexus
+        where = project if args.scope == "project" else home
+        fix = f"nexus setup {args.runtime} --agent NAME" + (" --scope user" if args.scope == "user" else "")
+        line = f"{args.runtime} would not use nexus: it is not wired in {where} ({args.scope} scope) → {fix}"
+        _emit(
+            args,
+            {"uses_nexus": False, "agent": None, "checks": [{"ok": False, "what": line, "fix": fix}]},
+            line,
+        )
+        return 1
     vault = find_vault(vault_path, os.environ.get("NEXUS_VAULT"), Path.cwd())
     if not vault.identity_path(check_name(agent)).is_file():
         raise vault.unknown_agent(agent)
@@ -314,7 +320,7 @@ def _add_setup_command(groups: dict[str, Any]) -> None:
         "setup",
         cmd_setup,
         "wire an agent runtime (claude-code, codex, hermes, openclaw, cursor) to this vault",
-        "nexus setup claude-code --agent ella   |   nexus setup --check claude-code",
+        "nexus setup claude-code --agent ella\n  nexus setup --check claude-code",
     )
     p.add_argument("runtime", help="claude-code, codex, hermes, openclaw or cursor")
     p.add_argument(

@@ -67,6 +67,7 @@ CLI_WITHOUT_TOOL = {
     "git merge-driver": "what git itself runs during a merge, never a call",
     "git refresh": "what git's hooks run after a merge or checkout",
     "sync": "talks to a git remote with the machine's credentials: a person's or a scheduler's act",
+    "hermes-provider": "Hermes Agent's nexus plugin speaks to it over stdio: a channel, not a call",
 }
 
 Full = Annotated[bool, Field(description=FULL_DESCRIPTION)]

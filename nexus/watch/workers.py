@@ -108,6 +108,10 @@ class IndexRefresher(_Debounced):
                     "seconds": round(stats.seconds, 4),
                 }
             )
+        try:  # then the vectors by meaning, when a search has made them
+            search.refresh_vectors(self.vault)
+        except Exception as err:  # a failing model or store must not stop the watcher
+            self._error_once(".nexus/vectors", f"search vectors refresh failed: {type(err).__name__}: {err}")
 
 
 class LogVerifier(_Debounced):
