@@ -11,7 +11,8 @@ these is raised before a write starts.
     │   └── QueryError          a search query with bad syntax, or a search language with no stemmer
     ├── IdentityError         unknown agent, missing or mismatched key, not a human identity
     ├── ConflictError         a stale edit: the file changed since the version the edit was based on
-    │   └── StaleEditError      a stale `state set`: carries the current version and a diff
+    │   ├── StaleEditError      a stale `state set`: carries the current version and a diff
+    │   └── ClaimHeldError      a claim refused: another agent holds what it names (carries that claim)
     ├── NotFoundError         no such entry, decision, checkpoint, fact
     ├── CapacityError         memory would pass its limit (the message lists what is there)
     │   └── MemoryFullError     an add/replace over MEMORY.md/USER.md's limit (carries entries, usage)
@@ -76,6 +77,14 @@ class StaleEditError(ConflictError):
         super().__init__(message)
         self.current = current
         self.diff = diff
+
+
+class ClaimHeldError(ConflictError):
+    """A claim refused because another agent holds an overlapping one; ``held`` is that claim."""
+
+    def __init__(self, message: str, held: object) -> None:
+        super().__init__(message)
+        self.held = held
 
 
 class SyncError(NexusError):

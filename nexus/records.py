@@ -341,7 +341,7 @@ class Race:
 @dataclass(frozen=True)
 class BriefSection:
     """One section of a brief: its name (``identity``, ``owed``, ``decisions``, ``state``, ``checkpoint``,
-    ``memory``, ``unread``), heading and rendered text, and how many items it left out."""
+    ``memory``, ``claims``, ``unread``), heading and rendered text, and how many items it left out."""
 
     name: str
     title: str
@@ -507,3 +507,36 @@ class RefreshStats:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim as the log holds it now (``team/claims.py`` folds the ``claim`` and ``release``
+    entries): ``id`` is the first claim entry's, ``entry`` the newest (a renewal's); ``status`` is
+    ``active``, ``released``, ``expired`` or ``lost`` (to claim ``lost_to``, by the merge rule)."""
+
+    id: str
+    agent: str
+    project: str
+    patterns: tuple[str, ...]
+    mode: str  # exclusive | shared
+    reason: str
+    ts: str
+    expires: str
+    status: str
+    entry: str
+    file: str
+    released_by: str | None = None
+    released_at: str | None = None
+    lost_to: str | None = None
+    lost_to_agent: str | None = None
+
+    @property
+    def link(self) -> str:
+        return block_link(self.file, self.id)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["patterns"] = list(self.patterns)
+        data["link"] = self.link
+        return data

@@ -11,7 +11,7 @@ from nexus.errors import InputError
 from nexus.project import checkpoints
 from nexus.records import Checkpoint
 from nexus.storage import notes, properties
-from nexus.storage.text import check_line
+from nexus.storage.text import TEXT_KEYS, check_line
 
 
 def _one_line(s: str) -> bool:
@@ -27,14 +27,12 @@ values: st.SearchStrategy[Any] = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**9), 10**9), line, st.lists(line, max_size=4)
 )
 # Text properties (ids, names, times…) hold text, nothing, or lists of text; any other key any value.
-plain_keys = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True).filter(
-    lambda k: k not in properties.TEXT_KEYS
-)
+plain_keys = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True).filter(lambda k: k not in TEXT_KEYS)
 text_values: st.SearchStrategy[Any] = st.one_of(st.none(), line, st.lists(line, max_size=4))
 props_strategy = st.builds(
     lambda plain, text: {**plain, **text},
     st.dictionaries(plain_keys, values, max_size=8),
-    st.dictionaries(st.sampled_from(sorted(properties.TEXT_KEYS)), text_values, max_size=3),
+    st.dictionaries(st.sampled_from(sorted(TEXT_KEYS)), text_values, max_size=3),
 )
 body_strategy = st.text(st.characters(codec="utf-8"), max_size=200)
 

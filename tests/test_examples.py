@@ -44,6 +44,8 @@ SITUATIONS = {
     'nexus memory add --agent ella --content "…"': "needs a full store (or succeeds)",
     "nexus claim renew": "needs a claim's id",
     "nexus claim release": "needs a claim's id",
+    "nexus claim src/parser/lexer.py --agent lyra": "needs ella's claim on it (refused)",
+    "nexus git setup --guard": "needs a code repository",
 }
 # serve a runtime until stopped, or need a git remote: parsed only
 PARSED_ONLY = ("nexus watch", "nexus mcp", "nexus sync", "nexus git merge-driver", "nexus hermes-provider")

@@ -15,6 +15,7 @@ import pytest
 from conftest import Env, Run, old_settings_form
 
 from nexus.storage import notes, properties
+from nexus.storage.text import TEXT_KEYS
 from nexus.storage.vault import Vault
 
 
@@ -55,7 +56,7 @@ ID_LIKE = [
 ]
 
 
-@pytest.mark.parametrize("key", sorted(properties.TEXT_KEYS))
+@pytest.mark.parametrize("key", sorted(TEXT_KEYS))
 def test_text_properties_are_read_as_the_text_written(key: str) -> None:
     for raw in ID_LIKE:
         text = f"---\n{key}: {raw}\nseq: 12\n---\nbody\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 from conftest import Env
 
 from nexus.operations import registry
-from nexus.operations.spec import CURSOR, READ
+from nexus.operations.spec import CURSOR, READ, Operation
 
 # A read-only operation's flags that make it write (its example shows the writing form).
 WRITING_FLAGS = {"--restore", "--approve", "--reject"}
@@ -30,7 +30,7 @@ def vault_hash(root: Path) -> dict[str, str]:
     return out
 
 
-def _reading_operations() -> list[registry.Operation]:
+def _reading_operations() -> list[Operation]:
     return [
         op
         for op in registry.OPERATIONS
@@ -38,7 +38,7 @@ def _reading_operations() -> list[registry.Operation]:
     ]
 
 
-def _command(op: registry.Operation) -> list[str]:
+def _command(op: Operation) -> list[str]:
     """The operation's own example, its writing flags dropped."""
     words = shlex.split(op.example.split("\n")[0])
     out: list[str] = []

@@ -253,7 +253,14 @@ def test_the_hook_commands_it_wrote_run_and_find_the_vault(
     assert "nexus brief for ella" in context and entry in context
     for name in hooks:  # every event's command parses and runs
         command = hooks[name][-1]["hooks"][0]["command"]
-        assert shlex.split(command)[1] in ("session-start", "prompt", "pre-compact", "stop", "session-end")
+        assert shlex.split(command)[1] in (
+            "session-start",
+            "prompt",
+            "pre-compact",
+            "stop",
+            "session-end",
+            "pre-tool",
+        )
         run = subprocess.run(
             command,
             shell=True,
@@ -330,7 +337,14 @@ def test_the_claude_code_plugin_folder_runs_from_its_environment(env: Env, tmp_p
     assert mcp["args"] == ["mcp", "--agent", "${NEXUS_AGENT}"]
     assert mcp["env"]["NEXUS_VAULT"] == "${NEXUS_VAULT}"
     hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"}
+    assert set(hooks) == {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreCompact",
+        "Stop",
+        "SessionEnd",
+        "PreToolUse",
+    }
     entry = env.append("lyra", "plugin works", channel="ops").located.entry.id
     run_env = _clean_env(NEXUS_AGENT="ella", NEXUS_VAULT=str(env.vault.root), NEXUS_HOME=str(env.keys_home))
     run_env["PATH"] = sysconfig.get_path("scripts") + os.pathsep + run_env.get("PATH", "")

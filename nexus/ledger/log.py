@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -365,15 +365,21 @@ class LogWriter:
         via: str | None = None,
         agent: str | None = None,
         chain: tuple[int, str] | None = None,
+        precondition: Callable[[], None] | None = None,
     ) -> AppendResult:
         """Append one signed entry and return once it is durable (see :func:`append`). ``chain``:
-        (seq, prev) to continue from instead of the agent's head (only :func:`resolve_fork`)."""
+        (seq, prev) to continue from instead of the agent's head (only :func:`resolve_fork`).
+        ``precondition``: called under the log lock once the segments are caught up, before the entry
+        is made; whatever it raises refuses the append with nothing written (a claim's conflict
+        check: the check and the append are one step)."""
         inp = _checked_input(self.vault, agent or signer.name, channel, type, summary, body, ack, via)
         seen = self._seen(inp.agent)
         quarantined: list[str] = []
         with self._lock:
             target = self._open_target(quarantined)
             try:
+                if precondition is not None:
+                    precondition()
                 entry, digest, data = self._sign(target, inp, signer, seen, chain)
                 lead = self._write(target, data)
             except BaseException:
@@ -616,14 +622,24 @@ def append(
     ack: tuple[str, ...] = (),
     via: str | None = None,
     agent: str | None = None,
+    precondition: Callable[[], None] | None = None,
 ) -> AppendResult:
     """Append one signed entry and return once it is durable.
 
     ``agent`` defaults to the signer; it differs only when the watcher signs a person's text
-    (``via="watcher"``) with that person's key.
+    (``via="watcher"``) with that person's key. ``precondition`` runs under the log lock with the
+    segments caught up, before the entry is made; what it raises refuses the append, nothing written.
     """
     return writer(vault).append(
-        signer, channel=channel, type=type, summary=summary, body=body, ack=ack, via=via, agent=agent
+        signer,
+        channel=channel,
+        type=type,
+        summary=summary,
+        body=body,
+        ack=ack,
+        via=via,
+        agent=agent,
+        precondition=precondition,
     )
 
 

@@ -6,6 +6,7 @@ with its JSON and its text; the surfaces (``cli.py``, ``mcp_server.py``) only re
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .spec import Answer, Call
@@ -63,8 +64,16 @@ def _flagged(item: Any, data: dict[str, Any], root: Path | None) -> dict[str, An
 
 def brief(call: Call, *, peek: bool = False) -> Answer:
     from ..team import brief as brief_mod
+    from ..team.claims import git_project
 
-    built = brief_mod.build(call.vault, call.agent, call.settings, peek=peek, surface=call.surface)
+    built = brief_mod.build(
+        call.vault,
+        call.agent,
+        call.settings,
+        peek=peek,
+        surface=call.surface,
+        project=git_project(Path.cwd()),
+    )
     text = brief_mod.render(built)
     return Answer(built.to_json(), text, mcp=text)
 

@@ -28,6 +28,10 @@ RECORD = "nexus.operations.record"
 MEMORY = "nexus.operations.memory"
 ADMIN = "nexus.operations.admin"
 SETUP = "nexus.operations.setup"
+CLAIMS = "nexus.operations.claims"
+TTL_HELP = "how long: 45m, 2h, 1h30m (default 30m, at most 24h)"
+PROJECT_HELP = "the project folder (default: the git repository of the current folder)"
+CLAIM_ID = "The claim's id."
 TARGETS = ("memory", "user")
 TARGET = Param(
     "target",
@@ -283,6 +287,124 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("summary", description="One line: what now holds.", required=True),
             BODY,
             Param("channel", description=CHANNEL, default="general"),
+        ),
+    ),
+    # ------------------------------------------------------------ claims
+    Operation(
+        "claim",
+        f"{CLAIMS}:claim",
+        "take paths (globs relative to the project) or task:NAME for a while; refused if another "
+        "agent holds them",
+        'nexus claim "src/parser/**" --agent ella --ttl 45m --reason "rewriting the lexer"',
+        description="Take paths (globs from the project root) or task:NAME for a while; refused if another "
+        "agent holds them.",
+        title="Claim paths",
+        command="claim take",
+        tool="claim",
+        acts="required",
+        kind=ADD,
+        agent_tool=True,
+        params=(
+            Param(
+                "patterns",
+                "list",
+                "Globs or task:NAME.",
+                help="path globs relative to the project root, or task:NAME",
+                required=True,
+                flag="patterns",
+                cli={"nargs": "+", "metavar": "PATTERN"},
+            ),
+            Param("reason", description="Why, one line.", help="why, one line", required=True),
+            Param("ttl", description="45m, 2h (max 24h).", help=TTL_HELP, default="30m"),
+            Param(
+                "mode",
+                description="or shared.",
+                help="exclusive: no one else; shared: others may share, not take it exclusively",
+                default="exclusive",
+                choices=("exclusive", "shared"),
+                surfaces=ONLY_CLI,  # (over MCP a claim is exclusive: the default tool set stays small)
+            ),
+            Param("project", help=PROJECT_HELP, surfaces=ONLY_CLI),
+        ),
+    ),
+    Operation(
+        "claim_renew",
+        f"{CLAIMS}:renew",
+        "move the expiry of your active claim",
+        "nexus claim renew 01KB7Q2V4J6M8P0R2T4W6Y8A0C --agent ella --ttl 1h",
+        description="Keep your active claim longer: a new expiry, TTL from now.",
+        title="Renew a claim",
+        command="claim renew",
+        tool="claim_renew",
+        acts="required",
+        kind=ADD,
+        params=(
+            Param("id", description=CLAIM_ID, help="the claim's id", required=True, flag="id"),
+            Param(
+                "ttl", description="How long from now: 45m, 2h (at most 24h).", help=TTL_HELP, default="30m"
+            ),
+        ),
+    ),
+    Operation(
+        "release",
+        f"{CLAIMS}:release",
+        "end a claim at once (its holder, or a person for anyone's)",
+        "nexus claim release 01KB7Q2V4J6M8P0R2T4W6Y8A0C --agent ella",
+        description="End your claim.",
+        title="Release a claim",
+        command="claim release",
+        tool="release",
+        acts="required",
+        kind=ADD,
+        agent_tool=True,
+        params=(Param("id", description=CLAIM_ID, help="the claim's id", required=True, flag="id"),),
+    ),
+    Operation(
+        "claims",
+        f"{CLAIMS}:listing",
+        "the active claims: holder, what, expiry, reason (--free task:*: the tasks nobody holds)",
+        "nexus claims --free 'task:*' --json",
+        description="The active claims (holder, patterns, expiry, reason); free='task:*': tasks nobody "
+        "holds.",
+        title="List claims",
+        command="claims",
+        tool="claims",
+        params=(
+            Param(
+                "free",
+                description="A task glob: list the tasks nobody holds.",
+                help="list the tasks matching this glob (task:*) that nobody holds now",
+            ),
+            Param("project", help=PROJECT_HELP + "; only its claims", surfaces=ONLY_CLI),
+            Param(
+                "all",
+                "bool",
+                "true: ended and lost claims too.",
+                help="ended and lost claims too",
+                default=False,
+            ),
+        ),
+    ),
+    Operation(
+        "claims_check",
+        f"{CLAIMS}:check",
+        "which of these paths another agent holds exclusively (exit 1 if any): the commit guard",
+        "nexus claims check --agent ella --project . src/parser/lexer.py",
+        command="claims check",
+        acts="optional",
+        agent_help="who asks (their own claims pass)",
+        why_not="the question `nexus git setup --guard`'s pre-commit hook asks; agents are stopped at "
+        "the edit",
+        params=(
+            Param(
+                "paths",
+                "list",
+                help="paths relative to the project root (or absolute inside it)",
+                required=True,
+                flag="paths",
+                cli={"nargs": "+", "metavar": "PATH"},
+            ),
+            Param("project", help=PROJECT_HELP),
         ),
     ),
     # ------------------------------------------------------------ decisions and the project state
@@ -1072,6 +1194,13 @@ OPERATIONS: tuple[Operation, ...] = (
         "nexus git setup",
         command="git setup",
         why_not="configures a git clone (driver, hooks): set-up, done once per clone by a person",
+        params=(
+            Param(
+                "guard",
+                help="instead: install the claims guard (a pre-commit check) in the code repository REPO",
+                cli={"metavar": "REPO"},
+            ),
+        ),
     ),
     Operation(
         "git_resolve",
@@ -1119,6 +1248,21 @@ OPERATIONS: tuple[Operation, ...] = (
         acts="required",
         why_not=A_HOOK,
         params=(Param("prompt", description="the person's prompt", surfaces=ONLY_HOOK),),
+    ),
+    Operation(
+        "session_pre_tool",
+        "nexus.operations.edits:pre_tool",
+        "before an edit or write: deny it when another agent holds the path exclusively (silent otherwise)",
+        "nexus-hook pre-tool --agent ella --vault ~/vault",
+        hook="pre-tool",
+        hook_event="PreToolUse",
+        acts="required",
+        why_not=A_HOOK,
+        params=(
+            Param("tool_name", description="Edit, Write, MultiEdit, NotebookEdit…", surfaces=ONLY_HOOK),
+            Param("tool_input", "dict", description="the tool's arguments (file_path)", surfaces=ONLY_HOOK),
+            Param("cwd", description="the session's folder", surfaces=ONLY_HOOK),
+        ),
     ),
     Operation(
         "session_pre_compact",

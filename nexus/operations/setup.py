@@ -125,7 +125,15 @@ def import_hermes(call: Call, *, folder: str) -> Answer:
     )
 
 
-def git_setup(call: Call) -> Answer:
+def git_setup(call: Call, *, guard: str | None = None) -> Answer:
+    if guard is not None:
+        from ..sync import guard as claims_guard
+
+        hook = claims_guard.install(call.vault, Path(guard).expanduser())
+        return Answer(
+            {"guard": str(hook)},
+            f"claims guard installed: {hook} (override one commit with {claims_guard.OVERRIDE}=1)",
+        )
     from ..sync import gitsync
 
     data = gitsync.setup(call.vault)

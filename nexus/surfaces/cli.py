@@ -473,6 +473,7 @@ GROUPS = {
     "memory facts": "the memory index: one note per fact under memory/",
     "index": "the search index under .nexus/index/",
     "git": "the vault as a git repository",
+    "claim": "claims: take (`nexus claim PATTERN…` is `nexus claim take PATTERN…`), renew, release",
 }
 
 
@@ -694,6 +695,22 @@ def _one_line(message: str) -> str:
     return message.replace("\r", " ").replace("\n", " ").encode("utf-8", "backslashreplace").decode()
 
 
+def claim_words(argv: Sequence[str]) -> list[str]:
+    """``nexus claim PATTERN…`` is ``nexus claim take PATTERN…`` (argparse cannot hold patterns and the
+    ``renew``/``release`` commands as positionals of one command)."""
+    out = list(argv)
+    i = 0
+    while i < len(out) and out[i].startswith("--vault"):
+        i += 1 if "=" in out[i] else 2
+    if (
+        i + 1 < len(out)
+        and out[i] == "claim"
+        and out[i + 1] not in ("take", "renew", "release", "-h", "--help")
+    ):
+        out.insert(i + 1, "take")
+    return out
+
+
 def _parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     """The parser and the parsed command line; a usage error names what was typed, with the close
     word and the help of the command it was typed for (``usage.py``)."""
@@ -701,6 +718,7 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Names
 
     for warning in unknown(os.environ):  # a misspelt NEXUS_* variable would be ignored silently
         sys.stderr.write(f"nexus: {warning}\n")
+    argv = claim_words(argv)
     parser = build_parser(command_word(argv))
     mistyped = usage.unknown_option(parser, argv)
     if mistyped is not None:

@@ -5,6 +5,7 @@
     nexus-hook pre-compact --agent ella --vault /path/to/vault     # PreCompact: save the checkpoint
     nexus-hook stop --agent ella --vault /path/to/vault [--block-without-entry]   # Stop
     nexus-hook session-end --agent ella --vault /path/to/vault     # SessionEnd: retain, pending review
+    nexus-hook pre-tool --agent ella --vault /path/to/vault        # PreToolUse: an edit of a claimed path
 
 The events are operations (``nexus/operations/registry.py``, ``hook=``): this module is their thin
 surface, generated like the CLI and the MCP tools. The runtime's event JSON on stdin is read and
@@ -24,7 +25,8 @@ unless ``--block-without-entry`` is given, and then at most once per turn (``sto
 
 Hot path: the standard library, the operations' declarations and nexus's own small modules; the work
 is in ``session.py``. A prompt with nothing new since the last injection is answered before settings
-or keys are read.
+or keys are read, and so is a pre-tool event for anything but an edit of a file another agent claimed
+(``edits.quiet``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ def _value(param: Param, opts: dict[str, str], data: dict[str, Any]) -> Any:
     if param.kind == "bool" and param.flag:
         return param.cli_flag[2:] in opts
     value = data.get(param.cli.get("event", param.name))
+    if param.kind == "dict":
+        return value if isinstance(value, dict) else None
     if param.kind == "bool":
         return value is True
     if param.default is not None:
@@ -115,7 +119,6 @@ def run(
     ``env``: the environment the settings come from (default: this process's)."""
     from ..operations import BY_HOOK
     from ..storage.vault import find
-    from ..team import session
 
     env = os.environ if env is None else env
     op = BY_HOOK[event]
@@ -124,17 +127,24 @@ def run(
     vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), start)
     sid = str(data.get("session_id") or env.get("NEXUS_SESSION") or "default")
     kwargs = {p.name: _value(p, opts, data) for p in op.params_for(HOOK)}
-    if event == "prompt" and session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
-        return None  # nothing moved since the last injection: the fastest answer is none
-    if (
-        event == "stop"
-        and not kwargs.get("block_without_entry")
-        and (not kwargs.get("retain") or session.unchanged(vault, opts["agent"], sid))
-    ):
-        return None  # nothing to block, nothing appended since the turn began: nothing to retain
+    if event == "prompt":
+        from ..team import session
+
+        if session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
+            return None  # nothing moved since the last injection: the fastest answer is none
+    elif event == "pre-tool":
+        from ..operations import edits
+
+        if edits.quiet(vault, opts["agent"], kwargs["tool_name"], kwargs["tool_input"], kwargs["cwd"]):
+            return None  # not an edit, or nobody else holds the file: no answer, before settings or keys
+    elif event == "stop" and not kwargs.get("block_without_entry"):
+        from ..team import session
+
+        if not kwargs.get("retain") or session.unchanged(vault, opts["agent"], sid):
+            return None  # nothing to block, nothing appended since the turn began: nothing to retain
     result = op.function()(_call(op, vault, opts, env), session_id=sid, **kwargs)
     out = result.to_json()
-    if "decision" in out:
+    if "decision" in out or "hookSpecificOutput" in out:  # (Stop's block; PreToolUse's deny)
         return dict(out)
     text = result.text()
     if event not in CONTEXT_EVENTS or not text:

@@ -22,6 +22,7 @@ from typing import Any
 from ..records import Located
 from ..storage import durable, segments
 from ..storage.vault import Vault
+from ..team import claimlog
 from . import merge
 
 COPY_RE = re.compile(
@@ -150,4 +151,6 @@ def import_all(vault: Vault, *, only_settled: bool = False) -> list[Imported]:
             out.append(import_copy(vault, path))
         except FileNotFoundError:  # another process imported it first
             continue
+    if any(c.imported for c in out) and (vault.root / claimlog.NOTE).exists():
+        claimlog.write_note(vault, claimlog.refresh(vault))  # the claims a copy brought (or lost)
     return out

@@ -235,6 +235,7 @@ def _memory_limit(root: Path, rel: str) -> int | None:
 def refresh(vault: Vault, before: str | None = None) -> dict[str, Any]:
     """What git cannot do itself after it changed the vault (post-merge, post-checkout, sync).
     ``before``: the commit the work tree held before (entries new since it are noted as arrivals)."""
+    from ..team import claimlog
     from . import copies
 
     arrived = _record_arrivals(vault, before) if before else 0
@@ -242,6 +243,8 @@ def refresh(vault: Vault, before: str | None = None) -> dict[str, Any]:
     _dedupe_handoffs(vault)
     _rewrite_derived(vault)
     imported = copies.import_all(vault)
+    if (vault.root / claimlog.NOTE).exists():  # the claims the merge or the copies brought (or lost)
+        claimlog.write_note(vault, claimlog.refresh(vault))
     return {"arrived": arrived, "renumbered": renumbered, "imported": [c.to_json() for c in imported]}
 
 

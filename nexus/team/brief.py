@@ -31,7 +31,7 @@ from ..memory import scan
 from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
-from . import coordination
+from . import claimlog, coordination
 from .hints import say
 
 if TYPE_CHECKING:
@@ -395,10 +395,12 @@ def build(
     *,
     peek: bool = False,
     surface: str = "cli",
+    project: str | None = None,
 ) -> Brief:
     """Assemble ``agent``'s brief within ``settings.brief_max_chars`` (see the module docstring for the
     cursor); ``settings`` also says which types are owed, the race window and when a checkpoint is stale.
-    ``surface`` (``cli`` or ``mcp``) decides how its instructions name the next action (``hints``)."""
+    ``surface`` (``cli`` or ``mcp``) decides how its instructions name the next action (``hints``);
+    ``project`` (the folder name of the project the agent works in) narrows the others' claims shown."""
     from ..errors import SettingError
     from ..storage.text import check_name
 
@@ -442,6 +444,10 @@ def build(
         if section is not None:
             slots.append(section)
             used += len(_section_text(section))
+    claimed = claimlog.brief_text(vault, agent, project, max(0, (budget - used) // 3))
+    if claimed:
+        slots.append(BriefSection("claims", "Claims", claimed))
+        used += len(_section_text(slots[-1]))
     items, suspect = split_verified(items)
     flagged = _unverified_section(suspect, max(0, (budget - used) // 4))
     used += len(_section_text(flagged)) if flagged else 0

@@ -50,9 +50,11 @@ from .pending import Book, Damaged, reader
 if TYPE_CHECKING:
     from ..ledger.check import Checker
 
-VERSION = 5  # 5: pending entries a month a file (4: typed records; 3: refused state edits never race)
+VERSION = 6  # 6: claims never race (5: pending entries a month a file; 4: typed records; 3: refused state
+# edits never race)
 RECONCILE = "reconcile"
 REFUSED = "state-conflict"  # a stale state edit, refused: nothing changed
+CLAIMING = ("claim", "release")  # claims: checked against each other under the log lock, never a race
 
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
 
@@ -368,9 +370,9 @@ def _race_check(state: State, located: Located, update: Update) -> None:
     ms = entries.decode_id_ms(e.id)
     recent = state.recent
     ref = Ref.of(located)
-    # A reconcile settles races, a person's note signed by a helper is no agent's action, and a refused
-    # stale state edit changed nothing: none of them races.
-    skip = e.type in (RECONCILE, REFUSED) or e.via is not None
+    # A reconcile settles races, a person's note signed by a helper is no agent's action, a refused
+    # stale state edit changed nothing, and claims have their own rule (team/claims.py): none races.
+    skip = e.type in (RECONCILE, REFUSED, *CLAIMING) or e.via is not None
     if not skip:
         acked = set(e.ack)
         for x in reversed(recent):

@@ -204,6 +204,7 @@ class _Page:
     decisions: list[str] = field(default_factory=list)
     checkpoints: list[str] = field(default_factory=list)
     state: list[str] = field(default_factory=list)
+    claims: list[str] = field(default_factory=list)
     work: dict[str, dict[str, list[Located]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     shown: set[str] = field(default_factory=set)  # entries a section already shows
@@ -401,6 +402,21 @@ def _state(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None
     page.counts["state"] = len(changes)
 
 
+def _claims(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None:
+    """Claims held now, expired without a release in the window, lost on merge (``team/claimlog.py``)."""
+    from ..storage.entries import decode_id_ms
+    from . import claimlog
+
+    start = decode_id_ms(w.after_entry) if w.after_entry else (w.start_ms or 0)
+    page.claims, found = claimlog.handoff_lines(vault, start, int(w.now * 1000))
+    items["claims"] = found
+    gone = len(found["expired"]) + len(found["lost"])
+    if gone:
+        page.waiting.append(
+            f"- ⌛ **{gone} claim(s) expired without a release or lost on merge**: see Claims"
+        )
+
+
 def _work(w: _Window, page: _Page, items: dict[str, Any]) -> None:
     """Everything no section above shows, by agent and channel."""
     for loc in w.entries:
@@ -446,6 +462,7 @@ def build(
     _decisions(vault, w, page, items)
     _checkpoints(w, cps, crashed, page, items)
     _state(vault, w, page, items)
+    _claims(vault, w, page, items)
     _work(w, page, items)
     out.markdown = _render(vault, w, page)
     return out
@@ -525,6 +542,7 @@ def _render(vault: Vault, w: _Window, page: _Page) -> str:
         ("Decisions", page.decisions),
         ("Checkpoints", page.checkpoints),
         ("Project state", page.state),
+        ("Claims", page.claims),
     ):
         if lines:
             md += [f"## {title}", "", *lines, ""]

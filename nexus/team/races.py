@@ -5,7 +5,8 @@ X.id < Y.id race when B had not seen X – ``Y.seen`` is null or older than X.id
 and Y was written at most ``window`` seconds after X (times from the ids' milliseconds; the
 ``race_window_seconds`` setting). A could never have seen the later Y. Entries of type ``reconcile``
 never race, nor do refused stale state edits (``state-conflict``: nothing changed, so nothing
-competed), nor a person's notes signed by the watcher (``via``). A race is resolved by the first
+competed), nor claims and releases (``claim``, ``release``: checked under the log lock, and merged by
+their own rule), nor a person's notes signed by the watcher (``via``). A race is resolved by the first
 entry of type ``reconcile`` that acks both ids; meaning is never merged automatically and both
 entries always stay.
 

@@ -7,6 +7,7 @@ read from the scripted server's record of every request; what nexus kept, from t
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,9 @@ from .model_openai import Reply, Request, ScriptedModel, Text, ToolCall
 from .runtime_codex import AppServer, codex_bin, environ, run_exec
 
 pytestmark = pytest.mark.e2e
-BIN = Path(sys.executable).parent  # nexus and nexus-hook of this installation
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]  # nexus and nexus-hook of this installation
+AGENT_TOOLS = len(json.loads((ROOT / "nexus/surfaces/mcp_tools.json").read_text())["agent_tools"])
 NS = "mcp__nexus"
 
 
@@ -100,7 +103,7 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
             first = model.model_requests()[mark]
             # the start: the brief, with what another agent wrote beforehand, and the nexus tools
             assert "zanzibar" in injected(first) and "# nexus brief for lyra" in injected(first)
-            assert "log_append" in nexus_tools(first) and len(nexus_tools(first)) == 9
+            assert "log_append" in nexus_tools(first) and len(nexus_tools(first)) == AGENT_TOOLS
             # a tool call through MCP: a signed entry
             mine = [x.entry for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]
             assert [e.summary for e in mine] == ["kestrel parser started"]
@@ -171,7 +174,7 @@ def test_codex_exec_has_the_brief_and_the_tools_on_its_first_request(
     assert ran.returncode == 0, ran.stderr
     assert not [e for e in ran.errors() if "deprecated" in e or "hook" in e.lower()], ran.errors()
     first = model.model_requests()[0]
-    assert "marmalade" in injected(first) and len(nexus_tools(first)) == 9
+    assert "marmalade" in injected(first) and len(nexus_tools(first)) == AGENT_TOOLS
     assert [c["status"] for c in ran.tool_calls()] == ["completed"]
     mine = [x.entry.summary for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]
     assert mine == ["fixed the build"]

@@ -28,6 +28,8 @@ from .runtime_gemini import Acp, environ, gemini_bin, prepare_home, run_headless
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]
+AGENT_TOOLS = len(json.loads((ROOT / "nexus/surfaces/mcp_tools.json").read_text())["agent_tools"])
 
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -77,7 +79,7 @@ def test_a_gemini_cli_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -
         assert ran.returncode == 0, ran.stderr[-2000:]
         first = model.model_requests()[0]
         assert "# nexus brief for lyra" in last_user_text(first) and "zanzibar" in last_user_text(first)
-        assert len(nexus_tools(first)) == 9
+        assert len(nexus_tools(first)) == AGENT_TOOLS
         entries = [x.entry for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]
         assert "kestrel started" in [e.summary for e in entries]
         decision = next(e for e in entries if e.type == "decision")

@@ -9,6 +9,7 @@ the session's decisions retained when it goes idle."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -27,6 +28,8 @@ from .runtime_opencode import Server, environ, opencode_bin, prepare_home, side_
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]
+AGENT_TOOLS = len(json.loads((ROOT / "nexus/surfaces/mcp_tools.json").read_text())["agent_tools"])
 
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -99,7 +102,7 @@ def test_an_opencode_session_uses_nexus(env: Env, tmp_path: Path, scope: str) ->
             server.prompt(sid, "Start the kestrel parser.")
             first = turns(model)[0]
             assert "# nexus brief for lyra" in system(first) and "zanzibar" in system(first)
-            assert len(tools(first)) == 9
+            assert len(tools(first)) == AGENT_TOOLS
             entries = [x.entry for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]
             assert "kestrel started" in [e.summary for e in entries]
             decision = next(e for e in entries if e.type == "decision")

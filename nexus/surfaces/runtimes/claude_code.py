@@ -42,11 +42,12 @@ EVENTS = {
     "UserPromptSubmit": "prompt",
     "PreCompact": "pre-compact",
     "SessionEnd": "session-end",
+    "PreToolUse": "pre-tool",  # claims: an edit of a file another agent holds is denied (docs/claims.md)
 }
 
 
 # Claude Code event -> the tool matcher of nexus's hook group there (a PreToolUse hook names its tools).
-MATCHERS: dict[str, str] = {}
+MATCHERS: dict[str, str] = {"PreToolUse": "Edit|Write|MultiEdit|NotebookEdit"}
 
 
 def add_hooks(

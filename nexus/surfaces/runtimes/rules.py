@@ -30,4 +30,7 @@ the nexus MCP tools act as you.
 7. **Save a checkpoint every few tool calls** with `checkpoint_save` (task, step done, next step).
 8. **Keep what should outlive the session** with `retain`: it waits for a person's approval before
    it reaches memory.
+9. **Claim files before you change them** with `claim` (globs relative to the project, or
+   `task:NAME`; a reason) and `release` them when done. When a claim or an edit is refused, the
+   answer names who holds it: ask them on the log, or work on something else.
 """
