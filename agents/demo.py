@@ -220,9 +220,9 @@ def play(vault: Path, keys: Path) -> str:
     )
     n.nexus("decisions", "--all")
 
-    n.scene("scene 4: they race: both claim the flaky watcher test in the same second")
+    n.scene("scene 4: they race: both say they will take the flaky watcher test in the same second")
     n.nexus("log", "read", "--agent", "lyra", quiet=True)
-    cmd = ["-m", "nexus", "log", "append", "--channel", "tests", "--type", "claim"]
+    cmd = ["-m", "nexus", "log", "append", "--channel", "tests", "--type", "note"]
     for who in ("ella", "lyra"):
         n.show(
             (
@@ -233,7 +233,7 @@ def play(vault: Path, keys: Path) -> str:
                 "--channel",
                 "tests",
                 "--type",
-                "claim",
+                "note",
                 "--summary",
                 "I'll take the flaky watcher test",
             )
@@ -347,6 +347,7 @@ def play(vault: Path, keys: Path) -> str:
     )
     with open(project, "a", encoding="utf-8") as f:
         f.write("- Release: after the parser port lands (sam)\n")
+    n.nexus("watch", "--once")  # (the watcher, running beside Obsidian, records sam's edit as a version)
     n.nexus("state", "show")
 
     n.scene("scene 8: a new ella session resumes from the checkpoint")

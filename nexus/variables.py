@@ -29,6 +29,10 @@ OTHERS = {
     ),
     "NEXUS_MCP_FRONT": ("how `nexus mcp` starts: `auto`, `lazy`, `front` or `sdk`", "`auto`"),
     "NEXUS_IN_SYNC": ("set by `nexus sync` for git's children while it merges (not for people)", "unset"),
+    "NEXUS_CLAIMS_OVERRIDE": (
+        "`1` lets one commit through the claims guard (`nexus git setup --guard`) and says so",
+        "unset",
+    ),
 }
 
 # read by the test suite's own helpers (fault injection, fuzzing, the Hermes tests), not by nexus: not
