@@ -73,7 +73,8 @@ def _public_key(public_key: str) -> Ed25519PublicKey:
 
 
 @functools.lru_cache(maxsize=256)
-def _raw_key(public_key: str) -> bytes | None:
+def raw_key(public_key: str) -> bytes | None:
+    """The 32 bytes of ``ed25519:<base64>``, or None if malformed (remembered for 256 keys)."""
     if not public_key.startswith("ed25519:"):
         return None
     try:
@@ -94,7 +95,7 @@ def _sodium_accepts(public_key: str, signature: str, data: bytes) -> bool:
         except ImportError:  # (a dependency; without it OpenSSL checks everything)
             _SODIUM[:] = [None, ValueError]
     sign_open, bad = _SODIUM
-    raw = _raw_key(public_key)
+    raw = raw_key(public_key)
     if sign_open is None or raw is None:
         return False
     try:

@@ -20,7 +20,6 @@ that configured nothing) the identity notes are taken as they are and nothing is
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import json
@@ -33,6 +32,7 @@ from typing import Any
 from ..storage import durable
 from ..storage.vault import Vault
 from . import roster
+from .signatures import raw_key
 
 _HOME: Path | Callable[[], Path] | None = None
 
@@ -53,17 +53,6 @@ def configured() -> Path | None:
         except (ImportError, OSError):  # (no per-user folder can be found: nothing is pinned)
             _HOME = None
     return _HOME
-
-
-def raw_key(public_key: str) -> bytes | None:
-    """The 32 bytes of ``ed25519:<base64>``, or None if malformed."""
-    if not public_key.startswith("ed25519:"):
-        return None
-    try:
-        raw = base64.b64decode(public_key.removeprefix("ed25519:"), validate=True)
-    except ValueError:
-        return None
-    return raw if len(raw) == 32 else None
 
 
 def key_id_of(public_key: str) -> str | None:
