@@ -236,6 +236,14 @@ def diff(old: str, new: str, old_label: str, new_label: str) -> str:
     return "".join(lines)
 
 
+def _refuse_unmerged(vault: Vault) -> None:
+    if _unmerged(vault):
+        raise IntegrityError(
+            "state/project.md holds git conflict markers (a merge without the nexus driver): "
+            "nothing changed; run `nexus git resolve`, then read the state again"
+        )
+
+
 def set_state(
     vault: Vault,
     signer: Any,
@@ -250,13 +258,10 @@ def set_state(
     from ..ledger import log, pairs
 
     clean = check_body(content, MAX_BYTES) or ""
+    _refuse_unmerged(vault)  # (before the summary, which reads the note: markers break its frontmatter)
     line = check_line(summary, "summary") if summary else _first_change(vault, clean)
     with exclusive(vault.lock("state")):
-        if _unmerged(vault):
-            raise IntegrityError(
-                "state/project.md holds git conflict markers (a merge without the nexus driver): "
-                "nothing changed; run `nexus git resolve`, then read the state again"
-            )
+        _refuse_unmerged(vault)
         _absorb_locked(vault, keys_home)
         current = _current_number(vault)
         done = _landed(vault, signer, expect, current, clean)
