@@ -35,9 +35,9 @@ OTHERS = {
     ),
 }
 
-# read by the test suite's own helpers (fault injection, fuzzing, the Hermes tests), not by nexus: not
-# warned about, not listed for people
-TESTS = frozenset({"NEXUS_FAULT", "NEXUS_FUZZ_SEED", "NEXUS_HERMES_SITE"})
+# read by the test suite's own helpers and scripts (fault injection, fuzzing, the Hermes tests, the
+# runtimes' cache), not by nexus: not warned about, not listed for people
+TESTS = frozenset({"NEXUS_FAULT", "NEXUS_FUZZ_SEED", "NEXUS_HERMES_SITE", "NEXUS_RUNTIMES"})
 
 
 def _default(value: object) -> str:
