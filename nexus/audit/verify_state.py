@@ -54,7 +54,6 @@ STATE_VERSION = 1
 CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries
 PARALLEL_BYTES = 6 << 20  # less new bytes than this is checked in this process
 MAX_RANGES = 64  # hashed ranges a segment keeps before they are merged into one
-_MARK = b"\n" + entries.BEGIN_PREFIX.encode()
 
 # What the checking processes use (set before the pool forks, so children inherit them): the keys
 # this machine trusts (trust.py, plain data) and the run's check.Renamed.
@@ -114,7 +113,7 @@ def check_chunk(job: Job) -> Chunk:
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read() if stop is None else f.read(stop - start)
-    result = segments.scan(data, rel, offset=start, line=line)
+    result = segments.scan(data, rel, offset=start, line=line, tail=stop is None)
     broken, stray, torn = scan_problems(rel, result)
     if stop is not None:
         if result.torn is not None:
@@ -122,12 +121,15 @@ def check_chunk(job: Job) -> Chunk:
             # the whole segment calls it an entry without an end line there.
             t = result.torn
             first = data[t.offset - start :].split(b"\n", 1)[0].decode("utf-8", errors="replace")
-            match = entries.BEGIN_RE.fullmatch(first.removesuffix("\r"))
             broken.append(
                 (
                     t.offset,
                     Problem(
-                        "framing", rel, t.line, "entry has no end line", match.group("id") if match else None
+                        "framing",
+                        rel,
+                        t.line,
+                        "entry has no end line",
+                        segments.entry_id_of(first.removesuffix("\r")),
                     ),
                 )
             )
@@ -516,13 +518,13 @@ def _jobs(path: Path, rel: str, start: int, line: int) -> Iterator[Job]:
         while size - begin > CHUNK_BYTES + CHUNK_BYTES // 2:
             if len(pending) < CHUNK_BYTES:
                 pending += f.read(CHUNK_BYTES - len(pending))
-            idx = pending.find(_MARK, CHUNK_BYTES - 1)
+            idx = segments.next_cut(pending, CHUNK_BYTES - 1)
             while idx < 0:
                 more = f.read(1 << 16)
                 if not more:
                     break
                 pending += more
-                idx = pending.find(_MARK, CHUNK_BYTES - 1)
+                idx = segments.next_cut(pending, CHUNK_BYTES - 1)
             if idx < 0:
                 break
             stop = begin + idx + 1
@@ -639,13 +641,12 @@ class _EntryIds:
         return self.looked[entry_id]
 
     def _find(self, entry_id: str) -> bool:
-        needle = f"{entries.BEGIN_PREFIX}{entry_id} %%".encode()
         for _name, path in log.segment_files(self.vault):
             try:
                 data = path.read_bytes()
             except OSError:
                 continue
-            if needle in data and any(
+            if segments.entry_starts(data, entry_id) and any(
                 loc.entry.id == entry_id for loc in segments.scan(data, self.vault.rel(path)).entries
             ):
                 return True

@@ -1,24 +1,34 @@
 """The on-disk form of a live-context entry: render, parse, canonical bytes, ids.
 
-An entry in a segment file (``log/YYYY-MM.md``) looks like this::
+An entry in a segment file (``log/YYYY-MM.md``) is written in format 2::
 
-    %% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%
     **2026-11-30 04:41:07Z** · ella · build · note — Set up the CI pipeline ^01JDQ8Z6V3M2K4T5N7P9R1S3W5
 
     The body, verbatim, Markdown allowed.
-    %% nexus:end {"ack":[],"id":"01JD…","key":"…","prev":"…","seen":null,"seq":1,"sig":"…","v":1} %%
+    ↩ [[log/2026-11#^01JDQ7…]] · [[log/2026-11#^01JDQ5…]]
+    %% 12 <signature and seen id: 107 base64url characters> %%
     <blank line>
 
-Obsidian hides ``%% … %%`` comments, so a reader sees the header line (time · agent · channel · type —
-summary) and the body; the block id makes the entry linkable as ``[[log/2026-11#^ID]]``. A body line that
-could be mistaken for framing gets one extra leading backslash on write and loses it on read, so every
-body round-trips byte for byte and never creates an entry.
+The header line opens the entry; its block id makes it linkable as ``[[log/2026-11#^ID]]``. The
+entries it acknowledges are links on the line before the end (``↩``); the one machine comment holds
+the author's sequence number and, in one base64url token, the Ed25519 signature (64 bytes) and the
+id of the newest entry the author had read (16 bytes, when there is one): at most 120 characters for
+any seq up to 999,999. The signing key is not stored (the reader tries the author's trusted keys), nor
+the previous entry's hash.
+
+Format 1, which nexus wrote before and still reads, puts ``%% nexus:begin ID %%`` before the header and
+``%% nexus:end {json} %%`` (id, key, prev, seen, seq, sig, acks) after the body. A segment may hold
+both, format 1 entries first. A body line that could be mistaken for framing gets one extra leading
+backslash on write and loses it on read (each format has its own rule, so a format 1 body reads
+exactly as before), so every body round-trips byte for byte and never creates an entry.
 
 This module does no I/O; see ``log.py`` for the write path.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
@@ -29,8 +39,11 @@ from typing import Any
 
 from ..records import Entry
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # format 1's end line says ``"v":1``
 SIGN_CONTEXT = b"nexus/entry/v1\n"
+WRITTEN_VERSION = 2  # what nexus writes
+SIGN_CONTEXT_V2 = b"nexus/entry/v2\n"
+MAX_MACHINE_CHARS = 120  # a format 2 end line, for any seq up to 999,999
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ID_PATTERN = r"[0-9A-HJKMNP-TV-Z]{26}"
@@ -45,8 +58,21 @@ HEADER_RE = re.compile(
     r"\*\*(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)Z\*\* · (?P<agent>[a-z0-9-]+) · "
     r"(?P<channel>[a-z0-9-]+) · (?P<type>[a-z0-9-]+) — (?P<summary>.*) \^(?P<bid>[A-Za-z0-9-]+)"
 )
-# Anything a parser could take for framing: escaped in bodies.
+# Anything a parser could take for framing: escaped in bodies (format 1).
 _LOOKS_LIKE_FRAME = re.compile(r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · )")
+# Format 2: any line starting with ``%%`` (an end line ends the entry), a header (a header opens one),
+# or the acknowledgements' ``↩ `` (the line before the end).
+_LOOKS_LIKE_FRAME_V2 = re.compile(r"\\*(?:%%|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · |↩ )")
+# Format 2's end line: a space, or the letter of ``via`` (``w`` watcher, ``s`` state), then seq, then
+# base64url of the signature (64 bytes) and, when there is one, the seen id (16 bytes).
+_TOKEN = "[A-Za-z0-9_-]"
+END_V2_RE = re.compile(rf"%%([ ws])([0-9]+) ({_TOKEN}{{86}}(?:{_TOKEN}{{21}})?) %%")
+END_V2_PREFIX = "%%"
+ACK_MARK = "↩ "
+_ACK_LINK = re.compile(rf"\[\[log/\d{{4}}-\d\d#\^({ID_PATTERN})\]\]")
+ACK_RE = re.compile(rf"↩ {_ACK_LINK.pattern}(?: · {_ACK_LINK.pattern})*")
+_VIA_FLAG = {None: " ", "watcher": "w", "state": "s"}
+_FLAG_VIA = {flag: via for via, flag in _VIA_FLAG.items()}
 
 
 # ---------------------------------------------------------------- ids and time
@@ -106,7 +132,22 @@ _ASCII = json.encoder.encode_basestring_ascii
 
 
 def canonical(entry: Entry) -> bytes:
-    """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON."""
+    """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON (format
+    2: without ``key`` and ``prev``, which it does not store)."""
+    if entry.v != FORMAT_VERSION:
+        return canonical_v2(
+            id=entry.id,
+            ts=entry.ts,
+            agent=entry.agent,
+            channel=entry.channel,
+            type=entry.type,
+            summary=entry.summary,
+            body=entry.body,
+            ack=entry.ack,
+            seen=entry.seen,
+            seq=entry.seq,
+            via=entry.via,
+        )
     return canonical_fields(
         id=entry.id,
         ts=entry.ts,
@@ -179,8 +220,46 @@ def canonical_fields(
     return _CANONICAL_JSON(data).encode("utf-8", "surrogatepass")
 
 
+def canonical_v2(
+    *,
+    id: str,
+    ts: str,
+    agent: str,
+    channel: str,
+    type: str,
+    summary: str,
+    body: str | None,
+    ack: tuple[str, ...],
+    seen: str | None,
+    seq: int,
+    via: str | None,
+) -> bytes:
+    """Format 2's canonical bytes: ``{v, id, ts, agent, channel, type, summary, body, ack, seen, seq,
+    via}`` as sorted compact JSON, UTF-8 (what the signature covers after ``nexus/entry/v2\n``)."""
+    data: dict[str, Any] = {
+        "v": 2,
+        "id": id,
+        "ts": ts,
+        "agent": agent,
+        "channel": channel,
+        "type": type,
+        "summary": summary,
+        "body": body,
+        "ack": list(ack),
+        "seen": seen,
+        "seq": seq,
+        "via": via,
+    }
+    return _CANONICAL_JSON(data).encode("utf-8", "surrogatepass")
+
+
+def sign_context(entry: Entry) -> bytes:
+    """What the signature covers before the canonical bytes: the format's signing context."""
+    return SIGN_CONTEXT if entry.v == FORMAT_VERSION else SIGN_CONTEXT_V2
+
+
 def signing_bytes(entry: Entry) -> bytes:
-    return SIGN_CONTEXT + canonical(entry)
+    return sign_context(entry) + canonical(entry)
 
 
 def entry_hash(entry: Entry) -> str:
@@ -198,12 +277,14 @@ def hash_canonical(canonical_bytes: bytes, sig: str) -> str:
 # ---------------------------------------------------------------- render
 
 
-def escape_body_line(line: str) -> str:
-    return "\\" + line if _LOOKS_LIKE_FRAME.match(line) else line
+def escape_body_line(line: str, v: int = FORMAT_VERSION) -> str:
+    pattern = _LOOKS_LIKE_FRAME if v == FORMAT_VERSION else _LOOKS_LIKE_FRAME_V2
+    return "\\" + line if pattern.match(line) else line
 
 
-def unescape_body_line(line: str) -> str:
-    return line[1:] if line.startswith("\\") and _LOOKS_LIKE_FRAME.match(line) else line
+def unescape_body_line(line: str, v: int = FORMAT_VERSION) -> str:
+    pattern = _LOOKS_LIKE_FRAME if v == FORMAT_VERSION else _LOOKS_LIKE_FRAME_V2
+    return line[1:] if line.startswith("\\") and pattern.match(line) else line
 
 
 def header_line(entry: Entry) -> str:
@@ -213,8 +294,56 @@ def header_line(entry: Entry) -> str:
     )
 
 
+def ack_line(ack: tuple[str, ...]) -> str:
+    """Format 2's visible acknowledgements: ``↩ [[log/2026-11#^ID]] · …`` (an id's segment is the
+    month of its time)."""
+    links = []
+    for a in ack:
+        if not ID_RE.fullmatch(a):
+            raise ValueError(f"an acknowledged id is not an entry id: {a!r}")
+        links.append(f"[[log/{segment_name(utc_ts(decode_id_ms(a)))}#^{a}]]")
+    return ACK_MARK + " · ".join(links)
+
+
+def machine_token(sig: str, seen: str | None) -> str:
+    """Format 2's token: base64url (no padding) of the signature's 64 bytes and the seen id's 16."""
+    raw = base64.b64decode(sig, validate=True)
+    if len(raw) != 64:
+        raise ValueError("a signature is 64 bytes")
+    if seen is not None:
+        if not ID_RE.fullmatch(seen):
+            raise ValueError(f"seen is not an entry id: {seen!r}")
+        raw += int(seen.translate(_TO_DIGITS), 32).to_bytes(16, "big")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _from_token(token: str) -> tuple[str, str | None]:
+    """(signature as base64, seen id or None) from a format 2 token (86 or 107 characters)."""
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    sig = base64.b64encode(raw[:64]).decode("ascii")
+    if len(raw) == 64:
+        return sig, None
+    value = int.from_bytes(raw[64:], "big")
+    if value >> 128:  # (cannot happen: 16 bytes)
+        raise ValueError("seen")
+    return sig, encode_id(value >> 80, value & _RAND_MASK)
+
+
+def end_line_v2(entry: Entry) -> str:
+    """Format 2's end line: ``%% SEQ TOKEN %%`` (``%%wSEQ …`` when the watcher signed, ``%%sSEQ …``
+    for the project state's entries)."""
+    flag = _VIA_FLAG.get(entry.via)
+    if flag is None:
+        raise ValueError(f"format 2 has no flag for via={entry.via!r}")
+    if entry.seq.__class__ is not int or entry.seq < 0:
+        raise ValueError("seq")
+    return f"%%{flag}{entry.seq} {machine_token(entry.sig, entry.seen)} %%"
+
+
 def end_line(entry: Entry) -> str:
     e = entry
+    if e.v != FORMAT_VERSION:
+        return end_line_v2(e)
     if e.seq.__class__ is int and isinstance(e.ack, tuple | list):  # (as ``canonical_fields``)
         try:
             via = "" if e.via is None else ',"via":' + _ASCII(e.via)
@@ -243,6 +372,14 @@ def end_line(entry: Entry) -> str:
 
 def render(entry: Entry) -> str:
     """The entry's text in a segment, ending with the blank separator line."""
+    if entry.v != FORMAT_VERSION:
+        lines = [header_line(entry), ""]
+        if entry.body is not None:
+            lines.extend(escape_body_line(line, 2) for line in entry.body.split("\n"))
+        if entry.ack:
+            lines.append(ack_line(entry.ack))
+        lines.append(end_line_v2(entry))
+        return "\n".join(lines) + "\n\n"
     lines = [f"{BEGIN_PREFIX}{entry.id} %%", header_line(entry), ""]
     if entry.body is not None:
         lines.extend(escape_body_line(line) for line in entry.body.split("\n"))
@@ -278,6 +415,8 @@ def parse_checked(lines: list[str]) -> tuple[Entry, str | None]:
 
 
 def _parse(lines: list[str]) -> tuple[Entry, bool]:
+    if lines and not lines[0].startswith(BEGIN_PREFIX):
+        return _parse_v2(lines), False
     begin, header, plain, meta = _framing(lines)
     entry_id = begin.group("id")
     if plain is not None:  # (every field of the right type already: built as it is)
@@ -309,6 +448,63 @@ def _parse(lines: list[str]) -> tuple[Entry, bool]:
     if end_id != entry_id or header.group("bid") != entry_id:
         raise FrameError("the ids of the begin line, header and end line differ", 1)
     return entry, plain is not None
+
+
+def _parse_v2(lines: list[str]) -> Entry:
+    """A format 2 entry from its lines (header line to end line)."""
+    if len(lines) < 3:
+        raise FrameError("entry is cut short", len(lines))
+    header = HEADER_RE.fullmatch(lines[0])
+    if not header or not ID_RE.fullmatch(header.group("bid")):
+        raise FrameError("bad header line", 0)
+    end = END_V2_RE.fullmatch(lines[-1])
+    if not end:
+        raise FrameError("bad end line", len(lines) - 1)
+    if lines[1] != "":
+        raise FrameError("missing blank line after the header", 1)
+    middle = lines[2:-1]
+    ack: tuple[str, ...] = ()
+    if middle and ACK_RE.fullmatch(middle[-1]):
+        ack = tuple(_ACK_LINK.findall(middle.pop()))
+    body = "\n".join([unescape_body_line(line, 2) for line in middle]) if middle else None
+    flag, seq, token = end.groups()
+    try:
+        sig, seen = _from_token(token)
+    except (ValueError, binascii.Error) as err:
+        raise FrameError(f"bad end line: {err}", len(lines) - 1) from None
+    date, clock, agent, channel, kind, summary, bid = header.group(
+        "date", "time", "agent", "channel", "type", "summary", "bid"
+    )
+    return Entry(
+        bid,
+        f"{date}T{clock}Z",
+        agent,
+        channel,
+        kind,
+        summary,
+        body,
+        ack,
+        seen,
+        int(seq),
+        None,
+        "",
+        sig,
+        _FLAG_VIA[flag],
+        2,
+    )
+
+
+def starts_entry(line: str) -> bool:
+    """Whether ``line`` (outside any entry) opens one: a format 1 begin line or a format 2 header."""
+    return BEGIN_RE.fullmatch(line) is not None or (
+        line.startswith("**") and HEADER_RE.fullmatch(line) is not None
+    )
+
+
+def ends_entry(first: str, line: str) -> bool:
+    """Whether ``line`` ends the entry whose first line is ``first``: format 1's end line, or, in a
+    format 2 entry, any line starting with ``%%`` (its body escapes every such line)."""
+    return line.startswith(END_PREFIX if first.startswith(BEGIN_PREFIX) else END_V2_PREFIX)
 
 
 # An end line exactly as ``end_line`` writes it when every string field is printable ASCII without a
@@ -407,12 +603,34 @@ def canonical_flaw(lines: list[str], entry: Entry, *, end_checked: bool = False)
     extra or renamed field, other spacing or key order, escapes where nexus writes none (or none
     where it writes one) all read as the same entry, so each is a change its signature cannot see.
     ``end_checked``: the end line is known to be ``end_line(entry)`` (``parse_checked``)."""
+    if entry.v != FORMAT_VERSION:
+        return _canonical_flaw_v2(lines, entry)
     if lines[1] != header_line(entry):
         return "the header line is not in canonical form"
     if not end_checked and lines[-1] != end_line(entry):
         return "the end line is not in canonical form (fields, order, spacing or escapes differ)"
     for line in lines[3:-1]:
         if escape_body_line(unescape_body_line(line)) != line:
+            return "a body line is escaped otherwise than nexus escapes it"
+    return None
+
+
+def _canonical_flaw_v2(lines: list[str], entry: Entry) -> str | None:
+    if lines[0] != header_line(entry):
+        return "the header line is not in canonical form"
+    try:
+        end = end_line_v2(entry)
+    except ValueError:
+        end = None
+    if lines[-1] != end:
+        return "the end line is not in canonical form (seq or token written otherwise)"
+    last = len(lines) - 1
+    if entry.ack:
+        last -= 1
+        if lines[last] != ack_line(entry.ack):
+            return "the acknowledgements are not written as nexus writes them"
+    for line in lines[2:last]:
+        if escape_body_line(unescape_body_line(line, 2), 2) != line:
             return "a body line is escaped otherwise than nexus escapes it"
     return None
 
