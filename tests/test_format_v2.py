@@ -4,12 +4,13 @@ writes now; segments written in format 1 (tests/fixtures/format-v1, bytes the ne
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
 
 import pytest
-from conftest import Env
+from conftest import FORMAT_V1, Env
 
 from nexus.ledger import log
 from nexus.records import Entry
@@ -246,3 +247,94 @@ def test_a_changed_byte_of_a_format_2_entry_is_found(night: tuple[Env, list[Entr
         assert (expected, target.id) in kinds, kinds
     tail = env.run("log", "tail", "-n", "10").stdout  # never shown as its author's words
     assert all("UNVERIFIED" in b for b in tail.split("\n\n") if target.id in b), tail
+
+
+def test_an_entry_signed_with_another_identitys_key_is_forged(night: tuple[Env, list[Entry]]) -> None:
+    """Format 2 names no key: the signature of lyra over an entry that claims ella is found as lyra's."""
+    env, found = night
+    fake = Entry(
+        entries.new_id(after=found[-1].id),
+        found[-1].ts,
+        "ella",
+        "parser",
+        "note",
+        "ella agrees to everything",
+        None,
+        (),
+        None,
+        found[-1].seq + 1,
+        None,
+        "",
+        v=2,
+    )
+    fake = Entry(**{**fake.__dict__, "sig": env.signer("lyra").sign(entries.signing_bytes(fake))})
+    with _segment(env).open("a", encoding="utf-8") as f:
+        f.write(entries.render(fake))
+    kinds = _kinds(env)
+    assert kinds == [("forged", fake.id)], kinds
+    problem = env.run("verify", "--json", check=False).json()["problems"][0]
+    assert "signed with lyra's key" in problem["message"]
+    # a signature no identity's key makes: its text cannot be its author's (edited, shown apart)
+    garbage = Entry(**{**fake.__dict__, "id": entries.new_id(after=fake.id), "sig": "A" * 86 + "=="})
+    with _segment(env).open("a", encoding="utf-8") as f:
+        f.write(entries.render(garbage))
+    assert ("edited", garbage.id) in _kinds(env)
+    shown = env.run("log", "tail", "-n", "3").stdout
+    assert all("UNVERIFIED" in b for b in shown.split("\n\n") if fake.id in b or garbage.id in b), shown
+
+
+def test_a_deleted_format_2_entry_is_missing(night: tuple[Env, list[Entry]]) -> None:
+    env, found = night
+    path = _segment(env)
+    data = path.read_bytes()
+    three = found[2]  # ella's seq 2, with ella's seq 3 and 4 after it
+    start = segments.entry_starts(data, three.id)[0]
+    end = segments.entry_end(data, start) + 2  # (its end line and the blank line after it)
+    path.write_bytes(data[:start] + data[end:])
+    kinds = _kinds(env)
+    assert ("missing", found[4].id) in kinds, kinds  # ella's seq 3 comes after seq 1
+    # her last entry deleted too: the signed head and this machine's tail state still know it
+    data = path.read_bytes()
+    six = segments.entry_starts(data, found[5].id)[0]
+    path.write_bytes(data[:six])
+    kinds = {k for k, _i in _kinds(env)}
+    assert {"missing", "truncated"} <= kinds, kinds
+
+
+def test_the_machine_text_bound_and_the_round_trip_of_any_body() -> None:
+    """At most 120 characters for every seq up to 999,999 (seen, a via flag), and every body, however
+    much it imitates either format's framing, reads back as written (format 1's bodies too)."""
+    sig = base64.b64encode(bytes(range(192, 256))).decode()
+    widest = Entry("01KB7Q2V4J6M8P0R2T4W6Y8A0C", "2026-11-30T04:41:07Z", "ella", "c", "note", "s",
+                   None, (), "7ZZZZZZZZZZZZZZZZZZZZZZZZZ", 999_999, None, "", sig, "watcher", 2)  # fmt: skip
+    line = entries.end_line(widest)
+    assert len(line) == 120 and line.startswith("%%w999999 ") and entries.END_V2_RE.fullmatch(line)
+    assert len(entries.end_line(Entry(**{**widest.__dict__, "seen": None}))) == 99
+    bodies = [
+        "%% 12 " + "A" * 107 + " %%",
+        "\\%% 1 x %%",
+        "↩ [[log/2026-11#^01KB7Q2V4J6M8P0R2T4W6Y8A0C]]",
+        "\\\\↩ x",
+        "**2026-11-30 04:41:07Z** · ella · c · note — s ^01KB7Q2V4J6M8P0R2T4W6Y8A0C",
+        "%% nexus:begin 01KB7Q2V4J6M8P0R2T4W6Y8A0C %%",
+        "",
+        "\n\n",
+        "last line ↩ [[log/2026-11#^01KB7Q2V4J6M8P0R2T4W6Y8A0C]]",
+    ]
+    for body in [*bodies, "\n".join(bodies), None]:
+        for v in (1, 2):
+            e = Entry(**{**widest.__dict__, "body": body, "v": v, "key": "k" if v == 1 else "", "via": None})
+            for ack in ((), ("01KB7Q2V4J6M8P0R2T4W6Y8A0C", "01KB7P0Z8C2E4G6J8M0P2R4T6V")):
+                text = entries.render(Entry(**{**e.__dict__, "ack": ack}))
+                scan = segments.scan(text.encode(), "log/2026-11.md", offset=1)
+                assert len(scan.entries) == 1 and not scan.stray and not scan.broken, (v, body, text)
+                got = scan.entries[0]
+                assert got.entry == Entry(**{**e.__dict__, "ack": ack}) and got.verdict is None, text
+    # format 1's bodies keep their own escapes: a line format 2 escapes is plain text there
+    assert entries.escape_body_line("%% 12 x %%", 1) == "%% 12 x %%"
+    assert entries.escape_body_line("%% 12 x %%", 2) == "\\%% 12 x %%"
+
+
+def test_the_fixture_was_written_in_format_1() -> None:
+    data = (FORMAT_V1 / "vault" / "log" / "2026-12.md").read_bytes()
+    assert data.count(b"\n%% nexus:begin ") == 6 and data.count(b"\n%% nexus:end {") == 6

@@ -363,9 +363,11 @@ def test_person_text_waits_until_it_settles(env: Env, watching: Callable[..., Wa
     assert len(person) == 1
     assert log.find_entry(env.vault, person[0]["id"]).entry.body == "Half a thought, finished."
     data = segment.read_bytes()
-    assert (
-        b"Half a thou" not in data[: segments.entry_starts(data, person[0]["id"])[0]]
-    )  # moved into the entry
+    start = segments.entry_starts(data, person[0]["id"])[0]
+    assert b"Half a thou" not in data[:start]  # moved into the entry
+    signed = log.find_entry(env.vault, person[0]["id"])
+    end_line = data[: signed.end_offset].rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    assert end_line.startswith(b"%%w1 ") and len(end_line) <= 120  # (format 2: the watcher's flag)
     assert w.stop() == 0
 
 
