@@ -89,10 +89,10 @@ def test_a_clean_segment_is_read_a_whole_entry_at_a_time(
     real = segments.scan_lines
 
     def spy(
-        data: bytes, file: str, *, offset: int = 0, line: int = 1, preamble: bool = True
+        data: bytes, file: str, *, offset: int = 0, line: int = 1, preamble: bool = True, tail: bool = True
     ) -> segments.Scan:
         calls.append(len(data))
-        return real(data, file, offset=offset, line=line, preamble=preamble)
+        return real(data, file, offset=offset, line=line, preamble=preamble, tail=tail)
 
     monkeypatch.setattr(segments, "scan_lines", spy)
     found = segments.scan(segment, "log/x.md")

@@ -236,6 +236,18 @@ def canonical_v2(
 ) -> bytes:
     """Format 2's canonical bytes: ``{v, id, ts, agent, channel, type, summary, body, ack, seen, seq,
     via}`` as sorted compact JSON, UTF-8 (what the signature covers after ``nexus/entry/v2\n``)."""
+    if seq.__class__ is int and isinstance(ack, tuple | list):  # (written out, as canonical_fields)
+        try:
+            text = (
+                f'{{"ack":[{",".join(map(_STR, ack))}],"agent":{_STR(agent)},'
+                f'"body":{"null" if body is None else _STR(body)},"channel":{_STR(channel)},'
+                f'"id":{_STR(id)},"seen":{"null" if seen is None else _STR(seen)},"seq":{seq!r},'
+                f'"summary":{_STR(summary)},"ts":{_STR(ts)},"type":{_STR(type)},'
+                f'"v":2,"via":{"null" if via is None else _STR(via)}}}'
+            )
+            return text.encode("utf-8", "surrogatepass")
+        except TypeError:
+            pass
     data: dict[str, Any] = {
         "v": 2,
         "id": id,
@@ -319,14 +331,15 @@ def machine_token(sig: str, seen: str | None) -> str:
 
 def _from_token(token: str) -> tuple[str, str | None]:
     """(signature as base64, seen id or None) from a format 2 token (86 or 107 characters)."""
-    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-    sig = base64.b64encode(raw[:64]).decode("ascii")
+    raw = binascii.a2b_base64(token.translate(_URL_TO_STD) + ("==" if len(token) == 86 else "="))
+    sig = binascii.b2a_base64(raw[:64], newline=False).decode("ascii")
     if len(raw) == 64:
         return sig, None
     value = int.from_bytes(raw[64:], "big")
-    if value >> 128:  # (cannot happen: 16 bytes)
-        raise ValueError("seen")
     return sig, encode_id(value >> 80, value & _RAND_MASK)
+
+
+_URL_TO_STD = str.maketrans("-_", "+/")
 
 
 def end_line_v2(entry: Entry) -> str:
@@ -416,7 +429,7 @@ def parse_checked(lines: list[str]) -> tuple[Entry, str | None]:
 
 def _parse(lines: list[str]) -> tuple[Entry, bool]:
     if lines and not lines[0].startswith(BEGIN_PREFIX):
-        return _parse_v2(lines), False
+        return _parse_v2(lines)
     begin, header, plain, meta = _framing(lines)
     entry_id = begin.group("id")
     if plain is not None:  # (every field of the right type already: built as it is)
@@ -450,8 +463,9 @@ def _parse(lines: list[str]) -> tuple[Entry, bool]:
     return entry, plain is not None
 
 
-def _parse_v2(lines: list[str]) -> Entry:
-    """A format 2 entry from its lines (header line to end line)."""
+def _parse_v2(lines: list[str]) -> tuple[Entry, bool]:
+    """A format 2 entry from its lines (header line to end line), and whether its end line is the very
+    one ``end_line_v2`` writes for it (seq without leading zeros, the token's unused bits zero)."""
     if len(lines) < 3:
         raise FrameError("entry is cut short", len(lines))
     header = HEADER_RE.fullmatch(lines[0])
@@ -475,7 +489,7 @@ def _parse_v2(lines: list[str]) -> Entry:
     date, clock, agent, channel, kind, summary, bid = header.group(
         "date", "time", "agent", "channel", "type", "summary", "bid"
     )
-    return Entry(
+    entry = Entry(
         bid,
         f"{date}T{clock}Z",
         agent,
@@ -492,6 +506,12 @@ def _parse_v2(lines: list[str]) -> Entry:
         _FLAG_VIA[flag],
         2,
     )
+    spare = 15 if len(token) == 86 else 3  # (the last character's bits beyond the bytes: zero)
+    return entry, (seq[0] != "0" or seq == "0") and not _B64URL_VALUE[token[-1]] & spare
+
+
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_B64URL_VALUE = {c: i for i, c in enumerate(_B64URL)}
 
 
 def starts_entry(line: str) -> bool:
@@ -604,7 +624,7 @@ def canonical_flaw(lines: list[str], entry: Entry, *, end_checked: bool = False)
     where it writes one) all read as the same entry, so each is a change its signature cannot see.
     ``end_checked``: the end line is known to be ``end_line(entry)`` (``parse_checked``)."""
     if entry.v != FORMAT_VERSION:
-        return _canonical_flaw_v2(lines, entry)
+        return _canonical_flaw_v2(lines, entry, end_checked)
     if lines[1] != header_line(entry):
         return "the header line is not in canonical form"
     if not end_checked and lines[-1] != end_line(entry):
@@ -615,15 +635,16 @@ def canonical_flaw(lines: list[str], entry: Entry, *, end_checked: bool = False)
     return None
 
 
-def _canonical_flaw_v2(lines: list[str], entry: Entry) -> str | None:
+def _canonical_flaw_v2(lines: list[str], entry: Entry, end_checked: bool) -> str | None:
     if lines[0] != header_line(entry):
         return "the header line is not in canonical form"
-    try:
-        end = end_line_v2(entry)
-    except ValueError:
-        end = None
-    if lines[-1] != end:
-        return "the end line is not in canonical form (seq or token written otherwise)"
+    if not end_checked:
+        try:
+            end = end_line_v2(entry)
+        except ValueError:
+            end = None
+        if lines[-1] != end:
+            return "the end line is not in canonical form (seq or token written otherwise)"
     last = len(lines) - 1
     if entry.ack:
         last -= 1
