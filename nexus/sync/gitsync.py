@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SyncError
+from ..records import NO_PINS, Trust
 from ..settings import resolve as resolve_settings
 from ..storage.vault import Vault
 from . import merge
@@ -232,9 +233,10 @@ def _memory_limit(root: Path, rel: str) -> int | None:
 # ------------------------------------------------------------------ after a merge
 
 
-def refresh(vault: Vault, before: str | None = None) -> dict[str, Any]:
+def refresh(vault: Vault, before: str | None = None, *, trust: Trust = NO_PINS) -> dict[str, Any]:
     """What git cannot do itself after it changed the vault (post-merge, post-checkout, sync).
-    ``before``: the commit the work tree held before (entries new since it are noted as arrivals)."""
+    ``before``: the commit the work tree held before (entries new since it are noted as arrivals);
+    ``trust``: the machine's pins (a conflict copy's entries count only when they verify)."""
     from ..team import claimlog
     from . import copies
 
@@ -242,9 +244,9 @@ def refresh(vault: Vault, before: str | None = None) -> dict[str, Any]:
     renumbered = _renumber_decisions(vault)
     _dedupe_handoffs(vault)
     _rewrite_derived(vault)
-    imported = copies.import_all(vault)
+    imported = copies.import_all(vault, trust)
     if (vault.root / claimlog.NOTE).exists():  # the claims the merge or the copies brought (or lost)
-        claimlog.write_note(vault, claimlog.refresh(vault))
+        claimlog.write_note(vault, claimlog.refresh(vault, trust))
     return {"arrived": arrived, "renumbered": renumbered, "imported": [c.to_json() for c in imported]}
 
 
@@ -395,10 +397,16 @@ def _repository(vault: Vault, remote: str | None) -> _Repository:
 
 
 def sync(
-    vault: Vault, remote: str | None = None, *, env: Mapping[str, str], attempts: int = 3
+    vault: Vault,
+    remote: str | None = None,
+    *,
+    env: Mapping[str, str],
+    trust: Trust,
+    attempts: int = 3,
 ) -> dict[str, Any]:
     """Commit, fetch, merge, refresh, verify, push. SyncError (nothing pushed) when any step fails or
-    the merged vault does not verify. ``env``: the environment git runs in (the caller's)."""
+    the merged vault does not verify. ``env``: the environment git runs in (the caller's); ``trust``:
+    the machine's pins, which verify the merged vault."""
     repo = _repository(vault, remote)
     git_env = {**env, IN_SYNC_ENV: "1"}
     result: dict[str, Any] = {
@@ -418,8 +426,8 @@ def sync(
         if in_step:
             return result  # nothing to do: nothing committed, nothing fetched
         if result["merged"]:
-            result["refresh"] = refresh(vault, before)
-        _commit_and_verify(vault, repo, result, git_env)
+            result["refresh"] = refresh(vault, before, trust=trust)
+        _commit_and_verify(vault, repo, result, git_env, trust)
         if _push(repo, result, git_env, has_remote, last=attempt == attempts - 1):
             return result
     return result
@@ -473,7 +481,9 @@ def _merge(repo: _Repository, result: dict[str, Any], env: dict[str, str], *, re
     )
 
 
-def _commit_and_verify(vault: Vault, repo: _Repository, result: dict[str, Any], env: dict[str, str]) -> None:
+def _commit_and_verify(
+    vault: Vault, repo: _Repository, result: dict[str, Any], env: dict[str, str], trust: Trust
+) -> None:
     """Commit the notes the merge derived and verify the vault as committed (no append or decision
     half-done); SyncError when it does not verify."""
     from ..audit.verify_state import verify
@@ -485,7 +495,7 @@ def _commit_and_verify(vault: Vault, repo: _Repository, result: dict[str, Any], 
         result["committed"] += _commit(
             repo.top, repo.prefix, "nexus sync: derived notes after the merge", env
         )
-        report = verify(vault)
+        report = verify(vault, trust=trust)
     if not report.ok:
         first = report.errors[0]
         raise SyncError(
