@@ -4,6 +4,7 @@ CLI, the MCP tools as the server runs them), each see their own pins, whichever 
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ def _swap_key(vault: Vault, name: str, home: Path) -> None:
     that entry as not ``name``'s words; a machine that never saw the vault pins the new one."""
     key = Ed25519PrivateKey.generate()
     raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    public = "ed25519:" + __import__("base64").b64encode(raw).decode()
+    public = "ed25519:" + base64.b64encode(raw).decode()
     kid = trust.key_id_of(public)
     assert kid is not None
     path = identity.private_key_path(vault, home, name)

@@ -390,7 +390,7 @@ def _add_hermes_command(groups: dict[str, Any]) -> None:
 def cmd_git_merge_driver(args: argparse.Namespace) -> int:
     from ..sync import gitsync
 
-    code, lines = gitsync.merge_driver(args.base, args.ours, args.theirs, args.path)
+    code, lines = gitsync.merge_driver(args.base, args.ours, args.theirs, args.path, env=os.environ)
     for line in lines:
         sys.stderr.write(f"{gitsync.DRIVER_SAYS}{line}\n")
     return code

@@ -175,16 +175,23 @@ def _write_block(path: Path, lines: tuple[str, ...]) -> bool:
 
 
 def merge_driver(
-    base: str, ours: str, theirs: str, path: str, cwd: Path | None = None
+    base: str,
+    ours: str,
+    theirs: str,
+    path: str,
+    cwd: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int, list[str]]:
     """Merge one file as git asks (``%O %A %B … %P``): the result goes into ``ours``. Returns the exit
-    code (0 merged, 1 a conflict left for a person) and one line per conflict listed."""
+    code (0 merged, 1 a conflict left for a person) and one line per conflict listed. ``env``: the
+    environment git ran the driver in (its ``NEXUS_*`` settings, as for any command)."""
     kind, prefix = merge.kind_of(path)
     b, o, t = (Path(p).read_bytes() for p in (base, ours, theirs))
     rel = path[len(prefix) :]
     root = (cwd or Path.cwd()) / prefix
     if kind == "memory" and b not in (o, t) and o != t:
-        result = merge.merge_memory(b, o, t, rel, _memory_limit(root, rel))
+        result = merge.merge_memory(b, o, t, rel, _memory_limit(root, rel, env or {}))
     else:
         result = merge.merge(kind, b, o, t, rel)
     Path(ours).write_bytes(result.data)
@@ -221,10 +228,11 @@ def _beside_name(path: Path, data: bytes) -> Path:
     return target
 
 
-def _memory_limit(root: Path, rel: str) -> int | None:
-    """The limit nexus.md sets for a memory file (git's merge driver runs with git's environment)."""
+def _memory_limit(root: Path, rel: str, env: Mapping[str, str]) -> int | None:
+    """The limit the settings give a memory file: ``NEXUS_MEMORY_CHARS``/``NEXUS_USER_CHARS`` in the
+    environment git runs the driver in, else nexus.md, else the default."""
     try:
-        found = resolve_settings({}, {}, Vault(root).config())
+        found = resolve_settings({}, env, Vault(root).config())
     except Exception:  # a damaged nexus.md or a bad value must not stop a merge: the default applies
         return None
     return found.user_chars if rel == "USER.md" else found.memory_chars
