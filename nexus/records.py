@@ -5,38 +5,8 @@ Each record kind written to the vault is described in ``vault_template/NEXUS-FOR
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
-
-
-@dataclass(frozen=True)
-class Trust:
-    """What this machine trusts for the vaults it reads, as an entry point found it: the folder
-    (``NEXUS_HOME``) that holds the pinned keys (``keys/trust.py``), the memo of signatures already
-    found valid (``keys/checked.py``) and the seal secret (``keys/seal.py``). It travels from the entry
-    point (``Workspace.trust``, ``Call.trust``) to every reader that decides a signature.
-
-    ``source``: that folder, a function that finds it when first asked (the per-user default costs
-    an import that the per-turn commands reading no entry do not pay; pass one that remembers its
-    answer), or None: nothing is pinned, the identity notes' keys are taken as they are
-    (:data:`NO_PINS`, what a library caller gets)."""
-
-    source: Path | Callable[[], Path] | None = None
-
-    @property
-    def home(self) -> Path | None:
-        """The folder, or None: nothing pinned (also when no per-user folder can be found)."""
-        if callable(self.source):
-            try:
-                return self.source()
-            except (ImportError, OSError):
-                return None
-        return self.source
-
-
-NO_PINS = Trust(None)  # a library caller's trust: the identity notes as they are, nothing pinned
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ import pytest
 from conftest import Env
 
 from nexus.errors import NotFoundError
-from nexus.records import NO_PINS
 from nexus.team import coordination
+from nexus.workspace import NO_PINS
 
 
 @pytest.mark.parametrize("how", ["dotdot", "link"])

@@ -18,13 +18,13 @@ from conftest import Env, edit_entry_in_place, edit_in_place
 from nexus import search
 from nexus.audit import verify_state
 from nexus.keys import identity, seal, signatures
-from nexus.records import NO_PINS, Trust
 from nexus.search import documents, engine, reader
 from nexus.search.language import analysis
 from nexus.search.manifest import index_dir
 from nexus.search.manifest import load as load_manifest
 from nexus.storage import segments
 from nexus.storage.vault import Vault
+from nexus.workspace import NO_PINS, Trust
 
 
 @pytest.fixture

@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ForkError, InputError, IntegrityError
-from ..records import NO_PINS, AppendResult, Entry, Located, Notice, Trust
+from ..records import AppendResult, Entry, Located, Notice
 from ..storage import durable, entries, segments
 from ..storage.locks import FileLock, exclusive
 from ..storage.text import SECRET_HINT_RE, check_line, check_name, check_token, check_type, prepare_body
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import shadow, tailstate
 from .cursors import (
     ARRIVALS_FILE,
@@ -369,7 +370,7 @@ class LogWriter:
         agent: str | None = None,
         chain: tuple[int, str] | None = None,
         precondition: Callable[[], None] | None = None,
-        trust: Trust,
+        trust: Trust = NO_PINS,
     ) -> AppendResult:
         """Append one signed entry and return once it is durable (see :func:`append`). ``chain``:
         (seq, prev) to continue from instead of the agent's head (only :func:`resolve_fork`).
@@ -635,7 +636,7 @@ def append(
     ``agent`` defaults to the signer; it differs only when the watcher signs a person's text
     (``via="watcher"``) with that person's key. ``precondition`` runs under the log lock with the
     segments caught up, before the entry is made; what it raises refuses the append, nothing written.
-    ``trust``: the machine's pins (``records.Trust``), which decide whether an entry another writer
+    ``trust``: the machine's pins (``workspace.Trust``), which decide whether an entry another writer
     added since is its author's (only such an entry becomes the head the next one chains on);
     ``NO_PINS``, a library caller's: the identity notes' keys as they are.
     """

@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..records import NO_PINS, Located
+from ..records import Located
 from ..storage import entries, segments
 from ..storage.vault import Vault
+from ..workspace import NO_PINS
 
 if TYPE_CHECKING:
     from .check import Checker
@@ -46,7 +47,7 @@ def iter_entries(vault: Vault) -> Iterator[Located]:
 
 def marked(vault: Vault, items: list[Located], checker: Checker | None) -> list[Located]:
     """``items`` with their verdicts (``check.Checker``; None: the identity notes' keys as they are,
-    ``records.NO_PINS``, the decision notes' renames unknown)."""
+    ``workspace.NO_PINS``, the decision notes' renames unknown)."""
     if not items:
         return items
     if checker is None:

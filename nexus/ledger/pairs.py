@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import NO_PINS, Located, Trust
+from ..records import Located
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import log, tailstate
 
 LOOK_BACK = 64  # a retry follows its failure: the entry it left is among the newest entries

@@ -28,9 +28,9 @@ from pathlib import Path
 from ..errors import IdentityError
 from ..keys import identity, roster, signatures, trust
 from ..ledger import log
-from ..records import Trust
 from ..storage import durable
 from ..storage.vault import Vault
+from ..workspace import Trust
 
 TYPE = "rotation"
 CHANNEL = "identity"

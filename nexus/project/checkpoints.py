@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, NotFoundError
-from ..records import Checkpoint, Trust
+from ..records import Checkpoint
 from ..storage import durable, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, check_name
 from ..storage.vault import Vault
+from ..workspace import Trust
 
 STATUSES = ("in-progress", "blocked", "done")
 HISTORY_MARK = "%% nexus:checkpoint "

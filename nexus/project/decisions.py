@@ -28,11 +28,12 @@ from typing import Any
 
 from ..errors import InputError, NotFoundError
 from ..ledger.logfiles import missing_entry
-from ..records import NO_PINS, Decision, Problem, Trust
+from ..records import Decision, Problem
 from ..storage import durable, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 
 SIGN_CONTEXT = b"nexus/decision/v1\n"
 STATUS_CONTEXT = b"nexus/decision-status/v1\n"

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IdentityError, InputError, IntegrityError, NotFoundError, StaleEditError
-from ..records import StateVersion, Trust
+from ..records import StateVersion
 from ..storage import durable, markers, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, make_visible
 from ..storage.vault import Vault
+from ..workspace import Trust
 
 MAX_BYTES = 256 * 1024
 _VERSION_RE = re.compile(r"v(\d{4,})\.md")

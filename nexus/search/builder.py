@@ -23,9 +23,9 @@ from typing import BinaryIO
 
 from ..errors import IndexBuildError
 from ..ledger.marks import START, Mark
-from ..records import Trust
 from ..storage import segments
 from ..storage.vault import Vault
+from ..workspace import Trust
 from . import documents, engine
 from .language import BUILD_MEMO_WORDS, Analysis
 from .manifest import FileRecord, Manifest, index_dir, now

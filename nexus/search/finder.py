@@ -18,8 +18,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import QueryError
-from ..records import NO_PINS, Hit, IndexStatus, Trust
+from ..records import Hit, IndexStatus
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import documents, fusion, vectors
 from .builder import Progress
 from .engine import Query, Stored

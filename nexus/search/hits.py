@@ -19,8 +19,9 @@ import os
 import re
 from pathlib import Path
 
-from ..records import Hit, Trust, block_link
+from ..records import Hit, block_link
 from ..storage.vault import Vault
+from ..workspace import Trust
 from .engine import Stored
 from .language import MatchedTerms
 from .snippets import section_text, snippet

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from ..ledger.marks import START
-from ..records import NO_PINS, RefreshStats, Trust
+from ..records import RefreshStats
 from ..storage import segments
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import builder, documents, engine
 from .builder import Progress
 from .language import DEFAULT_LANGUAGES, Analysis, analysis, check_languages

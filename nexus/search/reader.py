@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import BusyError
-from ..records import Trust
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
+from ..workspace import Trust
 from . import builder, engine, indexer
 from .manifest import MANIFESTS, Manifest, index_dir
 from .manifest import load as load_manifest

@@ -41,10 +41,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..ledger.marks import START
-from ..records import NO_PINS, Trust
 from ..storage import durable, segments
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import documents
 from .embedding import DIMS, Embedder, Vectors, embedder, model_id
 from .engine import Doc, Stored, Terms

@@ -38,8 +38,8 @@ def _keys_home() -> Path:
 
 
 def _trust() -> Any:
-    """What this machine trusts (``records.Trust``): the pins beside the keys, found when first asked."""
-    from ..records import Trust
+    """What this machine trusts (``workspace.Trust``): the pins beside the keys, found when first asked."""
+    from ..workspace import Trust
 
     return Trust(_keys_home)
 

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ..keys.trust import Keyring, load
-from ..records import Located, Trust
+from ..records import Located
 from ..storage import durable, segments
 from ..storage.vault import Vault
 from ..team import claimlog
+from ..workspace import Trust
 from . import merge
 
 COPY_RE = re.compile(

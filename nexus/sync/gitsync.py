@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SyncError
-from ..records import NO_PINS, Trust
 from ..settings import resolve as resolve_settings
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import merge
 
 DRIVER = "nexus"

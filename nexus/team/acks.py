@@ -12,9 +12,10 @@ Answers come from the derived state in ``coordination.py`` (incremental; no full
 from __future__ import annotations
 
 from ..keys import roster
-from ..records import NO_PINS, Located, Trust
+from ..records import Located
 from ..settings import DEFAULTS
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import coordination
 
 

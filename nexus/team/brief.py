@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING
 from ..keys import roster
 from ..ledger import log
 from ..memory import scan
-from ..records import NO_PINS, Brief, BriefSection, Located, Trust
+from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import claimlog, coordination
 from .hints import say
 

@@ -20,9 +20,10 @@ from typing import Any
 
 from ..ledger.logfiles import segment_files
 from ..ledger.marks import START, Mark
-from ..records import NO_PINS, Claim, Trust
+from ..records import Claim
 from ..storage import durable
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from .claims import CHANNEL, MAX_TTL_SECONDS, TASK, Event, event_of, fold, iso_ms
 from .claimview import FILE
 

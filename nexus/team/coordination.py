@@ -42,9 +42,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import VaultError
 from ..ledger.marks import START, Mark
-from ..records import Located, Trust
+from ..records import Located
 from ..storage import durable, entries, segments
 from ..storage.vault import Vault
+from ..workspace import Trust
 from .pending import Book, Damaged, reader
 
 if TYPE_CHECKING:

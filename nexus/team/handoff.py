@@ -28,10 +28,11 @@ from typing import Any
 
 from ..errors import InputError
 from ..memory import scan
-from ..records import NO_PINS, Located, Trust
+from ..records import Located
 from ..settings import DEFAULTS, Settings
 from ..storage import durable, meta, properties
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 
 SHOWN_PER_CHANNEL = 12
 SHOWN_RACES = 10

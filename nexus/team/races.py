@@ -15,9 +15,10 @@ Answers come from the derived state in ``coordination.py`` (incremental; no full
 
 from __future__ import annotations
 
-from ..records import NO_PINS, Race, Trust
+from ..records import Race
 from ..settings import DEFAULTS
 from ..storage.vault import Vault
+from ..workspace import NO_PINS, Trust
 from . import coordination
 
 

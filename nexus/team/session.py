@@ -29,16 +29,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..records import NO_PINS
 from ..storage import durable
+from ..workspace import NO_PINS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..ledger.check import Checker
-    from ..records import BankFact, Checkpoint, Located, Trust
+    from ..records import BankFact, Checkpoint, Located
     from ..settings import Settings
     from ..storage.vault import Vault
+    from ..workspace import Trust
 
 RETAINED_TYPES = {"decision": "decision", "correction": "fact"}  # entry type -> bank fact type
 RECENT_ENTRIES = 200  # how far back end() and wrote_this_turn() look in the log

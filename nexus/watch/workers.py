@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..records import Trust
 from ..storage.vault import Vault
+from ..workspace import Trust
 
 INDEX_DELAY = 0.1  # after a change, wait this long for more before refreshing the search index
 VERIFY_DELAY = 1.0  # after a segment changes, wait this long for more before verifying what is new
