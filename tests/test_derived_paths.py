@@ -7,7 +7,7 @@ from conftest import Env
 
 from nexus.errors import NotFoundError
 from nexus.team import coordination
-from nexus.workspace import NO_PINS
+from nexus.trust import NO_PINS
 
 
 @pytest.mark.parametrize("how", ["dotdot", "link"])

@@ -24,7 +24,7 @@ from nexus.search.manifest import index_dir
 from nexus.search.manifest import load as load_manifest
 from nexus.storage import segments
 from nexus.storage.vault import Vault
-from nexus.workspace import NO_PINS, Trust
+from nexus.trust import NO_PINS, Trust
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ from ..records import Identity, Problem
 from ..storage import entries, segments
 from ..storage.progress import Progress
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from .verify import (
     Head,
     Report,
@@ -70,10 +70,10 @@ class _Anomaly(Exception):
 
 def state_path(vault: Vault, home: Path | None = None) -> Path:
     """Where this machine keeps what it proved of ``vault``: beside its pins (``home``, the folder a
-    ``workspace.Trust`` names, trust.py), in ``<NEXUS_HOME>/verified/<vault_id>-<folder>.json``, outside
+    ``nexus.trust.Trust`` names, trust.py), in ``<NEXUS_HOME>/verified/<vault_id>-<folder>.json``, outside
     the vault: whoever can edit the vault could otherwise rewrite the proof along with the history it
     covers. ``<folder>`` (a hash of the vault's path) keeps two copies of one vault on this machine
-    (two clones) from sharing one proof. ``home`` None (a library caller, ``workspace.NO_PINS``): in
+    (two clones) from sharing one proof. ``home`` None (a library caller, ``nexus.trust.NO_PINS``): in
     ``.nexus/verify/state.json``."""
     if home is None:
         return vault.state / "verify" / "state.json"

@@ -14,11 +14,11 @@ From then on an entry verifies only with a key pinned for its author. A note tha
 key is reported (``key-changed``) and that key is not trusted until a person runs
 ``nexus agent trust NAME``, which pins it beside the old ones (old entries keep verifying).
 
-Where the pins are travels as a value, ``workspace.Trust``, from the entry point that found ``NEXUS_HOME``
+Where the pins are travels as a value, ``nexus.trust.Trust``, from the entry point that found ``NEXUS_HOME``
 (the CLI, the hooks, the MCP server, the watcher, Hermes' provider: ``Workspace.trust``,
 ``Call.trust``) down to every reader that decides a signature. The same folder holds the memo of
 signatures already found valid (``checked.py``) and the seal secret (``seal.py``). A library caller
-that passes ``workspace.NO_PINS`` takes the identity notes as they are and pins nothing; no process-wide
+that passes ``nexus.trust.NO_PINS`` takes the identity notes as they are and pins nothing; no process-wide
 state decides it.
 """
 

@@ -23,7 +23,7 @@ from ..keys.trust import Keyring
 from ..records import Located, Problem
 from ..storage import entries, segments
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 from . import renames, shadow
 
 DecisionRenames = Callable[[Vault], Mapping[str, str]]  # vault -> {new path: path when written}
@@ -202,7 +202,7 @@ def verdict(located: Located, ring: Keyring, renamed: Renamed | None = None, mem
 class Checker:
     """A reader's verdicts for a whole operation: the keyring, the renames and the machine's memo are
     loaded once, on the first entry (a brief reads back dozens of entries one at a time). ``trust``:
-    the pins and the memo of the machine (``workspace.NO_PINS``: the identity notes, no memo)."""
+    the pins and the memo of the machine (``nexus.trust.NO_PINS``: the identity notes, no memo)."""
 
     def __init__(
         self,

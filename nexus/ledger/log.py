@@ -32,7 +32,7 @@ from ..storage import durable, entries, segments
 from ..storage.locks import FileLock, exclusive
 from ..storage.text import SECRET_HINT_RE, check_line, check_name, check_token, check_type, prepare_body
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import shadow, tailstate
 from .cursors import (
     ARRIVALS_FILE,
@@ -636,7 +636,7 @@ def append(
     ``agent`` defaults to the signer; it differs only when the watcher signs a person's text
     (``via="watcher"``) with that person's key. ``precondition`` runs under the log lock with the
     segments caught up, before the entry is made; what it raises refuses the append, nothing written.
-    ``trust``: the machine's pins (``workspace.Trust``), which decide whether an entry another writer
+    ``trust``: the machine's pins (``nexus.trust.Trust``), which decide whether an entry another writer
     added since is its author's (only such an entry becomes the head the next one chains on);
     ``NO_PINS``, a library caller's: the identity notes' keys as they are.
     """

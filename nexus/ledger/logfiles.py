@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..records import Located
 from ..storage import entries, segments
 from ..storage.vault import Vault
-from ..workspace import NO_PINS
+from ..trust import NO_PINS
 
 if TYPE_CHECKING:
     from .check import Checker
@@ -47,7 +47,7 @@ def iter_entries(vault: Vault) -> Iterator[Located]:
 
 def marked(vault: Vault, items: list[Located], checker: Checker | None) -> list[Located]:
     """``items`` with their verdicts (``check.Checker``; None: the identity notes' keys as they are,
-    ``workspace.NO_PINS``, the decision notes' renames unknown)."""
+    ``nexus.trust.NO_PINS``, the decision notes' renames unknown)."""
     if not items:
         return items
     if checker is None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..records import Located
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import log, tailstate
 
 LOOK_BACK = 64  # a retry follows its failure: the entry it left is among the newest entries

@@ -30,7 +30,7 @@ from ..keys import identity, roster, signatures, trust
 from ..ledger import log
 from ..storage import durable
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 
 TYPE = "rotation"
 CHANNEL = "identity"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..records import Located
 from ..storage import entries, segments
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 from .logfiles import marked, scan_file, segment_files
 from .marks import WINDOW, Mark, ends_with_entry
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..workspace import Trust
+from ..trust import Trust
 
 if TYPE_CHECKING:
     from typing import Protocol

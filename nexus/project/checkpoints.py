@@ -28,7 +28,7 @@ from ..storage import durable, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, check_name
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 
 STATUSES = ("in-progress", "blocked", "done")
 HISTORY_MARK = "%% nexus:checkpoint "

@@ -33,7 +33,7 @@ from ..storage import durable, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 
 SIGN_CONTEXT = b"nexus/decision/v1\n"
 STATUS_CONTEXT = b"nexus/decision-status/v1\n"

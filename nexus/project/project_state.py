@@ -31,7 +31,7 @@ from ..storage import durable, markers, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, make_visible
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 
 MAX_BYTES = 256 * 1024
 _VERSION_RE = re.compile(r"v(\d{4,})\.md")

@@ -25,7 +25,7 @@ from ..errors import IndexBuildError
 from ..ledger.marks import START, Mark
 from ..storage import segments
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 from . import documents, engine
 from .language import BUILD_MEMO_WORDS, Analysis
 from .manifest import FileRecord, Manifest, index_dir, now

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from ..errors import QueryError
 from ..records import Hit, IndexStatus
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import documents, fusion, vectors
 from .builder import Progress
 from .engine import Query, Stored

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..records import Hit, block_link
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 from .engine import Stored
 from .language import MatchedTerms
 from .snippets import section_text, snippet

@@ -26,7 +26,7 @@ from ..records import RefreshStats
 from ..storage import segments
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import builder, documents, engine
 from .builder import Progress
 from .language import DEFAULT_LANGUAGES, Analysis, analysis, check_languages

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..errors import BusyError
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 from . import builder, engine, indexer
 from .manifest import MANIFESTS, Manifest, index_dir
 from .manifest import load as load_manifest

@@ -7,7 +7,7 @@ proof covers (``proof``: bytes this machine already verified, hashed outside the
 without checking its signature again; any other is checked here, once, in the build's processes.
 A search reads the entry's bytes back, hashes them and checks the seal against the key it would
 verify with (``verdicts``); a seal that does not hold, or none, means the signature is checked as
-before. Nothing is sealed without a keys folder to trust (``workspace.NO_PINS``, a library caller's:
+before. Nothing is sealed without a keys folder to trust (``nexus.trust.NO_PINS``, a library caller's:
 no pins, no secret).
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..records import Located
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 
 if TYPE_CHECKING:
     from ..keys.checked import Memo

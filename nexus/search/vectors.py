@@ -44,7 +44,7 @@ from ..ledger.marks import START
 from ..storage import durable, segments
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import documents
 from .embedding import DIMS, Embedder, Vectors, embedder, model_id
 from .engine import Doc, Stored, Terms

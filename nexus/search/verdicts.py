@@ -8,7 +8,7 @@ under the SHA-256 of the exact bytes read (with the path and position they were 
 under the public key and that same digest. A byte changed anywhere in the entry (its text, its
 signature, its key id) changes the digest, so an entry edited in place is parsed and checked again,
 never served from memory. Both are bounded (oldest first out) and held in memory only; with a
-``workspace.Trust`` that names a keys folder (the CLI's, the MCP server's) a valid signature also goes
+``nexus.trust.Trust`` that names a keys folder (the CLI's, the MCP server's) a valid signature also goes
 to the machine's memo beside the pins (``keys.checked``, outside the vault), which every reader
 shares, and a hit whose index document carries a seal that holds for the bytes read and the author's
 key (``seals``) is verified without Ed25519.
@@ -31,7 +31,7 @@ from .snippets import Flat, cut, flatten, joined
 if TYPE_CHECKING:
     from ..keys.checked import Memo
     from ..keys.trust import Keyring
-    from ..workspace import Trust
+    from ..trust import Trust
 
 KeyStamp = tuple[tuple[str, int], ...]
 KeyNotes = tuple[tuple[str, int, int, int], ...]  # each identity note: (agent, mtime, size, inode)

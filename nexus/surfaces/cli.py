@@ -38,8 +38,8 @@ def _keys_home() -> Path:
 
 
 def _trust() -> Any:
-    """What this machine trusts (``workspace.Trust``): the pins beside the keys, found when first asked."""
-    from ..workspace import Trust
+    """What this machine trusts (``nexus.trust.Trust``): the pins beside the keys, found when first asked."""
+    from ..trust import Trust
 
     return Trust(_keys_home)
 

@@ -38,7 +38,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..workspace import NO_PINS
+from ..trust import NO_PINS
 
 if TYPE_CHECKING:
     from ..workspace import Workspace

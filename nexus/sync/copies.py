@@ -24,7 +24,7 @@ from ..records import Located
 from ..storage import durable, segments
 from ..storage.vault import Vault
 from ..team import claimlog
-from ..workspace import Trust
+from ..trust import Trust
 from . import merge
 
 COPY_RE = re.compile(

@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import SyncError
 from ..settings import resolve as resolve_settings
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import merge
 
 DRIVER = "nexus"

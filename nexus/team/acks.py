@@ -15,7 +15,7 @@ from ..keys import roster
 from ..records import Located
 from ..settings import DEFAULTS
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import coordination
 
 

@@ -31,7 +31,7 @@ from ..memory import scan
 from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import claimlog, coordination
 from .hints import say
 

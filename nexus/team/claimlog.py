@@ -23,7 +23,7 @@ from ..ledger.marks import START, Mark
 from ..records import Claim
 from ..storage import durable
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from .claims import CHANNEL, MAX_TTL_SECONDS, TASK, Event, event_of, fold, iso_ms
 from .claimview import FILE
 

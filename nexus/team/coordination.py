@@ -45,7 +45,7 @@ from ..ledger.marks import START, Mark
 from ..records import Located
 from ..storage import durable, entries, segments
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 from .pending import Book, Damaged, reader
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from ..records import Located
 from ..settings import DEFAULTS, Settings
 from ..storage import durable, meta, properties
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 
 SHOWN_PER_CHANNEL = 12
 SHOWN_RACES = 10

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..records import Race
 from ..settings import DEFAULTS
 from ..storage.vault import Vault
-from ..workspace import NO_PINS, Trust
+from ..trust import NO_PINS, Trust
 from . import coordination
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..storage import durable
-from ..workspace import NO_PINS
+from ..trust import NO_PINS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ..records import BankFact, Checkpoint, Located
     from ..settings import Settings
     from ..storage.vault import Vault
-    from ..workspace import Trust
+    from ..trust import Trust
 
 RETAINED_TYPES = {"decision": "decision", "correction": "fact"}  # entry type -> bank fact type
 RECENT_ENTRIES = 200  # how far back end() and wrote_this_turn() look in the log

@@ -50,7 +50,7 @@ from ..storage import entries, markers, segments
 from ..storage.vault import Vault
 from ..sync import copies
 from ..team import coordination
-from ..workspace import Trust
+from ..trust import Trust
 
 QUIET_SECONDS = 0.5  # a segment must be unchanged this long before entries are put back into it
 EMPTY_QUIET_SECONDS = 5.0  # ... and an empty one this long (an in-place save between truncate and write)

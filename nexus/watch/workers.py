@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..storage.vault import Vault
-from ..workspace import Trust
+from ..trust import Trust
 
 INDEX_DELAY = 0.1  # after a change, wait this long for more before refreshing the search index
 VERIFY_DELAY = 1.0  # after a segment changes, wait this long for more before verifying what is new
