@@ -2,10 +2,12 @@
 be. One real HTTP server (an ephemeral port, a thread), a script of replies given in order, and every
 request it got recorded, so a test can check what reached the model.
 
-A provider's wire format is a subclass (``model_anthropic.AnthropicModel``: Anthropic Messages with
-streaming); the subclass says which requests are the agent's own turns (:meth:`Model.scripted`: they
-take the next reply of the script) and how a reply is written. Requests a runtime makes on the side
-(a title, a quota probe) get :attr:`Model.aside` and are recorded too.
+A provider's wire format is a subclass: ``model_anthropic.AnthropicModel`` (Anthropic Messages,
+streamed: Claude Code), ``model_openai.OpenAIModel`` (OpenAI Responses, streamed: Codex; and chat
+completions: opencode), ``model_gemini.GeminiModel`` (the Gemini API: Gemini CLI). The subclass says
+which requests are the agent's own turns (:meth:`Model.scripted`: they take the next reply of the
+script) and how a reply is written. Requests a runtime makes on the side (a title, a quota probe, a
+token count) get :attr:`Model.aside` and are recorded too.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ class Text:
 
 @dataclass(frozen=True)
 class ToolUse:
-    """A reply that calls one tool (``name`` as the runtime lists it, e.g. ``mcp__nexus__log_append``)."""
+    """A reply that calls one tool (``name`` as the runtime lists it, e.g. ``mcp__nexus__log_append``);
+    ``namespace`` where the provider names a tool's namespace apart (Codex's MCP tools: ``mcp__nexus``)."""
 
     name: str
     input: dict[str, Any] = field(default_factory=dict)
+    namespace: str | None = None
 
 
 Reply = Text | ToolUse
@@ -50,6 +54,24 @@ class Request:
     def text(self) -> str:
         """Everything in the body as one string (to look for a word wherever the runtime put it)."""
         return json.dumps(self.body, ensure_ascii=False)
+
+
+def send(handler: BaseHTTPRequestHandler, status: int, kind: str, data: str | bytes) -> None:
+    """One whole answer: status, ``Content-Type`` ``kind``, its length, the bytes."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    handler.send_response(status)
+    handler.send_header("Content-Type", kind)
+    if kind == "text/event-stream":
+        handler.send_header("Cache-Control", "no-cache")
+    handler.send_header("Content-Length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)
+    handler.wfile.flush()
+
+
+def sse(pairs: list[tuple[str, dict[str, Any]]]) -> str:
+    """Server-sent events, each named (``event: NAME``) with its JSON ``data``."""
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in pairs)
 
 
 class Model:
