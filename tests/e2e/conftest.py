@@ -9,7 +9,8 @@ their own home folder (a fresh one per test), no ``NEXUS_*`` (the wiring must ca
 the keys), ``PATH`` with this installation's ``nexus`` first. :func:`inherited_env` is the test's own
 environment less nexus's and the runtime's variables, with its own home (the runtimes driven through
 ``runtime_*.py``). :func:`nexus_as` runs ``nexus`` on a test's vault as that person, the runtime on
-``PATH`` (``setup --check`` asks the installed runtime).
+``PATH`` (``setup --check`` asks the installed runtime); :func:`wired` makes that person's home and a
+project, wired by ``nexus setup`` for the agent ``lyra``.
 """
 
 from __future__ import annotations
@@ -87,3 +88,17 @@ def nexus_as(
         text=True,
         timeout=120,
     )
+
+
+def wired(
+    env: Env, tmp_path: Path, runtime: Path, name: str, scope: str, **extra: str
+) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """A person's home and a git project under ``tmp_path``, wired by ``nexus setup NAME --agent lyra
+    --scope SCOPE`` (which must succeed): the home, the project and what setup said."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir(exist_ok=True)
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    done = nexus_as(env, home, project, runtime, "setup", name, "--agent", "lyra", "--scope", scope, **extra)
+    assert done.returncode == 0, done.stderr
+    return home, project, done

@@ -18,7 +18,7 @@ from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
 
-from .conftest import AGENT_TOOLS, nexus_as
+from .conftest import AGENT_TOOLS, nexus_as, wired
 from .model_openai import OpenAIModel, Reply, Request, Text, ToolUse
 from .runtime_codex import AppServer, codex_bin, environ, run_exec
 
@@ -28,16 +28,6 @@ NS = "mcp__nexus"
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return nexus_as(env, home, cwd, codex_bin(), *args)  # --check asks the installed Codex
-
-
-def wired(env: Env, tmp_path: Path, scope: str) -> tuple[Path, Path]:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    done = nexus(env, home, project, "setup", "codex", "--agent", "lyra", "--scope", scope)
-    assert done.returncode == 0, done.stderr
-    return home, project
 
 
 def new_items(request: Request) -> list[dict[str, Any]]:
@@ -66,7 +56,7 @@ def nexus_tools(request: Request) -> list[str]:
 
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -> None:
-    home, project = wired(env, tmp_path, scope)
+    home, project, _ = wired(env, tmp_path, codex_bin(), "codex", scope)
     asked = env.append("ella", "zanzibar: who owns the tokenizer?", type="question", channel="build")
     question = asked.located.entry.id
     script: list[Reply] = [
@@ -150,7 +140,7 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
 def test_codex_exec_has_the_brief_and_the_tools_on_its_first_request(
     env: Env, tmp_path: Path, scope: str
 ) -> None:
-    home, project = wired(env, tmp_path, scope)
+    home, project, _ = wired(env, tmp_path, codex_bin(), "codex", scope)
     env.append("ella", "marmalade: the build is red", channel="build")
     script: list[Reply] = [
         ToolUse("log_append", {"channel": "build", "type": "note", "summary": "fixed the build"}, NS),

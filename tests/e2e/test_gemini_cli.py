@@ -21,7 +21,7 @@ from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
 
-from .conftest import AGENT_TOOLS, nexus_as
+from .conftest import AGENT_TOOLS, nexus_as, wired
 from .model_gemini import GeminiModel, Reply, Request, Text, ToolUse
 from .runtime_gemini import Acp, environ, gemini_bin, prepare_home, run_headless
 
@@ -45,12 +45,8 @@ def nexus_tools(request: Request) -> list[str]:
 
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_a_gemini_cli_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    prepare_home(home)
-    done = nexus(env, home, project, "setup", "gemini-cli", "--agent", "lyra", "--scope", scope)
-    assert done.returncode == 0, done.stderr
+    prepare_home(tmp_path / "home")  # signed in with an API key, before nexus is wired
+    home, project, done = wired(env, tmp_path, gemini_bin(), "gemini-cli", scope)
     question = env.append("ella", "zanzibar: who owns the tokenizer?", type="question").located.entry.id
     decide = {"title": "Parser", "decision": "a PEG parser", "rationale": "clear errors"}
     checkpoint = {"task": "the kestrel parser", "step": "grammar drafted", "next": "write the tests"}

@@ -21,16 +21,17 @@ from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
 
-from .conftest import AGENT_TOOLS, nexus_as
+from .conftest import AGENT_TOOLS, nexus_as, wired
 from .model_openai import Reply, Request, Text, ToolUse
 from .runtime_opencode import OpencodeModel, Server, environ, opencode_bin, prepare_home
 
 pytestmark = pytest.mark.e2e
+NO_FETCH = {"OPENCODE_DISABLE_MODELS_FETCH": "1"}  # (setup --check runs opencode: no models.dev fetch)
 
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # --check asks the installed opencode
-    return nexus_as(env, home, cwd, opencode_bin(), *args, OPENCODE_DISABLE_MODELS_FETCH="1")
+    return nexus_as(env, home, cwd, opencode_bin(), *args, **NO_FETCH)
 
 
 def turns(model: OpencodeModel) -> list[Request]:
@@ -65,11 +66,7 @@ def eventually(check: Any, timeout: float = 30) -> Any:
 
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_an_opencode_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    done = nexus(env, home, project, "setup", "opencode", "--agent", "lyra", "--scope", scope)
-    assert done.returncode == 0, done.stderr
+    home, project, _ = wired(env, tmp_path, opencode_bin(), "opencode", scope, **NO_FETCH)
     question = env.append("ella", "zanzibar: who owns the tokenizer?", type="question").located.entry.id
     checkpoint = {"task": "the kestrel parser", "step": "grammar drafted", "next": "write the tests"}
     decide = {"title": "Parser", "decision": "a PEG parser", "rationale": "clear errors"}
