@@ -21,7 +21,10 @@ __all__ = ["AnthropicModel", "Text", "ToolUse", "system_text", "user_text"]
 _ids = itertools.count(1)
 
 
-class AnthropicModel(Model):
+class AnthropicModel(Model[Reply]):
+    aside = Text("ok")
+    done = Text("Done.")
+
     def scripted(self, path: str, body: Any) -> bool:
         return (
             path.endswith("/messages")

@@ -16,7 +16,7 @@ from .scripted import Model, Reply, Request, Text, ToolUse, send
 __all__ = ["GeminiModel", "Reply", "Request", "Text", "ToolUse"]
 
 
-class GeminiModel(Model):
+class GeminiModel(Model[Reply]):
     done = Text("done")
     aside = Text('{"next_speaker": "user", "reasoning": "done"}')
     usage_tokens = 50  # what each reply says it used

@@ -21,10 +21,11 @@ __all__ = ["OpenAIModel", "Reply", "Request", "Text", "ToolUse"]
 _ids = itertools.count(1)
 
 
-class OpenAIModel(Model):
+class OpenAIModel(Model[Reply]):
     """``with OpenAIModel([ToolUse("log_append", {...}, "mcp__nexus"), Text("done")]) as model:``; the
     runtime's base URL is :attr:`base_url`."""
 
+    aside = Text("ok")
     done = Text("done")
     usage_tokens = 50  # what each reply says it used
 

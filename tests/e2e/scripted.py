@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, Generic, Self, TypeVar
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class ToolUse:
 
 
 Reply = Text | ToolUse
+R = TypeVar("R")  # what a script holds: ``Reply``, or a provider's own (``model_chat.Reply``)
 
 
 @dataclass
@@ -74,16 +75,18 @@ def sse(pairs: list[tuple[str, dict[str, Any]]]) -> str:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in pairs)
 
 
-class Model:
+class Model(Generic[R]):
     """The server. ``with AnthropicModel([Text("hi")]) as model:`` then point the runtime at
-    ``model.url``; ``model.requests`` is what it got. A scripted request with the script used up gets
-    :attr:`done` (a runtime's last turn may take one more request than the test expects)."""
+    ``model.url``; ``model.requests`` is what it got (``model.turns()``: the agent's turns). A scripted
+    request with the script used up gets :attr:`done` (a runtime's last turn may take one more request
+    than the test expects); a subclass says both :attr:`aside` and :attr:`done`."""
 
-    aside: Reply = Text("ok")
-    done: Reply = Text("Done.")
+    aside: R  # what a request on the side gets
+    done: R  # what a turn gets once the script is used up
+    request_type: type[Request] = Request  # how a request is recorded (a subclass may read it more)
 
-    def __init__(self, script: list[Reply] | None = None) -> None:
-        self.script: list[Reply] = list(script or [])
+    def __init__(self, script: list[R] | None = None) -> None:
+        self.script: list[R] = list(script or [])
         self.requests: list[Request] = []
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -102,7 +105,7 @@ class Model:
         self.server.shutdown()
         self.server.server_close()
 
-    def add(self, *replies: Reply) -> None:
+    def add(self, *replies: R) -> None:
         with self.lock:
             self.script.extend(replies)
 
@@ -117,9 +120,13 @@ class Model:
         """Whether this request is one of the agent's turns (takes the next reply)."""
         raise NotImplementedError
 
-    def respond(self, handler: BaseHTTPRequestHandler, path: str, body: Any, reply: Reply) -> None:
+    def respond(self, handler: BaseHTTPRequestHandler, path: str, body: Any, reply: R) -> None:
         """Write ``reply`` in the provider's format."""
         raise NotImplementedError
+
+    def choose(self, body: Any) -> R:
+        """The reply a turn takes (called under the lock): the script's next, else :attr:`done`."""
+        return self.script.pop(0) if self.script else self.done
 
     def other(self, handler: BaseHTTPRequestHandler, method: str, path: str) -> bool:
         """Answer a request that is no model call (a probe, a listing); False: 404."""
@@ -127,13 +134,13 @@ class Model:
 
     # ---------------------------------------------------------------- the HTTP side
 
-    def _take(self, method: str, path: str, headers: dict[str, str], body: Any) -> Reply | None:
+    def _take(self, method: str, path: str, headers: dict[str, str], body: Any) -> R | None:
         scripted = method == "POST" and self.scripted(path, body)
         with self.lock:
-            self.requests.append(Request(time.monotonic(), method, path, headers, body, scripted))
+            self.requests.append(self.request_type(time.monotonic(), method, path, headers, body, scripted))
             if not scripted:
                 return self.aside if method == "POST" else None
-            return self.script.pop(0) if self.script else self.done
+            return self.choose(body)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self
