@@ -1,4 +1,4 @@
-"""Claude Code 2.1.332 with nexus as a plugin (``agents/claude-code/plugin``, loaded with
+"""Claude Code (``runtime_claude.VERSION``) with nexus as a plugin (``agents/claude-code/plugin``, loaded with
 ``--plugin-dir``) instead of ``nexus setup``: the agent, vault and keys come from the ``env`` of the
 person's settings, the brief reaches the first request (the plugin's SessionStart hook), and a tool
 call through the plugin's MCP server leaves a signed entry once the settings allow the plugin's tools,
@@ -16,12 +16,12 @@ from conftest import Env
 
 from nexus.ledger import log
 
-from .conftest import ROOT, runtime_binary, runtime_env
+from .conftest import ROOT
 from .model_anthropic import AnthropicModel, Text, ToolUse
+from .runtime_claude import claude, model_env
 
 pytestmark = pytest.mark.e2e
 
-VERSION = "2.1.332"
 PLUGIN = ROOT / "agents" / "claude-code" / "plugin"
 TOOLS = "mcp__plugin_nexus_nexus"  # Claude Code's name for the tools of the plugin nexus's server nexus
 
@@ -49,7 +49,7 @@ def test_the_plugin_brings_the_brief_and_the_tools(env: Env, tmp_path: Path, all
         )
         ran = subprocess.run(
             [
-                str(runtime_binary("claude-code", VERSION, "node_modules/.bin/claude")),
+                str(claude()),
                 "-p",
                 "Start the kestrel parser, and record it.",
                 "--plugin-dir",
@@ -60,13 +60,7 @@ def test_the_plugin_brings_the_brief_and_the_tools(env: Env, tmp_path: Path, all
                 str(debug),
             ],
             cwd=project,
-            env=runtime_env(
-                home,
-                ANTHROPIC_BASE_URL=model.url,
-                ANTHROPIC_API_KEY="sk-ant-test",
-                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                DISABLE_AUTOUPDATER="1",
-            ),
+            env=model_env(home, model),
             capture_output=True,
             text=True,
             timeout=240,
