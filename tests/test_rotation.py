@@ -47,7 +47,7 @@ def test_rotation_is_announced_with_the_old_key_and_accepted_elsewhere(env: Env,
     assert check.returncode == 0, check.stdout
     tail = env.run("log", "tail", "-n", "3", "--json").json()
     # (entry format 2 stores no key id: the key of ella's this machine trusts whose signature holds)
-    ring = trust.load(env.vault)
+    ring = trust.load(env.vault, env.keys_home)
     written = {loc.entry.id: loc.entry for loc in log.iter_entries(env.vault)}
 
     def signed_by(entry_id: str) -> str:
