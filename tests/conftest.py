@@ -20,7 +20,7 @@ import pytest
 from nexus.keys import identity
 from nexus.keys.identity import Signer
 from nexus.ledger import log
-from nexus.storage import entries
+from nexus.storage import entries, ids
 from nexus.storage.vault import Vault, init
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +157,7 @@ def v1_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     )
     at = entries.decode_id_ms(last) / 1000 + 1
     clock = types.SimpleNamespace(time=lambda: at, strftime=time.strftime, gmtime=time.gmtime)
-    monkeypatch.setattr(entries, "time", clock)
+    monkeypatch.setattr(ids, "time", clock)
     yield Env(Vault(tmp_path / "vault"), tmp_path / "home")
 
 

@@ -91,9 +91,9 @@ def test_cursor_after_a_shortening_edit_and_a_garbled_cursor(env: Env) -> None:
 
 
 def _at(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
-    """Set the clock nexus reads (entries.time.time) to a UTC time."""
+    """Set the clock nexus reads (ids.time.time) to a UTC time."""
     stamp = calendar.timegm(time.strptime(when, "%Y-%m-%dT%H:%M:%S"))
-    monkeypatch.setattr("nexus.storage.entries.time.time", lambda: stamp + 0.5)
+    monkeypatch.setattr("nexus.storage.ids.time.time", lambda: stamp + 0.5)
 
 
 def test_month_rollover_two_segments(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:

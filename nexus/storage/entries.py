@@ -27,27 +27,35 @@ This module does no I/O; see ``log.py`` for the write path.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import json
-import os
 import re
-import time
 from dataclasses import replace
 from typing import Any
 
 from ..records import Entry
+from . import machine_text
+from .ids import ID_PATTERN as ID_PATTERN
+from .ids import ID_RE as ID_RE
+from .ids import decode_id_ms as decode_id_ms
+from .ids import encode_id as encode_id
+from .ids import new_id as new_id
+from .ids import new_id_ms as new_id_ms
+from .ids import segment_name as segment_name
+from .ids import utc_ts as utc_ts
+from .machine_text import ACK_RE
+from .machine_text import END_V2_PREFIX as END_V2_PREFIX
+from .machine_text import END_V2_RE as END_V2_RE
+from .machine_text import MAX_MACHINE_CHARS as MAX_MACHINE_CHARS
+from .machine_text import ack_line as ack_line
+from .machine_text import end_line_v2 as end_line_v2
+from .machine_text import machine_token as machine_token
 
 FORMAT_VERSION = 1  # format 1's end line says ``"v":1``
 SIGN_CONTEXT = b"nexus/entry/v1\n"
 WRITTEN_VERSION = 2  # what nexus writes
 SIGN_CONTEXT_V2 = b"nexus/entry/v2\n"
-MAX_MACHINE_CHARS = 120  # a format 2 end line, for any seq up to 999,999
-
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-ID_PATTERN = r"[0-9A-HJKMNP-TV-Z]{26}"
-ID_RE = re.compile(ID_PATTERN)
 
 BEGIN_PREFIX = "%% nexus:begin "
 END_PREFIX = "%% nexus:end "
@@ -63,62 +71,6 @@ _LOOKS_LIKE_FRAME = re.compile(r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d
 # Format 2: any line starting with ``%%`` (an end line ends the entry), a header (a header opens one),
 # or the acknowledgements' ``↩ `` (the line before the end).
 _LOOKS_LIKE_FRAME_V2 = re.compile(r"\\*(?:%%|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · |↩ )")
-# Format 2's end line: a space, or the letter of ``via`` (``w`` watcher, ``s`` state), then seq, then
-# base64url of the signature (64 bytes) and, when there is one, the seen id (16 bytes).
-_TOKEN = "[A-Za-z0-9_-]"
-END_V2_RE = re.compile(rf"%%([ ws])([0-9]+) ({_TOKEN}{{86}}(?:{_TOKEN}{{21}})?) %%")
-END_V2_PREFIX = "%%"
-ACK_MARK = "↩ "
-_ACK_LINK = re.compile(rf"\[\[log/\d{{4}}-\d\d#\^({ID_PATTERN})\]\]")
-ACK_RE = re.compile(rf"↩ {_ACK_LINK.pattern}(?: · {_ACK_LINK.pattern})*")
-_VIA_FLAG = {None: " ", "watcher": "w", "state": "s"}
-_FLAG_VIA = {flag: via for via, flag in _VIA_FLAG.items()}
-
-
-# ---------------------------------------------------------------- ids and time
-
-
-_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> two digits
-_SHIFTS = range(120, -1, -10)
-_TO_DIGITS = str.maketrans(_CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
-_RAND_MASK = (1 << 80) - 1
-
-
-def encode_id(ms: int, rand: int) -> str:
-    """A ULID: 48 bits of milliseconds then 80 random bits, Crockford base32, time-sortable."""
-    value = (ms << 80) | rand  # 130 bits as 13 pairs of base32 digits
-    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
-
-
-def decode_id_ms(entry_id: str) -> int:
-    return int(entry_id.translate(_TO_DIGITS), 32) >> 80
-
-
-def new_id(after: str | None = None, now_ms: int | None = None) -> str:
-    """A fresh id, strictly greater than ``after`` (monotonic under the log lock)."""
-    return new_id_ms(after, now_ms)[0]
-
-
-def new_id_ms(after: str | None = None, now_ms: int | None = None) -> tuple[str, int]:
-    """A fresh id strictly greater than ``after``, and the millisecond time it encodes."""
-    ms = int(time.time() * 1000) if now_ms is None else now_ms
-    rand = os.urandom(10)
-    if after is not None:
-        last = int(after.translate(_TO_DIGITS), 32)  # (Crockford digits -> int()'s base-32 digits)
-        if ms <= last >> 80:  # the same millisecond (or the clock went back): count on from ``after``
-            value = last + 1 + int.from_bytes(rand[:2], "big")
-            return encode_id(value >> 80, value & _RAND_MASK), value >> 80
-    return encode_id(ms, int.from_bytes(rand, "big")), ms
-
-
-def utc_ts(ms: int) -> str:
-    """``2026-11-30T04:41:07Z`` (second precision; the id carries milliseconds)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
-
-
-def segment_name(ts: str) -> str:
-    """The month segment an entry written at ``ts`` belongs to: ``2026-11``."""
-    return ts[:7]
 
 
 # ---------------------------------------------------------------- canonical form
@@ -306,53 +258,6 @@ def header_line(entry: Entry) -> str:
     )
 
 
-def ack_line(ack: tuple[str, ...]) -> str:
-    """Format 2's visible acknowledgements: ``↩ [[log/2026-11#^ID]] · …`` (an id's segment is the
-    month of its time)."""
-    links = []
-    for a in ack:
-        if not ID_RE.fullmatch(a):
-            raise ValueError(f"an acknowledged id is not an entry id: {a!r}")
-        links.append(f"[[log/{segment_name(utc_ts(decode_id_ms(a)))}#^{a}]]")
-    return ACK_MARK + " · ".join(links)
-
-
-def machine_token(sig: str, seen: str | None) -> str:
-    """Format 2's token: base64url (no padding) of the signature's 64 bytes and the seen id's 16."""
-    raw = base64.b64decode(sig, validate=True)
-    if len(raw) != 64:
-        raise ValueError("a signature is 64 bytes")
-    if seen is not None:
-        if not ID_RE.fullmatch(seen):
-            raise ValueError(f"seen is not an entry id: {seen!r}")
-        raw += int(seen.translate(_TO_DIGITS), 32).to_bytes(16, "big")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def _from_token(token: str) -> tuple[str, str | None]:
-    """(signature as base64, seen id or None) from a format 2 token (86 or 107 characters)."""
-    raw = binascii.a2b_base64(token.translate(_URL_TO_STD) + ("==" if len(token) == 86 else "="))
-    sig = binascii.b2a_base64(raw[:64], newline=False).decode("ascii")
-    if len(raw) == 64:
-        return sig, None
-    value = int.from_bytes(raw[64:], "big")
-    return sig, encode_id(value >> 80, value & _RAND_MASK)
-
-
-_URL_TO_STD = str.maketrans("-_", "+/")
-
-
-def end_line_v2(entry: Entry) -> str:
-    """Format 2's end line: ``%% SEQ TOKEN %%`` (``%%wSEQ …`` when the watcher signed, ``%%sSEQ …``
-    for the project state's entries)."""
-    flag = _VIA_FLAG.get(entry.via)
-    if flag is None:
-        raise ValueError(f"format 2 has no flag for via={entry.via!r}")
-    if entry.seq.__class__ is not int or entry.seq < 0:
-        raise ValueError("seq")
-    return f"%%{flag}{entry.seq} {machine_token(entry.sig, entry.seen)} %%"
-
-
 def end_line(entry: Entry) -> str:
     e = entry
     if e.v != FORMAT_VERSION:
@@ -479,11 +384,11 @@ def _parse_v2(lines: list[str]) -> tuple[Entry, bool]:
     middle = lines[2:-1]
     ack: tuple[str, ...] = ()
     if middle and ACK_RE.fullmatch(middle[-1]):
-        ack = tuple(_ACK_LINK.findall(middle.pop()))
+        ack = machine_text.acks(middle.pop())
     body = "\n".join([unescape_body_line(line, 2) for line in middle]) if middle else None
     flag, seq, token = end.groups()
     try:
-        sig, seen = _from_token(token)
+        sig, seen = machine_text.from_token(token)
     except (ValueError, binascii.Error) as err:
         raise FrameError(f"bad end line: {err}", len(lines) - 1) from None
     date, clock, agent, channel, kind, summary, bid = header.group(
@@ -503,15 +408,10 @@ def _parse_v2(lines: list[str]) -> tuple[Entry, bool]:
         None,
         "",
         sig,
-        _FLAG_VIA[flag],
+        machine_text.FLAG_VIA[flag],
         2,
     )
-    spare = 15 if len(token) == 86 else 3  # (the last character's bits beyond the bytes: zero)
-    return entry, (seq[0] != "0" or seq == "0") and not _B64URL_VALUE[token[-1]] & spare
-
-
-_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-_B64URL_VALUE = {c: i for i, c in enumerate(_B64URL)}
+    return entry, machine_text.canonical_end(seq, token)
 
 
 def starts_entry(line: str) -> bool:
