@@ -383,7 +383,7 @@ def _parse_v2(lines: list[str]) -> tuple[Entry, bool]:
         raise FrameError("missing blank line after the header", 1)
     middle = lines[2:-1]
     ack: tuple[str, ...] = ()
-    if middle and ACK_RE.fullmatch(middle[-1]):
+    if middle and middle[-1].startswith("↩ ") and ACK_RE.fullmatch(middle[-1]):
         ack = machine_text.acks(middle.pop())
     body = "\n".join([unescape_body_line(line, 2) for line in middle]) if middle else None
     flag, seq, token = end.groups()

@@ -31,7 +31,7 @@ _VIA_FLAG = {None: " ", "watcher": "w", "state": "s"}
 FLAG_VIA = {flag: via for via, flag in _VIA_FLAG.items()}
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _B64URL_VALUE = {c: i for i, c in enumerate(_B64URL)}
-_URL_TO_STD = str.maketrans("-_", "+/")
+_URL_TO_STD = bytes.maketrans(b"-_", b"+/")  # (bytes.translate: a C table; str.translate a dict)
 
 
 def ack_line(ack: tuple[str, ...]) -> str:
@@ -59,7 +59,9 @@ def machine_token(sig: str, seen: str | None) -> str:
 
 def from_token(token: str) -> tuple[str, str | None]:
     """(signature as base64, seen id or None) from a format 2 token (86 or 107 characters)."""
-    raw = binascii.a2b_base64(token.translate(_URL_TO_STD) + ("==" if len(token) == 86 else "="))
+    raw = binascii.a2b_base64(
+        token.encode("ascii").translate(_URL_TO_STD) + (b"==" if len(token) == 86 else b"=")
+    )
     sig = binascii.b2a_base64(raw[:64], newline=False).decode("ascii")
     if len(raw) == 64:
         return sig, None

@@ -172,8 +172,9 @@ def _regular(result: Scan, data: bytes, pos: int, offset: int, line: int, file: 
         if v1:
             if begin_re(lines[0]) is None:
                 break
-        elif HEADER_RE.fullmatch(lines[0]) is None or any(
-            line.startswith("**") and HEADER_RE.fullmatch(line) for line in lines[1:]
+        elif HEADER_RE.fullmatch(lines[0]) is None or (
+            find(b"\n**", pos, end) >= 0
+            and any(line.startswith("**") and HEADER_RE.fullmatch(line) for line in lines[1:])
         ):
             break  # (not a header, or another entry's header inside: read line by line)
         last = line + len(lines) - 1
