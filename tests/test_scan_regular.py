@@ -34,6 +34,13 @@ PIECES = st.sampled_from(
         b"\xe2\x82",
         "é ünïcode ✓\n".encode(),
         b"**2026-12-01 00:00:00Z** \xc2\xb7 ella \xc2\xb7 general \xc2\xb7 note \xe2\x80\x94 x ^01JDQ\n",
+        # format 2's framing: a header with a real id, an end line, acks, a header cut short
+        "**2026-12-01 00:00:00Z** · ella · general · note — x ^01JDQ8Z6V3M2K4T5N7P9R1S3W5\n".encode(),
+        b"%% 3 " + b"A" * 86 + b" %%\n",
+        b"%% 3 AAAA %%\n",
+        "↩ [[log/2026-12#^01JDQ8Z6V3M2K4T5N7P9R1S3W5]]\n".encode(),
+        b"**2026-12-01 00:0",
+        b"**",
     ]
 )
 

@@ -163,7 +163,7 @@ def _regular(result: Scan, data: bytes, pos: int, offset: int, line: int, file: 
         if end < 0:
             break
         eol = find(b"\n", end + 1)
-        if eol < 0 or find(_NL_BEGIN, pos, end + 1) >= 0 or find(b"\r", pos, eol) >= 0:
+        if eol < 0 or find(_NL_BEGIN, pos, eol) >= 0 or find(b"\r", pos, eol) >= 0:
             break  # (cut short, another begin line inside, or a CR: read line by line)
         try:
             lines = data[pos:eol].decode("utf-8").split("\n")
