@@ -53,8 +53,8 @@ from .verify import (
 )
 
 STATE_VERSION = 1
-CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries
-PARALLEL_BYTES = 6 << 20  # less new bytes than this is checked in this process
+CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries of format 1, 8,000 of format 2
+PARALLEL_BYTES = 3 << 20  # less new bytes than this (~12,000 entries) is checked in this process
 MAX_RANGES = 64  # hashed ranges a segment keeps before they are merged into one
 
 # What the checking processes use (set before the pool forks, so children inherit them): the keys
