@@ -36,7 +36,7 @@ import numpy as np
 from nexus import search
 from nexus.keys import identity
 from nexus.ledger import log
-from nexus.search import vectors
+from nexus.search import vector_writer, vectors
 from nexus.storage.vault import Vault
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def two_stage_recall(vault: Vault, qs: list[str]) -> float:
     every = store.rows["vec"][live].astype(np.float32) * store.rows["scale"][live][:, None]
     found = 0
     for q in qs:
-        v = vectors.embed_query(q)
+        v = vectors.embed_query(vault, q)
         assert v is not None
         exact = set(live[np.argsort(-(every @ v))[:10]].tolist())
         found += len(exact & {row for _, row in store.top(v, 10)})
@@ -161,12 +161,24 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="make the vault in this folder and keep it; a later run given the same folder reuses it "
+        "(and its indexes, so the build times are then those of a refresh)",
+    )
     args = parser.parse_args()
     rng = random.Random(7)
     bench_search.vocabulary = real_vocabulary
-    with tempfile.TemporaryDirectory(prefix="nexus-bench-meaning-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="nexus-bench-meaning-") as scratch:
+        tmp = args.keep / str(args.entries) if args.keep else Path(scratch)
         t = time.perf_counter()
-        vault, words, cum = bench_search.make_vault(Path(tmp) / "v", Path(tmp) / "k", args.entries, rng)
+        if (tmp / "v").is_dir():
+            vault = Vault(tmp / "v")
+            words, cum = real_vocabulary(rng)
+        else:
+            tmp.mkdir(parents=True, exist_ok=True)
+            vault, words, cum = bench_search.make_vault(tmp / "v", tmp / "k", args.entries, rng)
         made = time.perf_counter() - t
         t = time.perf_counter()
         search.refresh(vault)
@@ -180,10 +192,13 @@ def main() -> int:
 
         t, c = time.perf_counter(), time.process_time()
         cpu_before = _children_cpu()
-        meta = vectors.refresh(vault, progress=progress)
+        meta = vector_writer.refresh(vault, progress=progress)
         vector_build = time.perf_counter() - t
         vector_cpu = time.process_time() - c + _children_cpu() - cpu_before
-        qs = [" ".join(rng.choices(words, cum_weights=cum, k=rng.randint(3, 8))) for _ in range(args.queries)]
+        qrng = random.Random(11)  # the same queries whether the vault was made now or kept
+        qs = [
+            " ".join(qrng.choices(words, cum_weights=cum, k=qrng.randint(3, 8))) for _ in range(args.queries)
+        ]
         search.search(vault, qs[0], mode="hybrid")  # model loaded, store opened
         lat = latencies(vault, qs)
         result = {

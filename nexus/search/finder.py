@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from ..errors import QueryError
 from ..records import Hit, IndexStatus
 from ..storage.vault import Vault
-from . import documents, fusion, vectors
+from . import documents, fusion, vector_writer, vectors
 from .builder import Progress
 from .engine import Query, Stored
 from .hits import HitReader
@@ -65,7 +65,7 @@ def search(
     filters = Filters.of(agent=agent, type=type, channel=channel, since=since, until=until, path=path)
     if limit <= 0:
         return []
-    meant = _meant(text, mode)
+    meant = _meant(vault, text, mode)
     if meant is not None:
         return _by_meaning(vault, text, meant, mode, filters, limit, progress, fresh, langs)
     here = view(vault)
@@ -106,12 +106,12 @@ def search(
         reader.close()
 
 
-def _meant(text: str, mode: str) -> NDArray[np.float32] | None:
+def _meant(vault: Vault, text: str, mode: str) -> NDArray[np.float32] | None:
     """The query's vector (None: search by words alone, in text mode or when hybrid search's model
     knows none of its words)."""
     if mode == "text":
         return None
-    meant = vectors.embed_query(words_of(text))
+    meant = vectors.embed_query(vault, words_of(text))
     if meant is None and mode == "meaning":
         raise QueryError("the model knows no word of this query; try other words or --mode text")
     return meant
@@ -134,7 +134,7 @@ def _by_meaning(
         return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs)
     except vectors.Damaged:
         vectors.OPENED.forget(vault)
-        vectors.refresh(vault, progress=progress, force=True)
+        vector_writer.refresh(vault, progress=progress, force=True)
         return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs)
 
 
@@ -185,14 +185,14 @@ def _by_meaning_once(
 
 def _store(vault: Vault, progress: Progress | None, fresh: bool) -> vectors.Store:
     """The vector store, current (``fresh``) and open; one damaged under us is rebuilt once."""
-    meta = vectors.refresh(vault, progress=progress) if fresh else vectors.load_meta(vault)
+    meta = vector_writer.refresh(vault, progress=progress) if fresh else vectors.load_meta(vault)
     if meta is None:
-        meta = vectors.refresh(vault, progress=progress)
+        meta = vector_writer.refresh(vault, progress=progress)
     try:
         return vectors.OPENED.open(vault, meta)
     except vectors.Damaged:
         vectors.OPENED.forget(vault)
-        return vectors.OPENED.open(vault, vectors.refresh(vault, progress=progress, force=True))
+        return vectors.OPENED.open(vault, vector_writer.refresh(vault, progress=progress, force=True))
 
 
 def _files(store: vectors.Store, filters: Filters) -> set[int] | None:
