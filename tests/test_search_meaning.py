@@ -226,3 +226,55 @@ def test_the_mapped_embedding_table_gives_the_package_own_vectors_and_is_unpacke
     again = embedding.Embedder(tmp_path).embed(texts)
     assert (again == own).all() and table.stat().st_size > 60_000_000
     assert [p.name for p in tmp_path.iterdir()] == [table.name]  # no temporary file left
+
+
+def test_hybrid_search_leaving_partial_word_matches_out_changes_no_answer(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hybrid search first asks the word ranking for the documents holding every word only, and for
+    those holding some when its hits fall short: the same hits as always asking for both, with and
+    without filters that turn documents away."""
+    import random
+
+    from nexus.search import finder, reader
+
+    rng = random.Random(5)
+    words = ["release", "lock", "deploy", "invoice", "cursor", "backup", "token", "cache", "night", "job"]
+    for i in range(120):
+        env.append("ella" if i % 3 else "lyra", " ".join(rng.choices(words, k=rng.randint(2, 6))))
+    for i, other in enumerate(("The office plants need water", "Lunch is pizza on Friday")):
+        env.append("ella", f"{other}; {words[i]}")  # one word of many queries, far in meaning
+    (env.vault.root / "notes").mkdir(exist_ok=True)
+    (env.vault.root / "notes" / "x.md").write_text("# x\n\nrelease lock deploy job\n", encoding="utf-8")
+    queries = [" ".join(rng.sample(words, rng.randint(2, 4))) for _ in range(30)]
+    queries += ["release lock deploy invoice cursor backup", "night job", "release plants"]
+    real = finder._by_words
+    asked: list[bool] = []
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        asked.append(kw.get("skip_partial", False))
+        return real(*args, **kw)
+
+    def always(*args: Any, **kw: Any) -> Any:
+        return real(*args, **{**kw, "skip_partial": False})
+
+    answers = []
+    for by_words in (spy, always):
+        monkeypatch.setattr(finder, "_by_words", by_words)
+        reader.VIEWS.clear()
+        answers.append(
+            [
+                [(h.entry_id, h.path, round(h.score, 6)) for h in _hybrid(env, q, n, p)]
+                for q in queries
+                for n in (3, 10)
+                for p in (None, "log/*", "notes/*")
+            ]
+        )
+    cases = [(q, n, p) for q in queries for n in (3, 10) for p in (None, "log/*", "notes/*")]
+    diff = [(c, a, b) for c, a, b in zip(cases, *answers, strict=True) if a != b]
+    assert not diff, "\n".join(f"{c}\n{a}\n{b}" for c, a, b in diff[:1])
+    assert True in asked and False in asked  # left out, and asked for again when hits fell short
+
+
+def _hybrid(env: Env, text: str, limit: int, path: str | None) -> list[Any]:
+    return search.search(env.vault, text, limit=limit, path=path)

@@ -176,13 +176,18 @@ class Store:
         if int(np.count_nonzero(live)) <= want:
             candidates = np.flatnonzero(live)
         else:  # Hamming distance of the signs first, a block of rows at a time (bounded temporaries)
-            code = np.packbits(query > 0)
-            far = np.empty(self.n, dtype=np.int32)
+            code = np.packbits(query > 0).view("<u8")
+            words = self.codes.view("<u8")  # a row's 512 signs as 8 words: 8 popcounts, not 64
+            far = np.zeros(self.n, dtype=np.uint16)
             for start in range(0, self.n, SCAN):
-                block = np.bitwise_xor(self.codes[start : start + SCAN], code)
-                far[start : start + SCAN] = np.bitwise_count(block).sum(axis=1, dtype=np.int32)
+                block, out = words[start : start + SCAN], far[start : start + SCAN]
+                for i in range(CODE // 8):  # a column at a time: ~3x faster than a sum along rows
+                    out += np.bitwise_count(np.bitwise_xor(block[:, i], code[i]))
             far[~live] = DIMS + 1
-            candidates = np.argpartition(far, want)[:want]
+            # the nearest ``want``, found by counting each distance instead of partitioning
+            cut = int(np.searchsorted(np.cumsum(np.bincount(far, minlength=DIMS + 2)), want))
+            below = np.flatnonzero(far < cut)
+            candidates = np.concatenate((below, np.flatnonzero(far == cut)[: want - len(below)]))
         scores = self.cosines(candidates, query)
         best = np.argsort(-scores)[:k]
         return [(float(scores[i]), int(candidates[i])) for i in best]
