@@ -36,7 +36,7 @@ import numpy as np
 from nexus import search
 from nexus.keys import identity
 from nexus.ledger import log
-from nexus.search import vector_writer, vectors
+from nexus.search import embedding, vector_writer, vectors
 from nexus.storage.vault import Vault
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,6 +119,63 @@ def memory(vault: Vault, qs: list[str]) -> dict[str, float]:
     return got
 
 
+STORE_MEMORY = """
+import json, sys, time
+from pathlib import Path
+import numpy as np
+from nexus.search import vectors
+def rss():
+    return int(next(l for l in open('/proc/self/status') if l.startswith('VmRSS')).split()[1]) / 1024
+path, n = Path(sys.argv[1]), int(sys.argv[2])
+before = rss()
+store = vectors.Store(path, vectors.Meta(path.name, "synthetic", n))
+rng = np.random.default_rng(3)
+took = []
+for _ in range(50):
+    q = rng.standard_normal(512).astype(np.float32)
+    q /= np.linalg.norm(q)
+    t = time.process_time()
+    store.top(q, 30)
+    took.append(time.process_time() - t)
+print(json.dumps({"added_mb": rss() - before, "top_cpu_ms_p50": 1000 * sorted(took)[25]}))
+"""
+
+
+def synthetic_store(n: int) -> dict[str, float]:
+    """A store of ``n`` random unit vectors in the store's own files, and what a process that opens
+    it and ranks 50 queries with it adds to its resident memory (the model is measured apart)."""
+    with tempfile.TemporaryDirectory(prefix="nexus-bench-store-") as tmp:
+        path = Path(tmp) / "v-synthetic"
+        path.mkdir()
+        rng = np.random.default_rng(1)
+        with (
+            open(path / "codes.bin", "wb") as codes,
+            open(path / "keys.bin", "wb") as keys,
+            open(path / "rows.bin", "wb") as rows,
+        ):
+            for start in range(0, n, 50_000):
+                m = min(50_000, n - start)
+                v = rng.standard_normal((m, embedding.DIMS)).astype(np.float32)
+                v /= np.linalg.norm(v, axis=1, keepdims=True)
+                q, scale = vector_writer._quantised(v)
+                codes.write(np.packbits(v > 0, axis=1).tobytes())
+                k = np.zeros(m, dtype=vectors.KEYS)
+                k["key"], k["alive"] = np.arange(start, start + m, dtype=np.uint64), 1
+                keys.write(k.tobytes())
+                r = np.zeros(m, dtype=vectors.ROWS)
+                r["vec"], r["scale"] = q, scale
+                rows.write(r.tobytes())
+        (path / "rows.jsonl").write_bytes(b"")
+        proc = subprocess.run(
+            [sys.executable, "-c", STORE_MEMORY, str(path), str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got: dict[str, float] = json.loads(proc.stdout)
+    return {k: round(v, 1) for k, v in got.items()}
+
+
 def watcher_latency(vault: Vault, signer: identity.Signer, rounds: int) -> list[float]:
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
@@ -162,12 +219,22 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
+        "--store-only",
+        type=int,
+        metavar="N",
+        help="only measure a synthetic store of N random vectors: the memory a searching process "
+        "adds for it and the CPU time of ranking with it (no vault, no model)",
+    )
+    parser.add_argument(
         "--keep",
         type=Path,
         help="make the vault in this folder and keep it; a later run given the same folder reuses it "
         "(and its indexes, so the build times are then those of a refresh)",
     )
     args = parser.parse_args()
+    if args.store_only:
+        print(json.dumps({"rows": args.store_only, **synthetic_store(args.store_only)}, indent=2))
+        return 0
     rng = random.Random(7)
     bench_search.vocabulary = real_vocabulary
     with tempfile.TemporaryDirectory(prefix="nexus-bench-meaning-") as scratch:
