@@ -1,6 +1,7 @@
 """Search by meaning: speed and size next to text search on the same synthetic vault, in one run.
 
-    .venv/bin/python benchmarks/bench_meaning.py [--entries 100000] [--queries 200] [--json]
+    .venv/bin/python benchmarks/bench_meaning.py [--entries 100000] [--queries 200] [--keep DIR] [--json]
+    .venv/bin/python benchmarks/bench_meaning.py --store-only 1000000
 
 Builds the vault of benchmarks/bench_search.py (signed entries in month segments, decisions and
 notes) with words drawn from this project's own documentation (so the model sees real words), then
@@ -12,6 +13,11 @@ mode); how many of the exact
 top 10 by cosine the store's two-stage ranking (Hamming distance of the signs, then int8) returns;
 and the time from an append until a search that does not refresh (``fresh=False``) finds the entry by
 meaning while a watchdog observer refreshes both indexes as ``nexus watch`` does.
+
+``--keep DIR`` makes the vault under DIR and reuses it (indexes included) on later runs: a first
+embedding of 100,000 entries takes minutes. ``--store-only N`` measures a store of N random vectors
+alone (what a searching process adds for it, the CPU time of ranking with it): the figure at sizes
+no vault here is built for.
 """
 
 from __future__ import annotations
