@@ -226,6 +226,10 @@ def test_the_mapped_embedding_table_gives_the_package_own_vectors_and_is_unpacke
     again = embedding.Embedder(tmp_path).embed(texts)
     assert (again == own).all() and table.stat().st_size > 60_000_000
     assert [p.name for p in tmp_path.iterdir()] == [table.name]  # no temporary file left
+    model = embedding.Embedder(tmp_path)
+    model.embed(texts[:1])
+    table.unlink()  # (a vault's .nexus/vectors deleted under a long-running process)
+    assert (model.embed(texts) == own).all()
 
 
 def test_hybrid_search_leaving_partial_word_matches_out_changes_no_answer(

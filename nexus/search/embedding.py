@@ -65,8 +65,11 @@ class Embedder:
             use = USE(threads=1)  # one BLAS thread: a build runs a process a core instead
             if self.folder is not None:
                 table = _unpacked(self.folder)
-                if table is not None:
-                    use._backend = _mapped(use._tokenizer, table, self.folder / table_name())
+                try:
+                    if table is not None:
+                        use._backend = _mapped(use._tokenizer, table, self.folder / table_name())
+                except OSError:  # (deleted meanwhile: the package's own loading, this once)
+                    pass
             self._use = use
         return self._use
 
@@ -126,19 +129,16 @@ class _Table:
     searching process would slowly come to hold the whole table."""
 
     def __init__(self, mapped: NDArray[np.uint8], path: Path) -> None:
-        self.mapped, self.path = mapped, path
-        self.offset = path.stat().st_size - mapped.nbytes  # (after the .npy header)
+        self.mapped = mapped
+        self.fd = os.open(path, os.O_RDONLY)  # kept open, as the map is: the file may be deleted
+        self.offset = int(getattr(mapped, "offset", 0))  # (after the .npy header)
         self.shape, self.dtype = mapped.shape, mapped.dtype
 
     def __getitem__(self, ids: NDArray[np.int64]) -> NDArray[np.uint8]:
         if len(ids) > FEW_ROWS:
             return np.asarray(self.mapped[ids])
         width = self.shape[1]
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            data = b"".join(os.pread(fd, width, self.offset + int(i) * width) for i in ids)
-        finally:
-            os.close(fd)
+        data = b"".join(os.pread(self.fd, width, self.offset + int(i) * width) for i in ids)
         return np.frombuffer(data, dtype=np.uint8).reshape(len(ids), width)
 
 
