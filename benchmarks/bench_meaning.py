@@ -44,6 +44,7 @@ from nexus.keys import identity
 from nexus.ledger import log
 from nexus.search import embedding, vector_writer, vectors
 from nexus.storage.vault import Vault
+from nexus.trust import NO_PINS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,6 +105,7 @@ import json, sys
 from pathlib import Path
 from nexus import search
 from nexus.storage.vault import Vault
+from nexus.trust import NO_PINS
 def rss():
     return int(next(l for l in open('/proc/self/status') if l.startswith('VmRSS')).split()[1]) / 1024
 vault = Vault(Path(sys.argv[1]))
@@ -190,7 +192,7 @@ def watcher_latency(vault: Vault, signer: identity.Signer, rounds: int) -> list[
         def on_any_event(self, event: FileSystemEvent) -> None:
             if str(event.src_path).endswith(".md"):
                 search.refresh(vault)
-                search.refresh_vectors(vault)
+                search.refresh_vectors(vault, NO_PINS)
 
     observer = Observer()
     observer.schedule(Handler(), str(vault.log_dir), recursive=False)
