@@ -35,13 +35,14 @@ def codex_bin() -> Path:
     return path
 
 
-def provider_args(model: ScriptedModel) -> list[str]:
-    """``-c`` overrides that make the scripted model Codex's provider (nothing written to its config)."""
+def provider_args(model: ScriptedModel, slug: str = "gpt-scripted") -> list[str]:
+    """``-c`` overrides that make the scripted model Codex's provider (nothing written to its config);
+    ``slug``: the model Codex thinks it talks to (one it knows decides which tools it offers)."""
     provider = (
         f'model_providers.scripted={{name="scripted", base_url="{model.base_url}", '
         'wire_api="responses", env_key="SCRIPTED_API_KEY"}'
     )
-    return ["-c", "model_provider=scripted", "-c", provider, "-m", "gpt-scripted"]
+    return ["-c", "model_provider=scripted", "-c", provider, "-m", slug]
 
 
 def environ(home: Path, bin_dir: Path) -> dict[str, str]:
@@ -88,7 +89,13 @@ class Exec:
 
 
 def run_exec(
-    model: ScriptedModel, cwd: Path, env: dict[str, str], prompt: str, *extra: str, timeout: float = 120
+    model: ScriptedModel,
+    cwd: Path,
+    env: dict[str, str],
+    prompt: str,
+    *extra: str,
+    timeout: float = 120,
+    slug: str = "gpt-scripted",
 ) -> Exec:
     """``codex exec --json PROMPT`` in ``cwd``."""
     args = [
@@ -96,7 +103,7 @@ def run_exec(
         "exec",
         "--json",
         "--skip-git-repo-check",
-        *provider_args(model),
+        *provider_args(model, slug),
         *extra,
         prompt,
     ]
