@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from e2e.model_openai import ScriptedModel, Text  # noqa: E402
+from e2e.model_openai import OpenAIModel, Text  # noqa: E402
 from e2e.runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
 from harness import children_cpu_ms, installed_env, pct  # noqa: E402
 
@@ -64,20 +64,20 @@ def place(root: Path, wired: bool) -> tuple[Path, Path, Any]:
 def first_request(home: Path, project: Path) -> tuple[float, bool, float]:
     """Seconds from spawning `codex exec` to its first model request; whether it offers nexus tools; the
     CPU (ms) of the whole run (Codex and every process it started)."""
-    with ScriptedModel(script=[Text("ok")]) as model:
+    with OpenAIModel(script=[Text("ok")]) as model:
         args = [str(codex_bin()), "exec", "--json", "--skip-git-repo-check", *provider_args(model), "hi"]
         cpu, start = children_cpu_ms(), time.monotonic()
         subprocess.run(
             args,
             cwd=project,
-            env=installed_env(environ(home, BIN)),
+            env=installed_env(environ(home)),
             capture_output=True,
             timeout=120,
             stdin=subprocess.DEVNULL,
             check=True,
         )
         used = children_cpu_ms() - cpu
-        first = model.model_requests()[0]
+        first = model.turns()[0]
     tools = any(t.get("name") == "mcp__nexus" for t in first.body.get("tools", []))
     return first.at - start, tools, used
 
@@ -98,7 +98,7 @@ def session(
     vault, keys = stores
     hooks: list[float] = []
     walls: list[float] = []
-    with ScriptedModel() as model, AppServer(project, installed_env(environ(home, BIN)), model) as server:
+    with OpenAIModel() as model, AppServer(project, installed_env(environ(home)), model) as server:
         tid = server.request("thread/start", {"cwd": str(project), "model": "gpt-scripted"})["thread"]["id"]
         for n in range(turns):
             if n % 2:

@@ -6,23 +6,24 @@ through."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+import itertools
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Env
 
-from .model_openai import Reply, ScriptedModel, Text
-from .runtime_codex import environ, run_exec
+from .conftest import wired
+from .model_openai import OpenAIModel, Reply, Text
+from .runtime_codex import codex_bin, environ, run_exec
+from .scripted import send, sse
 
 pytestmark = pytest.mark.e2e
-BIN = Path(sys.executable).parent
 # A model Codex knows to edit with the freeform `apply_patch` tool (the scripted server answers for it)
 PATCHING_MODEL = "gpt-5.5"
+_ids = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -32,60 +33,49 @@ class Patch:
     patch: str
 
 
-class PatchingModel(ScriptedModel):
+class PatchingModel(OpenAIModel):
     """The scripted Responses server, also answering with a ``custom_tool_call`` (a :class:`Patch`)."""
 
-    def _responses(self, reply: Any) -> str:
+    def respond(self, handler: BaseHTTPRequestHandler, path: str, body: Any, reply: Any) -> None:
         if not isinstance(reply, Patch):
-            return super()._responses(reply)
-        n = next(self._ids)
+            super().respond(handler, path, body, reply)
+            return
+        n = next(_ids)
         item = {
             "type": "custom_tool_call",
-            "id": f"item_{n}",
-            "call_id": f"call_{n}",
+            "id": f"patch_{n}",
+            "call_id": f"patch_call_{n}",
             "name": "apply_patch",
             "input": reply.patch,
             "status": "completed",
         }
         usage = {
-            "input_tokens": 10,
+            "input_tokens": self.usage_tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": 5,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 15,
+            "total_tokens": self.usage_tokens + 5,
         }
         events: list[tuple[str, dict[str, Any]]] = [
-            ("response.created", {"response": {"id": f"resp_{n}", "status": "in_progress", "output": []}}),
+            ("response.created", {"response": {"id": f"presp_{n}", "status": "in_progress", "output": []}}),
             ("response.output_item.added", {"output_index": 0, "item": {**item, "input": ""}}),
             ("response.output_item.done", {"output_index": 0, "item": item}),
-            ("response.completed", {"response": {"id": f"resp_{n}", "status": "completed", "usage": usage}}),
+            ("response.completed", {"response": {"id": f"presp_{n}", "status": "completed", "usage": usage}}),
         ]
-        return "".join(f"event: {k}\ndata: {json.dumps({'type': k, **d})}\n\n" for k, d in events)
+        send(handler, 200, "text/event-stream", sse([(k, {"type": k, **d}) for k, d in events]))
 
 
-def _patch_output(model: ScriptedModel) -> str:
+def _patch_output(model: OpenAIModel) -> str:
     """What Codex told the model its last ``apply_patch`` call did."""
-    items = model.model_requests()[-1].body.get("input", [])
+    items = model.turns()[-1].body.get("input", [])
     return str(next(i["output"] for i in reversed(items) if i.get("type") == "custom_tool_call_output"))
 
 
 def test_another_agents_claim_stops_codexs_patch_until_released(env: Env, tmp_path: Path) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    (project / "src").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    home, project, _ = wired(env, tmp_path, codex_bin(), "codex", "project")
+    (project / "src").mkdir()
     target = project / "src" / "parser.py"
     target.write_text("ella's parser\n")
-    setup_env = {**env.environ, "HOME": str(home)}
-    wired = subprocess.run(
-        [sys.executable, "-m", "nexus", "--vault", str(env.vault.root), "setup", "codex", "--agent", "lyra"],
-        cwd=project,
-        env=setup_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert wired.returncode == 0, wired.stderr
     held = env.run(
         "claim", "src/**", "--agent", "ella", "--reason", "rewriting the parser", "--ttl", "1h",
         "--project", str(project), "--json",
@@ -93,14 +83,10 @@ def test_another_agents_claim_stops_codexs_patch_until_released(env: Env, tmp_pa
     patch = (
         "*** Begin Patch\n*** Update File: src/parser.py\n@@\n-ella's parser\n+lyra's parser\n*** End Patch\n"
     )
-    script: list[Reply | Patch] = [
-        Patch(patch),
-        Text("ella holds it; I will ask."),
-        Patch(patch),
-        Text("done"),
-    ]
-    with PatchingModel(script=script) as model:  # type: ignore[arg-type]
-        denied = run_exec(model, project, environ(home, BIN), "Rewrite src/parser.py.", slug=PATCHING_MODEL)
+    script: list[Any] = [Patch(patch), Text("ella holds it; I will ask."), Patch(patch), Text("done")]
+    replies: list[Reply] = script
+    with PatchingModel(script=replies) as model:
+        denied = run_exec(model, project, environ(home), "Rewrite src/parser.py.", slug=PATCHING_MODEL)
         assert denied.returncode == 0, denied.stderr
         told = _patch_output(model)
         assert target.read_text() == "ella's parser\n"  # the patch never ran
@@ -108,7 +94,7 @@ def test_another_agents_claim_stops_codexs_patch_until_released(env: Env, tmp_pa
         assert "held by ella" in told and "rewriting the parser" in told and held["id"] in told
 
         env.run("claim", "release", held["id"], "--agent", "ella")
-        done = run_exec(model, project, environ(home, BIN), "Rewrite src/parser.py now.", slug=PATCHING_MODEL)
+        done = run_exec(model, project, environ(home), "Rewrite src/parser.py now.", slug=PATCHING_MODEL)
         assert done.returncode == 0, done.stderr
         assert "Success" in _patch_output(model)
     assert target.read_text() == "lyra's parser\n"
