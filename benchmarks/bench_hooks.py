@@ -93,11 +93,13 @@ def lived_in(root: Path) -> tuple[Vault, Path, Path]:
 
 
 def import_times(command: list[str], event: str, env: dict[str, str]) -> dict[str, int]:
-    """Each module's smallest self import time (µs) over five runs of ``command`` under -X importtime."""
+    """Each module's smallest self import time (µs) over five runs of ``command`` (a hook script) under
+    -X importtime, by the interpreter beside it (its own checkout's)."""
+    python = str(Path(command[0]).parent / "python")
     smallest: dict[str, int] = {}
     for _ in range(5):
         trace = subprocess.run(
-            [sys.executable, "-X", "importtime", *command],
+            [python, "-X", "importtime", *command],
             input=event,
             text=True,
             env=env,
