@@ -24,6 +24,7 @@ checking and where:
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..keys import signatures
 from ..keys.trust import Keyring
 from ..ledger import log
 from ..ledger.check import Renamed, check_entry
@@ -575,9 +577,14 @@ def _results(jobs: list[Job], parallel: bool) -> Iterator[Chunk]:
     ):
         # fork: the children inherit the identities; never from a process running threads (the
         # watcher, the MCP server), where a fork can deadlock: those check in their own process.
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(processes=min(cores, 8)) as pool:
-            yield from pool.imap(check_chunk, jobs)
+        signatures.load_bulk()  # (imported once, here: the workers inherit it)
+        gc.freeze()  # (what the workers inherit is never scanned there: its pages stay shared)
+        try:
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(processes=min(cores, 8), initializer=gc.disable) as pool:
+                yield from pool.imap(check_chunk, jobs)
+        finally:
+            gc.unfreeze()
         return
     for job in jobs:
         yield check_chunk(job)

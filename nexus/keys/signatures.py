@@ -84,8 +84,9 @@ def raw_key(public_key: str) -> bytes | None:
     return raw if len(raw) == 32 else None
 
 
-def _sodium_accepts(public_key: str, signature: str, data: bytes) -> bool:
-    """libsodium's "valid" (False: refused, or libsodium missing; OpenSSL then decides)."""
+def load_bulk() -> None:
+    """Import what ``bulk=True`` uses now (a full verify does it once before it forks its workers,
+    which then inherit it instead of importing it each)."""
     if not _SODIUM:
         try:
             from nacl.bindings import crypto_sign_open
@@ -94,6 +95,12 @@ def _sodium_accepts(public_key: str, signature: str, data: bytes) -> bool:
             _SODIUM[:] = [crypto_sign_open, BadSignatureError]
         except ImportError:  # (a dependency; without it OpenSSL checks everything)
             _SODIUM[:] = [None, ValueError]
+
+
+def _sodium_accepts(public_key: str, signature: str, data: bytes) -> bool:
+    """libsodium's "valid" (False: refused, or libsodium missing; OpenSSL then decides)."""
+    if not _SODIUM:
+        load_bulk()
     sign_open, bad = _SODIUM
     raw = raw_key(public_key)
     if sign_open is None or raw is None:
