@@ -45,12 +45,12 @@ HEADER_RE = re.compile(
     r"\*\*(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)Z\*\* · (?P<agent>[a-z0-9-]+) · "
     r"(?P<channel>[a-z0-9-]+) · (?P<type>[a-z0-9-]+) — (?P<summary>.*) \^(?P<bid>[A-Za-z0-9-]+)"
 )
-# Anything a parser could take for framing: escaped in bodies.
-_FRAME_LIKE = r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · )"
-_LOOKS_LIKE_FRAME = re.compile(_FRAME_LIKE)
-# The same, at the start of any line of a text: a body with no such line is read and checked whole,
-# without a call per line (a full verify reads every body; no body nexus writes has such a line).
-_ANY_LINE_LIKE_FRAME = re.compile(_FRAME_LIKE, re.MULTILINE)
+# Anything a parser could take for framing: escaped in bodies. ``match`` tests a line; ``search`` finds
+# such a line in a whole body, which is then read and checked without a call per line when it has
+# none (a full verify reads every body; bodies rarely hold one).
+_LOOKS_LIKE_FRAME = re.compile(
+    r"^\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · )", re.MULTILINE
+)
 
 
 # ---------------------------------------------------------------- ids and time
@@ -363,7 +363,7 @@ def _body(body_lines: list[str]) -> str | None:
     if body_lines[0] != "":
         raise FrameError("missing blank line after the header", 2)
     text = "\n".join(body_lines[1:])
-    if _ANY_LINE_LIKE_FRAME.search(text) is None:  # (no line is escaped: the text as it stands)
+    if _LOOKS_LIKE_FRAME.search(text) is None:  # (no line is escaped: the text as it stands)
         return text
     return "\n".join(unescape_body_line(line) for line in body_lines[1:])
 
@@ -419,7 +419,7 @@ def canonical_flaw(lines: list[str], entry: Entry, *, end_checked: bool = False)
     if not end_checked and lines[-1] != end_line(entry):
         return "the end line is not in canonical form (fields, order, spacing or escapes differ)"
     body = lines[3:-1]
-    if body and _ANY_LINE_LIKE_FRAME.search("\n".join(body)) is not None:
+    if body and _LOOKS_LIKE_FRAME.search("\n".join(body)) is not None:
         # (a line that does not look like framing is left as it is by both functions: only when
         # one does is each line compared)
         for line in body:
