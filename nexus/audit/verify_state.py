@@ -18,7 +18,17 @@ checking and where:
   what happened.
 * **Parallel.** A large amount of new bytes is cut at entry boundaries into chunks that a pool of
   processes (one per core) scans and checks; results are folded in log order, so every finding is
-  reported exactly as the serial path reports it.
+  reported exactly as the serial path reports it. The pool spreads the work over the cores at no CPU
+  cost over the serial path (at 100k entries: 7.95 CPU s in the workers and 0.50 in the parent,
+  against 8.47 in one process). Before the fork, libsodium is imported (the workers inherit it: ~11 ms
+  of CPU less per worker) and the collector's objects are frozen, and the workers run with the
+  collector off (their chunks make no reference cycles): what they inherit is never scanned or
+  written there.
+
+Where a full verify's CPU goes, per entry at 100k (``benchmarks/bench_budgets.py`` measures it
+beside another checkout): ~57 µs the signature (libsodium's check; OpenSSL's is ~110 µs), ~10 µs
+reading the entry (``segments.scan``), ~2 µs its canonical bytes, ~1 µs its hash, ~4 µs the rest of
+the per-entry check, ~1 µs the fold; the signature is the floor (~17,500 entries a CPU-second).
 """
 
 from __future__ import annotations
