@@ -190,7 +190,7 @@ _BODY_LINE = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(body=st.lists(_BODY_LINE, min_size=1, max_size=5), tamper=st.integers(min_value=-1, max_value=4))
 def test_a_body_reads_and_checks_the_same_whole_or_line_by_line(body: list[str], tamper: int) -> None:
-    """A body is read and its escapes checked in one search when no line looks like framing: the same
+    """A body is read and its escapes checked whole when no line can look like framing: the same
     body and the same verdict as line by line, whichever line looks like framing or is escaped wrong."""
     text = "\n".join(body)
     e = Entry(

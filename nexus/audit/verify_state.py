@@ -18,23 +18,19 @@ checking and where:
   what happened.
 * **Parallel.** A large amount of new bytes is cut at entry boundaries into chunks that a pool of
   processes (one per core) scans and checks; results are folded in log order, so every finding is
-  reported exactly as the serial path reports it. The pool spreads the work over the cores at no CPU
-  cost over the serial path (at 100k entries: 7.95 CPU s in the workers and 0.50 in the parent,
-  against 8.47 in one process). Before the fork, libsodium is imported (the workers inherit it: ~11 ms
-  of CPU less per worker) and the collector's objects are frozen, and the workers run with the
-  collector off (their chunks make no reference cycles): what they inherit is never scanned or
-  written there.
+  reported exactly as the serial path reports it, for about the CPU of the serial path (at 100k
+  entries: 7.95 CPU s in the workers and 0.50 in the parent, against 8.47 in one process).
 
-Where a full verify's CPU goes, per entry at 100k (``benchmarks/bench_budgets.py`` measures it
-beside another checkout): ~57 µs the signature (libsodium's check; OpenSSL's is ~110 µs), ~10 µs
-reading the entry (``segments.scan``), ~2 µs its canonical bytes, ~1 µs its hash, ~4 µs the rest of
-the per-entry check, ~1 µs the fold; the signature is the floor (~17,500 entries a CPU-second).
+Where a full verify's CPU goes, per entry at 100k entries: ~57 µs the signature (libsodium's check;
+OpenSSL's costs ~110), ~10 µs reading the entry (``segments.scan``), ~2 µs its canonical bytes, ~1 µs
+its hash, ~4 µs the rest of the per-entry check, ~1 µs the fold, and ~0.5 s for the whole run in the
+parent (cutting the segments, the report). The signature alone bounds it at ~17,500 entries a
+CPU-second. ``benchmarks/bench_budgets.py`` measures it beside another checkout.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import os
@@ -44,7 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..keys import signatures
 from ..keys.trust import Keyring
 from ..ledger import log
 from ..ledger.check import Renamed, check_entry
@@ -587,14 +582,9 @@ def _results(jobs: list[Job], parallel: bool) -> Iterator[Chunk]:
     ):
         # fork: the children inherit the identities; never from a process running threads (the
         # watcher, the MCP server), where a fork can deadlock: those check in their own process.
-        signatures.load_bulk()  # (imported once, here: the workers inherit it)
-        gc.freeze()  # (what the workers inherit is never scanned there: its pages stay shared)
-        try:
-            ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(processes=min(cores, 8), initializer=gc.disable) as pool:
-                yield from pool.imap(check_chunk, jobs)
-        finally:
-            gc.unfreeze()
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(processes=min(cores, 8)) as pool:
+            yield from pool.imap(check_chunk, jobs)
         return
     for job in jobs:
         yield check_chunk(job)

@@ -12,9 +12,8 @@ cofactorless equation with the same byte comparison and refuses more (keys and R
 non-canonical keys), so what it accepts OpenSSL accepts too (``tests/test_signatures.py`` checks it on
 small-order, mixed-order, non-canonical and random vectors); whatever it refuses OpenSSL decides.
 It costs ~0.5x OpenSSL's CPU a signature (56 against 107 µs here), but ~11 ms of CPU to import
-(bytecode cached; more on a cold start), which is why a reader (a few signatures, most of them
-remembered) does not load it, and why a full verify loads it once before forking its workers
-(:func:`load_bulk`).
+(bytecode cached; more from a cold start), which is why a reader (a few signatures, most of them
+remembered) does not load it.
 
 ``memo``: the machine's memo of signatures found valid (``checked.py``); a verification passes none.
 """
@@ -86,9 +85,8 @@ def raw_key(public_key: str) -> bytes | None:
     return raw if len(raw) == 32 else None
 
 
-def load_bulk() -> None:
-    """Import what ``bulk=True`` uses now (a full verify does it once before it forks its workers,
-    which then inherit it instead of importing it each)."""
+def _sodium_accepts(public_key: str, signature: str, data: bytes) -> bool:
+    """libsodium's "valid" (False: refused, or libsodium missing; OpenSSL then decides)."""
     if not _SODIUM:
         try:
             from nacl.bindings import crypto_sign_open
@@ -97,12 +95,6 @@ def load_bulk() -> None:
             _SODIUM[:] = [crypto_sign_open, BadSignatureError]
         except ImportError:  # (a dependency; without it OpenSSL checks everything)
             _SODIUM[:] = [None, ValueError]
-
-
-def _sodium_accepts(public_key: str, signature: str, data: bytes) -> bool:
-    """libsodium's "valid" (False: refused, or libsodium missing; OpenSSL then decides)."""
-    if not _SODIUM:
-        load_bulk()
     sign_open, bad = _SODIUM
     raw = raw_key(public_key)
     if sign_open is None or raw is None:

