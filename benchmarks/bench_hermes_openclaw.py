@@ -84,7 +84,7 @@ def _vault(root: Path) -> tuple[Vault, Path]:
 
 
 def _first_request(model: ModelServer, since: float) -> float:
-    return min((r.at for r in model.requests if r.at >= since), default=float("nan")) - since
+    return min((r.at for r in model.chats() if r.at >= since), default=float("nan")) - since
 
 
 def hermes(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def hermes(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dict[
     wired, plain = Hermes(root / "with-nexus"), Hermes(root / "without")
     with ModelServer() as model:
         for h in (wired, plain):
-            h.configure(model.url)
+            h.configure(model.base_url)
         env = {**wired.env(), "NEXUS_HOME": str(keys)}
         subprocess.run(
             [NEXUS, "--vault", str(vault.root), "setup", "hermes", "--agent", "ella"],
@@ -100,7 +100,7 @@ def hermes(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dict[
             check=True,
             capture_output=True,
         )
-        wired.configure(model.url)
+        wired.configure(model.base_url)
         for h in (wired, plain):
             h.chat("warm up")
         start: dict[str, list[float]] = {"with_nexus_s": [], "without_s": []}
@@ -144,7 +144,7 @@ def openclaw(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dic
                         check=True,
                         capture_output=True,
                     )
-                oc.configure(model.url)
+                oc.configure(model.base_url)
                 ready = oc.start()
                 try:
                     oc.agent("warm up")

@@ -35,8 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from e2e.conftest import BIN, runtime_binary, runtime_env  # noqa: E402
+from e2e.conftest import BIN, runtime_env  # noqa: E402
 from e2e.model_anthropic import AnthropicModel, Text  # noqa: E402
+from e2e.runtime_claude import Session, claude, model_env  # noqa: E402
 from harness import pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
@@ -46,20 +47,10 @@ from nexus.storage.vault import init  # noqa: E402
 HOOK_LINE = re.compile(r"Hooks: (\w+)(?::\w+)? \[.*?\] finished with status 0 \((\d+)ms\)")
 
 
-def _claude() -> Path:
-    return runtime_binary("claude-code", "2.1.332", "node_modules/.bin/claude")  # not installed: one line
-
-
 def first_request(project: Path, home: Path) -> float:
     """Seconds from starting `claude -p` to its first model request."""
     with AnthropicModel([Text("ok")]) as model:
-        env = runtime_env(
-            home,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY="sk-ant-bench",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
+        env = model_env(home, model)
         start = time.monotonic()
         subprocess.run(
             [str(CLAUDE), "-p", "hello", "--output-format", "json"],
@@ -76,46 +67,12 @@ def first_request(project: Path, home: Path) -> float:
 def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[float]]:
     """One wired session of ``n`` prompts; each nexus hook's duration as Claude Code logged it (ms)."""
     with AnthropicModel([Text(f"answer {i}") for i in range(n)]) as model:
-        env = runtime_env(
-            home,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY="sk-ant-bench",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
-        proc = subprocess.Popen(
-            [
-                str(CLAUDE),
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--debug-file",
-                str(debug),
-            ],
-            cwd=project,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert proc.stdin and proc.stdout
-        for i in range(n):
-            message = {
-                "type": "user",
-                "message": {"role": "user", "content": [{"type": "text", "text": f"p{i}"}]},
-            }
-            proc.stdin.write(json.dumps(message) + "\n")
-            proc.stdin.flush()
-            for line in proc.stdout:
-                if json.loads(line).get("type") == "result":
-                    break
-        proc.stdin.close()
-        proc.wait(timeout=120)
-        proc.stdout.close()
+        session = Session(project, model_env(home, model), debug)
+        try:
+            for i in range(n):
+                session.prompt(f"p{i}")
+        finally:
+            session.close()
     found: dict[str, list[float]] = {}
     for event, ms in HOOK_LINE.findall(debug.read_text(errors="replace")):
         found.setdefault(event, []).append(float(ms))
@@ -238,5 +195,5 @@ def main() -> None:
 CLAUDE = Path()
 
 if __name__ == "__main__":
-    CLAUDE = _claude()
+    CLAUDE = claude()  # not installed: one line
     main()

@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from e2e.model_openai import ScriptedModel, Text  # noqa: E402
+from e2e.model_openai import OpenAIModel, Text  # noqa: E402
 from e2e.runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
 from harness import pct  # noqa: E402
 
@@ -63,19 +63,19 @@ def place(root: Path, wired: bool) -> tuple[Path, Path, Any]:
 
 def first_request(home: Path, project: Path) -> tuple[float, bool]:
     """Seconds from spawning `codex exec` to its first model request; whether it offers nexus tools."""
-    with ScriptedModel(script=[Text("ok")]) as model:
+    with OpenAIModel(script=[Text("ok")]) as model:
         args = [str(codex_bin()), "exec", "--json", "--skip-git-repo-check", *provider_args(model), "hi"]
         start = time.monotonic()
         subprocess.run(
             args,
             cwd=project,
-            env=environ(home, BIN),
+            env=environ(home),
             capture_output=True,
             timeout=120,
             stdin=subprocess.DEVNULL,
             check=True,
         )
-        first = model.model_requests()[0]
+        first = model.turns()[0]
     tools = any(t.get("name") == "mcp__nexus" for t in first.body.get("tools", []))
     return first.at - start, tools
 
@@ -96,7 +96,7 @@ def session(
     vault, keys = stores
     hooks: list[float] = []
     walls: list[float] = []
-    with ScriptedModel() as model, AppServer(project, environ(home, BIN), model) as server:
+    with OpenAIModel() as model, AppServer(project, environ(home), model) as server:
         tid = server.request("thread/start", {"cwd": str(project), "model": "gpt-scripted"})["thread"]["id"]
         for n in range(turns):
             if n % 2:

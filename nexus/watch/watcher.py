@@ -41,7 +41,7 @@ from ..errors import BusyError
 from ..settings import DEFAULTS
 from ..storage.vault import Vault
 from ..sync import copies
-from ..team import coordination, heartbeat
+from ..team import claimlog, coordination, heartbeat
 from .keeper import RECENT_SECONDS, SegmentKeeper, git_busy, now
 from .workers import IndexRefresher, LogVerifier
 
@@ -113,7 +113,14 @@ class Watcher(SegmentKeeper):
             full = not self.verify_prefix(path)
             changed |= self.check_segment(path, full=full)
         self.refresh()
+        self.expire_claims()
         self.scan_notes()
+
+    def expire_claims(self) -> None:
+        """``Claims.md`` again once a claim it lists has expired (no read writes it: the watcher's
+        rescan does, under the log lock, as a claim's write does); said even on the quiet first pass."""
+        if claimlog.expire_note(self.vault):
+            self.emit({"event": "claims", "file": claimlog.NOTE})
 
     def refresh(self) -> None:
         """Refresh the derived state; report races and resolutions not reported before (a rebuild
@@ -282,7 +289,6 @@ def run(
     """Watch ``ws.vault`` until SIGINT/SIGTERM (or one pass with ``once``), with its settings (rescan
     period, ack types, race window). BusyError if another watcher holds the vault. ``child_env``: the
     environment of the ``nexus verify`` processes it starts (the entry point's)."""
-    from ..keys import trust
     from ..storage.locks import exclusive
 
     vault, keys_home, st = ws.vault, ws.keys_home, ws.settings
@@ -294,7 +300,6 @@ def run(
         once,
         verify_env={**(child_env or {}), "NEXUS_HOME": os.fspath(keys_home)},
     )
-    trust.configure(keys_home)  # what the watcher verifies (and shadows) uses this machine's pins
     lock = vault.lock("watch")
     pid_file = vault.state / "watch" / "pid"
     try:
@@ -420,7 +425,7 @@ def _observe(watcher: Watcher, options: Options, stop: threading.Event, wake: th
     warnings.filterwarnings("ignore", message=r"Callback with id .* already exists", category=RuntimeWarning)
     vault, emit = watcher.vault, watcher.emit
     changed: queue.SimpleQueue[str] = queue.SimpleQueue()
-    indexer = IndexRefresher(vault, emit)
+    indexer = IndexRefresher(vault, emit, watcher.trust)
     indexer.start()
     env = options.verify_env or {"NEXUS_HOME": os.fspath(watcher.keys_home)}
     verifier = LogVerifier(vault, env, emit)
