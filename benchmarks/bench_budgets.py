@@ -12,9 +12,9 @@ agent, nova, is added to the copy for the MCP round. What is measured, in this o
 * ``nexus verify --full`` as a process: wall and CPU seconds (the process and its pool), entries per
   second and per CPU-second;
 * search, text mode, p50 and p90 (wall and CPU) in one long-lived process per side (as the MCP server
-  and ``nexus watch`` search), after one untimed index build (none when the kept vault holds an index
-  and a file ``indexed`` beside it): one term (an entry's number, or a word every entry holds) and
-  two terms;
+  and ``nexus watch`` search) on the kept vault itself, after one untimed index build (none when it
+  holds an index and a file ``indexed`` beside it): one term (an entry's number, or a word every
+  entry holds) and two terms;
 * ``nexus brief --agent lyra --peek`` and ``nexus log append`` as processes (``python -c pass`` beside
   them in the same loop): p50 wall and CPU milliseconds;
 * four ``nexus mcp --agent A`` servers spawned at once through the official MCP client (stdio), each
@@ -281,10 +281,14 @@ def main() -> int:
         }
         result["verify_full"] = full_verify(args.n, envs, trees, args.verify_runs)
         print(json.dumps({"verify_full": result["verify_full"]}), flush=True)
-        indexed = (
-            source / "indexed"
-        ).exists()  # (`nexus index rebuild` run on the kept vault, then this file)
-        result["search"] = search_p50(vault.root, envs, trees, args.n, args.queries, indexed)
+        # Search reads the kept vault itself (queries change nothing; a copy would be indexed again,
+        # minutes at 100k): its index is built once (`nexus index rebuild`, then a file `indexed`).
+        kept = {
+            side: dict(env, NEXUS_VAULT=str(source / "vault"), NEXUS_HOME=str(source / "keys"))
+            for side, env in envs.items()
+        }
+        indexed = (source / "indexed").exists()
+        result["search"] = search_p50(source / "vault", kept, trees, args.n, args.queries, indexed)
         print(json.dumps({"search": result["search"]}), flush=True)
         result["processes"] = processes(envs, trees, args.runs)
         print(json.dumps({"processes": result["processes"]}), flush=True)
