@@ -11,10 +11,10 @@ agent, nova, is added to the copy for the MCP round. What is measured, in this o
 
 * ``nexus verify --full`` as a process: wall and CPU seconds (the process and its pool), entries per
   second and per CPU-second;
-* search, text mode, p50 and p90 (wall and CPU) in one long-lived process per side (as the MCP server
-  and ``nexus watch`` search) on the kept vault itself, after one untimed index build (none when it
-  holds an index and a file ``indexed`` beside it): one term (an entry's number, or a word every
-  entry holds) and two terms;
+* search, p50 and p90 (wall and CPU) in text mode (the budget's: one term, an entry's number or a
+  word every entry holds; two terms) and in the default hybrid mode (one term), in one long-lived
+  process per side (as the MCP server and ``nexus watch`` search) on the kept vault itself, after
+  one untimed index build (none when it holds an index and a file ``indexed`` beside it);
 * ``nexus brief --agent lyra --peek`` and ``nexus log append`` as processes (``python -c pass`` beside
   them in the same loop): p50 wall and CPU milliseconds;
 * four ``nexus mcp --agent A`` servers spawned at once through the official MCP client (stdio), each
@@ -47,7 +47,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_costs  # noqa: E402
-from bench_search import WORKER  # noqa: E402
 from harness import pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
@@ -99,14 +98,40 @@ def full_verify(n: int, envs: dict[str, dict[str, str]], trees: dict[str, Path],
     return row
 
 
+SEARCHER = r"""
+import json, os, resource, sys, time
+from pathlib import Path
+from nexus import search
+from nexus.storage.vault import Vault
+from nexus.trust import Trust
+
+def cpu():
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+vault, trust = Vault(Path(sys.argv[1])), Trust(Path(os.environ["NEXUS_HOME"]))  # (the CLI's pins)
+for line in sys.stdin:
+    mode, q = json.loads(line)
+    c, t = cpu(), time.perf_counter()
+    if mode == "build":
+        hits = [None] * search.rebuild(vault, trust=trust).documents_added
+    else:
+        hits = search.search(vault, q, mode=mode, trust=trust)
+    dt, dc = time.perf_counter() - t, cpu() - c
+    top = len(hits) if mode == "build" else [[h.path, h.line_start, h.verified] for h in hits[:10]]
+    print(json.dumps([dt, dc, top]), flush=True)
+"""
+
+
 def search_p50(
     vault: Path, envs: dict[str, dict[str, str]], trees: dict[str, Path], n: int, count: int, built: bool
 ) -> dict[str, Any]:
-    """Text-mode queries sent to one search process per side, alternately (``bench_search.WORKER``);
+    """Queries sent to one search process per side (``SEARCHER``), alternately, in text mode (the
+    budget's) and in the default hybrid mode;
     ``built``: the vault holds its index already (else it is built first, untimed)."""
     procs = {
         side: subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(vault)],
+            [sys.executable, "-c", SEARCHER, str(vault)],
             env=envs[side],
             cwd=trees[side],
             stdin=subprocess.PIPE,
@@ -131,19 +156,19 @@ def search_p50(
             rows["documents"] = ask("after", "build", "")[2]
             rows["index_build_s"] = round(time.perf_counter() - t0, 1)
         rng = random.Random(7)
-        qs = {
-            "one term": [str(rng.randrange(n)) if i % 4 else "synthetic" for i in range(count)],
-            "two terms": [f"entry {rng.randrange(n)}" if i % 4 else "second line" for i in range(count)],
-        }
+        one = [str(rng.randrange(n)) if i % 4 else "synthetic" for i in range(count)]
+        two = [f"entry {rng.randrange(n)}" if i % 4 else "second line" for i in range(count)]
+        qs = {"text: one term": one, "text: two terms": two, "hybrid: one term": one}
         for side in SIDES:
-            ask(side, "one term", "warmup")
+            ask(side, "text", "warmup")
+            ask(side, "hybrid", "warmup")
         differ = 0
         for kind, items in qs.items():
             got: dict[str, list[tuple[float, float]]] = {side: [] for side in SIDES}
             for order, q in zip(turns(len(items)), items, strict=True):
                 tops = {}
                 for side in order:
-                    dt, dc, tops[side] = ask(side, kind, q)
+                    dt, dc, tops[side] = ask(side, kind.split(":")[0], q)
                     got[side].append((dt * 1000, dc * 1000))
                 differ += tops["before"] != tops["after"]
             rows[kind] = {
