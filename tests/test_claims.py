@@ -495,6 +495,51 @@ def test_the_pre_tool_hook_denies_an_edit_of_what_another_holds(env: Env, tmp_pa
     assert (after.returncode, after.stdout) == (0, "")
 
 
+def test_the_pre_tool_hook_denies_a_codex_patch_touching_what_another_holds(env: Env, tmp_path: Path) -> None:
+    """Codex's PreToolUse for `apply_patch`: the patch (``tool_input.command``) names each file it adds,
+    updates, deletes or moves to, relative to the session's folder; one of them held by another agent
+    denies the whole patch; a patch of free files, or anything not a patch, gets nothing."""
+    root = _project(tmp_path)
+    cid = env.run(
+        "claim", "src/parser/**", "--agent", "ella", "--reason", "lexer rewrite", "--project", str(root),
+        "--json",
+    ).json()["id"]  # fmt: skip
+
+    def patch(*headers: str) -> dict[str, object]:
+        body = "".join(f"*** {h}\n@@\n-a\n+b\n" for h in headers)
+        command = f"*** Begin Patch\n{body}*** End Patch\n"
+        return {
+            "session_id": "s",
+            "cwd": str(root),
+            "tool_name": "apply_patch",
+            "tool_input": {"command": command},
+        }
+
+    for headers in (
+        ("Update File: src/parser/lexer.py",),
+        ("Update File: src/main.py", "Add File: src/parser/new.py"),
+        ("Delete File: src/parser/old.py",),
+        ("Update File: src/main.py", "Move to: src/parser/main.py"),
+        (f"Update File: {root / 'src' / 'parser' / 'lexer.py'}",),  # an absolute path
+    ):
+        out = _pre_tool(env, "lyra", patch(*headers))
+        decision = json.loads(out.stdout)["hookSpecificOutput"]
+        assert decision["permissionDecision"] == "deny", headers
+        assert (
+            "held by ella" in decision["permissionDecisionReason"]
+            and cid in decision["permissionDecisionReason"]
+        )
+    for agent, ev in (
+        ("ella", patch("Update File: src/parser/lexer.py")),  # the holder
+        ("lyra", patch("Update File: src/main.py", "Add File: docs/a.md")),  # nobody holds them
+        ("lyra", {"tool_name": "apply_patch", "tool_input": {"command": "not a patch"}}),
+        ("lyra", {"tool_name": "apply_patch", "tool_input": {"command": 7}}),
+        ("lyra", {**patch("Update File: src/parser/lexer.py"), "tool_name": "Bash"}),  # not the patch tool
+    ):
+        out = _pre_tool(env, agent, ev)
+        assert (out.returncode, out.stdout, out.stderr) == (0, "", ""), (agent, ev, out)
+
+
 def test_the_commit_guard_in_a_real_repository(env: Env, tmp_path: Path) -> None:
     root = _project(tmp_path, "code")
     for key, value in (("user.name", "t"), ("user.email", "t@example.invalid")):

