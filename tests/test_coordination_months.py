@@ -19,7 +19,7 @@ from conftest import Env
 from nexus.keys import identity, roster
 from nexus.ledger import log
 from nexus.settings import DEFAULTS
-from nexus.storage import durable, entries
+from nexus.storage import durable, entries, ids
 from nexus.team import acks, coordination, handoff, pending, races
 
 ACK, WINDOW = DEFAULTS.ack_types, DEFAULTS.race_window_seconds
@@ -37,7 +37,7 @@ def _history(env: Env, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         for i in range(4):
             when = start + i * 31 * DAY  # (entries appended now get ids and segments of that time)
             m.setattr(
-                entries,
+                ids,
                 "time",
                 types.SimpleNamespace(time=lambda w=when: w, gmtime=time.gmtime, strftime=time.strftime),
             )

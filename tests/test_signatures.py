@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nexus.keys import identity, signatures
-from nexus.storage import entries
+from nexus.storage import entries, machine_text
 
 P = 2**255 - 19
 L = 2**252 + 27742317777372353535851937790883648493
@@ -243,8 +243,13 @@ def _crafted_entry(env: Env, case: str) -> str:
     sig = _b64(crafted(Key(private), entries.signing_bytes(located.entry))[case])
     seg = env.vault.root / located.file
     text = seg.read_bytes()
-    assert text.count(located.entry.sig.encode()) == 1
-    seg.write_bytes(text.replace(located.entry.sig.encode(), sig.encode()))
+    # (the signature travels in the end line's token, beside the id of the entry ella had seen)
+    before, after = (
+        machine_text.end_line_v2(located.entry),
+        machine_text.end_line_v2(replace(located.entry, sig=sig)),
+    )
+    assert text.count(before.encode()) == 1
+    seg.write_bytes(text.replace(before.encode(), after.encode()))
     assert entries.signing_bytes(replace(located.entry, sig=sig)) == entries.signing_bytes(located.entry)
     return str(located.entry.id)
 
