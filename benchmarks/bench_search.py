@@ -44,7 +44,9 @@ from nexus.ledger import log
 from nexus.records import Entry
 from nexus.storage import entries, segments
 from nexus.storage.vault import Vault, init
+from nexus.trust import Trust
 
+PINS = Trust(lambda: Path(os.environ["NEXUS_HOME"]))  # as the CLI and the MCP server search: the pins
 AGENTS = ("ella", "lyra", "max")
 CHANNELS = ("build", "ops", "general", "review")
 TYPES = ("note", "note", "note", "decision", "question", "correction", "handoff")
@@ -202,11 +204,11 @@ def run_whoosh(vault: Vault, qs: dict[str, list[str]]) -> dict[str, tuple[float,
             c = time.process_time()
             t = time.perf_counter()
             if kind == "phrase":
-                search.search(vault, f'"{q}"')
+                search.search(vault, f'"{q}"', trust=PINS)
             elif kind == "filtered":
-                search.search(vault, q, agent="lyra", type="decision")
+                search.search(vault, q, agent="lyra", type="decision", trust=PINS)
             else:
-                search.search(vault, q)
+                search.search(vault, q, trust=PINS)
             times.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
         out[kind] = (pct(times, 0.5), pct(times, 0.99), pct(cpu, 0.5))
@@ -244,7 +246,7 @@ def append_latency(vault: Vault, keys: Path, conn: sqlite3.Connection, rounds: i
         word = f"fresh{i}x{random.randrange(10**9)}"
         log.append(vault, signer, channel="build", type="note", summary=f"{word} arrived")
         t = time.perf_counter()  # from the append's acknowledgement to the hit
-        hits = search.search(vault, word)
+        hits = search.search(vault, word, trust=PINS)
         at_query.append(time.perf_counter() - t)
         assert hits and word in hits[0].title, "an appended entry was not found at query time"
         t = time.perf_counter()
@@ -274,7 +276,7 @@ def watcher_latency(vault: Vault, signer: identity.Signer, rounds: int) -> list[
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
             if str(event.src_path).endswith(".md"):
-                search.refresh(vault)
+                search.refresh(vault, trust=PINS)
 
     observer = Observer()
     observer.schedule(Handler(), str(vault.log_dir), recursive=False)
@@ -285,7 +287,7 @@ def watcher_latency(vault: Vault, signer: identity.Signer, rounds: int) -> list[
             word = f"watched{i}y{random.randrange(10**9)}"
             log.append(vault, signer, channel="build", type="note", summary=f"{word} arrived")
             t = time.perf_counter()  # from the append's acknowledgement
-            while not search.search(vault, word, fresh=False):
+            while not search.search(vault, word, fresh=False, trust=PINS):
                 if time.perf_counter() - t > 10:
                     raise AssertionError("the watcher did not make an entry searchable in 10 s")
                 time.sleep(0.005)
@@ -321,23 +323,28 @@ def cpu():
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 vault = Vault(Path(sys.argv[1]))
+kw = {}
 if os.environ.get("NEXUS_HOME"):  # as the CLI and the MCP server search: with this machine's pins
     from nexus.keys import trust
-    trust.configure(Path(os.environ["NEXUS_HOME"]))
+    if hasattr(trust, "configure"):  # (a checkout whose entry points set the pins process-wide)
+        trust.configure(Path(os.environ["NEXUS_HOME"]))
+    else:
+        from nexus.trust import Trust
+        kw = {"trust": Trust(Path(os.environ["NEXUS_HOME"]))}
 for line in sys.stdin:
     kind, q = json.loads(line)
     c, t = cpu(), time.perf_counter()
     if kind == "verify":  # what nexus verify proves (the build may use it)
         from nexus.audit import verify_state
-        hits = [None] * verify_state.run(vault).entries
+        hits = [None] * verify_state.run(vault, **kw).entries
     elif kind == "build":
-        hits = [None] * search.rebuild(vault).documents_added
+        hits = [None] * search.rebuild(vault, **kw).documents_added
     elif kind == "phrase":
-        hits = search.search(vault, f'"{q}"')
+        hits = search.search(vault, f'"{q}"', **kw)
     elif kind == "filtered":
-        hits = search.search(vault, q, agent="lyra", type="decision")
+        hits = search.search(vault, q, agent="lyra", type="decision", **kw)
     else:
-        hits = search.search(vault, q)
+        hits = search.search(vault, q, **kw)
     dt, dc = time.perf_counter() - t, cpu() - c
     found = kind in ("build", "verify")
     top = len(hits) if found else [[h.path, h.line_start, h.verified] for h in hits[:10]]
@@ -467,9 +474,6 @@ def main() -> int:
     args = ap.parse_args()
     if args.before is not None:
         return side_by_side(args)
-    from nexus.keys import trust
-
-    trust.configure(Path(os.environ["NEXUS_HOME"]))  # as the CLI and the MCP server search
     rng = random.Random(5)
     tmp = Path(tempfile.mkdtemp(prefix="nexus-bench-search-"))
     try:
@@ -477,7 +481,7 @@ def main() -> int:
         vault, words, cum = make_vault(tmp / "vault", tmp / "keys", args.entries, rng)
         gen = time.perf_counter() - t
         cpu0 = _cpu()
-        stats = search.rebuild(vault)
+        stats = search.rebuild(vault, trust=PINS)
         w_build = stats.seconds
         w_cpu = _cpu() - cpu0
         cpu0 = _cpu()
@@ -486,7 +490,7 @@ def main() -> int:
         w_size = folder_size(search.index_dir(vault))
         f_size = (tmp / "fts.db").stat().st_size
         qs = queries(rng, words, cum, vault, args.queries)
-        search.search(vault, "warmup")
+        search.search(vault, "warmup", trust=PINS)
         w_q = run_whoosh(vault, qs)
         f_q = run_fts(conn, qs)
         app = append_latency(vault, tmp / "keys", conn, args.appends)

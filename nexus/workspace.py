@@ -1,5 +1,6 @@
 """The workspace a command acts in: the vault, the resolved settings and where this machine's private
-keys live, travelling together as one value from the entry point that resolved them.
+keys live (and, in the same folder, what it trusts: ``trust``), travelling together as one value from
+the entry point that resolved them.
 
 Only entry points build one (:func:`resolve`: ``cli.py``, ``hooks.py``, ``mcp_server.py``, the Hermes
 provider); they read the environment once and pass the result down, so library code never does. The
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .settings import Settings
+from .trust import Trust
 
 if TYPE_CHECKING:
     from .storage.vault import Vault
@@ -27,10 +29,11 @@ class Workspace:
     with slots rather than a frozen dataclass: the per-turn commands build one, and making a dataclass
     costs an ``exec`` at import."""
 
-    __slots__ = ("keys", "settings", "vault")
+    __slots__ = ("keys", "settings", "trust", "vault")
 
     def __init__(self, vault: Vault, settings: Settings, keys: Path | Callable[[], Path]) -> None:
         self.vault, self.settings, self.keys = vault, settings, keys
+        self.trust = Trust(keys)  # the pins, the memo, the seal secret: in the keys folder
 
     def __repr__(self) -> str:
         return f"Workspace({self.vault!r}, {self.settings!r})"

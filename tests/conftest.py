@@ -121,19 +121,6 @@ def run_in_process(argv: list[str], *, env: dict[str, str], cwd: Path, input: st
     return Run(int(code or 0), out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8"))
 
 
-@pytest.fixture(autouse=True)
-def _trust_as_found() -> Iterator[None]:
-    """Every test leaves the process-wide trust (the pins folder an entry point configures: ``main``
-    of the CLI, the hooks, Hermes' provider or the MCP server, run in-process) as it found it; else a
-    later test in this process reads another test's pins and seals (a search then proves its hits by
-    seal where the test expects a signature check)."""
-    from nexus.keys import trust
-
-    before = trust._HOME
-    yield
-    trust.configure(before)
-
-
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     """A fresh vault with agents ella and lyra and the human sam."""

@@ -7,6 +7,7 @@ from conftest import Env
 
 from nexus.errors import NotFoundError
 from nexus.team import coordination
+from nexus.trust import NO_PINS
 
 
 @pytest.mark.parametrize("how", ["dotdot", "link"])
@@ -23,4 +24,4 @@ def test_a_ref_whose_file_leads_out_of_the_vault_is_never_opened(env: Env, how: 
         file = "log/elsewhere.md"
     ref = coordination.Ref.of(located)._replace(file=file)
     with pytest.raises(NotFoundError):
-        coordination.materialize(env.vault, ref)
+        coordination.materialize(env.vault, ref, coordination.entry_checker(env.vault, NO_PINS))

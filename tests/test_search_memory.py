@@ -26,11 +26,8 @@ def _search(vault: Any, text: str, **kw: Any) -> list[Any]:
 def test_an_entry_edited_in_place_after_it_was_remembered_is_checked_again(
     env: Env, what: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nexus.keys import trust
-
-    # in this process as a library caller (no pins, no seals: an earlier test's CLI run in-process
-    # may have configured them), so the verdict is remembered here; the CLI runs below use both
-    monkeypatch.setattr(trust, "_HOME", None)
+    # in this process as a library caller (no pins, no seals), so the verdict is remembered here; the
+    # CLI runs below use both
     located = env.append("ella", "the falcon budget is 100", body="Approved by the falcon board.").located
     first = _search(env.vault, "falcon")
     assert [h.verified for h in first] == [True]

@@ -1,7 +1,7 @@
 """Seals (``keys.seal``, ``search.seals``): a hit proven verified by the seal its index stored, with
 no Ed25519 check, and never a false "verified": an entry edited in place after it was indexed, a seal
 column rewritten by someone who can write the vault (index included), no secret, a secret others can
-read, no trust configured — each falls back to checking the signature. The build seals what
+read, no pins (a library caller) — each falls back to checking the signature. The build seals what
 ``nexus verify`` proved without checking it again, and never bytes changed since the proof."""
 
 from __future__ import annotations
@@ -17,19 +17,26 @@ from conftest import Env, edit_entry_in_place, edit_in_place
 
 from nexus import search
 from nexus.audit import verify_state
-from nexus.keys import identity, seal, signatures, trust
+from nexus.keys import identity, seal, signatures
 from nexus.search import documents, engine, reader
 from nexus.search.language import analysis
 from nexus.search.manifest import index_dir
 from nexus.search.manifest import load as load_manifest
 from nexus.storage import segments
+from nexus.storage.vault import Vault
+from nexus.trust import NO_PINS, Trust
 
 
 @pytest.fixture
-def trusted(env: Env, monkeypatch: pytest.MonkeyPatch) -> Env:
-    """The vault searched as the CLI and the MCP server do: with this machine's pins configured."""
-    monkeypatch.setattr(trust, "_HOME", env.keys_home)
+def trusted(env: Env) -> Env:
+    """The vault searched as the CLI and the MCP server do: with this machine's pins (the helpers
+    below search an ``Env`` with ``Trust(env.keys_home)``, a bare vault as a library caller)."""
     return env
+
+
+def pins(where: Env | Vault) -> Trust:
+    """The trust an entry point passes for ``where`` (an ``Env``: its keys folder), or ``NO_PINS``."""
+    return Trust(where.keys_home) if isinstance(where, Env) else NO_PINS
 
 
 @pytest.fixture
@@ -61,10 +68,15 @@ def _fresh_process() -> None:
     reader.VIEWS.clear()
 
 
-def _search(vault: Any, text: str, **kw: Any) -> list[Any]:
+def _search(where: Env | Vault, text: str, **kw: Any) -> list[Any]:
     """A search of the text index, whose seals these tests count (the vector store seals its own rows
     when it is built: a hybrid search's first build would add its checks to the count)."""
-    return search.search(vault, text, mode="text", **kw)
+    vault = where.vault if isinstance(where, Env) else where
+    return search.search(vault, text, mode="text", trust=pins(where), **kw)
+
+
+def _rebuild(where: Env | Vault) -> None:
+    search.rebuild(where.vault if isinstance(where, Env) else where, trust=pins(where))
 
 
 def seg_bytes(env: Env, rel: str) -> bytes:
@@ -81,11 +93,11 @@ def _falcons(env: Env) -> list[Any]:
 
 def test_hits_are_proven_by_their_seals_without_a_signature_check(trusted: Env, checks: list[str]) -> None:
     _falcons(trusted)
-    search.rebuild(trusted.vault)
+    _rebuild(trusted)
     assert len(checks) == 3  # each entry checked once, when indexed
     _fresh_process()
     checks.clear()
-    hits = _search(trusted.vault, "falcon")
+    hits = _search(trusted, "falcon")
     assert len(hits) == 3 and all(h.verified for h in hits)
     assert checks == []  # proven by the seals: no Ed25519 at query time
     secret = trusted.keys_home / seal.FILE  # outside the vault, readable by its owner only
@@ -99,18 +111,18 @@ def test_an_entry_edited_in_place_after_it_was_indexed_is_not_verified(
     trusted: Env, checks: list[str], what: str
 ) -> None:
     located = _falcons(trusted)[0]
-    search.rebuild(trusted.vault)
+    _rebuild(trusted)
     seg = trusted.vault.root / located.file
     original, new = edit_entry_in_place(trusted.vault, located, what, (b"budget is 100", b"budget is 900"))
     _fresh_process()
     checks.clear()
-    hits = {h.entry_id: h for h in _search(trusted.vault, "falcon")}
+    hits = {h.entry_id: h for h in _search(trusted, "falcon")}
     assert len(hits) == 3 and hits[located.entry.id].verified is False
     assert sum(h.verified is True for h in hits.values()) == 2
     assert checks == [located.entry.sig if what == "text" else new.decode()]  # its seal did not hold
     seg.write_bytes(original)
     _fresh_process()
-    assert all(h.verified for h in _search(trusted.vault, "falcon", fresh=False))
+    assert all(h.verified for h in _search(trusted, "falcon", fresh=False))
 
 
 def _rewrite_seals(env: Env, rel: str, make: Callable[[int, bytes, str], bytes]) -> None:
@@ -135,10 +147,10 @@ def test_a_seal_column_rewritten_by_an_attacker_never_yields_verified(
     trusted: Env, checks: list[str], forgery: str
 ) -> None:
     located = _falcons(trusted)[0]
-    search.rebuild(trusted.vault)
+    _rebuild(trusted)
     _fresh_process()
-    _search(trusted.vault, "falcon")
-    kept = {d.key: d.seal for d in reader.view(trusted.vault).current().searcher.kept.values()}
+    _search(trusted, "falcon")
+    kept = {d.key: d.seal for d in reader.view(trusted.vault).current(pins(trusted)).searcher.kept.values()}
     genuine = [kept[f"e:{x.entry.id}"] for x in segments.scan(seg_bytes(trusted, located.file), "x").entries]
     assert len(genuine) == 3 and all(genuine)
     seg = trusted.vault.root / located.file
@@ -152,7 +164,7 @@ def test_a_seal_column_rewritten_by_an_attacker_never_yields_verified(
     _rewrite_seals(trusted, located.file, makers[forgery])
     _fresh_process()
     checks.clear()
-    hits = {h.entry_id: h for h in _search(trusted.vault, "falcon")}
+    hits = {h.entry_id: h for h in _search(trusted, "falcon")}
     assert len(hits) == 3 and hits[located.entry.id].verified is False
     assert [h.verified for i, h in hits.items() if i != located.entry.id] == [True, True]  # checked
     assert len(checks) == 3  # no forged seal held: every hit was checked with Ed25519
@@ -160,12 +172,12 @@ def test_a_seal_column_rewritten_by_an_attacker_never_yields_verified(
 
 def test_without_the_secret_hits_are_checked_as_before(trusted: Env, checks: list[str]) -> None:
     located = _falcons(trusted)[0]
-    search.rebuild(trusted.vault)
+    _rebuild(trusted)
     (trusted.keys_home / seal.FILE).unlink()  # lost (or another machine's index): seals prove nothing
     edit_in_place(trusted.vault.root / located.file, b"budget is 100", b"budget is 900")
     _fresh_process()
     checks.clear()
-    hits = {h.entry_id: h for h in _search(trusted.vault, "falcon")}
+    hits = {h.entry_id: h for h in _search(trusted, "falcon")}
     assert hits[located.entry.id].verified is False and sum(h.verified is True for h in hits.values()) == 2
     assert len(checks) == 3
     assert not (trusted.keys_home / seal.FILE).exists()  # a search never makes one; a build does
@@ -173,62 +185,61 @@ def test_without_the_secret_hits_are_checked_as_before(trusted: Env, checks: lis
 
 def test_a_secret_others_can_read_is_not_used(trusted: Env, checks: list[str]) -> None:
     _falcons(trusted)
-    search.rebuild(trusted.vault)
+    _rebuild(trusted)
     secret = trusted.keys_home / seal.FILE
     secret.chmod(0o644)
     assert seal.secret(trusted.keys_home) is None and seal.secret(trusted.keys_home, create=True) is None
     _fresh_process()
     checks.clear()
-    assert all(h.verified for h in _search(trusted.vault, "falcon")) and len(checks) == 3
-    search.rebuild(trusted.vault)  # nothing sealed with it either
+    assert all(h.verified for h in _search(trusted, "falcon")) and len(checks) == 3
+    _rebuild(trusted)  # nothing sealed with it either
     assert len(checks) == 3
 
 
 def test_without_trust_configured_nothing_is_sealed(
     env: Env, checks: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(trust, "_HOME", None)  # a library caller (whatever an earlier test configured)
     _falcons(env)
-    search.rebuild(env.vault)
+    _rebuild(env.vault)
     assert checks == [] and not (env.keys_home / seal.FILE).exists()
     hits = _search(env.vault, "falcon")
     assert all(h.verified for h in hits) and len(checks) == 3
-    assert not any(d.seal for d in reader.view(env.vault).current().searcher.kept.values())
+    assert not any(d.seal for d in reader.view(env.vault).current(NO_PINS).searcher.kept.values())
 
 
 def test_appended_entries_are_sealed_when_the_index_is_updated(trusted: Env, checks: list[str]) -> None:
     _falcons(trusted)
-    _search(trusted.vault, "falcon")
+    _search(trusted, "falcon")
     later = trusted.append("lyra", "a falcon chick hatched").located
     checks.clear()
-    hits = _search(trusted.vault, "chick")
+    hits = _search(trusted, "chick")
     assert [h.entry_id for h in hits] == [later.entry.id] and hits[0].verified
     assert checks == [later.entry.sig]  # checked once, when indexed
     _fresh_process()
     checks.clear()
-    assert _search(trusted.vault, "chick")[0].verified and checks == []
+    assert _search(trusted, "chick")[0].verified and checks == []
 
 
 def test_the_build_seals_what_verify_proved_without_checking_it_again(
     trusted: Env, checks: list[str]
 ) -> None:
     located = _falcons(trusted)
-    report = verify_state.run(trusted.vault)
+    report = verify_state.run(trusted.vault, trust=pins(trusted))
     assert report.ok and (trusted.keys_home / "verified").is_dir()
     after = trusted.append("lyra", "falcon fledged").located  # not covered by the proof
     checks.clear()
-    search.rebuild(trusted.vault)
+    _rebuild(trusted)
     assert checks == [after.entry.sig]
     _fresh_process()
-    hits = _search(trusted.vault, "falcon")
+    hits = _search(trusted, "falcon")
     assert len(hits) == 4 and all(h.verified for h in hits) and checks == [after.entry.sig]
     # bytes changed since the proof are never vouched for: the range no longer hashes as proven
     edit_in_place(trusted.vault.root / located[1].file, b"nest seen", b"nest SEEN")
     checks.clear()
-    search.rebuild(trusted.vault)
+    _rebuild(trusted)
     assert len(checks) == 4  # the proof covers nothing of the changed segment now
     _fresh_process()
-    by_id = {h.entry_id: h for h in _search(trusted.vault, "falcon")}
+    by_id = {h.entry_id: h for h in _search(trusted, "falcon")}
     assert by_id[located[1].entry.id].verified is False
     assert sum(h.verified is True for h in by_id.values()) == 3
 
@@ -269,7 +280,7 @@ def test_a_sealed_hit_cut_from_its_bytes_is_the_hit_parsing_gives(
     data = seg.read_bytes()
     a, b = crlf.offset, crlf.end_offset
     seg.write_bytes(data[:a] + data[a:b].replace(b"\n", b"\r\n") + data[b:])  # (that entry alone)
-    search.rebuild(trusted.vault)
+    _rebuild(trusted)
     cut: list[str] = []
     real = hits_mod.HitReader._sealed
 
@@ -284,7 +295,7 @@ def test_a_sealed_hit_cut_from_its_bytes_is_the_hit_parsing_gives(
         return [
             h.to_json()
             for q in ("osprey", '"summary ^with"', "osprey NOT crlf")
-            for h in _search(trusted.vault, q, limit=20)
+            for h in _search(trusted, q, limit=20)
         ]
 
     monkeypatch.setattr(hits_mod.HitReader, "_sealed", counted)

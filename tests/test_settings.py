@@ -3,6 +3,8 @@ came from, exit 2, nothing changed; every limit comes from the settings."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import Env, Run
 
@@ -84,3 +86,20 @@ def test_the_briefs_memory_section_obeys_the_memory_limit_setting(
     env.run("memory", "add", "--agent", "ella", "--target", "memory", "--content", "x" * 3000)
     brief = env.run("brief", "--agent", "ella", "--peek").stdout
     assert "3,000/5,000 chars" in brief and "OVER BUDGET" not in brief, brief
+
+
+def test_the_git_merge_driver_takes_the_memory_limit_from_the_environment_as_every_command_does(
+    env: Env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """git runs the driver with the person's environment: NEXUS_MEMORY_CHARS is the limit there too
+    (the driver read nexus.md and the default only, so a union over the person's limit went unlisted)."""
+    sides = {}
+    for name, entry in (("base", ""), ("ours", "x" * 300), ("theirs", "y" * 300)):
+        sides[name] = tmp_path / name
+        sides[name].write_text(entry, encoding="utf-8")
+    argv = [str(sides["base"]), str(sides["ours"]), str(sides["theirs"]), "7", "agents/ella/MEMORY.md"]
+    assert env.run("git", "merge-driver", *argv).returncode == 0  # 601 characters: under 2,200
+    monkeypatch.setenv("NEXUS_MEMORY_CHARS", "500")
+    sides["ours"].write_text("x" * 300, encoding="utf-8")
+    run = env.run("git", "merge-driver", *argv, check=False)
+    assert "over the limit of 500" in run.stderr, run.stderr

@@ -123,12 +123,13 @@ def scan_problems(
 def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
     """Everything from scratch, in one process, holding every entry in memory: the reference the
     streaming verification (``verify_state.py``) agrees with, and what it falls back to when the log's
-    ids or an agent's sequence go backwards (a duplicate, a reorder or a fork)."""
+    ids or an agent's sequence go backwards (a duplicate, a reorder or a fork). ``ring``: the keys
+    this machine trusts (None: the identity notes' keys as they are, nothing pinned)."""
     report = Report(full=True)
     from ..project.decisions import renamed_notes
 
     renamed = Renamed(vault, renamed_notes)
-    ring = ring if ring is not None else trust.load(vault)
+    ring = ring if ring is not None else trust.load(vault, None)
     chains: dict[str, list[_Link]] = {}
     seen_ids: dict[str, Located] = {}
     last_ids: dict[str, str] = {}  # agent -> the newest id of its entries so far (only its own order counts)
@@ -189,19 +190,20 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
     from ..project.decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, note_identities(vault), set(seen_ids), ring))
-    check_copies(report, vault, set(seen_ids))
+    check_copies(report, vault, set(seen_ids), ring)
     return report
 
 
-def check_copies(report: Report, vault: Vault, ids: set[str] | None) -> None:
+def check_copies(report: Report, vault: Vault, ids: set[str] | None, ring: Keyring) -> None:
     """Conflict copies file-sync tools left in ``log/``, and conflicts a merge listed.
-    ``ids``: every entry id in the log, or None to read them (only when a copy exists)."""
+    ``ids``: every entry id in the log, or None to read them (only when a copy exists); ``ring``: the
+    keys this machine trusts (a copy's entry counts only when it verifies)."""
     import os
 
     from ..sync import copies
 
     for path in copies.find(vault):
-        missing, _ = copies.missing_entries(vault, path, ids)
+        missing, _ = copies.missing_entries(vault, path, ring, ids)
         rel = vault.rel(path)
         if missing:
             report.problems.append(
@@ -272,7 +274,9 @@ def vault_problems(
         )
 
         elsewhere = {
-            loc.entry.id for path in copies.find(vault) for loc in copies.missing_entries(vault, path)[0]
+            loc.entry.id
+            for path in copies.find(vault)
+            for loc in copies.missing_entries(vault, path, ring)[0]
         }
         found = [p for p in found if not (p.kind == "truncated" and p.entry_id in elsewhere)]
     out.extend(found)

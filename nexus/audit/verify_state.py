@@ -34,12 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from ..keys.trust import Keyring
+from ..keys.trust import load as load_keyring
 from ..ledger import log
 from ..ledger.check import Renamed, check_entry
 from ..records import Identity, Problem
 from ..storage import entries, segments
 from ..storage.progress import Progress
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from .verify import (
     Head,
     Report,
@@ -67,15 +69,12 @@ class _Anomaly(Exception):
 
 
 def state_path(vault: Vault, home: Path | None = None) -> Path:
-    """Where this machine keeps what it proved of ``vault``: beside its pins (``home``, default the
-    configured one, trust.py), in ``<NEXUS_HOME>/verified/<vault_id>-<folder>.json``, outside the vault:
-    whoever can edit the vault could otherwise rewrite the proof along with the history it covers.
-    ``<folder>`` (a hash of the vault's path) keeps two copies of one vault on this machine (two
-    clones) from sharing one proof. A library caller that configured no home keeps it in
+    """Where this machine keeps what it proved of ``vault``: beside its pins (``home``, the folder a
+    ``nexus.trust.Trust`` names, trust.py), in ``<NEXUS_HOME>/verified/<vault_id>-<folder>.json``, outside
+    the vault: whoever can edit the vault could otherwise rewrite the proof along with the history it
+    covers. ``<folder>`` (a hash of the vault's path) keeps two copies of one vault on this machine
+    (two clones) from sharing one proof. ``home`` None (a library caller, ``nexus.trust.NO_PINS``): in
     ``.nexus/verify/state.json``."""
-    from ..keys import trust
-
-    home = home if home is not None else trust.configured()
     if home is None:
         return vault.state / "verify" / "state.json"
     folder = hashlib.sha256(os.fsencode(vault.root.resolve())).hexdigest()[:12]
@@ -329,28 +328,40 @@ def context_of(vault: Vault, identities: dict[str, Identity], ring: Keyring | No
 
 
 def verify(
-    vault: Vault, *, full: bool = False, progress: Progress | None = None, parallel: bool = True
+    vault: Vault,
+    *,
+    trust: Trust = NO_PINS,
+    full: bool = False,
+    progress: Progress | None = None,
+    parallel: bool = True,
 ) -> Report:
     """Verify the log: only what changed since the last verification, after proving that the bytes
-    verified before are unchanged (``full``: everything from scratch). See the module's docstring."""
-    return run(vault, full=full, progress=progress, parallel=parallel)
+    verified before are unchanged (``full``: everything from scratch). See the module's docstring.
+    ``trust``: the keys this machine pinned, and where its proof is kept (``NO_PINS``: the identity
+    notes' keys, the proof in ``.nexus/``)."""
+    return run(vault, trust=trust, full=full, progress=progress, parallel=parallel)
 
 
 def run(
-    vault: Vault, *, full: bool = False, progress: Progress | None = None, parallel: bool = True
+    vault: Vault,
+    *,
+    trust: Trust = NO_PINS,
+    full: bool = False,
+    progress: Progress | None = None,
+    parallel: bool = True,
 ) -> Report:
     """Verify the log (see the module's docstring); save what was verified for the next run."""
-    from ..keys import trust
     from ..project.decisions import renamed_notes
     from .verify import note_identities, verify_exact
 
     _RENAMED[:] = [Renamed(vault, renamed_notes)]
-    ring = trust.load(vault)  # (every key verdicts depend on: the identities' keys, pinned or not)
+    home = trust.home
+    ring = load_keyring(vault, home)  # (every key verdicts depend on: the identities' keys, pinned or not)
     identities = note_identities(vault)
     context = context_of(vault, identities, ring)
     _RING[0] = ring
     files = log.segment_files(vault)
-    state = None if full else _load(vault, context)
+    state = None if full else _load(vault, context, home)
     try:
         fold, fresh = None, True
         if state is not None:
@@ -363,18 +374,18 @@ def run(
                 raise
             fold, fresh = _check(vault, _Fold(), files, progress, parallel), True
     except _Anomaly:
-        _forget(vault)
+        _forget(vault, home)
         return verify_exact(vault, ring)
     report = _report(vault, fold, files, identities, full=fresh)
     order = [name for name, _ in files]
     if fresh or fold.checked or fold.merged:
-        _save(vault, fold.to_json(context, order))
+        _save(vault, fold.to_json(context, order), home)
     return report
 
 
-def _load(vault: Vault, context: str) -> dict[str, Any] | None:
+def _load(vault: Vault, context: str, home: Path | None) -> dict[str, Any] | None:
     try:
-        state = json.loads(state_path(vault).read_bytes())
+        state = json.loads(state_path(vault, home).read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(state, dict) or state.get("v") != STATE_VERSION or state.get("context") != context:
@@ -391,10 +402,10 @@ def _load(vault: Vault, context: str) -> dict[str, Any] | None:
     return state
 
 
-def _save(vault: Vault, state: dict[str, Any]) -> None:
+def _save(vault: Vault, state: dict[str, Any], home: Path | None) -> None:
     from ..storage import durable
 
-    path = state_path(vault)
+    path = state_path(vault, home)
     with contextlib.suppress(OSError):  # derived state: losing it costs one full verification
         durable.replace(path, json.dumps(state, separators=(",", ":")).encode(), durable=False)
     inside = vault.state / "verify" / "state.json"
@@ -403,9 +414,9 @@ def _save(vault: Vault, state: dict[str, Any]) -> None:
             inside.unlink()
 
 
-def _forget(vault: Vault) -> None:
+def _forget(vault: Vault, home: Path | None) -> None:
     with contextlib.suppress(OSError):
-        state_path(vault).unlink()
+        state_path(vault, home).unlink()
 
 
 def _resume(
@@ -615,7 +626,7 @@ def _report(
     from ..project.decisions import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions), _RING[0]))
-    check_copies(report, vault, None)  # file-sync conflict copies, merge conflict notes
+    check_copies(report, vault, None, _RING[0])  # file-sync conflict copies, merge conflict notes
     return report
 
 

@@ -14,8 +14,12 @@ From then on an entry verifies only with a key pinned for its author. A note tha
 key is reported (``key-changed``) and that key is not trusted until a person runs
 ``nexus agent trust NAME``, which pins it beside the old ones (old entries keep verifying).
 
-A process learns where the pins are from its entry point (``configure``); without it (a library caller
-that configured nothing) the identity notes are taken as they are and nothing is pinned.
+Where the pins are travels as a value, ``nexus.trust.Trust``, from the entry point that found ``NEXUS_HOME``
+(the CLI, the hooks, the MCP server, the watcher, Hermes' provider: ``Workspace.trust``,
+``Call.trust``) down to every reader that decides a signature. The same folder holds the memo of
+signatures already found valid (``checked.py``) and the seal secret (``seal.py``). A library caller
+that passes ``nexus.trust.NO_PINS`` takes the identity notes as they are and pins nothing; no process-wide
+state decides it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,26 +36,6 @@ from ..storage import durable
 from ..storage.vault import Vault
 from . import roster
 from .signatures import raw_key
-
-_HOME: Path | Callable[[], Path] | None = None
-
-
-def configure(home: Path | Callable[[], Path] | None) -> None:
-    """Set where this process keeps its pins (an entry point calls this with ``NEXUS_HOME``, or a
-    function that resolves it when first needed)."""
-    global _HOME
-    _HOME = home
-
-
-def configured() -> Path | None:
-    """The configured pins folder (resolved now), or None."""
-    global _HOME
-    if callable(_HOME):
-        try:
-            _HOME = _HOME()
-        except (ImportError, OSError):  # (no per-user folder can be found: nothing is pinned)
-            _HOME = None
-    return _HOME
 
 
 def key_id_of(public_key: str) -> str | None:
@@ -126,9 +109,9 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def load(vault: Vault, home: Path | None = None) -> Keyring:
-    """The keyring for ``vault`` on this machine; a name seen for the first time is pinned now."""
-    home = home if home is not None else configured()
+def load(vault: Vault, home: Path | None) -> Keyring:
+    """The keyring for ``vault`` on this machine (pins in ``home``); a name seen for the first time is
+    pinned now. ``home`` None: the identity notes' keys as they are, nothing pinned."""
     declared = _declared(vault)
     if home is None:
         return Keyring({name: {kid: public} for name, (kid, public) in declared.items()})

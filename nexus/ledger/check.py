@@ -23,6 +23,7 @@ from ..keys.trust import Keyring
 from ..records import Located, Problem
 from ..storage import entries, segments
 from ..storage.vault import Vault
+from ..trust import Trust
 from . import renames, shadow
 
 DecisionRenames = Callable[[Vault], Mapping[str, str]]  # vault -> {new path: path when written}
@@ -200,12 +201,19 @@ def verdict(located: Located, ring: Keyring, renamed: Renamed | None = None, mem
 
 class Checker:
     """A reader's verdicts for a whole operation: the keyring, the renames and the machine's memo are
-    loaded once, on the first entry (a brief reads back dozens of entries one at a time)."""
+    loaded once, on the first entry (a brief reads back dozens of entries one at a time). ``trust``:
+    the pins and the memo of the machine (``nexus.trust.NO_PINS``: the identity notes, no memo)."""
 
     def __init__(
-        self, vault: Vault, ring: Keyring | None = None, decision_renames: DecisionRenames | None = None
+        self,
+        vault: Vault,
+        ring: Keyring | None = None,
+        decision_renames: DecisionRenames | None = None,
+        *,
+        trust: Trust,
     ) -> None:
         self.vault = vault
+        self.trust = trust
         self._ring = ring
         self._decision_renames = decision_renames
         self._renamed: Renamed | None = None
@@ -216,9 +224,9 @@ class Checker:
         if not items:
             return items
         if self._renamed is None:
-            self._ring = self._ring if self._ring is not None else trust.load(self.vault)
+            home = self.trust.home
+            self._ring = self._ring if self._ring is not None else trust.load(self.vault, home)
             self._renamed = Renamed(self.vault, self._decision_renames)
-            home = trust.configured()
             self._memo = Memo(home) if home is not None else None
         ring, renamed, memo = self._ring, self._renamed, self._memo
         assert ring is not None

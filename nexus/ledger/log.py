@@ -32,6 +32,7 @@ from ..storage import durable, entries, segments
 from ..storage.locks import FileLock, exclusive
 from ..storage.text import SECRET_HINT_RE, check_line, check_name, check_token, check_type, prepare_body
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import shadow, tailstate
 from .cursors import (
     ARRIVALS_FILE,
@@ -137,11 +138,11 @@ def cut_text(vault: Vault, path: Path, data: bytes, spans: Sequence[tuple[int, i
     return new
 
 
-def repair_tail(vault: Vault) -> list[str]:
+def repair_tail(vault: Vault, trust: Trust) -> list[str]:
     """Quarantine a torn tail, if any (what the next append would do); return what was moved."""
     quarantined: list[str] = []
     with locked(vault):
-        state = _checked_state(vault, quarantined)
+        state = _checked_state(vault, quarantined, trust)
         tailstate.save(vault, state)
     return quarantined
 
@@ -175,11 +176,12 @@ def quarantine(vault: Vault, path: Path, torn: segments.Torn) -> str:
 
 
 def _checked_state(
-    vault: Vault, quarantined: list[str], known: dict[str, Any] | None = None
+    vault: Vault, quarantined: list[str], trust: Trust, known: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The tail state, brought up to date with the newest segment. Caller holds the log lock.
 
     ``known`` is a state this process holds in memory (fresher than tail.json when its last save failed).
+    ``trust``: the keys an entry others wrote must verify with to become its author's head.
     """
     files = segment_files(vault)
     stored = tailstate.load(vault)
@@ -219,7 +221,7 @@ def _checked_state(
                 if isinstance(head, list) and len(head) in (2, 3) and (not mine or head[0] > mine[0]):
                     state["heads"][agent] = head
         else:
-            state = tailstate.rebuild(vault, base)
+            state = tailstate.rebuild(vault, base, trust)
     else:
         state = tailstate.copy(base)  # never mutate the caller's state
     if size > state["size"]:  # other writers (or a person) added bytes: catch up
@@ -228,7 +230,9 @@ def _checked_state(
             data = f.read(size - state["size"])
         result = segments.scan(data, vault.rel(path), offset=state["size"], line=state["lines"] + 1)
         key_of = tailstate.key_reader(vault)
-        signed = tailstate.signature_check(vault, strict=True)  # what others wrote since: a forged entry
+        signed = tailstate.signature_check(
+            vault, trust, strict=True
+        )  # what others wrote since: a forged entry
         for located in result.entries:  # never becomes the head the next entry chains on
             tailstate.absorb(state, located, key_of=key_of, signed=signed)
         if result.torn is not None:
@@ -366,17 +370,19 @@ class LogWriter:
         agent: str | None = None,
         chain: tuple[int, str] | None = None,
         precondition: Callable[[], None] | None = None,
+        trust: Trust = NO_PINS,
     ) -> AppendResult:
         """Append one signed entry and return once it is durable (see :func:`append`). ``chain``:
         (seq, prev) to continue from instead of the agent's head (only :func:`resolve_fork`).
         ``precondition``: called under the log lock once the segments are caught up, before the entry
         is made; whatever it raises refuses the append with nothing written (a claim's conflict
-        check: the check and the append are one step)."""
+        check: the check and the append are one step). ``trust``: the keys an entry others wrote
+        since must verify with to become the head an entry chains on."""
         inp = _checked_input(self.vault, agent or signer.name, channel, type, summary, body, ack, via)
         seen = self._seen(inp.agent)
         quarantined: list[str] = []
         with self._lock:
-            target = self._open_target(quarantined)
+            target = self._open_target(quarantined, trust)
             try:
                 if precondition is not None:
                     precondition()
@@ -395,7 +401,7 @@ class LogWriter:
                 heads.write(self.vault, signer, inp.agent, entry.seq, entry.id, digest)
         return AppendResult(located, tuple(quarantined), inp.body_changed)
 
-    def _open_target(self, quarantined: list[str]) -> _Target:
+    def _open_target(self, quarantined: list[str], trust: Trust) -> _Target:
         """The tail state to go on from: this writer's own when nothing changed since its last append
         (``fast``), tail.json as another writer left it, or the segments checked (catching up,
         quarantining a torn tail). Under the lock."""
@@ -428,7 +434,7 @@ class LogWriter:
                 os.close(fd)
                 target.fd = -1
             self._log_dir.mkdir(exist_ok=True)
-            target.state = _checked_state(self.vault, quarantined, self._state)
+            target.state = _checked_state(self.vault, quarantined, trust, self._state)
         except BaseException:
             if target.fd >= 0:
                 os.close(target.fd)
@@ -623,12 +629,16 @@ def append(
     via: str | None = None,
     agent: str | None = None,
     precondition: Callable[[], None] | None = None,
+    trust: Trust = NO_PINS,
 ) -> AppendResult:
     """Append one signed entry and return once it is durable.
 
     ``agent`` defaults to the signer; it differs only when the watcher signs a person's text
     (``via="watcher"``) with that person's key. ``precondition`` runs under the log lock with the
     segments caught up, before the entry is made; what it raises refuses the append, nothing written.
+    ``trust``: the machine's pins (``nexus.trust.Trust``), which decide whether an entry another writer
+    added since is its author's (only such an entry becomes the head the next one chains on);
+    ``NO_PINS``, a library caller's: the identity notes' keys as they are.
     """
     return writer(vault).append(
         signer,
@@ -640,18 +650,19 @@ def append(
         via=via,
         agent=agent,
         precondition=precondition,
+        trust=trust,
     )
 
 
-def resolve_fork(vault: Vault, signer: Signer, keep: str) -> AppendResult:
+def resolve_fork(vault: Vault, signer: Signer, keep: str, trust: Trust) -> AppendResult:
     """End a fork of ``signer``'s chain: a signed ``reconcile`` entry that continues the branch holding
     entry ``keep`` (from its newest entry) and acks every entry of the agent from the fork on, so
     every machine sees the same choice. Both branches stay in the log."""
-    from ..keys import trust
+    from ..keys.trust import load
     from .check import check_entry
 
     agent = signer.name
-    ring = trust.load(vault)
+    ring = load(vault, trust.home)
     mine = [
         loc for loc in iter_entries(vault) if loc.entry.agent == agent and check_entry(loc, ring)[0] == "ok"
     ]
@@ -682,6 +693,7 @@ def resolve_fork(vault: Vault, signer: Signer, keep: str) -> AppendResult:
         "on stay in the log, acknowledged here.",
         ack=(*ack, tip.entry.id),
         chain=(tip.entry.seq + 1, digests[tip.entry.id]),
+        trust=trust,
     )
 
 

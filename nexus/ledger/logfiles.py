@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..records import Located
 from ..storage import entries, segments
 from ..storage.vault import Vault
+from ..trust import NO_PINS
 
 if TYPE_CHECKING:
     from .check import Checker
@@ -45,14 +46,14 @@ def iter_entries(vault: Vault) -> Iterator[Located]:
 
 
 def marked(vault: Vault, items: list[Located], checker: Checker | None) -> list[Located]:
-    """``items`` with their verdicts (``check.Checker``; default: this machine's pins, the decision
-    notes' renames unknown)."""
+    """``items`` with their verdicts (``check.Checker``; None: the identity notes' keys as they are,
+    ``nexus.trust.NO_PINS``, the decision notes' renames unknown)."""
     if not items:
         return items
     if checker is None:
         from .check import Checker  # (the signature check loaded only when there is something to check)
 
-        checker = Checker(vault)
+        checker = Checker(vault, trust=NO_PINS)
     return checker.mark(items)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..records import Located
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import log, tailstate
 
 LOOK_BACK = 64  # a retry follows its failure: the entry it left is among the newest entries
@@ -51,12 +52,14 @@ def append_once(
     body: str | None = None,
     ack: tuple[str, ...] = (),
     via: str | None = None,
+    trust: Trust = NO_PINS,
 ) -> Located:
     """Append the entry of a note-and-entry pair, or return it when a failed attempt already appended it
-    (the caller holds the lock of the note's kind, so no other write of this pair runs meanwhile)."""
+    (the caller holds the lock of the note's kind, so no other write of this pair runs meanwhile).
+    ``trust``: the machine's pins (``log.append``)."""
     found = landed(vault, signer.name, channel, type, summary, body)
     if found is not None:
         return found
     return log.append(
-        vault, signer, channel=channel, type=type, summary=summary, body=body, ack=ack, via=via
+        vault, signer, channel=channel, type=type, summary=summary, body=body, ack=ack, via=via, trust=trust
     ).located

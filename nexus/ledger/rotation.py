@@ -30,6 +30,7 @@ from ..keys import identity, roster, signatures, trust
 from ..ledger import log
 from ..storage import durable
 from ..storage.vault import Vault
+from ..trust import Trust
 
 TYPE = "rotation"
 CHANNEL = "identity"
@@ -96,6 +97,7 @@ def rotate(vault: Vault, keys_home: Path, name: str) -> Rotation:
         type=TYPE,
         summary=f"{name} rotates its signing key {old.key_id} → {new_kid}",
         body=_BODY_PREFIX + public,
+        trust=Trust(keys_home),  # (pins live beside the keys)
     ).located.entry
     identity.set_key(vault, name, public, new_kid)
     _take_over(waiting, key_path)
@@ -129,6 +131,7 @@ def _finish(vault: Vault, keys_home: Path, name: str, announced: tuple[str, str]
         type=TYPE,
         ack=(announced[0],),
         summary=f"{name} signs with its new key {new_kid} from now on",
+        trust=Trust(keys_home),
     ).located.entry.id
     return Rotation(name, announced[1], new_kid, announced[0], confirmed)
 

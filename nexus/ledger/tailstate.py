@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..records import Located
 from ..storage import entries, segments
 from ..storage.vault import Vault
+from ..trust import Trust
 from .logfiles import marked, scan_file, segment_files
 from .marks import WINDOW, Mark, ends_with_entry
 
@@ -190,8 +191,9 @@ class SignatureCheck:
     """Whether an entry is signed by its author's trusted key (the keys loaded once, on first use),
     and the entries this catch-up has met (by hash), to check a head before calling a fork."""
 
-    def __init__(self, vault: Vault, strict: bool = False) -> None:
+    def __init__(self, vault: Vault, trust: Trust, strict: bool = False) -> None:
         self.vault = vault
+        self.trust = trust  # (whose pins decide)
         self.strict = strict  # check every entry before it becomes a head (catch-up: a few entries)
         self.ring: Any = None
         self.last: dict[str, Located] = {}
@@ -201,7 +203,7 @@ class SignatureCheck:
         from .check import check_entry
 
         if self.ring is None:
-            self.ring = trust.load(self.vault)
+            self.ring = trust.load(self.vault, self.trust.home)
         return check_entry(located, self.ring)[0] == "ok"
 
     def head_ok(self, agent: str, head: list[Any]) -> bool:
@@ -212,16 +214,17 @@ class SignatureCheck:
         return self(met)
 
 
-def signature_check(vault: Vault, strict: bool = False) -> SignatureCheck:
-    return SignatureCheck(vault, strict)
+def signature_check(vault: Vault, trust: Trust, strict: bool = False) -> SignatureCheck:
+    return SignatureCheck(vault, trust, strict)
 
 
-def rebuild(vault: Vault, previous: dict[str, Any] | None) -> dict[str, Any]:
+def rebuild(vault: Vault, previous: dict[str, Any] | None, trust: Trust) -> dict[str, Any]:
     """The tail state from the segments. The newest segment's size stops where its complete content
-    stops, so the caller's catch-up finds (and quarantines) a torn tail after it."""
+    stops, so the caller's catch-up finds (and quarantines) a torn tail after it. ``trust``: whose
+    pins decide which entries may be heads."""
     state = empty()
     key_of = key_reader(vault)
-    signed = signature_check(vault)
+    signed = signature_check(vault, trust)
     for name, path in segment_files(vault):
         result = scan_file(vault, path)
         state["seg_last"] = None

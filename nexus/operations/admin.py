@@ -21,7 +21,9 @@ def verify(call: Call, *, full: bool = False) -> Answer:
     from ..audit.verify_state import verify as verify_vault
     from ..team import heartbeat
 
-    report = verify_vault(call.vault, full=full, progress=_progress(call, "verifying the log"))
+    report = verify_vault(
+        call.vault, trust=call.trust, full=full, progress=_progress(call, "verifying the log")
+    )
     lines = [str(p) for p in report.problems]
     status = "clean" if report.ok else f"{len(report.errors)} problem(s)"
     lines.append(f"{report.entries} entries in {report.segments} segment(s): {status}")
@@ -61,7 +63,11 @@ def handoff(call: Call, *, since: str | None = "last") -> Answer:
     from ..team import handoff as handoff_mod
 
     report = handoff_mod.build(
-        call.vault, call.settings, since=since, progress=_progress(call, "verifying the log")
+        call.vault,
+        call.settings,
+        since=since,
+        progress=_progress(call, "verifying the log"),
+        trust=call.trust,
     )
     path = call.vault.rel(handoff_mod.write(call.vault, report))
     text = handoff_mod.for_terminal(report.markdown, colour=call.colour) + f"\n(written to {path})\n"
@@ -113,6 +119,7 @@ def search(
         progress=_progress(call, "indexing the vault"),
         languages=call.settings.search_languages,
         mode=mode,
+        trust=call.trust,
     )
     return _listing(hits, "\n\n".join(_hit_text(i + 1, h) for i, h in enumerate(hits)) or "no matches")
 
@@ -121,7 +128,10 @@ def index_rebuild(call: Call) -> Answer:
     from .. import search as search_mod
 
     stats = search_mod.rebuild(
-        call.vault, progress=_progress(call, "indexing the vault"), languages=call.settings.search_languages
+        call.vault,
+        progress=_progress(call, "indexing the vault"),
+        languages=call.settings.search_languages,
+        trust=call.trust,
     )
     text = (
         f"index rebuilt: {stats.documents_added} documents from {stats.files_indexed} files "

@@ -49,7 +49,7 @@ def _root(project: str | None) -> Path:
 def _after_write(call: Call) -> None:
     """Claims.md, regenerated from the log under the log lock (so the newest write wins)."""
     with log.locked(call.vault):
-        claimlog.write_note(call.vault, claimlog.refresh(call.vault))
+        claimlog.write_note(call.vault, claimlog.refresh(call.vault, call.trust))
 
 
 def _summary(verb: str, patterns: tuple[str, ...], tail: str) -> str:
@@ -81,7 +81,7 @@ def claim(
     new = Event("", CLAIM, call.agent, "", None, root.name, pats, mode, expires, why)
 
     def free() -> None:  # under the log lock: the check and the append are one step
-        found = conflict(active(claimlog.refresh(call.vault).claims()), new)
+        found = conflict(active(claimlog.refresh(call.vault, call.trust).claims()), new)
         if found is not None:
             held, _theirs, mine = found
             raise ClaimHeldError(refusal(held, f"`{mine}`"), held)
@@ -89,6 +89,7 @@ def claim(
     done = log.append(
         call.vault,
         call.signer(),
+        trust=call.trust,
         channel=CHANNEL,
         type=CLAIM,
         summary=_summary("claim", pats, f"({mode}) until {expires[11:16]}Z: {why}"),
@@ -111,7 +112,7 @@ def claim(
 
 
 def _held(call: Call, claim_id: str) -> Claim:
-    found = claimlog.refresh(call.vault).claims().get(claim_id)
+    found = claimlog.refresh(call.vault, call.trust).claims().get(claim_id)
     if found is None:
         raise NotFoundError(f"no claim with id {claim_id!r} (see `nexus claims`)")
     return found
@@ -144,6 +145,7 @@ def renew(call: Call, *, id: str, ttl: str = "30m") -> Answer:
     done = log.append(
         call.vault,
         call.signer(),
+        trust=call.trust,
         channel=CHANNEL,
         type=CLAIM,
         summary=_summary("renew", c.patterns, f"until {expires[11:16]}Z (claim {id})"),
@@ -167,6 +169,7 @@ def release(call: Call, *, id: str) -> Answer:
     done = log.append(
         call.vault,
         call.signer(),
+        trust=call.trust,
         channel=CHANNEL,
         type=RELEASE,
         summary=_summary(f"release {whose}", c.patterns, f"(claim {id})").replace("  ", " "),
@@ -179,7 +182,7 @@ def release(call: Call, *, id: str) -> Answer:
 
 
 def listing(call: Call, *, free: str | None = None, project: str | None = None, all: bool = False) -> Answer:
-    book = claimlog.refresh(call.vault)
+    book = claimlog.refresh(call.vault, call.trust)
     claims = book.claims()
     if free is not None:
         if not free.startswith(TASK):
@@ -216,7 +219,7 @@ def _inside(raw: str, root: Path) -> str | None:
 def check(call: Call, *, paths: list[str], project: str | None = None) -> Answer:
     """The commit guard's question: which of ``paths`` another agent holds exclusively (exit 1)."""
     root = _root(project)
-    held = active(claimlog.refresh(call.vault).claims())
+    held = active(claimlog.refresh(call.vault, call.trust).claims())
     found: list[dict[str, Any]] = []
     for raw in paths:
         rel = _inside(raw, root)

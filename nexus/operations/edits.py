@@ -63,7 +63,7 @@ def pre_tool(
     from ..team import claimlog  # (the log moved on, or a denial to word: the whole reading)
     from ..team.claims import active, holder_of, refusal
 
-    held = active(claimlog.refresh(call.vault).claims())
+    held = active(claimlog.refresh(call.vault, call.trust).claims())
     projects = {c.project for c in held}
     for folder in path.parents:
         if folder.name not in projects:

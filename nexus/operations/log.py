@@ -73,6 +73,7 @@ def brief(call: Call, *, peek: bool = False) -> Answer:
         peek=peek,
         surface=call.surface,
         project=git_project(Path.cwd()),
+        trust=call.trust,
     )
     text = brief_mod.render(built)
     return Answer(built.to_json(), text, mcp=text)
@@ -114,6 +115,7 @@ def append(
         log.append(
             call.vault,
             call.signer(),
+            trust=call.trust,
             channel=channel,
             type=type,
             summary=summary,
@@ -144,7 +146,9 @@ def read(call: Call, *, peek: bool = False) -> Answer:
     from ..ledger import log
     from ..team.coordination import entry_checker
 
-    items = log.unread(call.vault, call.agent, advance=not peek, checker=entry_checker(call.vault))
+    items = log.unread(
+        call.vault, call.agent, advance=not peek, checker=entry_checker(call.vault, call.trust)
+    )
     root = call.vault.root
     return listing(items, entries_text(items, "nothing new", root), root)
 
@@ -153,7 +157,7 @@ def tail(call: Call, *, n: int = 10) -> Answer:
     from ..ledger import log
     from ..team.coordination import entry_checker
 
-    items = log.tail(call.vault, n, checker=entry_checker(call.vault))
+    items = log.tail(call.vault, n, checker=entry_checker(call.vault, call.trust))
     root = call.vault.root
     return listing(items, entries_text(items, "the log is empty", root), root)
 
@@ -162,7 +166,9 @@ def owed(call: Call) -> Answer:
     from ..team import acks
 
     st = call.settings
-    items = acks.owed(call.vault, call.agent, st.ack_types, race_window=st.race_window_seconds)
+    items = acks.owed(
+        call.vault, call.agent, st.ack_types, race_window=st.race_window_seconds, trust=call.trust
+    )
     text = (
         "\n\n".join(entry_text(i, call.vault.root) for i in items) or f"{call.agent} owes no acknowledgements"
     )
@@ -172,7 +178,7 @@ def owed(call: Call) -> Answer:
 def repair(call: Call) -> Answer:
     from ..ledger import log
 
-    moved = log.repair_tail(call.vault)
+    moved = log.repair_tail(call.vault, call.trust)
     return Answer(
         {"quarantined": moved}, "\n".join(f"moved a torn tail to {m}" for m in moved) or "no torn tail"
     )
@@ -194,7 +200,7 @@ def races(call: Call, *, unresolved: bool = False) -> Answer:
 
     st = call.settings
     found = races_mod.find_races(
-        call.vault, st.race_window_seconds, ack_types=st.ack_types, unresolved=unresolved
+        call.vault, st.race_window_seconds, ack_types=st.ack_types, unresolved=unresolved, trust=call.trust
     )
     lines = []
     for race in found:

@@ -34,6 +34,7 @@ def decide(
         alternatives=alternatives,
         supersedes=supersedes,
         refs=tuple(refs or ()),
+        trust=call.trust,
     )
     extra = f" (supersedes {d.supersedes})" if d.supersedes else ""
     return Answer(d.to_json(), f"{d.id} recorded: {d.path}{extra}")

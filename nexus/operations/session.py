@@ -17,7 +17,7 @@ BLOCK_REASON = (
 def start(call: Call, *, session_id: str, source: str = "startup") -> Answer:
     from ..team import session
 
-    text = session.start(call.vault, call.agent, session_id, call.settings, source=source)
+    text = session.start(call.vault, call.agent, session_id, call.settings, source=source, trust=call.trust)
     return Answer({"context": text}, text)
 
 
@@ -26,7 +26,7 @@ def prompt(call: Call, *, session_id: str, prompt: str | None = None) -> Answer:
 
     if session.quiet(call.vault, call.agent, session_id, prompt=prompt):
         return Answer({"context": ""}, "")  # nothing moved since the last injection: the fastest answer
-    text = session.turn(call.vault, call.agent, session_id, call.settings, prompt=prompt)
+    text = session.turn(call.vault, call.agent, session_id, call.settings, prompt=prompt, trust=call.trust)
     return Answer({"context": text}, text)
 
 
@@ -36,7 +36,12 @@ def pre_compact(
     from ..team import session
 
     cp = session.pre_compact(
-        call.vault, call.agent, session_id, trigger=trigger, transcript=transcript, keys_home=call.keys_home
+        call.vault,
+        call.agent,
+        session_id,
+        trigger=trigger,
+        transcript=transcript,
+        keys_home=call.keys_home,
     )
     return Answer({"checkpoint": cp.seq}, "")
 
@@ -54,11 +59,11 @@ def stop(
     from ..team import session
 
     if retain:
-        session.end(call.vault, call.agent, session_id)
+        session.end(call.vault, call.agent, session_id, trust=call.trust)
     if (
         block_without_entry
         and not stop_hook_active
-        and not session.wrote_this_turn(call.vault, call.agent, session_id)
+        and not session.wrote_this_turn(call.vault, call.agent, session_id, trust=call.trust)
     ):
         reason = BLOCK_REASON.format(agent=call.agent)
         return Answer({"decision": "block", "reason": reason}, reason)
@@ -68,5 +73,5 @@ def stop(
 def end(call: Call, *, session_id: str) -> Answer:
     from ..team import session
 
-    session.end(call.vault, call.agent, session_id)
+    session.end(call.vault, call.agent, session_id, trust=call.trust)
     return Answer({}, "")

@@ -42,7 +42,7 @@ def agent_add(call: Call, *, name: str, human: bool = False) -> Answer:
 
     close = closest(name, call.vault.identity_names())  # (before: the new one is a name too)
     ident = identity.add(call.vault, call.keys_home, name, human=human)
-    trust.load(call.vault)  # pin the new key on this machine now (trust on first use)
+    trust.load(call.vault, call.trust.home)  # pin the new key on this machine now (trust on first use)
     return Answer(
         ident.to_json(),
         f"added {ident.kind} {ident.name} (key {ident.key_id}); fill in {ident.path}",
@@ -103,7 +103,7 @@ def agent_rotate(call: Call, *, name: str) -> Answer:
 def resolve_fork(call: Call, *, keep: str) -> Answer:
     from ..ledger import log
 
-    result = log.resolve_fork(call.vault, call.signer(), keep)
+    result = log.resolve_fork(call.vault, call.signer(), keep, call.trust)
     return Answer(result.to_json(), f"{result.located.entry.id}: {result.located.entry.summary}")
 
 
@@ -156,7 +156,7 @@ def git_resolve(call: Call) -> Answer:
 def import_copies(call: Call) -> Answer:
     from ..sync import copies
 
-    done = copies.import_all(call.vault)
+    done = copies.import_all(call.vault, call.trust)
     lines = [
         f"{c.copy}: {len(c.imported)} entries imported into {c.segment}; archived as {c.archived}"
         for c in done

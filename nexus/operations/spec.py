@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..trust import Trust
+
 if TYPE_CHECKING:
     from typing import Protocol
 
@@ -216,7 +218,8 @@ class Answer:
 
 class Call:
     """Who calls, where, and on which surface: the vault, its settings (resolved when first asked, so
-    a command that needs none pays nothing for them), the keys folder, the acting agent."""
+    a command that needs none pays nothing for them), the keys folder and what this machine trusts
+    there (``trust``: the pins, the memo, the seal secret), the acting agent."""
 
     def __init__(
         self,
@@ -235,6 +238,7 @@ class Call:
         self.surface = surface
         self._settings = settings
         self._keys = keys
+        self.trust = Trust(lambda: self.keys_home)  # (the keys folder, found once for both)
         self.progress = progress
 
     @classmethod

@@ -28,6 +28,7 @@ from ..storage import durable, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, check_name
 from ..storage.vault import Vault
+from ..trust import Trust
 
 STATUSES = ("in-progress", "blocked", "done")
 HISTORY_MARK = "%% nexus:checkpoint "
@@ -341,10 +342,11 @@ def _log(
     from ..ledger import log, pairs
 
     signer = identity.load_signer(vault, keys_home, agent)
+    trust = Trust(keys_home)  # (the pins live beside the keys)
     if once:
         return pairs.append_once(
-            vault, signer, channel="checkpoints", type=type, summary=summary[:200], body=body
+            vault, signer, channel="checkpoints", type=type, summary=summary[:200], body=body, trust=trust
         )
     return log.append(
-        vault, signer, channel="checkpoints", type=type, summary=summary[:200], body=body
+        vault, signer, channel="checkpoints", type=type, summary=summary[:200], body=body, trust=trust
     ).located

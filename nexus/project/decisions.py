@@ -33,6 +33,7 @@ from ..storage import durable, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 
 SIGN_CONTEXT = b"nexus/decision/v1\n"
 STATUS_CONTEXT = b"nexus/decision-status/v1\n"
@@ -424,8 +425,10 @@ def decide(
     alternatives: str | None = None,
     supersedes: str | None = None,
     refs: tuple[str, ...] = (),
+    trust: Trust = NO_PINS,
 ) -> Decision:
-    """Record a decision (note + signed log entry); flip the one it supersedes. Returns the new one."""
+    """Record a decision (note + signed log entry); flip the one it supersedes. Returns the new one.
+    ``trust``: the machine's pins (``log.append``)."""
     from ..ledger import pairs
 
     given = {"decision": decision, "rationale": rationale, "alternatives": alternatives}
@@ -504,6 +507,7 @@ def decide(
             summary=summary[:200],
             body=entry_body,
             ack=tuple(refs),
+            trust=trust,
         )
         props["entry"] = located.entry.id
         durable.create_exclusive(path, note_text(vault, props, body).encode("utf-8"))

@@ -31,6 +31,7 @@ from ..storage import durable, markers, meta, properties
 from ..storage.locks import exclusive
 from ..storage.text import check_body, check_line, make_visible
 from ..storage.vault import Vault
+from ..trust import Trust
 
 MAX_BYTES = 256 * 1024
 _VERSION_RE = re.compile(r"v(\d{4,})\.md")
@@ -207,6 +208,7 @@ def _log_human(vault: Vault, keys_home: Path | None, human: str, number: int) ->
         summary=f"project state v{number}: {human} edited it by hand",
         body=f"Version: [[state/history/v{number:04d}|v{number}]] (recorded from Obsidian)",
         via="state",
+        trust=Trust(keys_home),  # (the pins live beside the keys)
     )
 
 
@@ -254,8 +256,11 @@ def set_state(
     keys_home: Path | None = None,
     restored_from: int | None = None,
 ) -> StateVersion:
-    """Replace the state if ``expect`` is the current version; else log the refusal and raise."""
+    """Replace the state if ``expect`` is the current version; else log the refusal and raise.
+    ``keys_home``: this machine's keys folder, whose pins decide what an append catches up on."""
     from ..ledger import log, pairs
+
+    trust = Trust(keys_home)
 
     clean = check_body(content, MAX_BYTES) or ""
     _refuse_unmerged(vault)  # (before the summary, which reads the note: markers break its frontmatter)
@@ -280,6 +285,7 @@ def set_state(
                 body=f"Nothing changed. Current: [[state/history/v{current:04d}|v{current}]]"
                 if current
                 else "Nothing changed.",
+                trust=trust,
             )
             raise StaleEditError(
                 f"the project state is at version {current}, not {expect}: nothing changed; "
@@ -296,6 +302,7 @@ def set_state(
             type="state",
             summary=f"project state v{number}: {line}"[:200],
             body=f"Version: [[state/history/v{number:04d}|v{number}]] (was v{number - 1})",
+            trust=trust,
         )
         version = _write(vault, number, signer.name, "agent", line, clean, restored_from)
     return version

@@ -25,6 +25,7 @@ from ..errors import IndexBuildError
 from ..ledger.marks import START, Mark
 from ..storage import segments
 from ..storage.vault import Vault
+from ..trust import Trust
 from . import documents, engine
 from .language import BUILD_MEMO_WORDS, Analysis
 from .manifest import FileRecord, Manifest, index_dir, now
@@ -257,9 +258,9 @@ def _last_mark(ends: Ends, rel: str, size: int) -> Mark:
     return replace(found[-1] if found else START, scanned=size)
 
 
-def build(vault: Vault, progress: Progress | None, langs: tuple[str, ...]) -> Manifest:
+def build(vault: Vault, progress: Progress | None, langs: tuple[str, ...], trust: Trust) -> Manifest:
     """A fresh index of the whole vault in a new folder; returns its manifest (not yet saved).
-    The caller holds the index lock."""
+    The caller holds the index lock. ``trust``: the machine's pins and seal secret (what it seals)."""
     files = documents.vault_files(vault)
     name = f"ix-{secrets.token_hex(4)}"
     folder = index_dir(vault) / name
@@ -268,7 +269,7 @@ def build(vault: Vault, progress: Progress | None, langs: tuple[str, ...]) -> Ma
     parts = _processes(total_bytes)
     buckets, records = plan(vault.root, files, parts)
     mtimes = {rel: r.mtime for rel, r in records.items()}
-    seals = sealer(vault, with_proof=True)  # (each entry checked once here, not at every search)
+    seals = sealer(vault, trust, with_proof=True)  # (each entry checked once here, not at every search)
     writer = engine.Index.create(folder).writer()  # holds Whoosh's own lock; commits the parts' segments
     try:
         if parts > 1:

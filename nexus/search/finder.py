@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from ..errors import QueryError
 from ..records import Hit, IndexStatus
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import documents, fusion, vectors
 from .builder import Progress
 from .engine import Query, Stored
@@ -52,12 +53,14 @@ def search(
     fresh: bool = True,
     languages: Sequence[str] | None = None,
     mode: str = "hybrid",
+    trust: Trust = NO_PINS,
 ) -> list[Hit]:
     """The best ``limit`` hits for ``text`` (Whoosh query syntax: fields, "phrases", prefix*, AND OR
     NOT, parentheses) over the vault as it is now, with provenance. Plain words rank the hits that
     match all of them first, then partial matches. ``languages``: the stemming languages the index
     must have (None: whatever it has). ``fresh=False`` skips the freshness check (only for measuring
-    what a watcher already indexed)."""
+    what a watcher already indexed). ``trust``: the keys this machine pinned, which decide whether a
+    hit is marked verified, and its seal secret (``NO_PINS``: the identity notes' keys, no seals)."""
     check_text(text, mode)
     langs = check_languages(languages) if languages else None
     if not is_plain(text):
@@ -67,17 +70,17 @@ def search(
         return []
     meant = _meant(text, mode)
     if meant is not None:
-        return _by_meaning(vault, text, meant, mode, filters, limit, progress, fresh, langs)
+        return _by_meaning(vault, text, meant, mode, filters, limit, progress, fresh, langs, trust)
     here = view(vault)
     if fresh:
-        refresh(vault, progress=progress, languages=langs, open_dir=here.folder)
-    opened = here.current()
+        refresh(vault, progress=progress, languages=langs, open_dir=here.folder, trust=trust)
+    opened = here.current(trust)
     q, phrases = parse_query(text, opened.languages)
     terms = MatchedTerms(analysis(opened.languages), q.text_terms(opened.searcher))
     groups = q.groups() if FAST else None
     partial = is_plain(text)
     dead = here.register.load(vault)
-    reader = HitReader(vault, here.signatures, terms, phrases)
+    reader = HitReader(vault, here.signatures, terms, phrases, trust)
     k = limit + 20
     need: int | None = limit  # (partial matches only when fewer than ``limit`` match every word)
     try:
@@ -92,7 +95,7 @@ def search(
                 hits = _hits(opened, reader, rows, filters, dead, limit)
             except FileNotFoundError:  # a writer in another process committed under us
                 here.forget()
-                opened = here.current()
+                opened = here.current(trust)
                 continue
             if len(hits) >= limit:
                 return dead.replacements_first(hits)
@@ -127,15 +130,16 @@ def _by_meaning(
     progress: Progress | None,
     fresh: bool,
     langs: tuple[str, ...] | None,
+    trust: Trust,
 ) -> list[Hit]:
     """``search`` by meaning, or by meaning and words (``fusion``); a vector store found damaged
     while reading it is built again and the search run once more."""
     try:
-        return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs)
+        return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs, trust)
     except vectors.Damaged:
         vectors.OPENED.forget(vault)
-        vectors.refresh(vault, progress=progress, force=True)
-        return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs)
+        vectors.refresh(vault, progress=progress, force=True, trust=trust)
+        return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs, trust)
 
 
 def _by_meaning_once(
@@ -148,12 +152,13 @@ def _by_meaning_once(
     progress: Progress | None,
     fresh: bool,
     langs: tuple[str, ...] | None,
+    trust: Trust,
 ) -> list[Hit]:
     here = view(vault)
     if fresh:
-        refresh(vault, progress=progress, languages=langs, open_dir=here.folder)
-    opened = here.current()
-    store = _store(vault, progress, fresh)
+        refresh(vault, progress=progress, languages=langs, open_dir=here.folder, trust=trust)
+    opened = here.current(trust)
+    store = _store(vault, progress, fresh, trust)
     words_only = plain_words(text)
     plain = words_only is not None
     if words_only is not None:
@@ -161,7 +166,7 @@ def _by_meaning_once(
     q, phrases = parse_query(text, opened.languages)
     terms = MatchedTerms(analysis(opened.languages), q.text_terms(opened.searcher))
     dead = here.register.load(vault)
-    reader = HitReader(vault, here.signatures, terms, phrases)
+    reader = HitReader(vault, here.signatures, terms, phrases, trust)
     files = _files(store, filters)
     k = max(limit + 20, 50)
     try:
@@ -183,16 +188,16 @@ def _by_meaning_once(
         reader.close()
 
 
-def _store(vault: Vault, progress: Progress | None, fresh: bool) -> vectors.Store:
+def _store(vault: Vault, progress: Progress | None, fresh: bool, trust: Trust) -> vectors.Store:
     """The vector store, current (``fresh``) and open; one damaged under us is rebuilt once."""
-    meta = vectors.refresh(vault, progress=progress) if fresh else vectors.load_meta(vault)
+    meta = vectors.refresh(vault, progress=progress, trust=trust) if fresh else vectors.load_meta(vault)
     if meta is None:
-        meta = vectors.refresh(vault, progress=progress)
+        meta = vectors.refresh(vault, progress=progress, trust=trust)
     try:
         return vectors.OPENED.open(vault, meta)
     except vectors.Damaged:
         vectors.OPENED.forget(vault)
-        return vectors.OPENED.open(vault, vectors.refresh(vault, progress=progress, force=True))
+        return vectors.OPENED.open(vault, vectors.refresh(vault, progress=progress, force=True, trust=trust))
 
 
 def _files(store: vectors.Store, filters: Filters) -> set[int] | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..records import Hit, block_link
 from ..storage.vault import Vault
+from ..trust import Trust
 from .engine import Stored
 from .language import MatchedTerms
 from .snippets import section_text, snippet
@@ -33,8 +34,11 @@ class HitReader:
     """Reads candidates' bytes back from the vault (one open file per path, for one search) and makes
     them hits."""
 
-    def __init__(self, vault: Vault, signatures: Signatures, terms: MatchedTerms, phrases: Patterns) -> None:
+    def __init__(
+        self, vault: Vault, signatures: Signatures, terms: MatchedTerms, phrases: Patterns, trust: Trust
+    ) -> None:
         self.vault = vault
+        self.trust = trust  # the machine's pins and seal secret: what a hit is checked with
         self.root = str(vault.root)
         self.signatures = signatures
         self.terms = terms
@@ -105,7 +109,7 @@ class HitReader:
 
     def _entry(self, stored: Stored, data: bytes, score: float, by: str | None) -> Hit | None:
         if self.keys is None:
-            self.keys = self.signatures.lookup()
+            self.keys = self.signatures.lookup(self.trust)
         if stored.seal:  # (the index's seal proves these bytes: cut, not parsed)
             hit = self._sealed(stored, data, score, by)
             if hit is not None:

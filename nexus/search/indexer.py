@@ -26,6 +26,7 @@ from ..records import RefreshStats
 from ..storage import segments
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import builder, documents, engine
 from .builder import Progress
 from .language import DEFAULT_LANGUAGES, Analysis, analysis, check_languages
@@ -82,10 +83,10 @@ def swap_in(vault: Vault, manifest: Manifest) -> None:
 
 
 def build_and_swap(
-    vault: Vault, progress: Progress | None, langs: tuple[str, ...], started: float
+    vault: Vault, progress: Progress | None, langs: tuple[str, ...], started: float, trust: Trust
 ) -> RefreshStats:
     """Rebuild from scratch (the caller holds the index lock)."""
-    manifest = builder.build(vault, progress, langs)
+    manifest = builder.build(vault, progress, langs, trust)
     swap_in(vault, manifest)
     n = len(manifest.files)
     return RefreshStats(n, n, 0, doc_count(vault), True, time.perf_counter() - started)
@@ -93,14 +94,19 @@ def build_and_swap(
 
 @serialised
 def rebuild(
-    vault: Vault, *, progress: Progress | None = None, languages: Sequence[str] | None = None
+    vault: Vault,
+    *,
+    progress: Progress | None = None,
+    languages: Sequence[str] | None = None,
+    trust: Trust = NO_PINS,
 ) -> RefreshStats:
     """Build the index from scratch (``nexus index rebuild``), in ``languages`` (default: those the
-    index had, else English)."""
+    index had, else English). ``trust``: the machine's pins and seal secret (``NO_PINS``: nothing
+    sealed)."""
     started = time.perf_counter()
     with exclusive(vault.lock("index")):
         langs = check_languages(languages) if languages else languages_of(load_manifest(vault))
-        return build_and_swap(vault, progress, langs, started)
+        return build_and_swap(vault, progress, langs, started, trust)
 
 
 @serialised
@@ -110,11 +116,13 @@ def refresh(
     progress: Progress | None = None,
     languages: Sequence[str] | None = None,
     open_dir: str | None = None,
+    trust: Trust = NO_PINS,
 ) -> RefreshStats:
     """Bring the index up to date with the vault: index what changed since the last refresh; rebuild
     a missing, corrupt or outdated index, or one in other ``languages`` than asked (None: keep the
     index's own, English for a new one). Cheap when nothing changed (a stat per file). ``open_dir``:
-    the index folder the caller has open (known to exist)."""
+    the index folder the caller has open (known to exist). ``trust``: the machine's pins and seal
+    secret (``NO_PINS``: nothing sealed)."""
     started = time.perf_counter()
     files = documents.vault_files(vault)
     seen = FRESH.get(str(vault.root)) if open_dir is not None and not languages else None
@@ -129,7 +137,7 @@ def refresh(
         with exclusive(vault.lock("index")):  # asked for other languages: rebuild
             theirs = load_manifest(vault)
             if theirs is None or theirs.languages != langs:
-                return build_and_swap(vault, progress, langs, started)
+                return build_and_swap(vault, progress, langs, started, trust)
         manifest = load_manifest(vault)
     stamp = manifest_stamp(vault)
     fresh = manifest is not None and not any(changes(manifest, files))
@@ -138,22 +146,27 @@ def refresh(
             FRESH[str(vault.root)] = ((open_dir, stamp), files)
         return RefreshStats(len(files), 0, 0, 0, False, time.perf_counter() - started)
     with exclusive(vault.lock("index")):
-        return _refresh_locked(vault, progress, langs, started, len(files))
+        return _refresh_locked(vault, progress, langs, started, len(files), trust)
 
 
 def _refresh_locked(
-    vault: Vault, progress: Progress | None, langs: tuple[str, ...] | None, started: float, checked: int
+    vault: Vault,
+    progress: Progress | None,
+    langs: tuple[str, ...] | None,
+    started: float,
+    checked: int,
+    trust: Trust,
 ) -> RefreshStats:
     manifest = load_manifest(vault)  # another process may have done the work meanwhile
     if manifest is None or not usable(vault, manifest):
-        return build_and_swap(vault, progress, langs or languages_of(manifest), started)
+        return build_and_swap(vault, progress, langs or languages_of(manifest), started, trust)
     changed, removed = changes(manifest, documents.vault_files(vault))
     if not changed and not removed:
         return RefreshStats(checked, 0, 0, 0, False, time.perf_counter() - started)
     try:
-        touched, added = _apply(vault, manifest, changed, removed)
+        touched, added = _apply(vault, manifest, changed, removed, trust)
     except Exception:  # a damaged index: rebuild from the vault
-        return build_and_swap(vault, progress, manifest.languages, started)
+        return build_and_swap(vault, progress, manifest.languages, started, trust)
     save_manifest(vault, manifest)
     return RefreshStats(checked, touched, len(removed), added, False, time.perf_counter() - started)
 
@@ -170,12 +183,14 @@ def changes(manifest: Manifest, files: documents.Files) -> tuple[list[str], list
     return sorted(changed), sorted(removed)
 
 
-def _apply(vault: Vault, manifest: Manifest, changed: list[str], removed: list[str]) -> tuple[int, int]:
+def _apply(
+    vault: Vault, manifest: Manifest, changed: list[str], removed: list[str], trust: Trust
+) -> tuple[int, int]:
     """Index the changes into the current index (the caller holds the index lock). Returns (files
     reindexed, documents added)."""
     known = manifest.files
     writer = engine.Index.open(index_dir(vault) / manifest.dir).writer()
-    seals = _Seals(sealer(vault), memo())
+    seals = _Seals(sealer(vault, trust), memo(trust))
     words = analysis(manifest.languages)
     added = touched = 0
     try:

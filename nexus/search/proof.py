@@ -72,14 +72,15 @@ def _holds(f: BinaryIO, start: int, end: int, sha: str, begin: int, data: bytes)
     return h.hexdigest() == sha
 
 
-def load(vault: Vault, ring: Keyring) -> Proof | None:
-    """This machine's proof for ``vault`` while it holds for the current identities, pins and code;
-    None otherwise (no proof, another context, an unexpected shape)."""
+def load(vault: Vault, ring: Keyring, home: Path) -> Proof | None:
+    """This machine's proof for ``vault`` (kept beside its pins, in ``home``) while it holds for the
+    current identities, pins and code; None otherwise (no proof, another context, an unexpected
+    shape)."""
     from ..audit import verify_state
     from ..audit.verify import note_identities
 
     try:
-        state = json.loads(verify_state.state_path(vault).read_bytes())
+        state = json.loads(verify_state.state_path(vault, home).read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(state, dict) or state.get("v") != verify_state.STATE_VERSION:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..errors import BusyError
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
+from ..trust import Trust
 from . import builder, engine, indexer
 from .manifest import MANIFESTS, Manifest, index_dir
 from .manifest import load as load_manifest
@@ -65,33 +66,34 @@ class View:
         self.open = OpenIndex(manifest.dir, ix, generation, ix.searcher(), manifest.languages)
         return self.open
 
-    def current(self) -> OpenIndex:
-        """The current index, retried while a writer in another process commits."""
+    def current(self, trust: Trust) -> OpenIndex:
+        """The current index, retried while a writer in another process commits (``trust``: what a
+        rebuild seals with)."""
         for attempt in range(50):
             manifest = MANIFESTS.peek(self.vault)
             if manifest is None:
-                indexer.refresh(self.vault)
+                indexer.refresh(self.vault, trust=trust)
                 continue
             try:
                 return self._current(manifest)
             except FileNotFoundError:
                 self.open = None
                 if attempt >= 2:  # still missing: a file of the index may be gone for good
-                    self._rebuild_if_missing(manifest)
+                    self._rebuild_if_missing(manifest, trust)
                 else:
                     time.sleep(0.01 * (attempt + 1))
             except Exception:  # an unreadable index: rebuild it
                 self.open = None
-                self._rebuild_if_still(manifest)
+                self._rebuild_if_still(manifest, trust)
         raise BusyError("the search index is busy; try again")
 
-    def _rebuild_if_still(self, manifest: Manifest) -> None:
+    def _rebuild_if_still(self, manifest: Manifest, trust: Trust) -> None:
         with exclusive(self.vault.lock("index")):
             current = load_manifest(self.vault)
             if current is None or current.dir == manifest.dir:
-                indexer.swap_in(self.vault, builder.build(self.vault, None, manifest.languages))
+                indexer.swap_in(self.vault, builder.build(self.vault, None, manifest.languages, trust))
 
-    def _rebuild_if_missing(self, manifest: Manifest) -> None:
+    def _rebuild_if_missing(self, manifest: Manifest, trust: Trust) -> None:
         """Under the index lock (so no writer is committing), open the index once more; a file that
         is still missing was deleted, not replaced: rebuild the index from the vault."""
         with exclusive(self.vault.lock("index")):
@@ -101,7 +103,7 @@ class View:
             try:
                 engine.Index.open(index_dir(self.vault) / current.dir).searcher().close()
             except FileNotFoundError:
-                indexer.swap_in(self.vault, builder.build(self.vault, None, current.languages))
+                indexer.swap_in(self.vault, builder.build(self.vault, None, current.languages, trust))
 
 
 VIEWS: dict[str, View] = {}  # vault root -> this process's view

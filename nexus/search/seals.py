@@ -7,7 +7,8 @@ proof covers (``proof``: bytes this machine already verified, hashed outside the
 without checking its signature again; any other is checked here, once, in the build's processes.
 A search reads the entry's bytes back, hashes them and checks the seal against the key it would
 verify with (``verdicts``); a seal that does not hold, or none, means the signature is checked as
-before. Nothing is sealed without trust configured (no pins, no secret: a library caller).
+before. Nothing is sealed without a keys folder to trust (``nexus.trust.NO_PINS``, a library caller's:
+no pins, no secret).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..records import Located
 from ..storage.vault import Vault
+from ..trust import Trust
 
 if TYPE_CHECKING:
     from ..keys.checked import Memo
@@ -68,31 +70,31 @@ class Sealer:
         return out
 
 
-def sealer(vault: Vault, *, with_proof: bool = False) -> Sealer | None:
-    """The sealer for ``vault`` on this machine (its secret made on first use), or None without
-    trust configured or when no secret can be kept."""
-    from ..keys import seal, trust
+def sealer(vault: Vault, trust: Trust, *, with_proof: bool = False) -> Sealer | None:
+    """The sealer for ``vault`` on this machine (its secret, in the folder ``trust`` names, made on
+    first use), or None without one (``NO_PINS``: a library caller) or when no secret can be kept."""
+    from ..keys import seal
+    from ..keys.trust import load as load_keyring
 
-    home = trust.configured()
+    home = trust.home
     if home is None:
         return None
     key = seal.secret(home, create=True)
     if key is None:
         return None
-    ring = trust.load(vault, home)
+    ring = load_keyring(vault, home)
     proof = None
     if with_proof:
         from .proof import load
 
-        proof = load(vault, ring)
+        proof = load(vault, ring, home)
     return Sealer(key, ring.keys, proof)
 
 
-def memo() -> Memo | None:
+def memo(trust: Trust) -> Memo | None:
     """The machine's memo of signatures found valid (``keys.checked``), for an update of the index:
-    entries a reader already checked are not checked again (None without trust configured)."""
-    from ..keys import trust
+    entries a reader already checked are not checked again (None with ``NO_PINS``)."""
     from ..keys.checked import Memo
 
-    home = trust.configured()
+    home = trust.home
     return Memo(home) if home is not None else None

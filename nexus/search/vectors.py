@@ -44,6 +44,7 @@ from ..ledger.marks import START
 from ..storage import durable, segments
 from ..storage.locks import exclusive
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import documents
 from .embedding import DIMS, Embedder, Vectors, embedder, model_id
 from .engine import Doc, Stored, Terms
@@ -480,15 +481,20 @@ def changes(meta: Meta, files: documents.Files) -> tuple[list[str], list[str]]:
 
 
 def _update(
-    vault: Vault, meta: Meta, files: documents.Files, progress: Progress | None, seed: Store | None = None
+    vault: Vault,
+    meta: Meta,
+    files: documents.Files,
+    progress: Progress | None,
+    trust: Trust,
+    seed: Store | None = None,
 ) -> None:
     """Bring ``meta``'s folder up to date with ``files`` (the caller holds the lock and saves);
     ``seed``: an older store whose live vectors are copied where made from the same bytes."""
     path = folder(vault) / meta.dir
     changed, removed = changes(meta, files)
-    pending = _Pending(sealer=sealer(vault))
+    pending = _Pending(sealer=sealer(vault, trust))
     if pending.sealer is not None:
-        pending.memo = memo()
+        pending.memo = memo(trust)
     for rel in removed:
         _kill(path, meta, _file_no(meta, rel))
         del meta.files[rel]
@@ -524,14 +530,14 @@ def _update(
             old_store.close()
 
 
-def _build(vault: Vault, progress: Progress | None, seed: Store | None = None) -> Meta:
+def _build(vault: Vault, progress: Progress | None, trust: Trust, seed: Store | None = None) -> Meta:
     """A new folder with every document of the vault, made current (``seed``: an older store of
     this model, compacted: its vectors copied where the bytes are the same)."""
     top = folder(vault)
     top.mkdir(parents=True, exist_ok=True)
     meta = Meta(f"v-{secrets.token_hex(4)}", model_id(), built=now())
     (top / meta.dir).mkdir()
-    _update(vault, meta, documents.vault_files(vault), progress, seed)
+    _update(vault, meta, documents.vault_files(vault), progress, trust, seed)
     _save_meta(vault, meta)
     for child in top.iterdir():
         if child.is_dir() and child.name.startswith("v-") and child.name != meta.dir:
@@ -552,9 +558,12 @@ def usable(vault: Vault, meta: Meta | None) -> bool:
     return all(size >= n for size, n in zip(sizes, need, strict=False))
 
 
-def refresh(vault: Vault, *, progress: Progress | None = None, force: bool = False) -> Meta:
+def refresh(
+    vault: Vault, *, progress: Progress | None = None, force: bool = False, trust: Trust = NO_PINS
+) -> Meta:
     """Bring the store up to date with the vault (cheap when nothing changed: a stat per file);
-    build it anew when missing, damaged, made by another model, mostly dead rows, or ``force``."""
+    build it anew when missing, damaged, made by another model, mostly dead rows, or ``force``.
+    ``trust``: the machine's pins and seal secret (rows of entries that verify are sealed)."""
     with LOCK:
         meta = load_meta(vault, shared=True)
         files = documents.vault_files(vault)
@@ -563,28 +572,28 @@ def refresh(vault: Vault, *, progress: Progress | None = None, force: bool = Fal
         with exclusive(vault.lock("vectors")):
             meta = load_meta(vault)
             if force or not usable(vault, meta) or meta is None:
-                return _build(vault, progress)
+                return _build(vault, progress, trust)
             if any(changes(meta, documents.vault_files(vault))):
                 try:
-                    _update(vault, meta, documents.vault_files(vault), progress)
+                    _update(vault, meta, documents.vault_files(vault), progress, trust)
                 except Damaged:
-                    return _build(vault, progress)
+                    return _build(vault, progress, trust)
                 _save_meta(vault, meta)
             if meta.dead > max(DEAD, meta.rows * DEAD_SHARE):  # mostly dead rows: compacted
                 old = Store(folder(vault) / meta.dir, meta)
                 try:
-                    return _build(vault, progress, old)
+                    return _build(vault, progress, trust, old)
                 finally:
                     old.close()
             return meta
 
 
-def refresh_vectors(vault: Vault) -> bool:
+def refresh_vectors(vault: Vault, trust: Trust) -> bool:
     """``refresh`` a store that exists (the watcher's: the first search by meaning builds it);
     whether there was one."""
     if not (folder(vault) / META).exists():
         return False
-    refresh(vault)
+    refresh(vault, trust=trust)
     return True
 
 

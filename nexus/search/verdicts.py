@@ -7,11 +7,11 @@ that searches again and again (the MCP server, the watcher, a benchmark) remembe
 under the SHA-256 of the exact bytes read (with the path and position they were read at), a verdict
 under the public key and that same digest. A byte changed anywhere in the entry (its text, its
 signature, its key id) changes the digest, so an entry edited in place is parsed and checked again,
-never served from memory. Both are bounded (oldest first out) and held in memory only; with
-``trust`` configured (the CLI, the MCP server) a valid signature also goes to the machine's memo
-beside the pins (``keys.checked``, outside the vault), which every reader shares, and a hit whose
-index document carries a seal that holds for the bytes read and the author's key (``seals``) is
-verified without Ed25519.
+never served from memory. Both are bounded (oldest first out) and held in memory only; with a
+``nexus.trust.Trust`` that names a keys folder (the CLI's, the MCP server's) a valid signature also goes
+to the machine's memo beside the pins (``keys.checked``, outside the vault), which every reader
+shares, and a hit whose index document carries a seal that holds for the bytes read and the author's
+key (``seals``) is verified without Ed25519.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .snippets import Flat, cut, flatten, joined
 if TYPE_CHECKING:
     from ..keys.checked import Memo
     from ..keys.trust import Keyring
+    from ..trust import Trust
 
 KeyStamp = tuple[tuple[str, int], ...]
 KeyNotes = tuple[tuple[str, int, int, int], ...]  # each identity note: (agent, mtime, size, inode)
@@ -182,7 +183,7 @@ def _stat(path: Path) -> tuple[int, int, int] | None:
 
 class Signatures:
     """The authors' public keys (read again when an identity note changes) and the verdicts already
-        reached, for one vault; with ``trust`` configured, also the signatures this machine found valid
+        reached, for one vault; with a keys folder to trust, also the signatures this machine found valid
     before (``keys.checked``, beside the pins), so a new process need not check them again."""
 
     def __init__(self, vault: Vault) -> None:
@@ -191,8 +192,8 @@ class Signatures:
         self.keys: dict[str, tuple[str, str]] = {}
         self.checked: dict[tuple[str, bytes], bool] = {}  # (public key, sha256 of the entry's bytes)
         self.entries = Entries()
-        self.memo: Memo | None = None  # the machine's memo (keys.checked), when trust is configured
-        self.secret: bytes | None = None  # the machine's secret (keys.seal), when trust is configured
+        self.memo: Memo | None = None  # the machine's memo (keys.checked), with a keys folder
+        self.secret: bytes | None = None  # the machine's secret (keys.seal), with a keys folder
         self.secret_read: tuple[tuple[object, ...], bytes | None] | None = None  # (its file's stat, it)
         self.ring: tuple[tuple[object, ...], Keyring] | None = None  # (what it was read from, the keys)
         self.sealing: dict[str, dict[str, str]] = {}  # this search's pinned keys, when seals may prove
@@ -218,13 +219,12 @@ class Signatures:
             self.stamp = tuple(stamp)
         return self.keys
 
-    def lookup(self) -> Lookup:
-        """Which public key checks an entry, read once for a search: the keys this machine pinned when
-        ``trust`` is configured (not what a note says now), else the identity notes' keys. With
-        ``trust``, also this machine's secret (``keys.seal``): a hit's seal proves its signature."""
-        from ..keys import trust
-
-        home = trust.configured()
+    def lookup(self, trust: Trust) -> Lookup:
+        """Which public key checks an entry, read once for a search: the keys this machine pinned in
+        the folder ``trust`` names (not what a note says now), else (``NO_PINS``) the identity notes'
+        keys. With a folder, also this machine's secret (``keys.seal``): a hit's seal proves its
+        signature."""
+        home = trust.home
         if home is not None:
             if self.memo is None or self.memo.path.parent != home:
                 from ..keys.checked import Memo
@@ -276,7 +276,7 @@ class Signatures:
 
     def sealed(self, agent: str, digest: bytes, sealed: bytes) -> bool:
         """Whether ``sealed`` (the seal the index stored) proves bytes hashing to ``digest`` signed by
-        one of the keys this machine pinned for ``agent`` (after ``lookup``, with trust configured):
+        one of the keys this machine pinned for ``agent`` (after ``lookup``, with a keys folder):
         the index sealed them only when they were a whole entry, canonical, its signature valid."""
         secret = self.secret
         if not sealed or secret is None:

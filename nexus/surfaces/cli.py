@@ -37,6 +37,13 @@ def _keys_home() -> Path:
     return keys_home()
 
 
+def _trust() -> Any:
+    """What this machine trusts (``nexus.trust.Trust``): the pins beside the keys, found when first asked."""
+    from ..trust import Trust
+
+    return Trust(_keys_home)
+
+
 # command-line options that give a setting (argument -> Settings field)
 SETTING_ARGS = {
     "brief_max_chars": "brief_max_chars",
@@ -383,7 +390,7 @@ def _add_hermes_command(groups: dict[str, Any]) -> None:
 def cmd_git_merge_driver(args: argparse.Namespace) -> int:
     from ..sync import gitsync
 
-    code, lines = gitsync.merge_driver(args.base, args.ours, args.theirs, args.path)
+    code, lines = gitsync.merge_driver(args.base, args.ours, args.theirs, args.path, env=os.environ)
     for line in lines:
         sys.stderr.write(f"{gitsync.DRIVER_SAYS}{line}\n")
     return code
@@ -394,7 +401,7 @@ def cmd_git_refresh(args: argparse.Namespace) -> int:
 
     if os.environ.get(gitsync.IN_SYNC_ENV):
         return 0  # `nexus sync` refreshes once its merge is done (and holds the locks meanwhile)
-    data = gitsync.refresh(_vault(args), args.before)
+    data = gitsync.refresh(_vault(args), args.before, trust=_trust())
     if not args.quiet or args.json:
         _emit(
             args,
@@ -408,7 +415,7 @@ def cmd_git_refresh(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     from ..sync import gitsync
 
-    data = gitsync.sync(_vault(args), args.remote, env=os.environ)
+    data = gitsync.sync(_vault(args), args.remote, env=os.environ, trust=_trust())
     for line in data["conflicts"]:
         if not args.json:
             sys.stderr.write(f"nexus: listed: {line}\n")
@@ -737,9 +744,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        from ..keys import trust
-
-        trust.configure(_keys_home)  # keys pinned on this machine (trust on first use), found lazily
         return handler(args)
     except SettingError as err:  # named as the person gave it: the flag, the variable or nexus.md
         sys.stderr.write(f"nexus: error: {err.given_as(_origin(args, err.setting))}\n")

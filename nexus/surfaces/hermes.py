@@ -38,6 +38,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ..trust import NO_PINS
+
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
@@ -83,6 +85,7 @@ class NexusMemoryProvider:
         self._writes = True
         self._frozen = ""
         self._settings: Any = None
+        self._trust = NO_PINS  # what this machine trusts (the pins beside the keys), from initialize
         self._pool: ThreadPoolExecutor | None = None
         self._search: ThreadPoolExecutor | None = None
         self._pending: list[Future[Any]] = []
@@ -146,6 +149,7 @@ class NexusMemoryProvider:
             os.environ, str(hermes_home) if hermes_home else None, str(profile) if profile else None
         )
         self._vault, self._keys_home, self._settings = ws.vault, ws.keys_home, ws.settings
+        self._trust = ws.trust
         self._session_id = session_id or "default"
         # cron, subagent and flush contexts read but never write (Hermes' own advice)
         self._writes = kwargs.get("agent_context", "primary") == "primary"
@@ -156,10 +160,12 @@ class NexusMemoryProvider:
             # so the brief is rendered here without being recorded as told
             from ..team import brief
 
-            text = brief.render(brief.build(self._vault, self._agent, self._settings))
+            text = brief.render(brief.build(self._vault, self._agent, self._settings, trust=self._trust))
             self._frozen = text.replace("\n", " (session resumed: continue from your checkpoint below)\n", 1)
         else:
-            self._frozen = session.start(self._vault, self._agent, self._session_id, self._settings)
+            self._frozen = session.start(
+                self._vault, self._agent, self._session_id, self._settings, trust=self._trust
+            )
 
     def system_prompt_block(self) -> str:
         return self._frozen
@@ -177,6 +183,7 @@ class NexusMemoryProvider:
                 self._session_id,
                 dataclasses.replace(st, brief_max_chars=PREFETCH_CHARS),
                 prompt=query,
+                trust=self._trust,
             ).strip()
         ]
         words = _words(query)
@@ -202,7 +209,12 @@ class NexusMemoryProvider:
         def warm() -> None:
             try:
                 search.search(
-                    self._vault, "nexus", path="memory/", limit=1, languages=self._settings.search_languages
+                    self._vault,
+                    "nexus",
+                    path="memory/",
+                    limit=1,
+                    languages=self._settings.search_languages,
+                    trust=self._trust,
                 )
             except Exception as err:
                 logger.info("nexus: the search index could not be opened yet: %s", err)
@@ -217,7 +229,12 @@ class NexusMemoryProvider:
         lines: list[str] = []
         try:
             hits = search.search(
-                self._vault, words, path="memory/", limit=3, languages=self._settings.search_languages
+                self._vault,
+                words,
+                path="memory/",
+                limit=3,
+                languages=self._settings.search_languages,
+                trust=self._trust,
             )
         except Exception as err:  # a search problem never costs the turn
             logger.warning("nexus search failed: %s", err)
@@ -257,7 +274,15 @@ class NexusMemoryProvider:
 
         try:
             signer = identity.load_signer(self._vault, self._keys_home, self._agent)
-            log.append(self._vault, signer, channel=CHANNEL, type="note", summary=summary, body=body)
+            log.append(
+                self._vault,
+                signer,
+                channel=CHANNEL,
+                type="note",
+                summary=summary,
+                body=body,
+                trust=self._trust,
+            )
         except Exception as err:
             logger.warning("nexus: the turn could not be logged: %s", err)
 
@@ -309,7 +334,7 @@ class NexusMemoryProvider:
         # Hermes rebuilds its system prompt right after this call: the brief it gets carries the
         # checkpoint just saved, as a runtime's brief after compaction does
         self._frozen = session.start(
-            self._vault, self._agent, self._session_id, self._settings, source="compact"
+            self._vault, self._agent, self._session_id, self._settings, source="compact", trust=self._trust
         )
         return f"(nexus checkpoint saved, version {cp.seq}: {cp.task} — next: {cp.next})"
 
@@ -319,7 +344,7 @@ class NexusMemoryProvider:
         if self._vault is None or not self._writes:
             return
         self.flush()
-        session.end(self._vault, self._agent, self._session_id)
+        session.end(self._vault, self._agent, self._session_id, trust=self._trust)
 
     # ------------------------------------------------------------------ tools
     def get_tool_schemas(self) -> list[dict[str, Any]]:
@@ -410,12 +435,14 @@ class NexusMemoryProvider:
 
         st = self._settings
         if name == "nexus_brief":
-            return {"text": brief.render(brief.build(self._vault, self._agent, st))}
+            return {"text": brief.render(brief.build(self._vault, self._agent, st, trust=self._trust))}
         if name == "nexus_search":
             return {
                 "items": [
                     {"title": h.title, "snippet": h.snippet, "link": h.link, "agent": h.agent, "time": h.time}
-                    for h in search.search(self._vault, args["query"], limit=8, languages=st.search_languages)
+                    for h in search.search(
+                        self._vault, args["query"], limit=8, languages=st.search_languages, trust=self._trust
+                    )
                 ]
             }
         if name == "nexus_checkpoint":
@@ -437,6 +464,7 @@ class NexusMemoryProvider:
                 type=args["type"],
                 summary=args["summary"],
                 body=args.get("body"),
+                trust=self._trust,
             )
             return {"id": done.located.entry.id, "link": done.located.link}
         if name == "nexus_acknowledge":
@@ -447,6 +475,7 @@ class NexusMemoryProvider:
                 type="ack",
                 summary=args.get("summary") or "acknowledged",
                 ack=tuple(args["ids"]),
+                trust=self._trust,
             )
             return {"id": done.located.entry.id, "link": done.located.link}
         if name == "nexus_decide":
@@ -456,6 +485,7 @@ class NexusMemoryProvider:
                 title=args["title"],
                 decision=args["decision"],
                 rationale=args["rationale"],
+                trust=self._trust,
             )
             return {"id": d.id, "link": d.link}
         raise KeyError(name)

@@ -106,10 +106,7 @@ def _call(op: Operation, vault: Any, opts: dict[str, str], env: Mapping[str, str
         args={"brief_max_chars": max_chars} if max_chars else {},
         keys=Path(opts["home"]) if "home" in opts else None,
     )
-    from ..keys import trust
-
-    trust.configure(ws.keys_home)  # the keys this machine pinned decide what the context shows as verified
-    return Call.of(ws, agent=opts["agent"])
+    return Call.of(ws, agent=opts["agent"])  # (its trust: the pins beside the keys, ws.keys)
 
 
 def run(

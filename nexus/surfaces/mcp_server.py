@@ -34,7 +34,6 @@ from pydantic import Field, ValidationError
 
 from ..errors import NexusError
 from ..operations import MCP, Operation, Param
-from ..storage.vault import Vault
 from ..workspace import Workspace
 from .mcp_tools import (
     AGENT_TOOLS,
@@ -296,12 +295,14 @@ def make_server(ws: Workspace, agent: str, tools: str) -> NexusMCPServer:
         instructions=instructions(agent),
     )
     _add_operations(server, ws, agent, tools)
-    _resources(server, ws.vault)
+    _resources(server, ws)
     return server
 
 
-def _resources(server: MCPServer, vault: Vault) -> None:
+def _resources(server: MCPServer, ws: Workspace) -> None:
     from mcp.server.mcpserver.exceptions import ResourceError
+
+    vault = ws.vault
 
     @server.resource(
         "nexus://log/tail",
@@ -314,7 +315,7 @@ def _resources(server: MCPServer, vault: Vault) -> None:
         from ..team.brief import entry_text
         from ..team.coordination import entry_checker
 
-        shown = log.tail(vault, 50, checker=entry_checker(vault))
+        shown = log.tail(vault, 50, checker=entry_checker(vault, ws.trust))
         return "\n".join(entry_text(x) for x in shown) or "(the log is empty)\n"
 
     @server.resource(

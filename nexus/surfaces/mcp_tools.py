@@ -92,15 +92,14 @@ def served(tools: str) -> list[Operation]:
 
 
 def check_agent(ws: Workspace, agent: str, tools: str) -> None:
-    """Refuse an unknown tool set or agent before serving; configure the keys readers trust."""
+    """Refuse an unknown tool set or agent before serving (the keys readers trust travel in ``ws``:
+    each call's ``Call.trust``)."""
     from ..errors import InputError
-    from ..keys import trust
     from ..storage.text import check_name
 
     check_name(agent)
     if tools not in TOOL_SETS:
         raise InputError(f"unknown tool set {tools!r}: use one of {', '.join(TOOL_SETS)}")
-    trust.configure(ws.keys_home)  # the keys this machine pinned decide what readers show as verified
     if not ws.vault.identity_path(agent).is_file():
         raise ws.vault.unknown_agent(agent)
 

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..keys.trust import Keyring, load
 from ..records import Located
 from ..storage import durable, segments
 from ..storage.vault import Vault
 from ..team import claimlog
+from ..trust import Trust
 from . import merge
 
 COPY_RE = re.compile(
@@ -76,14 +78,14 @@ def log_ids(vault: Vault) -> set[str]:
     return out
 
 
-def missing_entries(vault: Vault, path: Path, present: set[str] | None = None) -> tuple[list[Located], int]:
-    """Entries of the copy signed by their authors with a key this machine trusts for them (an entry
-    signed before a key rotation too) whose id the log lacks; and how many others."""
-    from ..keys import trust
+def missing_entries(
+    vault: Vault, path: Path, ring: Keyring, present: set[str] | None = None
+) -> tuple[list[Located], int]:
+    """Entries of the copy signed by their authors with a key this machine trusts for them (``ring``:
+    its pins; an entry signed before a key rotation too) whose id the log lacks; and how many others."""
     from ..ledger.check import check_entry
 
     present = log_ids(vault) if present is None else present
-    ring = trust.load(vault)
     found = segments.scan(path.read_bytes(), vault.rel(path)).entries
     out = []
     for located in found:
@@ -95,7 +97,7 @@ def missing_entries(vault: Vault, path: Path, present: set[str] | None = None) -
     return out, len(found) - len(out)
 
 
-def import_copy(vault: Vault, path: Path) -> Imported:
+def import_copy(vault: Vault, path: Path, trust: Trust) -> Imported:
     """Import the copy's missing valid entries into its segment (written by ``log.py``: its lock, its
     durable write, its tail state), then archive the copy."""
     from ..ledger import log
@@ -105,7 +107,7 @@ def import_copy(vault: Vault, path: Path) -> Imported:
     segment = vault.log_dir / f"{name['segment']}.md"
     with log.locked(vault):
         present = log_ids(vault)
-        missing, skipped = missing_entries(vault, path, present)
+        missing, skipped = missing_entries(vault, path, load(vault, trust.home), present)
         data = path.read_bytes()
         if missing:
             current = (
@@ -142,15 +144,15 @@ def settled(path: Path) -> bool:
         return False
 
 
-def import_all(vault: Vault, *, only_settled: bool = False) -> list[Imported]:
+def import_all(vault: Vault, trust: Trust, *, only_settled: bool = False) -> list[Imported]:
     out = []
     for path in find(vault):
         if only_settled and not settled(path):
             continue
         try:
-            out.append(import_copy(vault, path))
+            out.append(import_copy(vault, path, trust))
         except FileNotFoundError:  # another process imported it first
             continue
     if any(c.imported for c in out) and (vault.root / claimlog.NOTE).exists():
-        claimlog.write_note(vault, claimlog.refresh(vault))  # the claims a copy brought (or lost)
+        claimlog.write_note(vault, claimlog.refresh(vault, trust))  # the claims a copy brought (or lost)
     return out

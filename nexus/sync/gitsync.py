@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import SyncError
 from ..settings import resolve as resolve_settings
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import merge
 
 DRIVER = "nexus"
@@ -174,16 +175,23 @@ def _write_block(path: Path, lines: tuple[str, ...]) -> bool:
 
 
 def merge_driver(
-    base: str, ours: str, theirs: str, path: str, cwd: Path | None = None
+    base: str,
+    ours: str,
+    theirs: str,
+    path: str,
+    cwd: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int, list[str]]:
     """Merge one file as git asks (``%O %A %B … %P``): the result goes into ``ours``. Returns the exit
-    code (0 merged, 1 a conflict left for a person) and one line per conflict listed."""
+    code (0 merged, 1 a conflict left for a person) and one line per conflict listed. ``env``: the
+    environment git ran the driver in (its ``NEXUS_*`` settings, as for any command)."""
     kind, prefix = merge.kind_of(path)
     b, o, t = (Path(p).read_bytes() for p in (base, ours, theirs))
     rel = path[len(prefix) :]
     root = (cwd or Path.cwd()) / prefix
     if kind == "memory" and b not in (o, t) and o != t:
-        result = merge.merge_memory(b, o, t, rel, _memory_limit(root, rel))
+        result = merge.merge_memory(b, o, t, rel, _memory_limit(root, rel, env or {}))
     else:
         result = merge.merge(kind, b, o, t, rel)
     Path(ours).write_bytes(result.data)
@@ -220,10 +228,11 @@ def _beside_name(path: Path, data: bytes) -> Path:
     return target
 
 
-def _memory_limit(root: Path, rel: str) -> int | None:
-    """The limit nexus.md sets for a memory file (git's merge driver runs with git's environment)."""
+def _memory_limit(root: Path, rel: str, env: Mapping[str, str]) -> int | None:
+    """The limit the settings give a memory file: ``NEXUS_MEMORY_CHARS``/``NEXUS_USER_CHARS`` in the
+    environment git runs the driver in, else nexus.md, else the default."""
     try:
-        found = resolve_settings({}, {}, Vault(root).config())
+        found = resolve_settings({}, env, Vault(root).config())
     except Exception:  # a damaged nexus.md or a bad value must not stop a merge: the default applies
         return None
     return found.user_chars if rel == "USER.md" else found.memory_chars
@@ -232,9 +241,10 @@ def _memory_limit(root: Path, rel: str) -> int | None:
 # ------------------------------------------------------------------ after a merge
 
 
-def refresh(vault: Vault, before: str | None = None) -> dict[str, Any]:
+def refresh(vault: Vault, before: str | None = None, *, trust: Trust = NO_PINS) -> dict[str, Any]:
     """What git cannot do itself after it changed the vault (post-merge, post-checkout, sync).
-    ``before``: the commit the work tree held before (entries new since it are noted as arrivals)."""
+    ``before``: the commit the work tree held before (entries new since it are noted as arrivals);
+    ``trust``: the machine's pins (a conflict copy's entries count only when they verify)."""
     from ..team import claimlog
     from . import copies
 
@@ -242,9 +252,9 @@ def refresh(vault: Vault, before: str | None = None) -> dict[str, Any]:
     renumbered = _renumber_decisions(vault)
     _dedupe_handoffs(vault)
     _rewrite_derived(vault)
-    imported = copies.import_all(vault)
+    imported = copies.import_all(vault, trust)
     if (vault.root / claimlog.NOTE).exists():  # the claims the merge or the copies brought (or lost)
-        claimlog.write_note(vault, claimlog.refresh(vault))
+        claimlog.write_note(vault, claimlog.refresh(vault, trust))
     return {"arrived": arrived, "renumbered": renumbered, "imported": [c.to_json() for c in imported]}
 
 
@@ -395,10 +405,16 @@ def _repository(vault: Vault, remote: str | None) -> _Repository:
 
 
 def sync(
-    vault: Vault, remote: str | None = None, *, env: Mapping[str, str], attempts: int = 3
+    vault: Vault,
+    remote: str | None = None,
+    *,
+    env: Mapping[str, str],
+    trust: Trust,
+    attempts: int = 3,
 ) -> dict[str, Any]:
     """Commit, fetch, merge, refresh, verify, push. SyncError (nothing pushed) when any step fails or
-    the merged vault does not verify. ``env``: the environment git runs in (the caller's)."""
+    the merged vault does not verify. ``env``: the environment git runs in (the caller's); ``trust``:
+    the machine's pins, which verify the merged vault."""
     repo = _repository(vault, remote)
     git_env = {**env, IN_SYNC_ENV: "1"}
     result: dict[str, Any] = {
@@ -418,8 +434,8 @@ def sync(
         if in_step:
             return result  # nothing to do: nothing committed, nothing fetched
         if result["merged"]:
-            result["refresh"] = refresh(vault, before)
-        _commit_and_verify(vault, repo, result, git_env)
+            result["refresh"] = refresh(vault, before, trust=trust)
+        _commit_and_verify(vault, repo, result, git_env, trust)
         if _push(repo, result, git_env, has_remote, last=attempt == attempts - 1):
             return result
     return result
@@ -473,7 +489,9 @@ def _merge(repo: _Repository, result: dict[str, Any], env: dict[str, str], *, re
     )
 
 
-def _commit_and_verify(vault: Vault, repo: _Repository, result: dict[str, Any], env: dict[str, str]) -> None:
+def _commit_and_verify(
+    vault: Vault, repo: _Repository, result: dict[str, Any], env: dict[str, str], trust: Trust
+) -> None:
     """Commit the notes the merge derived and verify the vault as committed (no append or decision
     half-done); SyncError when it does not verify."""
     from ..audit.verify_state import verify
@@ -485,7 +503,7 @@ def _commit_and_verify(vault: Vault, repo: _Repository, result: dict[str, Any], 
         result["committed"] += _commit(
             repo.top, repo.prefix, "nexus sync: derived notes after the merge", env
         )
-        report = verify(vault)
+        report = verify(vault, trust=trust)
     if not report.ok:
         first = report.errors[0]
         raise SyncError(

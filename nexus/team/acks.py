@@ -15,6 +15,7 @@ from ..keys import roster
 from ..records import Located
 from ..settings import DEFAULTS
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import coordination
 
 
@@ -24,10 +25,12 @@ def owed(
     ack_types: tuple[str, ...] = DEFAULTS.ack_types,
     *,
     race_window: float = DEFAULTS.race_window_seconds,
+    trust: Trust = NO_PINS,
 ) -> list[Located]:
     """Entries of an ack-needing type by others that ``agent`` has not acked yet, oldest first.
 
-    A person (an identity of kind ``human``) owes nothing.
+    A person (an identity of kind ``human``) owes nothing. ``trust``: the machine's pins, which decide
+    each entry's verdict.
     """
     from ..storage.text import check_name
 
@@ -38,7 +41,7 @@ def owed(
     if info.get("kind") == "human":
         return []
     data = coordination.view(vault, agent, ack_types, race_window)
-    check = coordination.entry_checker(vault)
+    check = coordination.entry_checker(vault, trust)
     return [coordination.materialize(vault, ref, check) for ref in data.owed]
 
 

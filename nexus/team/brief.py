@@ -31,6 +31,7 @@ from ..memory import scan
 from ..records import Brief, BriefSection, Located
 from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import claimlog, coordination
 from .hints import say
 
@@ -160,6 +161,7 @@ def _owed_section(
     agent: str,
     data: coordination.View,
     limit: int,
+    check: Checker,
     surface: str = "cli",
     unread: frozenset[str] = frozenset(),
 ) -> BriefSection | None:
@@ -175,7 +177,6 @@ def _owed_section(
     used = 0
     omitted = 0
     full = False  # once the budget is spent, the rest is counted, never read back
-    check = coordination.entry_checker(vault)
     for pair in race_refs:
         if full:
             omitted += 1
@@ -396,11 +397,13 @@ def build(
     peek: bool = False,
     surface: str = "cli",
     project: str | None = None,
+    trust: Trust = NO_PINS,
 ) -> Brief:
     """Assemble ``agent``'s brief within ``settings.brief_max_chars`` (see the module docstring for the
     cursor); ``settings`` also says which types are owed, the race window and when a checkpoint is stale.
     ``surface`` (``cli`` or ``mcp``) decides how its instructions name the next action (``hints``);
-    ``project`` (the folder name of the project the agent works in) narrows the others' claims shown."""
+    ``project`` (the folder name of the project the agent works in) narrows the others' claims shown.
+    ``trust``: the keys this machine pinned, which decide what shows as its authors' words."""
     from ..errors import SettingError
     from ..storage.text import check_name
 
@@ -422,10 +425,10 @@ def build(
         raise vault.unknown_agent(agent)
     is_human = info.get("kind") == "human"
     data = coordination.View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
-    checker = coordination.entry_checker(vault)
+    checker = coordination.entry_checker(vault, trust)
     items, cursor = log.scan_unread(vault, agent, checker=checker)
     owed = _owed_section(
-        vault, agent, data, int(budget * OWED_SHARE), surface, frozenset(x.entry.id for x in items)
+        vault, agent, data, int(budget * OWED_SHARE), checker, surface, frozenset(x.entry.id for x in items)
     )
     used = len(_section_text(owed)) if owed else 0
     identity = _identity_section(vault, agent, min(int(budget * IDENTITY_SHARE), budget - used - 40))
@@ -444,7 +447,7 @@ def build(
         if section is not None:
             slots.append(section)
             used += len(_section_text(section))
-    claimed = claimlog.brief_text(vault, agent, project, max(0, (budget - used) // 3))
+    claimed = claimlog.brief_text(vault, trust, agent, project, max(0, (budget - used) // 3))
     if claimed:
         slots.append(BriefSection("claims", "Claims", claimed))
         used += len(_section_text(slots[-1]))

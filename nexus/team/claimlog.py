@@ -23,6 +23,7 @@ from ..ledger.marks import START, Mark
 from ..records import Claim
 from ..storage import durable
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from .claims import CHANNEL, MAX_TTL_SECONDS, TASK, Event, event_of, fold, iso_ms
 from .claimview import FILE
 
@@ -75,8 +76,9 @@ def _save(vault: Vault, book: Book) -> None:
         durable.replace(_path(vault), json.dumps(data, separators=(",", ":")).encode(), durable=False)
 
 
-def refresh(vault: Vault, *, save: bool = True) -> Book:
-    """The events as the segments hold them now (reading only what is new since the marks)."""
+def refresh(vault: Vault, trust: Trust = NO_PINS, *, save: bool = True) -> Book:
+    """The events as the segments hold them now (reading only what is new since the marks); only
+    claim entries that verify with the keys ``trust`` pins count."""
     book = _load(vault)
     files = segment_files(vault)
     names = {name for name, _ in files}
@@ -109,7 +111,7 @@ def refresh(vault: Vault, *, save: bool = True) -> Book:
     if found:
         from ..ledger.check import Checker
 
-        for loc in Checker(vault).mark(found):
+        for loc in Checker(vault, trust=trust).mark(found):
             event = event_of(loc.entry, loc.file)
             if loc.verdict == "ok" and event is not None:
                 book.events.append(event)
@@ -182,13 +184,15 @@ def write_note(vault: Vault, book: Book) -> None:
     durable.replace(vault.root / NOTE, note_text(book).encode())
 
 
-def brief_text(vault: Vault, agent: str, project: str | None, limit: int, now_ms: int | None = None) -> str:
+def brief_text(
+    vault: Vault, trust: Trust, agent: str, project: str | None, limit: int, now_ms: int | None = None
+) -> str:
     """The brief's claims: the agent's own claims lost on merge or expiring soon, and the other
     agents' active claims (in ``project`` when known; tasks always); "" when there are none."""
     from .claims import SOON_SECONDS, active, until
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    claims = refresh(vault).claims(now)
+    claims = refresh(vault, trust).claims(now)
     held = active(claims)
     lines: list[str] = []
     for c in sorted(claims.values(), key=lambda c: c.id):
@@ -222,12 +226,14 @@ def all_tasks(c: Claim) -> bool:
     return all(p.startswith(TASK) for p in c.patterns)
 
 
-def handoff_lines(vault: Vault, start_ms: int, until_ms: int) -> tuple[list[str], dict[str, list[str]]]:
+def handoff_lines(
+    vault: Vault, trust: Trust, start_ms: int, until_ms: int
+) -> tuple[list[str], dict[str, list[str]]]:
     """The handoff's claims section (Markdown lines) and its items: held now, expired without a
     release in the window (a crashed agent, probably), lost on merge."""
     from .claims import active, shown
 
-    claims = refresh(vault).claims(until_ms)
+    claims = refresh(vault, trust).claims(until_ms)
     held = active(claims)
     expired = [
         c for c in claims.values() if c.status == "expired" and start_ms <= iso_ms(c.expires) <= until_ms

@@ -45,6 +45,7 @@ from ..ledger.marks import START, Mark
 from ..records import Located
 from ..storage import durable, entries, segments
 from ..storage.vault import Vault
+from ..trust import Trust
 from .pending import Book, Damaged, reader
 
 if TYPE_CHECKING:
@@ -630,14 +631,13 @@ def view(vault: Vault, agent: str, ack_types: tuple[str, ...], window_seconds: f
 # ------------------------------------------------------------------ reading entries back
 
 
-def materialize(vault: Vault, ref: Ref, checker: Checker | None = None) -> Located:
+def materialize(vault: Vault, ref: Ref, checker: Checker) -> Located:
     """The entry a ref points to, read with one seek (or found by id if the file moved under it), with
     its verdict (``Located.verdict``). A caller reading many passes one ``checker``
     (:func:`entry_checker`), so the keys are loaded once. The ref's file comes from derived state:
     one that is not in the vault's ``log/`` (a link out, ``..``) is never opened; the entry is then
     found by id in the log."""
     entry_id, file, offset, end, line = ref.id, ref.file, ref.offset, ref.end, ref.line
-    checker = checker if checker is not None else entry_checker(vault)
     try:
         path = vault.inside(vault.root / file)
         if path.parent != vault.log_dir:
@@ -655,10 +655,10 @@ def materialize(vault: Vault, ref: Ref, checker: Checker | None = None) -> Locat
     return checker.mark([find_entry(vault, entry_id)])[0]
 
 
-def entry_checker(vault: Vault) -> Checker:
+def entry_checker(vault: Vault, trust: Trust) -> Checker:
     """What gives every entry a reader shows its verdict, for one operation (the decision notes'
-    renames passed in, as the audit does: one verdict everywhere)."""
+    renames passed in, as the audit does: one verdict everywhere; ``trust``: the machine's pins)."""
     from ..ledger.check import Checker
     from ..project.decisions import renamed_notes
 
-    return Checker(vault, decision_renames=renamed_notes)
+    return Checker(vault, decision_renames=renamed_notes, trust=trust)

@@ -32,6 +32,7 @@ from ..records import Located
 from ..settings import DEFAULTS, Settings
 from ..storage import durable, meta, properties
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 
 SHOWN_PER_CHANNEL = 12
 SHOWN_RACES = 10
@@ -127,6 +128,7 @@ class _Window:
     report: Any  # verify's report
     agents: list[str]
     coordination: Any = None  # the coordination state (owed acks, races), brought up to date once
+    trust: Trust = NO_PINS  # the machine's pins: what verifies, what is its authors' words
 
     def fresh(self, entry_id: str | None, ts: str) -> bool:
         """In the window: after the previous handoff's last entry, or at/after --since."""
@@ -140,7 +142,7 @@ class _Window:
 
 
 def _window(
-    vault: Vault, since: str | None, now: float, progress: Callable[[int, int], None] | None
+    vault: Vault, since: str | None, now: float, progress: Callable[[int, int], None] | None, trust: Trust
 ) -> _Window:
     """The window since ``since``, read from where the previous handoff's scan stopped in each segment
     (``.nexus/handoff.json``, saved by ``write``) when it follows that handoff, else the whole log,
@@ -167,6 +169,7 @@ def _window(
         activity={},
         report=None,
         agents=[n for n, i in all_identities(vault).items() if i.kind == "agent"],
+        trust=trust,
     )
     saved = _load_scan(vault)
     resume = saved is not None and w.after_entry is not None and saved["last_entry"] == w.after_entry
@@ -186,7 +189,7 @@ def _window(
         w.after_entry if resume else None,
         keep,
     )
-    w.report = verify(vault, progress=progress)
+    w.report = verify(vault, trust=trust, progress=progress)
     suspect = {p.entry_id for p in w.report.problems if p.entry_id and p.kind in ENTRY_KINDS}
     w.entries = [loc for loc in found if loc.entry.id not in suspect]
     w.by_id = {loc.entry.id: loc for loc in w.entries}  # (links go to the window's entries only)
@@ -315,7 +318,7 @@ def _races(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> None
     found = sorted(w.coordination.races, key=lambda r: (r.a.id, r.b.id))
     open_races = [r for r in found if r.resolved_by is None]  # until reconciled, every time
     items["races"] = [[r.a.id, r.b.id] for r in open_races]
-    check = coordination.entry_checker(vault)
+    check = coordination.entry_checker(vault, w.trust)
     for r in open_races[:SHOWN_RACES]:
         a, b = coordination.materialize(vault, r.a, check), coordination.materialize(vault, r.b, check)
         page.races.append(
@@ -408,7 +411,7 @@ def _claims(vault: Vault, w: _Window, page: _Page, items: dict[str, Any]) -> Non
     from . import claimlog
 
     start = decode_id_ms(w.after_entry) if w.after_entry else (w.start_ms or 0)
-    page.claims, found = claimlog.handoff_lines(vault, start, int(w.now * 1000))
+    page.claims, found = claimlog.handoff_lines(vault, w.trust, start, int(w.now * 1000))
     items["claims"] = found
     gone = len(found["expired"]) + len(found["lost"])
     if gone:
@@ -434,14 +437,16 @@ def build(
     since: str | None = "last",
     now: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    trust: Trust = NO_PINS,
 ) -> Handoff:
     """Gather the handoff for the window since ``since`` (see :func:`resolve_since`), then render it.
-    ``progress`` follows the verification (long only when it must check the log from scratch)."""
+    ``progress`` follows the verification (long only when it must check the log from scratch);
+    ``trust``: the machine's pins (``NO_PINS``: the identity notes' keys, nothing pinned)."""
     from ..ledger import log
     from ..project import project_state
     from . import coordination
 
-    w = _window(vault, since, time.time() if now is None else now, progress)
+    w = _window(vault, since, time.time() if now is None else now, progress, trust)
     w.coordination = coordination.refresh(vault, settings.ack_types, settings.race_window_seconds).state
     newest = log.tail(vault, 1)
     out = Handoff(

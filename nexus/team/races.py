@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..records import Race
 from ..settings import DEFAULTS
 from ..storage.vault import Vault
+from ..trust import NO_PINS, Trust
 from . import coordination
 
 
@@ -27,11 +28,13 @@ def find_races(
     *,
     ack_types: tuple[str, ...] = DEFAULTS.ack_types,
     unresolved: bool = False,
+    trust: Trust = NO_PINS,
 ) -> list[Race]:
-    """Every race in the log, ordered by (a id, b id); only unresolved ones when ``unresolved``."""
+    """Every race in the log, ordered by (a id, b id); only unresolved ones when ``unresolved``.
+    ``trust``: the machine's pins, which decide each side's verdict."""
     state = coordination.refresh(vault, ack_types, window_seconds).state
     out = []
-    check = coordination.entry_checker(vault)
+    check = coordination.entry_checker(vault, trust)
     for race in sorted(state.races, key=lambda r: (r.a.id, r.b.id)):
         if unresolved and race.resolved_by is not None:
             continue
@@ -51,10 +54,11 @@ def agent_races(
     window_seconds: float = DEFAULTS.race_window_seconds,
     *,
     ack_types: tuple[str, ...] = DEFAULTS.ack_types,
+    trust: Trust = NO_PINS,
 ) -> list[Race]:
     """The unresolved races ``agent`` is part of (what its brief lists)."""
     data = coordination.view(vault, agent, ack_types, window_seconds)
-    check = coordination.entry_checker(vault)
+    check = coordination.entry_checker(vault, trust)
     return [
         Race(coordination.materialize(vault, r.a, check), coordination.materialize(vault, r.b, check))
         for r in data.races

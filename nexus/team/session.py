@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..storage import durable
+from ..trust import NO_PINS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from ..records import BankFact, Checkpoint, Located
     from ..settings import Settings
     from ..storage.vault import Vault
+    from ..trust import Trust
 
 RETAINED_TYPES = {"decision": "decision", "correction": "fact"}  # entry type -> bank fact type
 RECENT_ENTRIES = 200  # how far back end() and wrote_this_turn() look in the log
@@ -130,13 +132,14 @@ def start(
     *,
     source: str = "startup",
     surface: str = "cli",
+    trust: Trust = NO_PINS,
 ) -> str:
     """The session-start context (the whole brief; after ``resume`` or ``compact`` the checkpoint is
-    part of it) and a fresh record of what the session was told."""
+    part of it) and a fresh record of what the session was told. ``trust``: the machine's pins."""
     from . import brief
 
     moment = stamp(vault)
-    built = brief.build(vault, agent, _settings(settings), surface=surface)
+    built = brief.build(vault, agent, _settings(settings), surface=surface, trust=trust)
     text = brief.render(built)
     if source in ("resume", "compact"):
         done = {"resume": "resumed", "compact": "compacted"}[source]
@@ -168,6 +171,7 @@ def turn(
     *,
     prompt: str | None = None,
     surface: str = "cli",
+    trust: Trust = NO_PINS,
 ) -> str:
     """What is new for ``agent`` since this session's last injection, as Markdown; "" when nothing is."""
     from ..ledger import log
@@ -177,7 +181,8 @@ def turn(
     check_name(agent)
     moment = stamp(vault)
     record = _load(vault, agent, session_id) or {"owed": [], "races": [], "decisions": [], "started_at": None}
-    items, cursor = log.scan_unread(vault, agent, checker=coordination.entry_checker(vault))
+    check = coordination.entry_checker(vault, trust)
+    items, cursor = log.scan_unread(vault, agent, checker=check)
     settings = _settings(settings)
     max_chars = settings.brief_max_chars
     data = coordination.view(vault, agent, settings.ack_types, settings.race_window_seconds)
@@ -192,7 +197,6 @@ def turn(
         _save(vault, agent, session_id, record)
         return ""
     parts: list[str] = []
-    check = coordination.entry_checker(vault)
     share = max_chars * 2 // 5  # races and owed entries: at most this much each; unread gets the rest
     if new_races:
         parts.append(_races_part(vault, agent, new_races, check, surface, share))
@@ -308,25 +312,25 @@ def pre_compact(
     return cp
 
 
-def _own_recent(vault: Vault, agent: str, after: str | None) -> list[Located]:
+def _own_recent(vault: Vault, trust: Trust, agent: str, after: str | None) -> list[Located]:
     from ..ledger import log
     from . import coordination
 
     return [
         x
-        for x in log.tail(vault, RECENT_ENTRIES, checker=coordination.entry_checker(vault))
+        for x in log.tail(vault, RECENT_ENTRIES, checker=coordination.entry_checker(vault, trust))
         if x.entry.agent == agent and (after is None or x.entry.id > after)
     ]
 
 
-def wrote_this_turn(vault: Vault, agent: str, session_id: str) -> bool:
+def wrote_this_turn(vault: Vault, agent: str, session_id: str, *, trust: Trust = NO_PINS) -> bool:
     """Whether ``agent`` appended an entry since the session's current turn began."""
     record = _load(vault, agent, session_id) or {}
     since = str(record.get("turn_at") or "")
-    return any(x.entry.ts >= since for x in _own_recent(vault, agent, None))
+    return any(x.entry.ts >= since for x in _own_recent(vault, trust, agent, None))
 
 
-def end(vault: Vault, agent: str, session_id: str) -> list[BankFact]:
+def end(vault: Vault, agent: str, session_id: str, *, trust: Trust = NO_PINS) -> list[BankFact]:
     """Retain the decisions and corrections ``agent`` logged during the session in its own bank,
     pending a person's approval; each entry at most once (its id is the fact's source)."""
     from ..errors import NexusError
@@ -335,7 +339,7 @@ def end(vault: Vault, agent: str, session_id: str) -> list[BankFact]:
     record = _load(vault, agent, session_id) or {}
     already = {f.source for f in bank.facts_of(vault, agent)}
     kept: list[BankFact] = []
-    for located in _own_recent(vault, agent, record.get("started_at")):
+    for located in _own_recent(vault, trust, agent, record.get("started_at")):
         e = located.entry
         if e.type not in RETAINED_TYPES or e.id in already:
             continue

@@ -50,6 +50,7 @@ from ..storage import entries, markers, segments
 from ..storage.vault import Vault
 from ..sync import copies
 from ..team import coordination
+from ..trust import Trust
 
 QUIET_SECONDS = 0.5  # a segment must be unchanged this long before entries are put back into it
 EMPTY_QUIET_SECONDS = 5.0  # ... and an empty one this long (an in-place save between truncate and write)
@@ -86,6 +87,7 @@ class SegmentKeeper:
     ) -> None:
         self.vault = vault
         self.keys_home = keys_home
+        self.trust = Trust(keys_home)  # (the pins live beside the keys)
         self.ack_types = ack_types
         self.race_window = race_window
         self.settle = settle_seconds
@@ -118,7 +120,7 @@ class SegmentKeeper:
         if force or self.ring is None:
             from ..keys import trust
 
-            self.ring = trust.load(self.vault)
+            self.ring = trust.load(self.vault, self.keys_home)
             self._ring_loaded = time.monotonic()
         return self.ring
 
@@ -453,7 +455,7 @@ class SegmentKeeper:
             self.deadlines[rel] = time.monotonic() + QUIET_SECONDS
             return
         try:
-            moved = log.repair_tail(self.vault)
+            moved = log.repair_tail(self.vault, self.trust)
         except (OSError, NexusError) as err:
             self.emit({"event": "error", "file": rel, "message": f"could not quarantine a torn tail: {err}"})
             return
@@ -518,6 +520,7 @@ class SegmentKeeper:
                 body=body,
                 via="watcher",
                 agent=human,
+                trust=self.trust,
             )
         except NexusError as err:
             if warned not in self.warned:
@@ -590,7 +593,7 @@ class SegmentKeeper:
             return False
         if not all(copies.settled(p) for p in found):
             self.deadlines["log/" + found[0].name] = time.monotonic() + copies.SETTLE_SECONDS
-        done = copies.import_all(self.vault, only_settled=True)
+        done = copies.import_all(self.vault, self.trust, only_settled=True)
         for item in done:
             self.emit({"event": "imported", **item.to_json()})
             self.check_segment(self.vault.root / item.segment, full=True)

@@ -282,7 +282,6 @@ def run(
     """Watch ``ws.vault`` until SIGINT/SIGTERM (or one pass with ``once``), with its settings (rescan
     period, ack types, race window). BusyError if another watcher holds the vault. ``child_env``: the
     environment of the ``nexus verify`` processes it starts (the entry point's)."""
-    from ..keys import trust
     from ..storage.locks import exclusive
 
     vault, keys_home, st = ws.vault, ws.keys_home, ws.settings
@@ -294,7 +293,6 @@ def run(
         once,
         verify_env={**(child_env or {}), "NEXUS_HOME": os.fspath(keys_home)},
     )
-    trust.configure(keys_home)  # what the watcher verifies (and shadows) uses this machine's pins
     lock = vault.lock("watch")
     pid_file = vault.state / "watch" / "pid"
     try:
@@ -420,7 +418,7 @@ def _observe(watcher: Watcher, options: Options, stop: threading.Event, wake: th
     warnings.filterwarnings("ignore", message=r"Callback with id .* already exists", category=RuntimeWarning)
     vault, emit = watcher.vault, watcher.emit
     changed: queue.SimpleQueue[str] = queue.SimpleQueue()
-    indexer = IndexRefresher(vault, emit)
+    indexer = IndexRefresher(vault, emit, watcher.trust)
     indexer.start()
     env = options.verify_env or {"NEXUS_HOME": os.fspath(watcher.keys_home)}
     verifier = LogVerifier(vault, env, emit)

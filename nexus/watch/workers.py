@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..storage.vault import Vault
+from ..trust import Trust
 
 INDEX_DELAY = 0.1  # after a change, wait this long for more before refreshing the search index
 VERIFY_DELAY = 1.0  # after a segment changes, wait this long for more before verifying what is new
@@ -78,9 +79,10 @@ class IndexRefresher(_Debounced):
     delay = INDEX_DELAY
     name = "nexus-index"
 
-    def __init__(self, vault: Vault, emit: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, vault: Vault, emit: Callable[[dict[str, Any]], None], trust: Trust) -> None:
         self.vault = vault
         self.emit = emit
+        self.trust = trust  # the machine's pins and seal secret: what a refresh seals
         super().__init__()
 
     def work(self) -> None:
@@ -92,7 +94,7 @@ class IndexRefresher(_Debounced):
 
             if not (search.index_dir(self.vault) / search.MANIFEST).exists():
                 return  # never searched: the first search builds the index
-            stats = search.refresh(self.vault)
+            stats = search.refresh(self.vault, trust=self.trust)
         except Exception as err:  # Whoosh missing or failing must not stop the watcher
             self._error_once(".nexus/index", f"search index refresh failed: {type(err).__name__}: {err}")
             return
@@ -109,7 +111,7 @@ class IndexRefresher(_Debounced):
                 }
             )
         try:  # then the vectors by meaning, when a search has made them
-            search.refresh_vectors(self.vault)
+            search.refresh_vectors(self.vault, self.trust)
         except Exception as err:  # a failing model or store must not stop the watcher
             self._error_once(".nexus/vectors", f"search vectors refresh failed: {type(err).__name__}: {err}")
 
