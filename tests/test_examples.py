@@ -121,9 +121,6 @@ class Scene:
     example, so that every example runs against the same vault whatever ran before it."""
 
     def __init__(self, where: Path) -> None:
-        # made once for a module's tests: its commands run as processes, so nothing a command sets
-        # process-wide in this process outlives the test that happened to make the scene
-        self.in_process = False
         self.where = where
         self.base = where / "base"
         self.ids: list[str] = []
@@ -195,7 +192,6 @@ class Scene:
         hermes = home / ".hermes" / "memories"
         hermes.mkdir(parents=True)
         (hermes / "MEMORY.md").write_text("The build uses make\n§\nTests run with pytest\n", encoding="utf-8")
-        self.in_process = True
 
     def env(self, at: Path) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "HERMES_"))}
@@ -208,7 +204,7 @@ class Scene:
         return env
 
     def run(self, command: str, env: dict[str, str], cwd: Path) -> str:
-        proc = shell(command, env, cwd, in_process=self.in_process)
+        proc = shell(command, env, cwd)
         assert proc.returncode == 0, f"{command}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
         return proc.stdout.strip()
 
@@ -243,13 +239,10 @@ class Scene:
 SHELL_SYNTAX = re.compile(r"[|&;<>$`*?~(){}\\\[\]!#]")
 
 
-def shell(
-    command: str, env: dict[str, str], cwd: Path, in_process: bool = True
-) -> Run | subprocess.CompletedProcess[str]:
+def shell(command: str, env: dict[str, str], cwd: Path) -> Run | subprocess.CompletedProcess[str]:
     """``command`` as typed at a prompt in ``cwd`` with ``env``, standard input empty: one plain
-    ``nexus`` command through ``cli.main`` in this process (unless not ``in_process``), anything else
-    in ``bash -c``."""
-    words = shlex.split(command) if in_process and not SHELL_SYNTAX.search(command) else []
+    ``nexus`` command through ``cli.main`` in this process, anything else in ``bash -c``."""
+    words = shlex.split(command) if not SHELL_SYNTAX.search(command) else []
     if words and words[0] == "nexus":
         return run_in_process(words[1:], env=env, cwd=cwd)
     return subprocess.run(
