@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the e2e harness is the package tests/
 from e2e.model_chat import ModelServer  # noqa: E402
 from e2e.runtime_hermes import Hermes, hermes_command  # noqa: E402
 from e2e.runtime_openclaw import OpenClaw, remove_new, shared_tmp  # noqa: E402
-from harness import pct  # noqa: E402
+from harness import measured, pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -84,7 +84,7 @@ def _vault(root: Path) -> tuple[Vault, Path]:
 
 
 def _first_request(model: ModelServer, since: float) -> float:
-    return min((r.at for r in model.requests if r.at >= since), default=float("nan")) - since
+    return min((r.at for r in model.chats() if r.at >= since), default=float("nan")) - since
 
 
 def hermes(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def hermes(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dict[
     wired, plain = Hermes(root / "with-nexus"), Hermes(root / "without")
     with ModelServer() as model:
         for h in (wired, plain):
-            h.configure(model.url)
+            h.configure(model.base_url)
         env = {**wired.env(), "NEXUS_HOME": str(keys)}
         subprocess.run(
             [NEXUS, "--vault", str(vault.root), "setup", "hermes", "--agent", "ella"],
@@ -100,7 +100,7 @@ def hermes(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dict[
             check=True,
             capture_output=True,
         )
-        wired.configure(model.url)
+        wired.configure(model.base_url)
         for h in (wired, plain):
             h.chat("warm up")
         start: dict[str, list[float]] = {"with_nexus_s": [], "without_s": []}
@@ -144,7 +144,7 @@ def openclaw(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dic
                         check=True,
                         capture_output=True,
                     )
-                oc.configure(model.url)
+                oc.configure(model.base_url)
                 ready = oc.start()
                 try:
                     oc.agent("warm up")
@@ -160,12 +160,12 @@ def openclaw(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dic
         remove_new(before)
     event = json.dumps({"session_id": "bench", "hook_event_name": "SessionStart", "source": "startup"})
     command = [HOOK, "session-start", "--agent", "ella", "--vault", str(vault.root), "--home", str(keys)]
-    times = []
+    times, cpu = [], []
     for _ in range(hooks):
-        t0 = time.perf_counter()
-        subprocess.run(command, input=event, capture_output=True, text=True, check=True)
-        times.append((time.perf_counter() - t0) * 1000)
-    out["hook_session_start_ms"] = {"p50": pct(times, 0.5), "p90": pct(times, 0.9)}
+        wall, used, _ = measured(command, input=event, capture_output=True, text=True, check=True)
+        times.append(wall)
+        cpu.append(used)
+    out["hook_session_start_ms"] = {"p50": pct(times, 0.5), "p90": pct(times, 0.9), "cpu_p50": pct(cpu, 0.5)}
     out["added_s_p50"] = (
         out["with_nexus"]["first_request_s"]["p50"] - out["without"]["first_request_s"]["p50"]
     )
@@ -191,5 +191,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    os.environ.pop(
+        "PYTHONDONTWRITEBYTECODE", None
+    )  # an installed nexus has its bytecode: no compiling per run
     main()

@@ -1,6 +1,7 @@
 """Search by meaning: speed and size next to text search on the same synthetic vault, in one run.
 
-    .venv/bin/python benchmarks/bench_meaning.py [--entries 100000] [--queries 200] [--json]
+    .venv/bin/python benchmarks/bench_meaning.py [--entries 100000] [--queries 200] [--keep DIR] [--json]
+    .venv/bin/python benchmarks/bench_meaning.py --store-only 1000000
 
 Builds the vault of benchmarks/bench_search.py (signed entries in month segments, decisions and
 notes) with words drawn from this project's own documentation (so the model sees real words), then
@@ -12,6 +13,11 @@ mode); how many of the exact
 top 10 by cosine the store's two-stage ranking (Hamming distance of the signs, then int8) returns;
 and the time from an append until a search that does not refresh (``fresh=False``) finds the entry by
 meaning while a watchdog observer refreshes both indexes as ``nexus watch`` does.
+
+``--keep DIR`` makes the vault under DIR and reuses it (indexes included) on later runs: a first
+embedding of 100,000 entries takes minutes. ``--store-only N`` measures a store of N random vectors
+alone (what a searching process adds for it, the CPU time of ranking with it): the figure at sizes
+no vault here is built for.
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ import numpy as np
 from nexus import search
 from nexus.keys import identity
 from nexus.ledger import log
-from nexus.search import vectors
+from nexus.search import embedding, vector_writer, vectors
 from nexus.storage.vault import Vault
+from nexus.trust import NO_PINS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,7 +93,7 @@ def two_stage_recall(vault: Vault, qs: list[str]) -> float:
     every = store.rows["vec"][live].astype(np.float32) * store.rows["scale"][live][:, None]
     found = 0
     for q in qs:
-        v = vectors.embed_query(q)
+        v = vectors.embed_query(vault, q)
         assert v is not None
         exact = set(live[np.argsort(-(every @ v))[:10]].tolist())
         found += len(exact & {row for _, row in store.top(v, 10)})
@@ -98,6 +105,7 @@ import json, sys
 from pathlib import Path
 from nexus import search
 from nexus.storage.vault import Vault
+from nexus.trust import NO_PINS
 def rss():
     return int(next(l for l in open('/proc/self/status') if l.startswith('VmRSS')).split()[1]) / 1024
 vault = Vault(Path(sys.argv[1]))
@@ -119,6 +127,63 @@ def memory(vault: Vault, qs: list[str]) -> dict[str, float]:
     return got
 
 
+STORE_MEMORY = """
+import json, sys, time
+from pathlib import Path
+import numpy as np
+from nexus.search import vectors
+def rss():
+    return int(next(l for l in open('/proc/self/status') if l.startswith('VmRSS')).split()[1]) / 1024
+path, n = Path(sys.argv[1]), int(sys.argv[2])
+before = rss()
+store = vectors.Store(path, vectors.Meta(path.name, "synthetic", n))
+rng = np.random.default_rng(3)
+took = []
+for _ in range(50):
+    q = rng.standard_normal(512).astype(np.float32)
+    q /= np.linalg.norm(q)
+    t = time.process_time()
+    store.top(q, 30)
+    took.append(time.process_time() - t)
+print(json.dumps({"added_mb": rss() - before, "top_cpu_ms_p50": 1000 * sorted(took)[25]}))
+"""
+
+
+def synthetic_store(n: int) -> dict[str, float]:
+    """A store of ``n`` random unit vectors in the store's own files, and what a process that opens
+    it and ranks 50 queries with it adds to its resident memory (the model is measured apart)."""
+    with tempfile.TemporaryDirectory(prefix="nexus-bench-store-") as tmp:
+        path = Path(tmp) / "v-synthetic"
+        path.mkdir()
+        rng = np.random.default_rng(1)
+        with (
+            open(path / "codes.bin", "wb") as codes,
+            open(path / "keys.bin", "wb") as keys,
+            open(path / "rows.bin", "wb") as rows,
+        ):
+            for start in range(0, n, 50_000):
+                m = min(50_000, n - start)
+                v = rng.standard_normal((m, embedding.DIMS)).astype(np.float32)
+                v /= np.linalg.norm(v, axis=1, keepdims=True)
+                q, scale = vector_writer._quantised(v)
+                codes.write(np.packbits(v > 0, axis=1).tobytes())
+                k = np.zeros(m, dtype=vectors.KEYS)
+                k["key"], k["alive"] = np.arange(start, start + m, dtype=np.uint64), 1
+                keys.write(k.tobytes())
+                r = np.zeros(m, dtype=vectors.ROWS)
+                r["vec"], r["scale"] = q, scale
+                rows.write(r.tobytes())
+        (path / "rows.jsonl").write_bytes(b"")
+        proc = subprocess.run(
+            [sys.executable, "-c", STORE_MEMORY, str(path), str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got: dict[str, float] = json.loads(proc.stdout)
+    return {k: round(v, 1) for k, v in got.items()}
+
+
 def watcher_latency(vault: Vault, signer: identity.Signer, rounds: int) -> list[float]:
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
@@ -127,7 +192,7 @@ def watcher_latency(vault: Vault, signer: identity.Signer, rounds: int) -> list[
         def on_any_event(self, event: FileSystemEvent) -> None:
             if str(event.src_path).endswith(".md"):
                 search.refresh(vault)
-                search.refresh_vectors(vault)
+                search.refresh_vectors(vault, NO_PINS)
 
     observer = Observer()
     observer.schedule(Handler(), str(vault.log_dir), recursive=False)
@@ -161,12 +226,34 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--store-only",
+        type=int,
+        metavar="N",
+        help="only measure a synthetic store of N random vectors: the memory a searching process "
+        "adds for it and the CPU time of ranking with it (no vault, no model)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="make the vault in this folder and keep it; a later run given the same folder reuses it "
+        "(and its indexes, so the build times are then those of a refresh)",
+    )
     args = parser.parse_args()
+    if args.store_only:
+        print(json.dumps({"rows": args.store_only, **synthetic_store(args.store_only)}, indent=2))
+        return 0
     rng = random.Random(7)
     bench_search.vocabulary = real_vocabulary
-    with tempfile.TemporaryDirectory(prefix="nexus-bench-meaning-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="nexus-bench-meaning-") as scratch:
+        tmp = args.keep / str(args.entries) if args.keep else Path(scratch)
         t = time.perf_counter()
-        vault, words, cum = bench_search.make_vault(Path(tmp) / "v", Path(tmp) / "k", args.entries, rng)
+        if (tmp / "v").is_dir():
+            vault = Vault(tmp / "v")
+            words, cum = real_vocabulary(rng)
+        else:
+            tmp.mkdir(parents=True, exist_ok=True)
+            vault, words, cum = bench_search.make_vault(tmp / "v", tmp / "k", args.entries, rng)
         made = time.perf_counter() - t
         t = time.perf_counter()
         search.refresh(vault)
@@ -180,10 +267,13 @@ def main() -> int:
 
         t, c = time.perf_counter(), time.process_time()
         cpu_before = _children_cpu()
-        meta = vectors.refresh(vault, progress=progress)
+        meta = vector_writer.refresh(vault, progress=progress)
         vector_build = time.perf_counter() - t
         vector_cpu = time.process_time() - c + _children_cpu() - cpu_before
-        qs = [" ".join(rng.choices(words, cum_weights=cum, k=rng.randint(3, 8))) for _ in range(args.queries)]
+        qrng = random.Random(11)  # the same queries whether the vault was made now or kept
+        qs = [
+            " ".join(qrng.choices(words, cum_weights=cum, k=qrng.randint(3, 8))) for _ in range(args.queries)
+        ]
         search.search(vault, qs[0], mode="hybrid")  # model loaded, store opened
         lat = latencies(vault, qs)
         result = {

@@ -3,10 +3,14 @@ end-to-end harness (tests/e2e/: the pinned runtime, a scripted Anthropic server 
 
     .venv/bin/python benchmarks/bench_runtimes.py [--runs 8] [--turns 4]
 
-Side by side in one loop, interleaved so both see the same load:
+Side by side in one loop, interleaved so all see the same load:
 
 - **start**: time from starting `claude -p` to its first model request, in a project without nexus
-  and in the same project wired by `nexus setup claude-code` (target: nexus adds at most 150 ms);
+  and in the same project wired by `nexus setup claude-code` (target: nexus adds at most 150 ms), and
+  in two halves of the wiring, to tell what the first request waits for: the hooks alone (no
+  `.mcp.json`) and the MCP server alone (no hooks); with the CPU the whole `claude -p` run took (its
+  processes and theirs: Claude Code, the hooks, `nexus mcp`), which a busy machine inflates far less
+  than wall time;
 - **per turn**: in the wired project, one session of ``--turns`` prompts (stream-json input); the
   duration of each nexus hook as Claude Code itself logs it (`--debug-file`: "Hooks: EVENT [...]
   finished with status 0 (N ms)"), p50 of the hooks a turn runs (UserPromptSubmit, and Stop where
@@ -24,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,9 +40,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from e2e.conftest import BIN, runtime_binary, runtime_env  # noqa: E402
+from e2e.conftest import BIN, runtime_env  # noqa: E402
 from e2e.model_anthropic import AnthropicModel, Text  # noqa: E402
-from harness import pct  # noqa: E402
+from e2e.runtime_claude import Session, claude, model_env  # noqa: E402
+from harness import children_cpu_ms, installed_env, pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -46,21 +52,12 @@ from nexus.storage.vault import init  # noqa: E402
 HOOK_LINE = re.compile(r"Hooks: (\w+)(?::\w+)? \[.*?\] finished with status 0 \((\d+)ms\)")
 
 
-def _claude() -> Path:
-    return runtime_binary("claude-code", "2.1.332", "node_modules/.bin/claude")  # not installed: one line
-
-
-def first_request(project: Path, home: Path) -> float:
-    """Seconds from starting `claude -p` to its first model request."""
+def first_request(project: Path, home: Path) -> tuple[float, float]:
+    """Seconds from starting `claude -p` to its first model request; milliseconds of CPU the whole run
+    took (Claude Code and every process it started)."""
     with AnthropicModel([Text("ok")]) as model:
-        env = runtime_env(
-            home,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY="sk-ant-bench",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
-        start = time.monotonic()
+        env = model_env(home, model)
+        cpu, start = children_cpu_ms(), time.monotonic()
         subprocess.run(
             [str(CLAUDE), "-p", "hello", "--output-format", "json"],
             cwd=project,
@@ -70,52 +67,37 @@ def first_request(project: Path, home: Path) -> float:
             check=True,
         )
         posts = [r.at for r in model.requests if r.scripted]
-        return posts[0] - start
+        return posts[0] - start, children_cpu_ms() - cpu
+
+
+def halves(wired: Path, root: Path, home: Path) -> dict[str, Path]:
+    """Copies of the wired project with only its hooks, and with only its MCP server (each trusted
+    and enabled as setup did the wired one)."""
+    hooks_only, mcp_only = root / "hooks-only", root / "mcp-only"
+    for folder in (hooks_only, mcp_only):
+        shutil.copytree(wired, folder)
+    (hooks_only / ".mcp.json").unlink()
+    settings = mcp_only / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    data.pop("hooks")
+    settings.write_text(json.dumps(data, indent=2))
+    user = home / ".claude.json"
+    config = json.loads(user.read_text())
+    for folder in (hooks_only, mcp_only):
+        config["projects"][str(folder)] = dict(config["projects"][str(wired)])
+    user.write_text(json.dumps(config, indent=2))
+    return {"hooks only": hooks_only, "MCP server only": mcp_only}
 
 
 def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[float]]:
     """One wired session of ``n`` prompts; each nexus hook's duration as Claude Code logged it (ms)."""
     with AnthropicModel([Text(f"answer {i}") for i in range(n)]) as model:
-        env = runtime_env(
-            home,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY="sk-ant-bench",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
-        proc = subprocess.Popen(
-            [
-                str(CLAUDE),
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--debug-file",
-                str(debug),
-            ],
-            cwd=project,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert proc.stdin and proc.stdout
-        for i in range(n):
-            message = {
-                "type": "user",
-                "message": {"role": "user", "content": [{"type": "text", "text": f"p{i}"}]},
-            }
-            proc.stdin.write(json.dumps(message) + "\n")
-            proc.stdin.flush()
-            for line in proc.stdout:
-                if json.loads(line).get("type") == "result":
-                    break
-        proc.stdin.close()
-        proc.wait(timeout=120)
-        proc.stdout.close()
+        session = Session(project, model_env(home, model), debug)
+        try:
+            for i in range(n):
+                session.prompt(f"p{i}")
+        finally:
+            session.close()
     found: dict[str, list[float]] = {}
     for event, ms in HOOK_LINE.findall(debug.read_text(errors="replace")):
         found.setdefault(event, []).append(float(ms))
@@ -138,7 +120,9 @@ DISCOVER = {
 
 def mcp_first_answer(vault: Path, keys: Path, mode: str) -> float:
     """Seconds from spawning `nexus mcp` to its answer to the opening discover."""
-    env = dict(os.environ, NEXUS_VAULT=str(vault), NEXUS_HOME=str(keys), NEXUS_MCP_FRONT=mode)
+    env = dict(
+        installed_env(dict(os.environ)), NEXUS_VAULT=str(vault), NEXUS_HOME=str(keys), NEXUS_MCP_FRONT=mode
+    )
     start = time.monotonic()
     proc = subprocess.Popen(
         [str(BIN / "nexus"), "mcp", "--agent", "ella"],
@@ -200,13 +184,17 @@ def main() -> None:
             text=True,
         )
         assert setup.returncode == 0, setup.stderr
-        start: dict[str, list[float]] = {"without nexus": [], "with nexus": []}
+        projects = {"without nexus": plain, "with nexus": wired, **halves(wired, root, home)}
+        start: dict[str, list[float]] = {name: [] for name in projects}
+        cpu: dict[str, list[float]] = {name: [] for name in projects}
         mcp: dict[str, list[float]] = {"front": [], "sdk": []}
         hooks: dict[str, list[float]] = {}
         first_request(plain, home)  # warm the runtime's own caches once
         for run in range(args.runs):
-            start["without nexus"].append(first_request(plain, home))
-            start["with nexus"].append(first_request(wired, home))
+            for name, project in projects.items():
+                seconds, used = first_request(project, home)
+                start[name].append(seconds)
+                cpu[name].append(used)
             mcp["front"].append(mcp_first_answer(vault.root, keys, "auto"))
             mcp["sdk"].append(mcp_first_answer(vault.root, keys, "sdk"))
             for event, values in turns(wired, home, args.turns, root / f"debug-{run}.txt").items():
@@ -221,6 +209,8 @@ def main() -> None:
             statistics.median(start["with nexus"]) - statistics.median(start["without nexus"])
         )
         * 1000,
+        "run_cpu_ms_p50": {k: pct(v, 0.5) for k, v in cpu.items()},
+        "nexus_adds_to_run_cpu_ms_p50": pct(cpu["with nexus"], 0.5) - pct(cpu["without nexus"], 0.5),
         "mcp_first_answer_ms": {
             k: {"p50": pct(v, 0.5) * 1000, "p90": pct(v, 0.9) * 1000} for k, v in mcp.items()
         },
@@ -238,5 +228,5 @@ def main() -> None:
 CLAUDE = Path()
 
 if __name__ == "__main__":
-    CLAUDE = _claude()
+    CLAUDE = claude()  # not installed: one line
     main()

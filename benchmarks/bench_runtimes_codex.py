@@ -30,9 +30,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from e2e.model_openai import ScriptedModel, Text  # noqa: E402
+from e2e.model_openai import OpenAIModel, Text  # noqa: E402
 from e2e.runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
-from harness import pct  # noqa: E402
+from harness import children_cpu_ms, installed_env, pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -61,23 +61,25 @@ def place(root: Path, wired: bool) -> tuple[Path, Path, Any]:
     return home, project, (vault, keys)
 
 
-def first_request(home: Path, project: Path) -> tuple[float, bool]:
-    """Seconds from spawning `codex exec` to its first model request; whether it offers nexus tools."""
-    with ScriptedModel(script=[Text("ok")]) as model:
+def first_request(home: Path, project: Path) -> tuple[float, bool, float]:
+    """Seconds from spawning `codex exec` to its first model request; whether it offers nexus tools; the
+    CPU (ms) of the whole run (Codex and every process it started)."""
+    with OpenAIModel(script=[Text("ok")]) as model:
         args = [str(codex_bin()), "exec", "--json", "--skip-git-repo-check", *provider_args(model), "hi"]
-        start = time.monotonic()
+        cpu, start = children_cpu_ms(), time.monotonic()
         subprocess.run(
             args,
             cwd=project,
-            env=environ(home, BIN),
+            env=installed_env(environ(home)),
             capture_output=True,
             timeout=120,
             stdin=subprocess.DEVNULL,
             check=True,
         )
-        first = model.model_requests()[0]
+        used = children_cpu_ms() - cpu
+        first = model.turns()[0]
     tools = any(t.get("name") == "mcp__nexus" for t in first.body.get("tools", []))
-    return first.at - start, tools
+    return first.at - start, tools, used
 
 
 def two_pythons() -> float:
@@ -96,7 +98,7 @@ def session(
     vault, keys = stores
     hooks: list[float] = []
     walls: list[float] = []
-    with ScriptedModel() as model, AppServer(project, environ(home, BIN), model) as server:
+    with OpenAIModel() as model, AppServer(project, installed_env(environ(home)), model) as server:
         tid = server.request("thread/start", {"cwd": str(project), "model": "gpt-scripted"})["thread"]["id"]
         for n in range(turns):
             if n % 2:
@@ -120,13 +122,15 @@ def main() -> None:
     args = ap.parse_args()
     bare_starts: list[float] = []
     wired_starts: list[float] = []
+    cpu: dict[bool, list[float]] = {False: [], True: []}
     tools: list[bool] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             for wired in (False, True):
                 home, project, _ = place(Path(tmp) / f"{i}-{wired}", wired)
-                seconds, has_tools = first_request(home, project)
+                seconds, has_tools, used = first_request(home, project)
                 (wired_starts if wired else bare_starts).append(seconds * 1000)
+                cpu[wired].append(used)
                 if wired:
                     tools.append(has_tools)
         home, project, stores = place(Path(tmp) / "session-wired", True)
@@ -144,6 +148,11 @@ def main() -> None:
             "added_p50": pct(wired_starts, 0.5) - pct(bare_starts, 0.5),
             "bare": bare_starts,
             "wired": wired_starts,
+        },
+        "exec_run_cpu_ms": {
+            "bare_p50": pct(cpu[False], 0.5),
+            "wired_p50": pct(cpu[True], 0.5),
+            "added_p50": pct(cpu[True], 0.5) - pct(cpu[False], 0.5),
         },
         "first_turn_has_nexus_tools": f"{sum(tools)}/{len(tools)}",
         "hooks_per_turn_ms": {
@@ -165,6 +174,11 @@ def main() -> None:
     print(
         f"time to the first model request: {f['bare_p50']:.0f} ms without nexus, {f['wired_p50']:.0f} ms "
         f"wired (+{f['added_p50']:.0f} ms, p50)"
+    )
+    c = out["exec_run_cpu_ms"]
+    print(
+        f"CPU of the whole `codex exec` run: {c['bare_p50']:.0f} ms without nexus, {c['wired_p50']:.0f} ms "
+        f"wired (+{c['added_p50']:.0f} ms, p50)"
     )
     print(f"first turn has the nexus tools: {out['first_turn_has_nexus_tools']}")
     print(

@@ -19,7 +19,7 @@ from nexus.ledger import log
 from nexus.records import Located
 from nexus.storage import entries
 from nexus.team import claimlog
-from nexus.team.claims import CHANNEL, event_of, fold, matches, overlap
+from nexus.team.claims import CHANNEL, event_of, fold, iso_ms, matches, overlap
 
 
 def _project(tmp_path: Path, name: str = "proj") -> Path:
@@ -205,6 +205,46 @@ def test_an_expired_claim_frees_itself(env: Env, tmp_path: Path, monkeypatch: py
     claims.claim(lyra, patterns=["src/a.py"], reason="r", project=str(root))
     statuses = sorted(c.status for c in claimlog.refresh(env.vault).claims().values())
     assert statuses == ["active", "expired"]
+
+
+def test_claims_md_is_written_again_by_the_watcher_once_a_claim_it_lists_expires(
+    env: Env, tmp_path: Path
+) -> None:
+    """Claims.md says when each claim it lists expires (true when read later); reads (`nexus claims`,
+    the brief) never write it; a watcher rescan writes it again once a listed claim has expired, under
+    the log lock, and leaves it alone before that and after."""
+    from nexus.operations import claims
+    from nexus.operations.spec import Call
+    from nexus.settings import DEFAULTS
+
+    root = _project(tmp_path)
+    ella = Call(env.vault, agent="ella", settings=DEFAULTS, keys=env.keys_home)
+    got = claims.claim(ella, patterns=["src/a.py"], reason="short", ttl="2s", project=str(root))
+    note = env.vault.root / claimlog.NOTE
+    written = note.read_bytes()
+    expires = got.data["expires"]
+    assert f"`src/a.py` in proj (exclusive) until {expires[:16].replace('T', ' ')}Z".encode() in written
+    expires_ms = iso_ms(expires)
+    assert not claimlog.note_due(env.vault, expires_ms - 1)  # (the clock as given, not as it runs)
+    assert claimlog.note_due(env.vault, expires_ms)
+    assert not claimlog.expire_note(env.vault, expires_ms - 1) and note.read_bytes() == written
+
+    time.sleep(max(0.0, expires_ms / 1000 - time.time()) + 0.2)
+    stamp = note.stat().st_mtime_ns
+    assert env.run("claims", "--json").json()["claims"] == []  # what holds now: nothing
+    assert "ella holds" not in env.run("brief", "--agent", "lyra").stdout  # (its claims section)
+    assert note.read_bytes() == written and note.stat().st_mtime_ns == stamp  # a read never writes
+
+    watched = env.run("watch", "--once", "--json", process=True)
+    events = [json.loads(line) for line in watched.stdout.splitlines() if line.startswith("{")]
+    assert {"event": "claims", "file": "Claims.md"} in [
+        {k: v for k, v in e.items() if k != "at"} for e in events
+    ], watched.stdout
+    again = note.read_text()
+    assert "_Nobody holds anything._" in again and "src/a.py" not in again
+    stamp = note.stat().st_mtime_ns
+    env.run("watch", "--once", process=True)  # nothing expired since: left alone
+    assert note.stat().st_mtime_ns == stamp and note.read_text() == again
 
 
 def test_tasks_and_the_free_list(env: Env, tmp_path: Path) -> None:
@@ -455,6 +495,51 @@ def test_the_pre_tool_hook_denies_an_edit_of_what_another_holds(env: Env, tmp_pa
     env.run("claim", "release", cid, "--agent", "ella")
     after = _pre_tool(env, "lyra", event("Edit", root / "src" / "parser" / "lexer.py"))
     assert (after.returncode, after.stdout) == (0, "")
+
+
+def test_the_pre_tool_hook_denies_a_codex_patch_touching_what_another_holds(env: Env, tmp_path: Path) -> None:
+    """Codex's PreToolUse for `apply_patch`: the patch (``tool_input.command``) names each file it adds,
+    updates, deletes or moves to, relative to the session's folder; one of them held by another agent
+    denies the whole patch; a patch of free files, or anything not a patch, gets nothing."""
+    root = _project(tmp_path)
+    cid = env.run(
+        "claim", "src/parser/**", "--agent", "ella", "--reason", "lexer rewrite", "--project", str(root),
+        "--json",
+    ).json()["id"]  # fmt: skip
+
+    def patch(*headers: str) -> dict[str, object]:
+        body = "".join(f"*** {h}\n@@\n-a\n+b\n" for h in headers)
+        command = f"*** Begin Patch\n{body}*** End Patch\n"
+        return {
+            "session_id": "s",
+            "cwd": str(root),
+            "tool_name": "apply_patch",
+            "tool_input": {"command": command},
+        }
+
+    for headers in (
+        ("Update File: src/parser/lexer.py",),
+        ("Update File: src/main.py", "Add File: src/parser/new.py"),
+        ("Delete File: src/parser/old.py",),
+        ("Update File: src/main.py", "Move to: src/parser/main.py"),
+        (f"Update File: {root / 'src' / 'parser' / 'lexer.py'}",),  # an absolute path
+    ):
+        out = _pre_tool(env, "lyra", patch(*headers))
+        decision = json.loads(out.stdout)["hookSpecificOutput"]
+        assert decision["permissionDecision"] == "deny", headers
+        assert (
+            "held by ella" in decision["permissionDecisionReason"]
+            and cid in decision["permissionDecisionReason"]
+        )
+    for agent, ev in (
+        ("ella", patch("Update File: src/parser/lexer.py")),  # the holder
+        ("lyra", patch("Update File: src/main.py", "Add File: docs/a.md")),  # nobody holds them
+        ("lyra", {"tool_name": "apply_patch", "tool_input": {"command": "not a patch"}}),
+        ("lyra", {"tool_name": "apply_patch", "tool_input": {"command": 7}}),
+        ("lyra", {**patch("Update File: src/parser/lexer.py"), "tool_name": "Bash"}),  # not the patch tool
+    ):
+        out = _pre_tool(env, agent, ev)
+        assert (out.returncode, out.stdout, out.stderr) == (0, "", ""), (agent, ev, out)
 
 
 def test_the_commit_guard_in_a_real_repository(env: Env, tmp_path: Path) -> None:

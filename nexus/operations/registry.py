@@ -1259,8 +1259,17 @@ OPERATIONS: tuple[Operation, ...] = (
         acts="required",
         why_not=A_HOOK,
         params=(
-            Param("tool_name", description="Edit, Write, MultiEdit, NotebookEdit…", surfaces=ONLY_HOOK),
-            Param("tool_input", "dict", description="the tool's arguments (file_path)", surfaces=ONLY_HOOK),
+            Param(
+                "tool_name",
+                description="Edit, Write, MultiEdit, NotebookEdit, apply_patch…",
+                surfaces=ONLY_HOOK,
+            ),
+            Param(
+                "tool_input",
+                "dict",
+                description="the tool's arguments (file_path; apply_patch: the patch as command)",
+                surfaces=ONLY_HOOK,
+            ),
             Param("cwd", description="the session's folder", surfaces=ONLY_HOOK),
         ),
     ),

@@ -27,7 +27,8 @@ none of them: each name below is loaded on first use):
 * ``snippets`` — the text around the matched words;
 * ``supersession`` — superseded decisions ranked below what replaced them; ``finder`` — ``search``;
 * ``embedding`` — text to vectors by meaning (the only import of the model); ``vectors`` — the
-  vector store under ``.nexus/vectors/``, never stale; ``fusion`` — ranking by meaning and words.
+  vector store under ``.nexus/vectors/``, read through memory maps; ``vector_writer`` — it kept up
+  to date, never stale; ``fusion`` — ranking by meaning and words.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from .language import check_languages
     from .manifest import MANIFEST, index_dir
     from .query import parse_query
-    from .vectors import refresh_vectors
+    from .vector_writer import refresh_vectors
 
 __all__ = [
     "MANIFEST",
@@ -67,7 +68,7 @@ _WHERE = {
     "MANIFEST": "manifest",
     "parse_query": "query",
     "Progress": "builder",
-    "refresh_vectors": "vectors",
+    "refresh_vectors": "vector_writer",
 }
 
 

@@ -21,7 +21,7 @@ from ..errors import QueryError
 from ..records import Hit, IndexStatus
 from ..storage.vault import Vault
 from ..trust import NO_PINS, Trust
-from . import documents, fusion, vectors
+from . import documents, fusion, vector_writer, vectors
 from .builder import Progress
 from .engine import Query, Stored
 from .hits import HitReader
@@ -68,7 +68,7 @@ def search(
     filters = Filters.of(agent=agent, type=type, channel=channel, since=since, until=until, path=path)
     if limit <= 0:
         return []
-    meant = _meant(text, mode)
+    meant = _meant(vault, text, mode)
     if meant is not None:
         return _by_meaning(vault, text, meant, mode, filters, limit, progress, fresh, langs, trust)
     here = view(vault)
@@ -109,12 +109,12 @@ def search(
         reader.close()
 
 
-def _meant(text: str, mode: str) -> NDArray[np.float32] | None:
+def _meant(vault: Vault, text: str, mode: str) -> NDArray[np.float32] | None:
     """The query's vector (None: search by words alone, in text mode or when hybrid search's model
     knows none of its words)."""
     if mode == "text":
         return None
-    meant = vectors.embed_query(words_of(text))
+    meant = vectors.embed_query(vault, words_of(text))
     if meant is None and mode == "meaning":
         raise QueryError("the model knows no word of this query; try other words or --mode text")
     return meant
@@ -138,7 +138,7 @@ def _by_meaning(
         return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs, trust)
     except vectors.Damaged:
         vectors.OPENED.forget(vault)
-        vectors.refresh(vault, progress=progress, force=True, trust=trust)
+        vector_writer.refresh(vault, progress=progress, force=True, trust=trust)
         return _by_meaning_once(vault, text, meant, mode, filters, limit, progress, fresh, langs, trust)
 
 
@@ -169,18 +169,23 @@ def _by_meaning_once(
     reader = HitReader(vault, here.signatures, terms, phrases, trust)
     files = _files(store, filters)
     k = max(limit + 20, 50)
+    partial = fusion.WEIGHT == 0 and fusion.FUSION == "weighted"  # see _by_words: first without them
     try:
         while True:
             meaning: list[tuple[float, Stored]] = []
-            more = False
+            more = left_out = False
             if plain or mode == "meaning":
                 meaning, more = fusion.by_meaning(store, meant, k, files, lambda s: _accepts(s, filters))
             ranked: Iterator[tuple[float, Stored]] = iter(meaning)
             if mode == "hybrid":
-                words, more_words = _by_words(opened, q, text, filters, k if plain else k * 4)
+                kw = k if plain else k * 4
+                words, more_words, left_out = _by_words(opened, q, text, filters, kw, skip_partial=partial)
                 more = more or more_words
                 ranked = fusion.fused(store, meant, words, meaning if plain else [])
             hits = _finish(reader, ranked, dead, limit)
+            if left_out and len(hits) < limit:
+                partial = False  # the partial matches left out might fill the rest: asked for
+                continue
             if len(hits) >= limit or not more:
                 return dead.replacements_first(hits)
             k *= 4
@@ -190,14 +195,16 @@ def _by_meaning_once(
 
 def _store(vault: Vault, progress: Progress | None, fresh: bool, trust: Trust) -> vectors.Store:
     """The vector store, current (``fresh``) and open; one damaged under us is rebuilt once."""
-    meta = vectors.refresh(vault, progress=progress, trust=trust) if fresh else vectors.load_meta(vault)
+    meta = vector_writer.refresh(vault, progress=progress, trust=trust) if fresh else vectors.load_meta(vault)
     if meta is None:
-        meta = vectors.refresh(vault, progress=progress, trust=trust)
+        meta = vector_writer.refresh(vault, progress=progress, trust=trust)
     try:
         return vectors.OPENED.open(vault, meta)
     except vectors.Damaged:
         vectors.OPENED.forget(vault)
-        return vectors.OPENED.open(vault, vectors.refresh(vault, progress=progress, force=True, trust=trust))
+        return vectors.OPENED.open(
+            vault, vector_writer.refresh(vault, progress=progress, force=True, trust=trust)
+        )
 
 
 def _files(store: vectors.Store, filters: Filters) -> set[int] | None:
@@ -219,14 +226,23 @@ def _accepts(stored: Stored, filters: Filters) -> bool:
 
 
 def _by_words(
-    opened: OpenIndex, q: Query, text: str, filters: Filters, k: int
-) -> tuple[list[tuple[float, Stored, bool]], bool]:
+    opened: OpenIndex, q: Query, text: str, filters: Filters, k: int, *, skip_partial: bool = False
+) -> tuple[list[tuple[float, Stored, bool]], bool, bool]:
     """(BM25, document, whether it holds every word) of the best ``k`` word matches within the
-    filters; whether more may follow."""
+    filters; whether more may follow; whether partial matches (some words, not all) were left out.
+
+    ``skip_partial``: only the documents holding every word (partial matches cost a pass over the
+    union of the words' postings). Hybrid ranking scores a partial match by its cosine alone, and
+    meaning's candidates are the best by cosine of all documents; a partial match below them, or
+    below ``fusion.STRONG`` when some document holds every word, only fills a list that falls short
+    of the limit: the caller then asks again with them."""
     allow = opened.searcher.matching(filters.terms) if filters.terms else None
     groups = q.groups() if FAST else None
+    left_out = False
     if groups is not None:
-        rows, _ = opened.scorer.top(opened.searcher, groups, allow, k, is_plain(text), None)
+        partial = is_plain(text)
+        left_out = partial and skip_partial and len(groups) > 1
+        rows, _ = opened.scorer.top(opened.searcher, groups, allow, k, partial and not left_out, None)
     else:
         rows = [(1, score, doc) for score, doc in opened.searcher.run(q, k, allow)]
     every = len(groups) if groups is not None else 1
@@ -235,7 +251,7 @@ def _by_words(
         stored = opened.searcher.stored(doc)
         if _within(stored, filters):
             out.append((score, stored, matched >= every))
-    return out, len(rows) >= k
+    return out, len(rows) >= k, left_out
 
 
 def _finish(

@@ -85,7 +85,8 @@ def fused(
                     score[stored.key] = EVERY + s / best
                 else:
                     score[stored.key] += WEIGHT * s / best
-    for key in sorted(docs, key=lambda k: -score[k]):
+    first = {s.key: i for i, (_, s, every) in enumerate(words) if every}  # (the word ranking's order)
+    for key in sorted(docs, key=lambda k: (-score[k], first.get(k, len(first)), k)):  # ties: by key
         yield score[key], docs[key]
 
 

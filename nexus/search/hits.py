@@ -7,7 +7,7 @@ whole, canonical and signed: it is cut, not parsed (its time, author, channel, t
 the index, its summary and body where the canonical form puts them). Any other entry's bytes must be
 that one whole entry (its begin line the indexed id, its end line the range's end): the entry is
 parsed and its signature checked against its author's key (the keys this machine pinned when
-``trust`` is configured), both remembered by the bytes' digest (``verdicts``). When the range no
+a trust is given), both remembered by the bytes' digest (``verdicts``). When the range no
 longer holds the entry (the file changed after the index looked), the segment is scanned for it. A
 section's heading becomes a wikilink. Snippets: ``snippets``.
 """

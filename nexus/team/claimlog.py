@@ -18,6 +18,7 @@ import os
 import time
 from typing import Any
 
+from ..ledger import log
 from ..ledger.logfiles import segment_files
 from ..ledger.marks import START, Mark
 from ..records import Claim
@@ -144,17 +145,28 @@ def _prune(book: Book) -> None:
 
 
 NOTE = "Claims.md"
+NOTE_STATE = "claims-note.json"  # when Claims.md next changes by time alone (derived, under .nexus/)
+
+
+def _listed(claims: dict[str, Claim], now: int) -> tuple[list[Claim], list[Claim]]:
+    """What ``Claims.md`` lists at ``now``: the claims that hold, and those lost on merge that have
+    not expired."""
+    from .claims import active
+
+    lost = [c for c in claims.values() if c.status == "lost" and iso_ms(c.expires) > now]
+    return active(claims), lost
 
 
 def note_text(book: Book, now_ms: int | None = None) -> str:
-    """``Claims.md``: the active claims as a person reads them, each linked to its entry."""
-    from .claims import active, shown
+    """``Claims.md``: the claims that hold at ``now_ms`` as a person reads them, each linked to its
+    entry and dated, so the note stays true when read later: a claim it lists holds until the date
+    and time shown, unless released."""
+    from .claims import shown
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     claims = book.claims(now)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now // 1000))
-    held = active(claims)
-    lost = [c for c in claims.values() if c.status == "lost" and iso_ms(c.expires) > now]
+    held, lost = _listed(claims, now)
     lines = [
         "---",
         "tags:",
@@ -163,12 +175,12 @@ def note_text(book: Book, now_ms: int | None = None) -> str:
         "---",
         "# Claims",
         "",
-        "> [!info] Generated from the log's `claims` channel at every claim, renewal and release, and after",
-        f"> a git merge or a sync (last: {stamp}); edits here are replaced. A claim shown past its",
-        "> expiry has expired.",
+        f"> [!info] The claims that held at {stamp}, from the log's `claims` channel. Generated at every",
+        "> claim, renewal and release, after a git merge or a sync, and by `nexus watch` when a claim",
+        "> listed here expires; edits here are replaced. A claim shown past its expiry has expired.",
         "",
     ]
-    lines += [f"- {shown(c)}" for c in held] or ["_Nobody holds anything._"]
+    lines += [f"- {shown(c, dated=True)}" for c in held] or ["_Nobody holds anything._"]
     if lost:
         lines += ["", "## Lost on merge", ""]
         lines += [
@@ -179,9 +191,41 @@ def note_text(book: Book, now_ms: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_note(vault: Vault, book: Book) -> None:
-    """Regenerate ``Claims.md`` (atomically, durably)."""
-    durable.replace(vault.root / NOTE, note_text(book).encode())
+def write_note(vault: Vault, book: Book, now_ms: int | None = None) -> None:
+    """Regenerate ``Claims.md`` (atomically, durably), and remember when it next changes by time
+    alone: the first expiry among the claims it lists."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    durable.replace(vault.root / NOTE, note_text(book, now).encode())
+    held, lost = _listed(book.claims(now), now)
+    changes_at = min((iso_ms(c.expires) for c in held + lost), default=None)
+    with contextlib.suppress(OSError):  # derived: missing, the next watcher pass regenerates once
+        data = json.dumps({"changes_at": changes_at}).encode()
+        durable.replace(vault.state / NOTE_STATE, data, durable=False)
+
+
+def note_due(vault: Vault, now_ms: int | None = None) -> bool:
+    """Whether ``Claims.md`` lists a claim that has expired since it was written (or its derived
+    record is missing or unreadable); False when there is no note. Reads only."""
+    if not (vault.root / NOTE).exists():
+        return False
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    try:
+        changes_at = json.loads((vault.state / NOTE_STATE).read_bytes())["changes_at"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+    return isinstance(changes_at, int) and changes_at <= now
+
+
+def expire_note(vault: Vault, now_ms: int | None = None) -> bool:
+    """Regenerate ``Claims.md`` when a claim it lists has expired (the watcher's pass; a write of
+    the log lock's holder, so the newest write wins, as at a claim); whether it did."""
+    if not note_due(vault, now_ms):
+        return False
+    with log.locked(vault):
+        if not note_due(vault, now_ms):  # a claim's write regenerated it meanwhile
+            return False
+        write_note(vault, refresh(vault), now_ms)
+    return True
 
 
 def brief_text(

@@ -362,10 +362,12 @@ def holder_of(held: Sequence[Claim], project: str, path: str, agent: str) -> tup
     return None
 
 
-def until(c: Claim) -> str:
-    """The expiry as a person reads it: ``20:20Z`` today, else ``2026-12-07 20:20Z``."""
+def until(c: Claim, *, dated: bool = False) -> str:
+    """The expiry as a person reads it: ``20:20Z`` today, else (or ``dated``) ``2026-12-07 20:20Z``."""
     day = time.strftime("%Y-%m-%d", time.gmtime())
-    return c.expires[11:16] + "Z" if c.expires.startswith(day) else c.expires[:16].replace("T", " ") + "Z"
+    if c.expires.startswith(day) and not dated:
+        return c.expires[11:16] + "Z"
+    return c.expires[:16].replace("T", " ") + "Z"
 
 
 def refusal(c: Claim, what: str) -> str:
@@ -376,8 +378,10 @@ def refusal(c: Claim, what: str) -> str:
     )
 
 
-def shown(c: Claim) -> str:
-    """One line for a person: who holds what, how, until when, why, and the link to the entry."""
+def shown(c: Claim, *, dated: bool = False) -> str:
+    """One line for a person: who holds what, how, until when (``dated``: with its day, for a note
+    read later), why, and the link to the entry."""
     what = " ".join(f"`{p}`" for p in c.patterns)
     where = "" if all(p.startswith(TASK) for p in c.patterns) else f" in {c.project}"
-    return f"**{c.agent}** holds {what}{where} ({c.mode}) until {until(c)} — {c.reason} · {c.link}"
+    when = until(c, dated=dated)
+    return f"**{c.agent}** holds {what}{where} ({c.mode}) until {when} — {c.reason} · {c.link}"

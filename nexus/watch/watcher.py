@@ -41,7 +41,7 @@ from ..errors import BusyError
 from ..settings import DEFAULTS
 from ..storage.vault import Vault
 from ..sync import copies
-from ..team import coordination, heartbeat
+from ..team import claimlog, coordination, heartbeat
 from .keeper import RECENT_SECONDS, SegmentKeeper, git_busy, now
 from .workers import IndexRefresher, LogVerifier
 
@@ -113,7 +113,14 @@ class Watcher(SegmentKeeper):
             full = not self.verify_prefix(path)
             changed |= self.check_segment(path, full=full)
         self.refresh()
+        self.expire_claims()
         self.scan_notes()
+
+    def expire_claims(self) -> None:
+        """``Claims.md`` again once a claim it lists has expired (no read writes it: the watcher's
+        rescan does, under the log lock, as a claim's write does); said even on the quiet first pass."""
+        if claimlog.expire_note(self.vault):
+            self.emit({"event": "claims", "file": claimlog.NOTE})
 
     def refresh(self) -> None:
         """Refresh the derived state; report races and resolutions not reported before (a rebuild

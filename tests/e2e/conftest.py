@@ -6,21 +6,31 @@ A module per runtime (``test_claude_code.py``…) marks its tests ``@pytest.mark
 binary with :func:`runtime_binary`: a runtime that is not installed FAILS the test with one line
 (never a skip). :func:`runtime_env` is the environment a person's shell would give the runtime:
 their own home folder (a fresh one per test), no ``NEXUS_*`` (the wiring must carry the vault and
-the keys), ``PATH`` with this installation's ``nexus`` first.
+the keys), ``PATH`` with this installation's ``nexus`` first. :func:`inherited_env` is the test's own
+environment less nexus's and the runtime's variables, with its own home (the runtimes driven through
+``runtime_*.py``). :func:`nexus_as` runs ``nexus`` on a test's vault as that person, the runtime on
+``PATH`` (``setup --check`` asks the installed runtime); :func:`wired` makes that person's home and a
+project, wired by ``nexus setup`` for the agent ``lyra``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import Env
 
 # Read once, before any test moves HOME: where scripts/runtimes/*.sh install.
 RUNTIMES = Path(os.environ.get("NEXUS_RUNTIMES") or Path.home() / ".cache" / "nexus-runtimes")
 BIN = Path(sys.executable).parent  # this installation's `nexus`, `nexus-hook`
+ROOT = Path(__file__).resolve().parents[2]
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+# How many tools the MCP server offers an agent (what a runtime's first request must list).
+AGENT_TOOLS = len(json.loads((ROOT / "nexus/surfaces/mcp_tools.json").read_text())["agent_tools"])
 
 
 def runtime_binary(name: str, version: str, relative: str) -> Path:
@@ -54,3 +64,41 @@ def nexus(env: dict[str, str], *args: str, cwd: Path | None = None) -> subproces
     return subprocess.run(
         [str(BIN / "nexus"), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
     )
+
+
+def inherited_env(home: Path, *drop: str, path: tuple[Path, ...] = (), **extra: str) -> dict[str, str]:
+    """This process's environment without ``NEXUS_*``, ``PYTEST*`` and the prefixes ``drop`` (the
+    runtime's own), with ``HOME`` and a ``PATH`` of this installation's nexus, ``path``, the system's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "PYTEST", *drop))}
+    env.update(HOME=str(home), PATH=":".join([str(BIN), *map(str, path), SYSTEM_PATH]), **extra)
+    return env
+
+
+def nexus_as(
+    env: Env, home: Path, cwd: Path, runtime: Path, *args: str, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -W error -m nexus --vault VAULT ARGS`` in ``cwd`` for the person whose home is ``home``,
+    the runtime's folder (``runtime``, its executable) first on ``PATH``."""
+    path = f"{runtime.parent}:{env.environ['PATH']}"
+    return subprocess.run(
+        [sys.executable, "-W", "error", "-m", "nexus", "--vault", str(env.vault.root), *args],
+        cwd=cwd,
+        env={**env.environ, "HOME": str(home), "PATH": path, **extra},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def wired(
+    env: Env, tmp_path: Path, runtime: Path, name: str, scope: str, **extra: str
+) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """A person's home and a git project under ``tmp_path``, wired by ``nexus setup NAME --agent lyra
+    --scope SCOPE`` (which must succeed): the home, the project and what setup said."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir(exist_ok=True)
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    done = nexus_as(env, home, project, runtime, "setup", name, "--agent", "lyra", "--scope", scope, **extra)
+    assert done.returncode == 0, done.stderr
+    return home, project, done

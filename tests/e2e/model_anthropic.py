@@ -14,14 +14,17 @@ import json
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .scripted import Model, Reply, Request, Text, ToolUse
+from .scripted import Model, Reply, Request, Text, ToolUse, send, sse
 
 __all__ = ["AnthropicModel", "Text", "ToolUse", "system_text", "user_text"]
 
 _ids = itertools.count(1)
 
 
-class AnthropicModel(Model):
+class AnthropicModel(Model[Reply]):
+    aside = Text("ok")
+    done = Text("Done.")
+
     def scripted(self, path: str, body: Any) -> bool:
         return (
             path.endswith("/messages")
@@ -32,12 +35,7 @@ class AnthropicModel(Model):
 
     def respond(self, handler: BaseHTTPRequestHandler, path: str, body: Any, reply: Reply) -> None:
         if path.endswith("/count_tokens"):
-            data = json.dumps({"input_tokens": len(json.dumps(body)) // 4}).encode()
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(data)))
-            handler.end_headers()
-            handler.wfile.write(data)
+            send(handler, 200, "application/json", json.dumps({"input_tokens": len(json.dumps(body)) // 4}))
             return
         model = body.get("model", "claude") if isinstance(body, dict) else "claude"
         n = next(_ids)
@@ -81,13 +79,7 @@ class AnthropicModel(Model):
             ),
             ("message_stop", {"type": "message_stop"}),
         ]
-        data = "".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n" for name, ev in events).encode()
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.send_header("Cache-Control", "no-cache")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        send(handler, 200, "text/event-stream", sse(events))
 
 
 def system_text(request: Request) -> str:

@@ -1,24 +1,26 @@
-"""A scripted model behind an OpenAI-compatible chat completions API, on 127.0.0.1, for the real
-runtimes that speak it (Hermes Agent, OpenClaw).
+"""The scripted model as an OpenAI-compatible chat completions API, for the real runtimes that speak
+it (Hermes Agent, OpenClaw): ``GET /v1/models`` lists one model; ``POST /v1/chat/completions`` answers
+from the script, streaming (SSE ``chat.completion.chunk``s ending in ``data: [DONE]``) or not, as asked.
 
-``GET /v1/models`` lists one model; ``POST /v1/chat/completions`` answers from a script of replies,
-streaming (SSE ``chat.completion.chunk``s ending in ``data: [DONE]``) or not, as asked. A reply is a
-text, or tool calls: ``Reply(tools=[("nexus_log_append", {...})])``. A reply may be chosen by a rule on
-the request (``when``), so a runtime's side requests (a title, a summary for compression) get an
-answer without taking the session's next reply. Every request is recorded whole: a test checks what
-reached the model. When the script is used up the server answers ``"ok"``.
+A reply is a text, or tool calls (several at once): ``Reply(tools=[("nexus_log_append", {...})])``.
+A reply may be kept for a request a rule accepts (``when``), so a runtime's side requests (a title, a
+summary for compression) get their answer without taking the session's next reply; a reply may report
+a large prompt (``prompt_tokens``: the runtime compacts). When the script is used up the answer is
+``"ok"``. Every request is recorded (:class:`Request` reads its messages).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from . import scripted
+from .scripted import Model, send
 
 MODEL = "scripted-model"
 
@@ -32,15 +34,13 @@ class Reply:
 
 
 @dataclass
-class Request:
-    """One request the model received: its body, and when (monotonic seconds)."""
-
-    body: dict[str, Any]
-    at: float
+class Request(scripted.Request):
+    """One request, read as chat messages."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        return list(self.body.get("messages") or [])
+        body = self.body if isinstance(self.body, dict) else {}
+        return list(body.get("messages") or [])
 
     def text(self, role: str | None = None) -> str:
         """Every message's text (of ``role`` only, when given), joined."""
@@ -48,138 +48,80 @@ class Request:
         for m in self.messages:
             if role and m.get("role") != role:
                 continue
-            content = m.get("content")
-            if isinstance(content, list):
-                content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-            out.append(str(content or ""))
+            out.append(_content(m.get("content")))
         return "\n".join(out)
 
     @property
     def last_user(self) -> str:
         users = [m for m in self.messages if m.get("role") == "user"]
-        if not users:
-            return ""
-        content = users[-1].get("content")
-        if isinstance(content, list):
-            return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        return str(content or "")
+        return _content(users[-1].get("content")) if users else ""
 
     @property
     def tool_names(self) -> list[str]:
-        return [str((t.get("function") or {}).get("name")) for t in self.body.get("tools") or []]
+        body = self.body if isinstance(self.body, dict) else {}
+        return [str((t.get("function") or {}).get("name")) for t in body.get("tools") or []]
 
 
-class ModelServer:
-    """The server: ``with ModelServer() as model: ... model.url``; ``model.script(...)`` queues replies."""
+def _content(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+class ModelServer(Model[Reply]):
+    """``with ModelServer() as model:``; the runtime's base URL is :attr:`base_url`; ``model.add(...)``
+    queues replies (a string is a text)."""
+
+    aside = Reply(text="ok")
+    done = Reply(text="ok")
+    request_type = Request
 
     def __init__(self) -> None:
-        self.requests: list[Request] = []
-        self.listed = 0  # GET /v1/models
-        self._script: list[Reply] = []
-        self._lock = threading.Lock()
+        super().__init__()
         self._ids = itertools.count(1)
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    with server._lock:
-                        server.listed += 1
-                    self._json({"object": "list", "data": [server._model()]})
-                elif "/models/" in self.path:
-                    self._json(server._model())
-                else:
-                    self._json({"error": {"message": f"no route {self.path}"}}, 404)
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    self._json({"error": {"message": "bad json"}}, 400)
-                    return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._json({"error": {"message": f"no route {self.path}"}}, 404)
-                    return
-                request = Request(body, time.monotonic())
-                reply = server._take(request)
-                if body.get("stream"):
-                    self._stream(server._chunks(reply, body))
-                else:
-                    self._json(server._completion(reply, body))
-
-            def _json(self, data: Any, status: int = 200) -> None:
-                out = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def _stream(self, chunks: Iterator[dict[str, Any]]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for chunk in chunks:
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-                self.close_connection = True
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    # ------------------------------------------------------------------ use
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
 
-    def script(self, *replies: Reply | str) -> None:
-        with self._lock:
-            self._script.extend(r if isinstance(r, Reply) else Reply(text=r) for r in replies)
+    def add(self, *replies: Reply | str) -> None:
+        super().add(*(r if isinstance(r, Reply) else Reply(text=r) for r in replies))
 
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
+    def chats(self) -> list[Request]:
+        """The chat completions asked (the turns: each took a reply of the script, or ``"ok"``)."""
+        return [r for r in self.turns() if isinstance(r, Request)]
 
-    def __enter__(self) -> ModelServer:
-        self._thread.start()
-        return self
+    def scripted(self, path: str, body: Any) -> bool:
+        return path.rstrip("/").endswith("/chat/completions") and isinstance(body, dict)
 
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def choose(self, body: Any) -> Reply:
+        for i, r in enumerate(self.script):  # a reply waiting for this kind of request first
+            if r.when is not None and r.when(body):
+                return self.script.pop(i)
+        for i, r in enumerate(self.script):  # else the session's next reply
+            if r.when is None:
+                return self.script.pop(i)
+        return self.done
+
+    def other(self, handler: BaseHTTPRequestHandler, method: str, path: str) -> bool:
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            send(handler, 200, "application/json", json.dumps({"object": "list", "data": [_model()]}))
+        elif method == "GET" and "/models/" in path:
+            send(handler, 200, "application/json", json.dumps(_model()))
+        else:
+            return False
+        return True
+
+    def respond(self, handler: BaseHTTPRequestHandler, path: str, body: Any, reply: Reply) -> None:
+        if not self.scripted(path, body):
+            send(handler, 404, "application/json", json.dumps({"error": {"message": f"no route {path}"}}))
+        elif body.get("stream"):
+            chunks = "".join(f"data: {json.dumps(c)}\n\n" for c in self._chunks(reply, body))
+            send(handler, 200, "text/event-stream", chunks + "data: [DONE]\n\n")
+        else:
+            send(handler, 200, "application/json", json.dumps(self._completion(reply, body)))
 
     # ------------------------------------------------------------------ answers
-    def _model(self) -> dict[str, Any]:
-        return {
-            "id": MODEL,
-            "object": "model",
-            "created": 0,
-            "owned_by": "nexus-tests",
-            "context_length": 200_000,
-        }
-
-    def _take(self, request: Request) -> Reply:
-        with self._lock:
-            self.requests.append(request)
-            for i, r in enumerate(self._script):  # a reply waiting for this kind of request first
-                if r.when is not None and r.when(request.body):
-                    return self._script.pop(i)
-            for i, r in enumerate(self._script):  # else the session's next reply
-                if r.when is None:
-                    return self._script.pop(i)
-        return Reply(text="ok")
-
     def _tool_calls(self, reply: Reply) -> list[dict[str, Any]]:
         return [
             {
@@ -238,3 +180,13 @@ class ModelServer:
                 "choices": [],
                 "usage": self._usage(body, reply),
             }
+
+
+def _model() -> dict[str, Any]:
+    return {
+        "id": MODEL,
+        "object": "model",
+        "created": 0,
+        "owned_by": "nexus-tests",
+        "context_length": 200_000,
+    }

@@ -1,152 +1,59 @@
-"""A scripted model on 127.0.0.1 that speaks OpenAI's streaming APIs, for driving real runtimes.
+"""The scripted model as OpenAI's streaming APIs: ``POST …/responses`` answered in the Responses API's
+server-sent events (what Codex speaks), ``POST …/chat/completions`` in chat-completion chunks or one
+JSON answer, as asked (what OpenAI-compatible clients such as opencode speak); ``GET`` (a listing of
+models) answered with an empty list.
 
-``POST …/responses`` answers in the Responses API's server-sent events (what Codex speaks);
-``POST …/chat/completions`` answers in chat-completion chunks (what OpenAI-compatible clients such
-as opencode speak). Each model request takes the next reply of the script (text, or a tool call); when
-the script is used up the model says ``done``. Every request is recorded (path, headers, JSON body) so
-a test checks what really reached the model: the brief in the instructions, the tools offered, the
-output of a tool call.
-
-A real HTTP server on an ephemeral port, in a thread of the test process.
+Every model request is one of the agent's turns; a runtime that sends side requests to the same path
+says which are turns in a subclass (``runtime_opencode.OpencodeModel``: the requests with tools).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from .scripted import Model, Reply, Request, Text, ToolUse, send, sse
 
-@dataclass(frozen=True)
-class Text:
-    """The model answers with this text."""
+__all__ = ["OpenAIModel", "Reply", "Request", "Text", "ToolUse"]
 
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """The model calls a tool: ``name`` with ``arguments``; ``namespace`` for Codex's MCP namespace
-    tools (``mcp__nexus``), where the call names the namespace and the tool apart."""
-
-    name: str
-    arguments: dict[str, Any]
-    namespace: str | None = None
+_ids = itertools.count(1)
 
 
-Reply = Text | ToolCall
-Chooser = Callable[[dict[str, Any]], Reply | None]  # a request's body -> a reply (None: the script's next)
+class OpenAIModel(Model[Reply]):
+    """``with OpenAIModel([ToolUse("log_append", {...}, "mcp__nexus"), Text("done")]) as model:``; the
+    runtime's base URL is :attr:`base_url`."""
 
-
-@dataclass
-class Request:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    at: float = 0.0  # time.monotonic() when it arrived
-
-    @property
-    def text(self) -> str:
-        """Everything the request carries, as one string (to look for a word in)."""
-        return json.dumps(self.body, ensure_ascii=False)
-
-
-@dataclass
-class ScriptedModel:
-    """The server: ``script`` is consumed one reply per model request; ``chooser`` may answer first
-    (e.g. a compaction's summary request). Use as a context manager."""
-
-    script: list[Reply] = field(default_factory=list)
-    chooser: Chooser | None = None
-    usage_tokens: int = 50  # what each reply says it used (high: the runtime compacts)
-    requests: list[Request] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None
-        return int(self._server.server_address[1])
+    aside = Text("ok")
+    done = Text("done")
+    usage_tokens = 50  # what each reply says it used
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.url}/v1"
 
-    def model_requests(self) -> list[Request]:
-        return [r for r in self.requests if r.path.endswith(("/responses", "/chat/completions"))]
+    def scripted(self, path: str, body: Any) -> bool:
+        return path.endswith(("/responses", "/chat/completions"))
 
-    def __enter__(self) -> ScriptedModel:
-        model = self
+    def other(self, handler: BaseHTTPRequestHandler, method: str, path: str) -> bool:
+        if method != "GET":
+            return False
+        send(handler, 200, "application/json", json.dumps({"object": "list", "data": [], "models": []}))
+        return True
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                model._record(self, {})
-                self._send(200, "application/json", json.dumps({"object": "list", "data": [], "models": []}))
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else {}
-                except ValueError:
-                    body = {"raw": raw.decode("utf-8", "replace")}
-                model._record(self, body)
-                path = self.path.split("?")[0]
-                if path.endswith("/responses"):
-                    self._send(200, "text/event-stream", model._responses(model._reply(body)))
-                elif path.endswith("/chat/completions"):
-                    stream = bool(body.get("stream"))
-                    kind = "text/event-stream" if stream else "application/json"
-                    self._send(200, kind, model._chat(model._reply(body), stream))
-                else:
-                    self._send(404, "application/json", json.dumps({"error": {"message": "not here"}}))
-
-            def _send(self, status: int, kind: str, text: str) -> None:
-                data = text.encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                self.wfile.flush()
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    # ------------------------------------------------------------------ what the model says
-
-    def _record(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-        with self._lock:
-            self.requests.append(Request(handler.path, dict(handler.headers.items()), body, time.monotonic()))
-
-    def _reply(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            if self.chooser is not None:
-                chosen = self.chooser(body)
-                if chosen is not None:
-                    return chosen
-            return self.script.pop(0) if self.script else Text("done")
+    def respond(self, handler: BaseHTTPRequestHandler, path: str, body: Any, reply: Reply) -> None:
+        if path.endswith("/responses"):
+            send(handler, 200, "text/event-stream", self._responses(reply))
+        elif path.endswith("/chat/completions"):
+            stream = isinstance(body, dict) and bool(body.get("stream"))
+            kind = "text/event-stream" if stream else "application/json"
+            send(handler, 200, kind, self._chat(reply, stream))
+        else:
+            send(handler, 404, "application/json", json.dumps({"error": {"message": "not here"}}))
 
     def _responses(self, reply: Reply) -> str:
-        n = next(self._ids)
+        n = next(_ids)
         rid, iid = f"resp_{n}", f"item_{n}"
         events: list[tuple[str, dict[str, Any]]] = [
             ("response.created", {"response": {"id": rid, "status": "in_progress", "output": []}})
@@ -169,7 +76,7 @@ class ScriptedModel:
                 ("response.output_item.done", {"output_index": 0, "item": item}),
             ]
         else:
-            args = json.dumps(reply.arguments)
+            args = json.dumps(reply.input)
             item = {
                 "type": "function_call",
                 "id": iid,
@@ -202,14 +109,16 @@ class ScriptedModel:
         events.append(
             ("response.completed", {"response": {"id": rid, "status": "completed", "usage": usage}})
         )
-        return "".join(
-            f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n" for name, data in events
-        )
+        return sse([(name, {"type": name, **data}) for name, data in events])
 
     def _chat(self, reply: Reply, stream: bool) -> str:
-        n = next(self._ids)
-        cid = f"chatcmpl-{n}"
-        base = {"id": cid, "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "scripted"}
+        n = next(_ids)
+        base = {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": "scripted",
+        }
         usage = {
             "prompt_tokens": self.usage_tokens,
             "completion_tokens": 5,
@@ -222,7 +131,7 @@ class ScriptedModel:
             call = {
                 "id": f"call_{n}",
                 "type": "function",
-                "function": {"name": reply.name, "arguments": json.dumps(reply.arguments)},
+                "function": {"name": reply.name, "arguments": json.dumps(reply.input)},
             }
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             finish = "tool_calls"

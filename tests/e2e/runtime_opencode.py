@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model_openai import Reply, ScriptedModel, Text
+from .conftest import inherited_env, runtime_binary
+from .model_openai import OpenAIModel, Text
 
 VERSION = "1.18.33"
 PROVIDER, MODEL = "scripted", "m1"
@@ -23,20 +24,20 @@ PROVIDER, MODEL = "scripted", "m1"
 
 def opencode_bin() -> Path:
     """The pinned opencode, installed by ``scripts/runtimes/opencode.sh``; missing, it fails."""
-    root = Path(os.environ.get("NEXUS_RUNTIMES") or Path.home() / ".cache" / "nexus-runtimes")
-    path = root / f"opencode-{VERSION}" / "node_modules" / ".bin" / "opencode"
-    if not path.exists():
-        raise AssertionError(f"opencode {VERSION} is not installed: run scripts/runtimes/opencode.sh")
-    return path
+    return runtime_binary("opencode", VERSION, "node_modules/.bin/opencode")
 
 
-def side_requests(body: dict[str, Any]) -> Reply | None:
+class OpencodeModel(OpenAIModel):
     """opencode's requests without tools (a session title, a compaction's summary) are answered apart,
     so the script is spent on the turns only."""
-    return None if body.get("tools") else Text("Kestrel parser work")
+
+    aside = Text("Kestrel parser work")
+
+    def scripted(self, path: str, body: Any) -> bool:
+        return super().scripted(path, body) and isinstance(body, dict) and bool(body.get("tools"))
 
 
-def prepare_home(home: Path, model: ScriptedModel) -> None:
+def prepare_home(home: Path, model: OpenAIModel) -> None:
     folder = home / ".config" / "opencode"
     folder.mkdir(parents=True, exist_ok=True)
     provider = {
@@ -51,17 +52,16 @@ def prepare_home(home: Path, model: ScriptedModel) -> None:
     path.write_text(json.dumps(config))
 
 
-def environ(home: Path, project: Path, bin_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "OPENCODE_", "XDG_", "PYTEST"))}
-    env.update(
-        HOME=str(home),
+def environ(home: Path, project: Path) -> dict[str, str]:
+    return inherited_env(
+        home,
+        "OPENCODE_",
+        "XDG_",
         PWD=str(project),  # opencode takes the project from $PWD
-        PATH=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
         OPENCODE_DISABLE_MODELS_FETCH="1",
         OPENCODE_DISABLE_AUTOUPDATE="1",
         OPENCODE_DISABLE_SHARE="1",
     )
-    return env
 
 
 @dataclass

@@ -22,18 +22,14 @@ from typing import Any
 import pytest
 from conftest import Env
 
+from . import runtime_claude
 from .conftest import nexus as run_nexus
-from .conftest import runtime_binary, runtime_env
+from .conftest import runtime_env
 from .model_anthropic import AnthropicModel, Text, ToolUse, user_text
+from .runtime_claude import Session, claude, model_env
 from .scripted import Request
 
 pytestmark = pytest.mark.e2e
-
-VERSION = "2.1.332"
-
-
-def claude() -> Path:
-    return runtime_binary("claude-code", VERSION, "node_modules/.bin/claude")
 
 
 @pytest.fixture
@@ -47,74 +43,7 @@ def person(env: Env, tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def setup(env: Env, person: dict[str, Any], *args: str) -> str:
-    proc = run_nexus(
-        runtime_env(person["home"]),
-        "--vault",
-        str(env.vault.root),
-        "setup",
-        "claude-code",
-        "--agent",
-        "ella",
-        "--keys-home",
-        str(env.keys_home),
-        *args,
-        cwd=person["project"],
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-class Session:
-    """`claude -p` reading stream-json prompts: one session, a prompt at a time."""
-
-    def __init__(self, cwd: Path, env: dict[str, str], debug: Path) -> None:
-        self.proc = subprocess.Popen(
-            [
-                str(claude()),
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--debug-file",
-                str(debug),
-            ],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.results: list[dict[str, Any]] = []
-        self.messages: list[dict[str, Any]] = []
-
-    def prompt(self, text: str, timeout: float = 120) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise AssertionError(f"claude exited: {self.proc.stderr.read() if self.proc.stderr else ''}")
-            data: dict[str, Any] = json.loads(line)
-            self.messages.append(data)
-            if data.get("type") == "result":
-                self.results.append(data)
-                return data
-        raise AssertionError(f"no result for {text!r} within {timeout} s")
-
-    def close(self, timeout: float = 120) -> int:
-        assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
-        self.proc.stdin.close()
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            self.proc.stdout.close()
-            self.proc.stderr.close()
+    return runtime_claude.setup(env, person["home"], person["project"], *args)
 
 
 class Terminal:
@@ -261,16 +190,6 @@ def ended(env: Env, debug: Path) -> None:
     )
 
 
-def _model_env(home: Path, model: AnthropicModel) -> dict[str, str]:
-    return runtime_env(
-        home,
-        ANTHROPIC_BASE_URL=model.url,
-        ANTHROPIC_API_KEY="sk-ant-test",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
-    )
-
-
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_a_whole_session_in_claude_code(env: Env, person: dict[str, Any], tmp_path: Path, scope: str) -> None:
     """`claude -p`, prompts as stream-json: one session, each scope wired by `nexus setup` alone."""
@@ -283,7 +202,7 @@ def test_a_whole_session_in_claude_code(env: Env, person: dict[str, Any], tmp_pa
     assert check.returncode == 0, check.stdout + check.stderr  # zero: and the session below uses nexus
     debug = tmp_path / "claude-debug.txt"
     with AnthropicModel() as model:
-        session = Session(person["project"], _model_env(person["home"], model), debug)
+        session = Session(person["project"], model_env(person["home"], model), debug)
         try:
             play(env, model, lambda text, done: (session.prompt(text), None)[1], debug)
             assert not any(r.get("permission_denials") for r in session.results), session.results
@@ -308,7 +227,7 @@ def test_an_interactive_session_in_a_terminal(env: Env, person: dict[str, Any], 
     debug = tmp_path / "claude-debug.txt"
     with AnthropicModel() as model:
         terminal = Terminal(
-            person["project"], _model_env(person["home"], model), debug, f"nexus-e2e-{os.getpid()}"
+            person["project"], model_env(person["home"], model), debug, f"nexus-e2e-{os.getpid()}"
         )
         try:
             assert "New MCP server found" not in terminal.screen()
@@ -338,7 +257,7 @@ def test_without_the_allow_rule_claude_code_refuses_every_nexus_tool(
             ToolUse("mcp__nexus__log_append", {"channel": "build", "type": "note", "summary": "refused"}),
             Text("Could not record."),
         )
-        session = Session(person["project"], _model_env(person["home"], model), debug)
+        session = Session(person["project"], model_env(person["home"], model), debug)
         try:
             result = session.prompt("Record that you started.")
         finally:

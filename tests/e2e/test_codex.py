@@ -7,9 +7,7 @@ read from the scripted server's record of every request; what nexus kept, from t
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,37 +18,16 @@ from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
 
-from .model_openai import Reply, Request, ScriptedModel, Text, ToolCall
+from .conftest import AGENT_TOOLS, nexus_as, wired
+from .model_openai import OpenAIModel, Reply, Request, Text, ToolUse
 from .runtime_codex import AppServer, codex_bin, environ, run_exec
 
 pytestmark = pytest.mark.e2e
-BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parents[2]  # nexus and nexus-hook of this installation
-AGENT_TOOLS = len(json.loads((ROOT / "nexus/surfaces/mcp_tools.json").read_text())["agent_tools"])
 NS = "mcp__nexus"
 
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    path = f"{codex_bin().parent}:{env.environ['PATH']}"  # --check asks the installed Codex
-    run_env = {**env.environ, "HOME": str(home), "PATH": path}
-    return subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus", "--vault", str(env.vault.root), *args],
-        cwd=cwd,
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def wired(env: Env, tmp_path: Path, scope: str) -> tuple[Path, Path]:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    done = nexus(env, home, project, "setup", "codex", "--agent", "lyra", "--scope", scope)
-    assert done.returncode == 0, done.stderr
-    return home, project
+    return nexus_as(env, home, cwd, codex_bin(), *args)  # --check asks the installed Codex
 
 
 def new_items(request: Request) -> list[dict[str, Any]]:
@@ -79,28 +56,28 @@ def nexus_tools(request: Request) -> list[str]:
 
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -> None:
-    home, project = wired(env, tmp_path, scope)
+    home, project, _ = wired(env, tmp_path, codex_bin(), "codex", scope)
     asked = env.append("ella", "zanzibar: who owns the tokenizer?", type="question", channel="build")
     question = asked.located.entry.id
     script: list[Reply] = [
-        ToolCall("log_append", {"channel": "build", "type": "note", "summary": "kestrel parser started"}, NS),
+        ToolUse("log_append", {"channel": "build", "type": "note", "summary": "kestrel parser started"}, NS),
         Text("started"),  # turn 1
         Text("seen"),  # turn 2
         Text("nothing new"),  # turn 3
-        ToolCall("acknowledge", {"ids": [question], "summary": "lyra owns the tokenizer"}, NS),
-        ToolCall("decide", {"title": "Parser", "decision": "a PEG parser", "rationale": "clear errors"}, NS),
+        ToolUse("acknowledge", {"ids": [question], "summary": "lyra owns the tokenizer"}, NS),
+        ToolUse("decide", {"title": "Parser", "decision": "a PEG parser", "rationale": "clear errors"}, NS),
         Text("decided"),  # turn 4
         Text("Summary: the kestrel parser, a PEG parser decided."),  # the compaction's own request
         Text("continuing"),  # turn 5, after compaction
     ]
-    with ScriptedModel(script=script) as model:
-        codex_env = environ(home, BIN)
+    with OpenAIModel(script=script) as model:
+        codex_env = environ(home)
         with AppServer(project, codex_env, model) as server:
             thread = server.request("thread/start", {"cwd": str(project), "model": "gpt-scripted"})
             tid = thread["thread"]["id"]
-            mark = len(model.model_requests())
+            mark = len(model.turns())
             server.turn(tid, "Start the kestrel parser.")
-            first = model.model_requests()[mark]
+            first = model.turns()[mark]
             # the start: the brief, with what another agent wrote beforehand, and the nexus tools
             assert "zanzibar" in injected(first) and "# nexus brief for lyra" in injected(first)
             assert "log_append" in nexus_tools(first) and len(nexus_tools(first)) == AGENT_TOOLS
@@ -109,15 +86,15 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
             assert [e.summary for e in mine] == ["kestrel parser started"]
 
             env.append("ella", "quokka migration finished", channel="db")
-            mark = len(model.model_requests())
+            mark = len(model.turns())
             server.turn(tid, "Anything new?")
-            second = model.model_requests()[mark]
+            second = model.turns()[mark]
             assert injected(second).startswith("# nexus: new since your last turn")
             assert "quokka" in injected(second) and "zanzibar" not in injected(second)
 
-            mark = len(model.model_requests())
+            mark = len(model.turns())
             server.turn(tid, "And now?")
-            third = model.model_requests()[mark]
+            third = model.turns()[mark]
             assert injected(third) == ""  # nothing new: nothing added
 
             server.turn(tid, "Acknowledge ella's question and decide the parser.")
@@ -133,9 +110,9 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
             server.wait_for("turn/completed", since)
             saved = checkpoints.load(env.vault, "lyra")
             assert saved is not None and saved != before and "Context compacted" in saved.notes
-            mark = len(model.model_requests())
+            mark = len(model.turns())
             server.turn(tid, "Go on.")
-            after = model.model_requests()[mark]
+            after = model.turns()[mark]
             assert "continue from your checkpoint" in injected(after) and saved.task in injected(after)
 
         # the session's end (Stop retains): the decision waits in lyra's bank for a person
@@ -143,11 +120,11 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
         assert [(f.type, f.status) for f in facts] == [("decision", "pending")]
 
         # resumed in a new Codex process: the brief carries the checkpoint
-        mark = len(model.model_requests())
+        mark = len(model.turns())
         with AppServer(project, codex_env, model) as server:
             server.request("thread/resume", {"threadId": tid})
             server.turn(tid, "Where were we?")
-        back = model.model_requests()[mark]
+        back = model.turns()[mark]
         assert "continue from your checkpoint" in injected(back)
         assert saved.task in injected(back)
 
@@ -163,17 +140,17 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
 def test_codex_exec_has_the_brief_and_the_tools_on_its_first_request(
     env: Env, tmp_path: Path, scope: str
 ) -> None:
-    home, project = wired(env, tmp_path, scope)
+    home, project, _ = wired(env, tmp_path, codex_bin(), "codex", scope)
     env.append("ella", "marmalade: the build is red", channel="build")
     script: list[Reply] = [
-        ToolCall("log_append", {"channel": "build", "type": "note", "summary": "fixed the build"}, NS),
+        ToolUse("log_append", {"channel": "build", "type": "note", "summary": "fixed the build"}, NS),
         Text("fixed"),
     ]
-    with ScriptedModel(script=script) as model:
-        ran = run_exec(model, project, environ(home, BIN), "Fix the build.")
+    with OpenAIModel(script=script) as model:
+        ran = run_exec(model, project, environ(home), "Fix the build.")
     assert ran.returncode == 0, ran.stderr
     assert not [e for e in ran.errors() if "deprecated" in e or "hook" in e.lower()], ran.errors()
-    first = model.model_requests()[0]
+    first = model.turns()[0]
     assert "marmalade" in injected(first) and len(nexus_tools(first)) == AGENT_TOOLS
     assert [c["status"] for c in ran.tool_calls()] == ["completed"]
     mine = [x.entry.summary for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]

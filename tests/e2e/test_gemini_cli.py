@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,26 +21,15 @@ from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
 
-from .model_gemini import GeminiModel
-from .model_openai import Reply, Request, Text, ToolCall
+from .conftest import AGENT_TOOLS, nexus_as, wired
+from .model_gemini import GeminiModel, Reply, Request, Text, ToolUse
 from .runtime_gemini import Acp, environ, gemini_bin, prepare_home, run_headless
 
 pytestmark = pytest.mark.e2e
-BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parents[2]
-AGENT_TOOLS = len(json.loads((ROOT / "nexus/surfaces/mcp_tools.json").read_text())["agent_tools"])
 
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    path = f"{gemini_bin().parent}:{env.environ['PATH']}"  # --check asks the installed Gemini CLI
-    return subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus", "--vault", str(env.vault.root), *args],
-        cwd=cwd,
-        env={**env.environ, "HOME": str(home), "PATH": path},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return nexus_as(env, home, cwd, gemini_bin(), *args)  # --check asks the installed Gemini CLI
 
 
 def last_user_text(request: Request) -> str:
@@ -57,27 +45,23 @@ def nexus_tools(request: Request) -> list[str]:
 
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_a_gemini_cli_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    prepare_home(home)
-    done = nexus(env, home, project, "setup", "gemini-cli", "--agent", "lyra", "--scope", scope)
-    assert done.returncode == 0, done.stderr
+    prepare_home(tmp_path / "home")  # signed in with an API key, before nexus is wired
+    home, project, done = wired(env, tmp_path, gemini_bin(), "gemini-cli", scope)
     question = env.append("ella", "zanzibar: who owns the tokenizer?", type="question").located.entry.id
     decide = {"title": "Parser", "decision": "a PEG parser", "rationale": "clear errors"}
     checkpoint = {"task": "the kestrel parser", "step": "grammar drafted", "next": "write the tests"}
     script: list[Reply] = [
-        ToolCall("mcp_nexus_log_append", {"channel": "build", "type": "note", "summary": "kestrel started"}),
-        ToolCall("mcp_nexus_checkpoint_save", checkpoint),
-        ToolCall("mcp_nexus_decide", decide),
+        ToolUse("mcp_nexus_log_append", {"channel": "build", "type": "note", "summary": "kestrel started"}),
+        ToolUse("mcp_nexus_checkpoint_save", checkpoint),
+        ToolUse("mcp_nexus_decide", decide),
         Text("started"),
     ]
     with GeminiModel(script=script) as model:
-        gemini_env = environ(home, BIN, model)
+        gemini_env = environ(home, model)
         # the start: the brief, with what another agent wrote, and the nexus tools, in the first request
         ran = run_headless(project, gemini_env, "Start the kestrel parser.")
         assert ran.returncode == 0, ran.stderr[-2000:]
-        first = model.model_requests()[0]
+        first = model.turns()[0]
         assert "# nexus brief for lyra" in last_user_text(first) and "zanzibar" in last_user_text(first)
         assert len(nexus_tools(first)) == AGENT_TOOLS
         entries = [x.entry for x in log.tail(env.vault, 20) if x.entry.agent == "lyra"]
@@ -91,20 +75,20 @@ def test_a_gemini_cli_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -
         model.script[:] = [
             Text("one"),
             Text("two"),
-            ToolCall("mcp_nexus_acknowledge", {"ids": [question], "summary": "lyra owns it"}),
+            ToolUse("mcp_nexus_acknowledge", {"ids": [question], "summary": "lyra owns it"}),
             Text("three"),
         ]
         with Acp(project, gemini_env) as acp:
             session = acp.request("session/new", {"cwd": str(project), "mcpServers": []})["sessionId"]
             acp.prompt(session, "First.")
             env.append("ella", "quokka migration finished", channel="db")
-            mark = len(model.model_requests())
+            mark = len(model.turns())
             acp.prompt(session, "Anything new?")
-            second = last_user_text(model.model_requests()[mark])
+            second = last_user_text(model.turns()[mark])
             assert "quokka" in second and "zanzibar" not in second and "# nexus: new since" in second
-            mark = len(model.model_requests())
+            mark = len(model.turns())
             acp.prompt(session, "And now?")
-            assert "<hook_context>" not in last_user_text(model.model_requests()[mark])
+            assert "<hook_context>" not in last_user_text(model.turns()[mark])
         acks = [x.entry for x in log.tail(env.vault, 20) if x.entry.agent == "lyra" and x.entry.type == "ack"]
         assert [e.ack for e in acks] == [(question,)]
 
@@ -112,10 +96,10 @@ def test_a_gemini_cli_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -
         saved = checkpoints.load(env.vault, "lyra")
         assert saved is not None and saved.task == "the kestrel parser"
         model.script[:] = [Text("resumed")]
-        mark = len(model.model_requests())
+        mark = len(model.turns())
         ran = run_headless(project, gemini_env, "Where were we?", "--resume", "latest")
         assert ran.returncode == 0, ran.stderr[-2000:]
-        back = last_user_text(model.model_requests()[mark])
+        back = last_user_text(model.turns()[mark])
         assert "continue from your checkpoint" in back and "the kestrel parser" in back
 
     verify = nexus(env, home, project, "verify")

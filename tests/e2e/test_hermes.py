@@ -71,9 +71,9 @@ def test_a_whole_hermes_session_with_nexus(env: Any, hermes: Hermes) -> None:
     assert check.returncode == 0, check.stdout
 
     with ModelServer() as model:
-        hermes.configure(model.url)
+        hermes.configure(model.base_url)
         # turn 1: the brief arrives; the model logs an entry and acknowledges lyra's
-        model.script(
+        model.add(
             Reply(
                 tools=[
                     (
@@ -87,21 +87,21 @@ def test_a_whole_hermes_session_with_nexus(env: Any, hermes: Hermes) -> None:
         )
         first = hermes.chat("Begin the port")
         assert first.answer == "Started."
-        opening = model.requests[0]
+        opening = model.chats()[0]
         assert DISTINCT in opening.text("system") and earlier in opening.text("system")
         assert {"nexus_log_append", "nexus_acknowledge", "nexus_checkpoint"} <= set(opening.tool_names)
 
         # between two prompts lyra writes: it reaches the next prompt, and only that one
         news = env.append("lyra", f"the {NEWS} question: which generator?", channel="parser").located.entry.id
-        seen = len(model.requests)
-        model.script("Noted.")
+        seen = len(model.chats())
+        model.add("Noted.")
         second = hermes.chat("Carry on", resume=first.session_id)
         assert second.session_id == first.session_id
-        assert NEWS in model.requests[seen].last_user and news in model.requests[seen].last_user
+        assert NEWS in model.chats()[seen].last_user and news in model.chats()[seen].last_user
 
         # nothing new: the prompt goes as typed. Then a decision, and a context too big: Hermes compacts
-        seen = len(model.requests)
-        model.script(
+        seen = len(model.chats())
+        model.add(
             Reply(
                 tools=[
                     (
@@ -120,11 +120,11 @@ def test_a_whole_hermes_session_with_nexus(env: Any, hermes: Hermes) -> None:
         )
         third = hermes.chat("Proceed", resume=first.session_id)
         assert third.answer.endswith("Decided.")  # after "⟳ compacting context…"
-        turn = model.requests[seen]
+        turn = model.chats()[seen]
         assert turn.last_user == "Proceed", turn.last_user[-800:]
         assert NEWS not in turn.text()[turn.text().rfind("Proceed") :]
-        after = [r for r in model.requests[seen + 1 :] if r.body.get("tools")]
-        assert any(_summary_request(r.body) for r in model.requests[seen:]), "Hermes did not compact"
+        after = [r for r in model.chats()[seen + 1 :] if r.body.get("tools")]
+        assert any(_summary_request(r.body) for r in model.chats()[seen:]), "Hermes did not compact"
         rebuilt = after[0].text("system")
         assert "session compact" in rebuilt and "Context compacted (hermes)" in rebuilt
 
@@ -149,10 +149,10 @@ def test_without_nexus_on_path_hermes_says_so_and_check_names_the_fix(env: Any, 
     why, and ``nexus setup --check hermes`` fails naming the missing piece and the command that adds it."""
     assert _setup(env, hermes, "--agent", "ella").returncode == 0
     with ModelServer() as model:
-        hermes.configure(model.url)
-        model.script("Hello.")
+        hermes.configure(model.base_url)
+        model.add("Hello.")
         hermes.chat("Begin", nexus_on_path=False)
-        assert "nexus brief for ella" not in model.requests[0].text("system")
+        assert "nexus brief for ella" not in model.chats()[0].text("system")
     assert "`nexus` is not on PATH" in hermes.log()
     check = _nexus(env, hermes, "setup", "--check", "hermes", "--agent", "ella", nexus_on_path=False)
     assert check.returncode != 0

@@ -95,7 +95,7 @@ def claw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Claw]:
         oc.home.mkdir(parents=True)
         wired = claw.nexus("setup", "openclaw", "--agent", "ella")
         assert wired.returncode == 0, wired.stderr
-        oc.configure(model.url)
+        oc.configure(model.base_url)
         try:
             claw.ready_seconds = oc.start()
             yield claw
@@ -107,7 +107,7 @@ def claw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Claw]:
 def test_a_whole_openclaw_session_with_nexus(claw: Claw) -> None:
     oc, model = claw.openclaw, claw.model
     # turn 1: the brief arrives; the model logs an entry and acknowledges lyra's, through MCP
-    model.script(
+    model.add(
         Reply(
             tools=[
                 _tool("log_append", {"channel": "parser", "type": "note", "summary": "parser port started"})
@@ -118,21 +118,21 @@ def test_a_whole_openclaw_session_with_nexus(claw: Claw) -> None:
     )
     first = oc.agent("Begin the port")
     assert first.answer == "Started.", first.raw
-    opening = next(r for r in model.requests if _turn(r))
+    opening = next(r for r in model.chats() if _turn(r))
     brief = nexus_md(opening)
     assert "nexus brief for ella" in brief and DISTINCT in brief and claw.earlier in brief
 
     # between two prompts lyra reads the log, then writes: it reaches the next request, and only that one
     assert claw.nexus("log", "read", "--agent", "lyra").returncode == 0
     news = claw.append("lyra", f"the {NEWS} question: which generator?")
-    seen = len(model.requests)
-    model.script("Noted.")
+    seen = len(model.chats())
+    model.add("Noted.")
     oc.agent("Carry on")
-    second = next(r for r in model.requests[seen:] if _turn(r))
+    second = next(r for r in model.chats()[seen:] if _turn(r))
     assert NEWS in nexus_md(second) and news in nexus_md(second)
 
-    seen = len(model.requests)
-    model.script(
+    seen = len(model.chats())
+    model.add(
         Reply(
             tools=[
                 _tool(
@@ -148,20 +148,20 @@ def test_a_whole_openclaw_session_with_nexus(claw: Claw) -> None:
         "Decided.",
     )
     oc.agent("Proceed")
-    third = next(r for r in model.requests[seen:] if _turn(r))
+    third = next(r for r in model.chats()[seen:] if _turn(r))
     assert NEWS not in nexus_md(third), nexus_md(third)
     assert "## Unread from others: 0" in nexus_md(third)
 
     # compaction: the checkpoint is saved, and the next run's brief carries it
-    model.script(Reply(text="## Summary\nThe port goes on.", when=lambda body: not body.get("tools")))
+    model.add(Reply(text="## Summary\nThe port goes on.", when=lambda body: not body.get("tools")))
     compacted = oc.cli("sessions", "compact", SESSION, "--json")
     assert compacted.returncode == 0, compacted.stderr + compacted.stdout
     cp = checkpoints.load(claw.vault, "ella")
     assert cp is not None and "Context compacted (openclaw)" in cp.notes
-    seen = len(model.requests)
-    model.script("Resumed.")
+    seen = len(model.chats())
+    model.add("Resumed.")
     oc.agent("Resume the work")
-    resumed = next(r for r in model.requests[seen:] if _turn(r))
+    resumed = next(r for r in model.chats()[seen:] if _turn(r))
     assert "Context compacted (openclaw)" in nexus_md(resumed)
 
     # the session ends (reset): its decision waits in ella's bank for a person's approval

@@ -9,9 +9,7 @@ the session's decisions retained when it goes idle."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,29 +21,22 @@ from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
 
-from .model_openai import Reply, Request, ScriptedModel, Text, ToolCall
-from .runtime_opencode import Server, environ, opencode_bin, prepare_home, side_requests
+from .conftest import AGENT_TOOLS, nexus_as, wired
+from .model_openai import Reply, Request, Text, ToolUse
+from .runtime_opencode import OpencodeModel, Server, environ, opencode_bin, prepare_home
 
 pytestmark = pytest.mark.e2e
-BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parents[2]
-AGENT_TOOLS = len(json.loads((ROOT / "nexus/surfaces/mcp_tools.json").read_text())["agent_tools"])
+NO_FETCH = {"OPENCODE_DISABLE_MODELS_FETCH": "1"}  # (setup --check runs opencode: no models.dev fetch)
 
 
 def nexus(env: Env, home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    path = f"{opencode_bin().parent}:{env.environ['PATH']}"  # --check asks the installed opencode
-    return subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus", "--vault", str(env.vault.root), *args],
-        cwd=cwd,
-        env={**env.environ, "HOME": str(home), "PATH": path, "OPENCODE_DISABLE_MODELS_FETCH": "1"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # --check asks the installed opencode
+    return nexus_as(env, home, cwd, opencode_bin(), *args, **NO_FETCH)
 
 
-def turns(model: ScriptedModel) -> list[Request]:
-    return [r for r in model.model_requests() if r.body.get("tools")]
+def turns(model: OpencodeModel) -> list[Request]:
+    """The session's turns: opencode's requests with tools (its side requests have none)."""
+    return [r for r in model.turns() if r.body.get("tools")]
 
 
 def system(request: Request) -> str:
@@ -75,28 +66,24 @@ def eventually(check: Any, timeout: float = 30) -> Any:
 
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_an_opencode_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    done = nexus(env, home, project, "setup", "opencode", "--agent", "lyra", "--scope", scope)
-    assert done.returncode == 0, done.stderr
+    home, project, _ = wired(env, tmp_path, opencode_bin(), "opencode", scope, **NO_FETCH)
     question = env.append("ella", "zanzibar: who owns the tokenizer?", type="question").located.entry.id
     checkpoint = {"task": "the kestrel parser", "step": "grammar drafted", "next": "write the tests"}
     decide = {"title": "Parser", "decision": "a PEG parser", "rationale": "clear errors"}
     script: list[Reply] = [
-        ToolCall("nexus_log_append", {"channel": "build", "type": "note", "summary": "kestrel started"}),
-        ToolCall("nexus_checkpoint_save", checkpoint),
-        ToolCall("nexus_decide", decide),
+        ToolUse("nexus_log_append", {"channel": "build", "type": "note", "summary": "kestrel started"}),
+        ToolUse("nexus_checkpoint_save", checkpoint),
+        ToolUse("nexus_decide", decide),
         Text("started"),  # turn 1
         Text("seen"),  # turn 2
-        ToolCall("nexus_acknowledge", {"ids": [question], "summary": "lyra owns it"}),
+        ToolUse("nexus_acknowledge", {"ids": [question], "summary": "lyra owns it"}),
         Text("acknowledged"),  # turn 3
         Text("after compaction"),  # turn 4
         Text("resumed"),  # turn 5, another process
     ]
-    with ScriptedModel(script=script, chooser=side_requests) as model:
+    with OpencodeModel(script) as model:
         prepare_home(home, model)
-        oc_env = environ(home, project, BIN)
+        oc_env = environ(home, project)
         with Server(project, oc_env) as server:
             sid = server.session()
             server.prompt(sid, "Start the kestrel parser.")
@@ -139,7 +126,7 @@ def test_an_opencode_session_uses_nexus(env: Env, tmp_path: Path, scope: str) ->
     assert check.returncode == 0, check.stdout + check.stderr
 
 
-def compaction(env: Env, model: ScriptedModel, server: Server, sid: str) -> None:
+def compaction(env: Env, model: OpencodeModel, server: Server, sid: str) -> None:
     """The checkpoint saved before a compaction, carried by the brief after it."""
     server.compact(sid)
     saved = eventually(

@@ -38,7 +38,10 @@ EVENTS = {
     "UserPromptSubmit": "prompt",
     "PreCompact": "pre-compact",
     "Stop": "stop",
+    "PreToolUse": "pre-tool",  # claims: a patch touching a file another agent holds is denied
 }
+# Codex event -> the tool matcher of nexus's hook group there: Codex edits files with `apply_patch`
+MATCHERS: dict[str, str] = {"PreToolUse": "apply_patch"}
 STARTUP_TIMEOUT_SEC = 20  # how long Codex waits for `nexus mcp` before the first turn (it is `required`)
 
 WHY = {
@@ -56,16 +59,19 @@ def snake(event: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in event).lstrip("_")
 
 
-def hook_hash(event: str, hook: dict[str, Any]) -> str:
+def hook_hash(event: str, hook: dict[str, Any], matcher: str | None = None) -> str:
     """The hash Codex keeps as a command hook's ``trusted_hash``: sha256 of the compact, key-sorted JSON
-    of the event name and the handler (checked against ``codex app-server``'s ``hooks/list``)."""
+    of the event name, its group's ``matcher`` when there is one, and the handler (checked against
+    ``codex app-server``'s ``hooks/list``, its ``currentHash``)."""
     handler = {
         "type": "command",
         "command": hook.get("command", ""),
         "timeout": hook.get("timeout", 600),
         "async": bool(hook.get("async", False)),
     }
-    identity = {"event_name": snake(event), "hooks": [handler]}
+    identity: dict[str, Any] = {"event_name": snake(event), "hooks": [handler]}
+    if matcher is not None:
+        identity["matcher"] = matcher
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -81,7 +87,7 @@ def nexus_hooks(w: Wiring, hooks_path: Path, text: str) -> dict[str, str]:
         for i, group in enumerate(groups):
             for j, hook in enumerate(group.get("hooks", []) if isinstance(group, dict) else []):
                 if isinstance(hook, dict) and w.hook_marker(EVENTS[event]) in str(hook.get("command", "")):
-                    out[f"{hooks_path}:{snake(event)}:{i}:{j}"] = hook_hash(event, hook)
+                    out[f"{hooks_path}:{snake(event)}:{i}:{j}"] = hook_hash(event, hook, group.get("matcher"))
     return out
 
 
@@ -153,7 +159,7 @@ def changes(w: Wiring) -> list[Change]:
     folder = home if w.scope == "user" else w.project / ".codex"
     agents_md = home / "AGENTS.md" if w.scope == "user" else w.project / "AGENTS.md"
     config, hooks, user_config = folder / "config.toml", folder / "hooks.json", home / "config.toml"
-    hooks_merge = json_merge(hooks, add_hooks(w, EVENTS, {"stop": ("--retain",)}))
+    hooks_merge = json_merge(hooks, add_hooks(w, EVENTS, {"stop": ("--retain",)}, MATCHERS))
 
     def trust_hooks(doc: Any) -> None:
         _trust_hooks(w, doc, hooks, hooks_merge(read_text(hooks)))
