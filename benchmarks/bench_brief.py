@@ -49,7 +49,9 @@ STEP_MS = 27_000  # 27 s between entries: fewer than 100k entries in a month
 AGENTS = ("ella", "lyra", "mira")
 
 
-def generate(vault: Vault, keys: Path, n: int) -> dict[str, int]:
+def generate(vault: Vault, keys: Path, n: int, version: int = entries.WRITTEN_VERSION) -> dict[str, int]:
+    """``n`` signed entries by three agents in the entry format ``version`` (default: the one nexus
+    writes; 1: the older one, which nexus still reads), with the tail state and lyra's cursor."""
     signers = {name: identity.load_signer(vault, keys, name) for name in AGENTS}
     heads: dict[str, tuple[int, str]] = {}
     start_ms = int(time.time() * 1000) - (n + 10) * STEP_MS
@@ -92,11 +94,12 @@ def generate(vault: Vault, keys: Path, n: int) -> dict[str, int]:
             ack=ack,
             seen=seen,
             seq=head[0] + 1 if head else 1,
-            prev=head[1] if head else None,
-            key=signers[agent].key_id,
+            prev=(head[1] if head else None) if version == 1 else None,
+            key=signers[agent].key_id if version == 1 else "",
+            v=version,
         )
         canonical = entries.canonical(e)
-        e = replace(e, sig=signers[agent].sign(entries.SIGN_CONTEXT + canonical))
+        e = replace(e, sig=signers[agent].sign(entries.sign_context(e) + canonical))
         heads[agent] = (e.seq, entries.hash_canonical(canonical, e.sig))
         if type_ == "decision":
             waiting[e.id] = (agent, set(AGENTS) - {agent})

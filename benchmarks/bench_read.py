@@ -84,11 +84,12 @@ def generate(vault: Vault, keys: Path, n: int) -> float:
             ack=(),
             seen=None,
             seq=int(head[0]) + 1 if head else 1,
-            prev=str(head[1]) if head else None,
-            key=signers[agent].key_id,
+            prev=None,  # (the entry format nexus writes: no prev, no key id)
+            key="",
+            v=entries.WRITTEN_VERSION,
         )
         canonical = entries.canonical(e)
-        e = replace(e, sig=signers[agent].sign(entries.SIGN_CONTEXT + canonical))
+        e = replace(e, sig=signers[agent].sign(entries.sign_context(e) + canonical))
         heads[agent] = (e.seq, entries.hash_canonical(canonical, e.sig))
         data = entries.render(e).encode()
         start, first_line = size, lines + 1

@@ -13,8 +13,9 @@ from typing import Any
 class Entry:
     """One signed entry of the live-context log.
 
-    ``seq`` and ``prev`` chain an agent's entries (one chain per agent); ``seen`` is the id of the last
-    entry its author had read when writing it; ``key`` identifies the public key that signs it; ``via``
+    ``seq`` and ``prev`` chain an agent's entries (one chain per agent; format 2 stores no ``prev``:
+    None); ``seen`` is the id of the last entry its author had read when writing it; ``key``
+    identifies the public key that signs it (format 2 stores none: "", the reader finds it); ``via``
     names the process that signed on a person's behalf (``"watcher"``), or is ``None``.
     """
 
@@ -32,6 +33,7 @@ class Entry:
     key: str
     sig: str = ""
     via: str | None = None
+    v: int = 1  # the entry format it is written in (NEXUS-FORMAT.md): 1, or 2 (no key id or prev stored)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,7 @@ from xdist.scheduler import LoadScopeScheduling
 from nexus.keys import identity
 from nexus.keys.identity import Signer
 from nexus.ledger import log
+from nexus.storage import entries, ids
 from nexus.storage.vault import Vault, init
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,6 +138,30 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     yield Env(vault, keys)
 
 
+FORMAT_V1 = Path(__file__).resolve().parent / "fixtures" / "format-v1"
+
+
+@pytest.fixture
+def v1_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    """A vault whose segment was written in entry format 1 (tests/fixtures/format-v1: ella, lyra and
+    the human sam, with their keys), copied; nexus appends to it in the format it writes now."""
+    shutil.copytree(FORMAT_V1 / "vault", tmp_path / "vault")
+    shutil.copytree(FORMAT_V1 / "home", tmp_path / "home")
+    for pem in (tmp_path / "home").rglob("*.pem"):
+        os.chmod(pem, 0o600)
+    monkeypatch.setenv("NEXUS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NEXUS_VAULT", str(tmp_path / "vault"))
+    # New entries (in this process) are stamped just after the fixture's last one, so they continue
+    # its segment (log/2026-12.md) in the format nexus writes now, whatever the date is.
+    last = max(
+        entries.ID_RE.findall((FORMAT_V1 / "vault" / "log" / "2026-12.md").read_text(encoding="utf-8"))
+    )
+    at = entries.decode_id_ms(last) / 1000 + 1
+    clock = types.SimpleNamespace(time=lambda: at, strftime=time.strftime, gmtime=time.gmtime)
+    monkeypatch.setattr(ids, "time", clock)
+    yield Env(Vault(tmp_path / "vault"), tmp_path / "home")
+
+
 def wait_for_rescans(vault: Vault, count: int = 2, timeout: float = 60) -> None:
     """Wait until the running watcher has made ``count`` more full rescans (its heartbeat's pass
     count), so one whole rescan began after whatever the caller did before calling."""
@@ -186,7 +214,8 @@ def edit_entry_in_place(
     if what == "text":
         old, new = text
     else:
-        sig = located.entry.sig.encode()
+        e = located.entry
+        sig = (e.sig if e.v == 1 else entries.machine_token(e.sig, e.seen)).encode()
         old, new = sig, sig[:10] + (b"A" if sig[10:11] != b"A" else b"B") + sig[11:]
     edit_in_place(seg, old, new)
     return original, new

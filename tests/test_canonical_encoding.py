@@ -169,3 +169,57 @@ def test_any_other_end_line_reads_as_json_reads_it(picks: list[int]) -> None:
 def test_the_plain_reader_is_really_used() -> None:
     e = _entry(("a",), None, 1, None, "k1", "c2ln", "x")
     assert entries._END_PLAIN.fullmatch(entries.end_line(e)) is not None
+
+
+_BODY_LINE = st.sampled_from(
+    [
+        "plain",
+        "",
+        "%% nexus:begin X %%",
+        "%%nexus:end",
+        "\\%% nexus:end x",
+        "\\\\%% nexus:seg",
+        "**2026-11-30 04:41:07Z** · ella",
+        "\\plain",
+        "  %% nexus: indented",
+        "a %% nexus: in the middle",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.lists(_BODY_LINE, min_size=1, max_size=5), tamper=st.integers(min_value=-1, max_value=4))
+def test_a_body_reads_and_checks_the_same_whole_or_line_by_line(body: list[str], tamper: int) -> None:
+    """A body is read and its escapes checked whole when no line can look like framing: the same
+    body and the same verdict as line by line, whichever line looks like framing or is escaped wrong."""
+    text = "\n".join(body)
+    e = Entry(
+        "01JDQ8Z6V3M2K4T5N7P9R1S3W5",
+        "2026-11-30T04:41:07Z",
+        "ella",
+        "build",
+        "note",
+        "s",
+        text,
+        (),
+        None,
+        1,
+        None,
+        "k",
+        "c2ln",
+    )
+    lines = entries.render(e).split("\n")[:-2]
+    if 0 <= tamper < len(body):  # a body line written otherwise than nexus writes it
+        at = 3 + tamper
+        lines[at] = lines[at][1:] if lines[at].startswith("\\") else "\\" + lines[at]
+    raw = lines[3:-1]
+    want_body = "\n".join(entries.unescape_body_line(line) for line in raw)
+    want_flaw = any(entries.escape_body_line(entries.unescape_body_line(line)) != line for line in raw)
+    try:
+        got, flaw = entries.parse_checked(lines)
+    except entries.FrameError:
+        return  # (an unescaped line that begins framing: not an entry at all, either way)
+    assert got.body == want_body
+    assert (flaw is not None) == want_flaw
+    if tamper < 0:
+        assert got.body == text and flaw is None

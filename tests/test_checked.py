@@ -57,7 +57,7 @@ def test_verify_never_consults_the_memo(env: Env) -> None:
     forged = next(loc.entry for loc in log.iter_entries(env.vault) if loc.entry.summary == "doctored")
     public = json.loads(env.run("agent", "list", "--json").stdout)
     key = next(a["public_key"] for a in public if a["name"] == "lyra")
-    data = entries.SIGN_CONTEXT + entries.canonical(forged)
+    data = entries.signing_bytes(forged)
     _memo(env).parent.mkdir(parents=True, exist_ok=True)
     _memo(env).write_bytes(checked.digest(key, forged.sig, data))  # a memo that lies
     assert _tail(env) == {"doctored": True}  # readers consult it (that is the point of it) …

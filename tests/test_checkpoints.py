@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import os
 import random
 import signal
@@ -9,8 +10,10 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import Env
 
+from nexus.errors import InputError
 from nexus.project import checkpoints
 from nexus.surfaces import cli
 
@@ -238,3 +241,15 @@ def test_sigkill_during_save_200_times_leaves_old_or_new(env: Env) -> None:
     assert final is not None and final.step == "after the storm" and final.seq == max(seqs) + 1
     # temp files left by killed writers are swept by the next save
     assert not [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_checkpoint_time_counts_as_calendar_timegm() -> None:
+    """``epoch`` counts days itself (the session start does not import ``calendar``): the same seconds
+    as ``calendar.timegm`` on every day of four centuries' leap rules, and one line on a bad month."""
+    for year in (1970, 1999, 2000, 2024, 2026, 2100, 2400):
+        for month in range(1, 13):
+            for day in (1, 15, 28, calendar.monthrange(year, month)[1]):
+                ts = f"{year:04d}-{month:02d}-{day:02d}T23:59:58Z"
+                assert checkpoints.epoch(ts) == calendar.timegm((year, month, day, 23, 59, 58, 0, 0, 0)), ts
+    with pytest.raises(InputError, match="bad time"):
+        checkpoints.epoch("2026-13-01T00:00:00Z")

@@ -38,9 +38,9 @@ def test_a_handoff_reads_only_what_came_after_the_last_one(env: Env, monkeypatch
     scanned: list[tuple[int, int]] = []
     real_scan = segments.scan
 
-    def spy(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> segments.Scan:
+    def spy(data: bytes, file: str, *, offset: int = 0, line: int = 1, tail: bool = True) -> segments.Scan:
         scanned.append((offset, len(data)))
-        return real_scan(data, file, offset=offset, line=line)
+        return real_scan(data, file, offset=offset, line=line, tail=tail)
 
     monkeypatch.setattr(segments, "scan", spy)
     now = time.time()

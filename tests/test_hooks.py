@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from conftest import Env, spy_reads
 
+from nexus.keys import identity
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
@@ -303,3 +304,42 @@ def test_a_stop_with_nothing_appended_since_the_turn_began_reads_nothing(env: En
     loud = run("stop", "--retain")
     assert loud.returncode == 0 and loud.stdout == "" and "nexus.memory.bank" in loud.stderr
     assert [f.type for f in bank.facts_of(env.vault, "lyra")] == ["decision"]
+
+
+def test_a_session_start_takes_checked_signatures_from_the_memo(env: Env, tmp_path: Path) -> None:
+    """A signature checked once on this machine is taken from its memo of checked signatures
+    (``--home``): a session start whose entries were all checked before never loads the signature
+    library, and still shows them as their authors' words."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    identity.add(env.vault, env.keys_home, "maya")
+    for i in range(3):
+        env.append("ella", f"checked note {i}")
+
+    def start(agent: str) -> subprocess.CompletedProcess[str]:
+        where = ["--agent", agent, "--vault", str(env.vault.root), "--home", str(env.keys_home)]
+        return subprocess.run(
+            [
+                sys.executable,
+                "-W",
+                "error",
+                "-X",
+                "importtime",
+                "-m",
+                "nexus.surfaces.hooks",
+                "session-start",
+                *where,
+            ],
+            input=json.dumps({"session_id": f"s-{agent}", "cwd": str(outside), "source": "startup"}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    first = start("lyra")  # checks ella's three entries and remembers them
+    assert first.returncode == 0 and "— checked note 2 [" in first.stdout
+    other = start("maya")  # the same three, unread by maya
+    assert other.returncode == 0, other.stderr
+    assert all(f"— checked note {i} [" in other.stdout for i in range(3)), other.stdout
+    assert "UNVERIFIED" not in other.stdout.upper()
+    assert "cryptography" not in other.stderr

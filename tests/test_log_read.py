@@ -15,6 +15,7 @@ from nexus.audit.verify_state import verify
 from nexus.errors import IdentityError
 from nexus.ledger import log
 from nexus.records import Located
+from nexus.storage import entries
 
 
 def _ids(items: list[Located]) -> list[str]:
@@ -48,8 +49,8 @@ def test_read_json_names_file_lines_and_link(env: Env) -> None:
     [item] = env.run("log", "read", "--agent", "lyra", "--json").json()
     path = env.vault.root / item["file"]
     lines = path.read_text(encoding="utf-8").split("\n")
-    assert lines[item["line_start"] - 1] == f"%% nexus:begin {item['id']} %%"
-    assert lines[item["line_end"] - 1].startswith("%% nexus:end ")
+    assert lines[item["line_start"] - 1].endswith(f" — linked ^{item['id']}")  # (its header opens it)
+    assert entries.END_V2_RE.fullmatch(lines[item["line_end"] - 1])
     assert item["link"] == f"[[{item['file'][:-3]}#^{item['id']}]]"
 
 
@@ -90,9 +91,9 @@ def test_cursor_after_a_shortening_edit_and_a_garbled_cursor(env: Env) -> None:
 
 
 def _at(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
-    """Set the clock nexus reads (entries.time.time) to a UTC time."""
+    """Set the clock nexus reads (ids.time.time) to a UTC time."""
     stamp = calendar.timegm(time.strptime(when, "%Y-%m-%dT%H:%M:%S"))
-    monkeypatch.setattr("nexus.storage.entries.time.time", lambda: stamp + 0.5)
+    monkeypatch.setattr("nexus.storage.ids.time.time", lambda: stamp + 0.5)
 
 
 def test_month_rollover_two_segments(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,8 @@ append quarantines whatever was torn."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conftest import Env
 
 from nexus.audit.verify_state import verify
@@ -105,3 +107,19 @@ def test_scan_edge_cases() -> None:
     cut = text.split(b"%% nexus:end")[0]
     scan = segments.scan(pre + cut + text, "log/x.md")
     assert len(scan.broken) == 1 and scan.broken[0].entry_id == e.id and len(scan.entries) == 1
+    # format 2 (a header line opens the entry): cut at any byte it is a torn tail, never a person's text
+    import base64
+
+    e2 = replace(e, key="", sig=base64.b64encode(bytes(64)).decode(), v=2)
+    text2 = ent.render(e2).encode()
+    assert [loc.entry for loc in segments.scan(pre + text + text2, "log/x.md").entries] == [e, e2]
+    for at in range(1, len(text2) - 2):
+        scan = segments.scan(pre + text + text2[:at], "log/x.md")
+        assert scan.torn is not None and scan.torn.offset == len(pre + text), (at, text2[:at])
+        assert scan.stray == [] and [loc.entry for loc in scan.entries] == [e]
+    # ... while a person's unterminated bold text is theirs
+    scan = segments.scan(pre + text + b"**bold** words", "log/x.md")
+    assert scan.torn is None and [s.text for s in scan.stray] == ["**bold** words"]
+    # a format 2 entry cut short by the next header is broken, the next one still reads
+    scan = segments.scan(pre + text2.split(b"\n%%")[0] + b"\n\n" + text2, "log/x.md")
+    assert len(scan.broken) == 1 and scan.broken[0].entry_id == e2.id and scan.entries[0].entry == e2

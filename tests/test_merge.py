@@ -8,6 +8,7 @@ from nexus.audit.verify_state import verify
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
+from nexus.storage import segments
 from nexus.sync import merge
 
 
@@ -57,7 +58,7 @@ def test_one_id_with_two_texts_is_kept_twice_and_listed(env: Env) -> None:
     data = _segment(env)
     edited = data.replace(b"one", b"ONE")
     result = merge.merge("segment", data, data, edited, "log/x.md")
-    assert result.data.count(b"nexus:begin") == 2 and b"ONE" in result.data and b" one " in result.data
+    assert len(segments.openings(result.data)) == 2 and b"ONE" in result.data and b" one " in result.data
     assert [c.kind for c in result.conflicts] == ["same-id"]
 
 

@@ -34,6 +34,13 @@ PIECES = st.sampled_from(
         b"\xe2\x82",
         "é ünïcode ✓\n".encode(),
         b"**2026-12-01 00:00:00Z** \xc2\xb7 ella \xc2\xb7 general \xc2\xb7 note \xe2\x80\x94 x ^01JDQ\n",
+        # format 2's framing: a header with a real id, an end line, acks, a header cut short
+        "**2026-12-01 00:00:00Z** · ella · general · note — x ^01JDQ8Z6V3M2K4T5N7P9R1S3W5\n".encode(),
+        b"%% 3 " + b"A" * 86 + b" %%\n",
+        b"%% 3 AAAA %%\n",
+        "↩ [[log/2026-12#^01JDQ8Z6V3M2K4T5N7P9R1S3W5]]\n".encode(),
+        b"**2026-12-01 00:0",
+        b"**",
     ]
 )
 
@@ -89,10 +96,10 @@ def test_a_clean_segment_is_read_a_whole_entry_at_a_time(
     real = segments.scan_lines
 
     def spy(
-        data: bytes, file: str, *, offset: int = 0, line: int = 1, preamble: bool = True
+        data: bytes, file: str, *, offset: int = 0, line: int = 1, preamble: bool = True, tail: bool = True
     ) -> segments.Scan:
         calls.append(len(data))
-        return real(data, file, offset=offset, line=line, preamble=preamble)
+        return real(data, file, offset=offset, line=line, preamble=preamble, tail=tail)
 
     monkeypatch.setattr(segments, "scan_lines", spy)
     found = segments.scan(segment, "log/x.md")

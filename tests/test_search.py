@@ -67,8 +67,8 @@ def test_search_right_after_append_without_watcher_finds_it(env: Env) -> None:
     assert hit["link"] == f"[[{hit['path'][:-3]}#^{entry_id}]]"
     assert "**quokka**" in hit["snippet"]
     lines = (env.vault.root / hit["path"]).read_text(encoding="utf-8").split("\n")
-    assert lines[hit["line_start"] - 1] == f"%% nexus:begin {entry_id} %%"
-    assert lines[hit["line_end"] - 1].startswith("%% nexus:end ")
+    assert lines[hit["line_start"] - 1].endswith(f" ^{entry_id}")  # (its header opens it)
+    assert lines[hit["line_end"] - 1].startswith("%% ") and lines[hit["line_end"] - 1].endswith(" %%")
 
 
 def test_deleting_the_index_rebuilds_it_with_the_same_results(env: Env) -> None:

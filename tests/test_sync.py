@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 from nexus.keys import identity
 from nexus.ledger import log
 from nexus.settings import DEFAULT_ACK_TYPES
+from nexus.storage import segments
 from nexus.storage.vault import Vault, init
 from nexus.team import acks, races
 
@@ -87,7 +87,7 @@ def make_machines(
 def ids_in(root: Path) -> list[str]:
     out: list[str] = []
     for _name, path in log.segment_files(Vault(root)):
-        out += re.findall(r"^%% nexus:begin ([0-9A-Z]{26}) %%$", path.read_text(encoding="utf-8"), re.M)
+        out += [entry_id for _at, entry_id in segments.openings(path.read_bytes())]
     return out
 
 

@@ -54,7 +54,7 @@ def test_non_ascii_in_a_signature_is_one_finding_and_every_append_goes_on(env: E
     env.append("ella", "three")
     path = _segment(env)
     data = path.read_bytes()
-    at = data.index(b'"sig":"', victim.offset) + 10
+    at = data.rindex(b"\n%%", victim.offset, victim.end_offset) + 20  # (inside the signature's token)
     path.write_bytes(data[:at] + "é".encode() + data[at + 1 :])
     for wipe in (False, True):
         if wipe:
@@ -65,7 +65,9 @@ def test_non_ascii_in_a_signature_is_one_finding_and_every_append_goes_on(env: E
             run = _append(env, agent, f"after damage {wipe}", check=False)
             assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr  # type: ignore[attr-defined]
     run = env.run("log", "tail", "-n", "20")
-    assert "UNVERIFIED" in run.stdout and victim.entry.id in run.stdout
+    # (format 2: a token holding a non-ASCII character is no end line: framing, never an entry shown)
+    shown = [block for block in run.stdout.split("\n\n") if victim.entry.id in block]
+    assert all("UNVERIFIED" in block for block in shown), shown
 
 
 # ---------------------------------------------------------------- finding 2: forged entries where agents read
@@ -186,9 +188,13 @@ def test_a_key_swapped_into_an_identity_note_is_not_trusted(env: Env) -> None:
 
 
 @pytest.mark.parametrize("change", ["extra-field", "spaces", "reorder", "rename-seen", "escape"])
-def test_a_changed_end_line_encoding_does_not_verify(env: Env, change: str) -> None:
-    env.append("ella", "one")
-    target = env.append("lyra", "two", body="**2026-11-30 04:41:07Z** · looks like a header").located
+def test_a_changed_end_line_encoding_does_not_verify(v1_env: Env, change: str) -> None:
+    """Format 1 (an entry written by the nexus that wrote it, tests/fixtures/format-v1); format 2's
+    encodings: tests/test_format_v2.py."""
+    env = v1_env
+    target = next(
+        loc for loc in log.iter_entries(env.vault) if loc.entry.summary == "a body that imitates framing"
+    )
     env.append("ella", "three")
     path = _segment(env)
     data = path.read_bytes()
@@ -239,12 +245,13 @@ def test_a_zero_filled_tail_is_torn_quarantined_and_never_signed(env: Env) -> No
         assert b"\x00" not in path.read_bytes()
         moved = list((env.vault.state / "quarantine").iterdir())
         assert len(moved) == 1 and moved[0].read_bytes() == b"\x00" * 300
-        # a byte flipped in the begin line of the last entry: the original is put back, the damaged
-        # copy is never signed as the person's note
+        # a byte flipped in the header line (which opens it) of the last entry: the original is put
+        # back, the damaged copy is never signed as the person's note
         last = _append(env, "lyra", "the last one")
         w.wait_for(lambda e: e["event"] == "entry" and e["id"] == last.stdout.strip())  # type: ignore[attr-defined]
         data = path.read_bytes()
-        at = data.index(f"%% nexus:begin {last.stdout.strip()}".encode())  # type: ignore[attr-defined]
+        at = data.index(f" ^{last.stdout.strip()}\n".encode())  # type: ignore[attr-defined]
+        at = data.rindex(b"\n", 0, at) + 1  # (the first byte of its header line)
         path.write_bytes(data[:at] + b"&" + data[at + 1 :])
         w.wait_for(lambda e: e["event"] == "error" and "damaged copy" in e.get("message", ""))
     finally:
@@ -456,8 +463,9 @@ def test_a_crash_between_quarantine_and_cut_leaves_one_copy(env: Env) -> None:
 
 
 def test_a_forged_entry_with_the_victims_key_id_never_becomes_the_head(env: Env) -> None:
-    """A hand-appended block naming ella's key id with a signature that does not verify: ella's next
-    append (a fresh process catching up) chains from her last real entry, not from the forgery."""
+    """A hand-appended block claiming ella with a signature that does not verify (format 2 names no key:
+    the author's trusted keys are tried): ella's next append (a fresh process catching up) goes on
+    from her last real entry, not from the forgery."""
     real = env.append("ella", "real").located.entry
     env.append("lyra", "other")
     fake = Entry(
@@ -471,14 +479,15 @@ def test_a_forged_entry_with_the_victims_key_id_never_becomes_the_head(env: Env)
         ack=(),
         seen=None,
         seq=2,
-        prev=entries.entry_hash(real),
-        key=real.key,
+        prev=None,
+        key="",
         sig="A" * 86 + "==",
+        v=2,
     )
     with _segment(env).open("a", encoding="utf-8") as f:
         f.write(entries.render(fake))
     run = env.run(
         "log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "next", "--json"
     ).json()
-    assert run["seq"] == 2 and run["prev"] == entries.entry_hash(real)
+    assert run["seq"] == 2 and run["id"] > fake.id
     assert [k for k, _i in _kinds(env)] == ["edited"]

@@ -1,9 +1,11 @@
 """Mutation fuzzing of real multi-agent segments (issue 10).
 
-A log written by three identities (bodies, acks, escapes, non-ASCII) is mutated in every way damage or
-a hand edit can take: byte flips, inserted and deleted bytes, cut chunks and lines, duplicated and
-swapped lines, CRLF regions, truncation, framing-looking lines, non-ASCII in every field of the end
-line. Each mutant is verified with `.nexus/` (the incremental state, tail.json) and without it (only
+A log written by three identities (bodies, acks, escapes, non-ASCII), entry format 1 entries (written
+by the nexus that wrote that format: tests/fixtures/format-v1) followed by format 2 ones in the same
+segment, is mutated in every way damage or a hand edit can take: byte flips, inserted and deleted
+bytes, cut chunks and lines, duplicated and swapped lines, CRLF regions, truncation, framing-looking
+lines, non-ASCII in every field of the end line (format 1's JSON fields, format 2's seq, flag and
+token). Each mutant is verified with `.nexus/` (the incremental state, tail.json) and without it (only
 the notes' caches kept: nothing of the log's state). No exception may escape `verify`, `log read`,
 `brief` or `log append`, and a mutant that verifies clean must hold the same signed entries as the log
 it came from (only an agent's own order counts). The seed is fixed unless NEXUS_FUZZ_SEED says
@@ -27,6 +29,7 @@ from conftest import Env
 
 from nexus.audit import verify_state as verify
 from nexus.ledger import log
+from nexus.storage import entries
 from nexus.team import brief
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tamper_mutants.json"
@@ -43,14 +46,16 @@ def _build(env: Env) -> None:
         "ünïcödé ✓\n\n- a list",
         "line\n\nanother",
     ]
+    last = None
     for i in range(12):
         agent = ("ella", "lyra", "sam")[i % 3]
-        env.append(
+        last = env.append(
             agent,
             f"entry {i} by {agent}",
             body=bodies[i % len(bodies)],
             type=("note", "question", "correction")[i % 3],
             channel=("build", "deploy")[i % 2],
+            ack=(last.located.entry.id,) if last is not None and i % 4 == 3 else (),
         )
 
 
@@ -98,6 +103,8 @@ def _mutate(rng: random.Random, data: bytes, starts: list[int]) -> tuple[str, by
     li = rng.randrange(first, len(lines) - 1)
     if kind in ("line-delete", "line-dup", "line-swap", "crlf", "truncate", "framing"):
         return _mutate_lines(rng, data, lines, kind, at, (first, li))
+    if rng.random() < 0.5:
+        return _mutate_end_line_v2(rng, lines, kind)
     return _mutate_end_line(rng, lines, kind)
 
 
@@ -134,6 +141,43 @@ def _mutate_lines(
         return f"truncate {at}", data[:at]
     line = rng.choice(FRAMING_LINES)
     return f"framing {li}", b"\n".join([*lines[:li], line, *lines[li:]])
+
+
+def _mutate_end_line_v2(rng: random.Random, lines: list[bytes], kind: str) -> tuple[str, bytes]:
+    """Format 2: a character of an end line, its seq, its flag or its token changed."""
+    ends = [i for i, line in enumerate(lines) if entries.END_V2_RE.fullmatch(line.decode("utf-8", "replace"))]
+    li = rng.choice(ends)
+    match = entries.END_V2_RE.fullmatch(lines[li].decode())
+    assert match is not None
+    flag, seq, token = match.groups()
+    if kind == "nonascii":
+        text = lines[li].decode()
+        pos = rng.randrange(2, len(text) - 2)
+        text = text[:pos] + rng.choice("éü✓\u200b\ud7ff😀") + text[pos + 1 :]
+        new = text.encode("utf-8", "surrogatepass")
+        return f"v2 nonascii line {li} at {pos}", b"\n".join([*lines[:li], new, *lines[li + 1 :]])
+    change = rng.choice(["seq", "zero", "flag", "char", "short", "long", "spare", "space", "seen"])
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    if change == "seq":
+        seq = str(max(0, int(seq) + rng.choice([-1, 1, 1000])))
+    elif change == "zero":
+        seq = "0" + seq
+    elif change == "flag":
+        flag = rng.choice([f for f in " ws" if f != flag])
+    elif change == "char":
+        pos = rng.randrange(len(token))
+        token = token[:pos] + rng.choice([c for c in alphabet if c != token[pos]]) + token[pos + 1 :]
+    elif change == "short":
+        token = token[:-1]
+    elif change == "long":
+        token += "A"
+    elif change == "spare":  # the last character's unused bits: the same bytes, written otherwise
+        last = alphabet.index(token[-1])
+        token = token[:-1] + alphabet[last ^ (1 if len(token) == 107 else 3)]
+    elif change == "seen":  # the seen id dropped, or one added
+        token = token[:86] if len(token) == 107 else token + token[:21]
+    new = f"%%{flag}{seq} {token} %%".encode() if change != "space" else lines[li].replace(b" ", b"  ", 1)
+    return f"v2 {change} line {li}", b"\n".join([*lines[:li], new, *lines[li + 1 :]])
 
 
 def _mutate_end_line(rng: random.Random, lines: list[bytes], kind: str) -> tuple[str, bytes]:
@@ -198,7 +242,10 @@ def _check_mutant(
         log.LogWriter(env.vault).append(env.signer("ella"), channel="c", type="note", summary="after")
 
 
-def test_mutants_of_a_real_segment_never_crash_and_never_verify_clean_when_meaning_changed(env: Env) -> None:
+def test_mutants_of_a_real_segment_never_crash_and_never_verify_clean_when_meaning_changed(
+    v1_env: Env,
+) -> None:
+    env = v1_env
     # A fixed seed by default, so CI is repeatable; NEXUS_FUZZ_SEED=random (or a number) explores more.
     chosen = os.environ.get("NEXUS_FUZZ_SEED", "20261201")
     seed = time.time_ns() % 1_000_000 if chosen == "random" else int(chosen)
@@ -207,6 +254,7 @@ def test_mutants_of_a_real_segment_never_crash_and_never_verify_clean_when_meani
     ((_, path),) = log.segment_files(env.vault)
     data = path.read_bytes()
     assert verify.verify(env.vault).ok
+    assert {loc.entry.v for loc in log.iter_entries(env.vault)} == {1, 2}  # both formats in one segment
     original = _signed(env.vault)
     starts = [loc.offset for loc in log.iter_entries(env.vault)]
     pristine_state = env.vault.root.parent / "pristine-state"

@@ -24,6 +24,8 @@ FRAMING_BODY = "\n".join(
         "\\%% nexus:begin already escaped %%",
         "%% nexus:segment 2026-11 %%",
         "  %% nexus:end indented",
+        "%% 1 " + "A" * 86 + " %%",
+        "↩ [[log/2026-11#^01JDQ8Z6V3M2K4T5N7P9R1S3W5]]",
     ]
 )
 
@@ -79,7 +81,8 @@ def test_framing_lines_in_a_body_are_shown_and_create_no_entry(env: Env) -> None
     on_disk = _segment(env).read_text(encoding="utf-8")
     assert "\n%\\% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %\\%\n" in on_disk
     assert "\n  %\\% nexus:end indented\n" in on_disk
-    assert on_disk.count("%% nexus:begin ") == 7
+    assert sum(1 for line in on_disk.split("\n") if entries.END_V2_RE.fullmatch(line)) == 7
+    assert "\n\\↩ [[log/2026-11#^01JDQ8Z6V3M2K4T5N7P9R1S3W5]]\n%% " in on_disk  # (not its acks)
     # In fenced code a person sees `%%` as typed, so the body is stored exactly as given, and each
     # framing-like line gets one more backslash on disk (and loses it on read).
     fenced = f"```\n{FRAMING_BODY}\n```"
@@ -91,6 +94,7 @@ def test_framing_lines_in_a_body_are_shown_and_create_no_entry(env: Env) -> None
     assert "\n\\%% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%\n" in on_disk
     assert "\n\\\\%% nexus:begin already escaped %%\n" in on_disk
     assert "\n  %% nexus:end indented\n" in on_disk
+    assert "\n\\%% 1 " + "A" * 86 + " %%\n" in on_disk  # (format 2 escapes every line starting with %%)
 
 
 def unsigned_entry(env: Env, located: list[Located]) -> Entry:
@@ -299,7 +303,7 @@ def test_verify_survives_garbage(env: Env, damage: bytes) -> None:
     path = _segment(env)
     data = path.read_bytes()
     located = list(log.iter_entries(env.vault))
-    at = located[2].offset + 60  # inside ella's e2
+    at = located[2].end_offset - 40  # inside ella's e2 (its end line)
     path.write_bytes(data[:at] + damage + b"\n" + data[at:])
     report = verify(env.vault)  # never raises
     assert not report.ok
@@ -332,6 +336,6 @@ def test_a_forged_entry_does_not_bend_the_victims_chain(env: Env) -> None:
     run = env.run(
         "log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", "real", "--json"
     )
-    assert run.json()["seq"] == 4 and run.json()["prev"] == entries.entry_hash(located[4].entry)
+    assert run.json()["seq"] == 4
     p = _only(verify(env.vault).problems)
     assert (p.kind, p.entry_id) == ("forged", fake.id)

@@ -18,6 +18,7 @@ import pytest
 from conftest import Env, wait_for_rescans
 
 from nexus.ledger import log, shadow, tailstate
+from nexus.storage import segments
 from nexus.storage.vault import Vault
 from nexus.team import acks
 from nexus.watch import watcher
@@ -245,7 +246,7 @@ def test_killed_watcher_catches_up_completely_after_restart(
     ).stdout.strip()
     d = _append(env, "lyra", "four")
     data = segment.read_bytes()
-    b_at, c_at = data.index(f"%% nexus:begin {b}".encode()), data.index(f"%% nexus:begin {c}".encode())
+    b_at, c_at = segments.entry_starts(data, b)[0], segments.entry_starts(data, c)[0]
     cut = data[:b_at] + data[c_at:]
     segment.write_bytes(cut + b"A note from Sam while nobody watched.\n")
     old = time.time() - 10  # not a fresh save: the restarted watcher may act at once
@@ -278,7 +279,7 @@ def test_restart_shadows_what_was_appended_while_down_and_restores_it_later(
     assert set(down) <= set(shadow.Shadow.load(env.vault).copies)
     segment = env.vault.root / log.find_entry(env.vault, a).file
     data = segment.read_bytes()
-    segment.write_bytes(data[: data.index(f"%% nexus:begin {down[0]}".encode())])  # truncated
+    segment.write_bytes(data[: segments.entry_starts(data, down[0])[0]])  # truncated
     assert w2.wait_for(lambda e: e["event"] == "restored")[0]["entries"] == down, (a, down, w2.events)
     assert _ids(env.vault) == [a, *down]
     assert w2.stop() == 0
@@ -299,7 +300,7 @@ def test_entries_signed_before_a_key_rotation_are_protected_too(
     assert set(everything) <= set(shadow.Shadow.load(env.vault).copies)
     segment = env.vault.root / log.find_entry(env.vault, old[0]).file
     data = segment.read_bytes()
-    segment.write_bytes(data[: data.index(f"%% nexus:begin {old[0]}".encode())])  # an editor's save
+    segment.write_bytes(data[: segments.entry_starts(data, old[0])[0]])  # an editor's save
     assert w.wait_for(lambda e: e["event"] == "restored")[0]["entries"] == everything
     assert _ids(env.vault) == everything and after in everything
     assert _verify(env)["ok"]
@@ -326,7 +327,7 @@ def test_once_catches_up_without_events(env: Env) -> None:
     env.run("watch", "--once")  # shadows b
     segment = env.vault.root / log.find_entry(env.vault, a).file
     data = segment.read_bytes()
-    segment.write_bytes(data[: data.index(f"%% nexus:begin {b}".encode())])
+    segment.write_bytes(data[: segments.entry_starts(data, b)[0]])
     old = time.time() - 10
     os.utime(segment, (old, old))
     out = env.run("watch", "--once", "--json").stdout
@@ -361,7 +362,12 @@ def test_person_text_waits_until_it_settles(env: Env, watching: Callable[..., Wa
     person = w.wait_for(lambda e: e["event"] == "person")
     assert len(person) == 1
     assert log.find_entry(env.vault, person[0]["id"]).entry.body == "Half a thought, finished."
-    assert "Half a thou" not in segment.read_text().split(person[0]["id"])[0]  # moved into the entry
+    data = segment.read_bytes()
+    start = segments.entry_starts(data, person[0]["id"])[0]
+    assert b"Half a thou" not in data[:start]  # moved into the entry
+    signed = log.find_entry(env.vault, person[0]["id"])
+    end_line = data[: signed.end_offset].rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    assert end_line.startswith(b"%%w1 ") and len(end_line) <= 120  # (format 2: the watcher's flag)
     assert w.stop() == 0
 
 
@@ -689,7 +695,7 @@ def test_after_a_restore_the_next_append_does_not_rebuild_the_tail_state(
     env.run("watch", "--once")  # b is shadowed
     segment = env.vault.root / log.find_entry(env.vault, a).file
     data = segment.read_bytes()
-    segment.write_bytes(data[: data.index(f"%% nexus:begin {b}".encode())])  # the stale save drops b
+    segment.write_bytes(data[: segments.entry_starts(data, b)[0]])  # the stale save drops b
     c = env.append("ella", "three, after the save").located.entry.id
     old = time.time() - 10
     os.utime(segment, (old, old))
@@ -705,6 +711,12 @@ def test_after_a_restore_the_next_append_does_not_rebuild_the_tail_state(
     assert report["ok"] and [p["kind"] for p in report["problems"]] == ["notice"], report
 
 
+def _before_entry(data: bytes, entry_id: str) -> bytes:
+    """The segment's bytes before the line that opens entry ``entry_id`` (all of them if none does)."""
+    starts = segments.entry_starts(data, entry_id)
+    return data[: starts[0]] if starts else data
+
+
 def test_after_a_persons_text_is_signed_the_next_append_does_not_rebuild_the_tail_state(
     env: Env, watching: Callable[..., WatchProcess], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -715,7 +727,7 @@ def test_after_a_persons_text_is_signed_the_next_append_does_not_rebuild_the_tai
     with open(segment, "ab") as f:
         f.write(b"\nSam: a thought of mine.\n")
     person = w.wait_for(lambda e: e["event"] == "person")[0]
-    _wait_until(lambda: b"Sam: a thought" not in segment.read_bytes().split(person["id"].encode())[0])
+    _wait_until(lambda: b"Sam: a thought" not in _before_entry(segment.read_bytes(), person["id"]))
     rebuilds.count = 0
     b = env.append("lyra", "two").located.entry.id
     assert rebuilds.count == 0
@@ -782,7 +794,7 @@ def test_folders_made_again_and_again_never_stop_the_observer(
     a = _append(env, "ella", "after the churn")
     wait_for_rescans(env.vault)  # a whole rescan since the append: the watcher has shadowed the entry
     segment = env.vault.root / log.find_entry(env.vault, a).file
-    segment.write_bytes(segment.read_bytes()[: segment.read_bytes().index(f"%% nexus:begin {a}".encode())])
+    segment.write_bytes(segment.read_bytes()[: segments.entry_starts(segment.read_bytes(), a)[0]])
     assert w.wait_for(lambda e: e["event"] == "restored")[0]["entries"] == [a]
     w.proc.send_signal(signal.SIGTERM)
     _out, err = w.proc.communicate(timeout=30)

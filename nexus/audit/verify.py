@@ -335,6 +335,8 @@ class _Chain:
                 continue  # (an edited entry is named as such; it never makes a fork)
             if link.seq == 1 and prev is None:
                 parent = ""
+            elif link.located.entry.v != entries.FORMAT_VERSION:
+                parent = f"seq {link.seq - 1}"  # (format 2 stores no prev: it follows its seq - 1)
             elif prev is not None and prev in self.by_digest and self.by_digest[prev].seq + 1 == link.seq:
                 parent = prev
             else:
@@ -375,7 +377,13 @@ class _Chain:
         resolved = _fork_resolved(self.links, self.children, kids)
         names = ", ".join(f"{k.located.entry.id} ({k.located.file}:{k.located.line_start})" for k in kids)
         at = kids[1].located
-        after = "start" if parent == "" else "entry " + self.by_digest[parent].located.entry.id
+        after = (
+            "start"
+            if parent == ""
+            else "entry " + self.by_digest[parent].located.entry.id
+            if parent in self.by_digest
+            else parent  # (format 2: "seq N")
+        )
         message = f"{agent}'s chain forks at seq {kids[0].seq}: {len(kids)} entries follow the same {after}: "
         message += names
         if resolved is not None:
@@ -451,6 +459,8 @@ class _Chain:
 
     def _link_to_before(self, link: _Link, before: _Link | None) -> None:
         seq, prev = link.seq, link.located.entry.prev
+        if link.located.entry.v != entries.FORMAT_VERSION:
+            return  # (format 2 stores no prev: its seq and the signed heads find what is missing)
         if before is None and prev is not None and seq == 1:
             self.add("missing", link, f"{self.agent}'s first entry names a previous entry")
         elif (
@@ -489,7 +499,7 @@ def _link_message(
     if seq >= 1:
         if before is None and prev is not None and seq == 1:
             return f"{agent}'s first entry names a previous entry"
-        if before is not None and before[0] and prev != before[1]:
+        if before is not None and before[0] and prev is not None and prev != before[1]:  # (format 2: None)
             return (
                 f"{agent}'s chain breaks: prev is not the hash of seq {seq - 1} ({before[2]}): "
                 "that entry was replaced"

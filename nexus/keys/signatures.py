@@ -11,8 +11,9 @@ libsodium (PyNaCl's ``crypto_sign_open``) first, and only for its "valid": libso
 cofactorless equation with the same byte comparison and refuses more (keys and R of small order,
 non-canonical keys), so what it accepts OpenSSL accepts too (``tests/test_signatures.py`` checks it on
 small-order, mixed-order, non-canonical and random vectors); whatever it refuses OpenSSL decides.
-It costs ~0.5x OpenSSL's CPU a signature (56 against 107 µs here), but ~45 ms to import, which is
-why a reader (a few signatures, most of them remembered) does not load it.
+It costs ~0.5x OpenSSL's CPU a signature (56 against 107 µs here), but ~11 ms of CPU to import
+(bytecode cached; more from a cold start), which is why a reader (a few signatures, most of them
+remembered) does not load it.
 
 ``memo``: the machine's memo of signatures found valid (``checked.py``); a verification passes none.
 """

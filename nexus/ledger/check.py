@@ -11,6 +11,7 @@ function of the vault given by a caller above ``project/``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -33,6 +34,7 @@ WARNING_KINDS = frozenset({"stray-text", "notice", "copy-left", "sync-conflict",
 ENTRY_KINDS = frozenset({"edited", "non-canonical", "forged", "unknown-agent", "key-changed", "framing"})
 # A line outside any entry that imitates framing: part of a damaged entry, never a person's note.
 _FRAMING_HINTS = ("nexus:begin", "nexus:end", "nexus:segment", '"sig":')
+_END_V2_LIKE = re.compile(r"%%[ ws][0-9]+ [A-Za-z0-9_-]{20,}")
 
 
 class Renamed:
@@ -98,7 +100,7 @@ def looks_like_framing(text: str) -> bool:
             entries.HEADER_RE.match(stripped) or (stripped.startswith("%%") and "nexus:" in stripped)
         ) and not stripped.startswith("%% nexus:notice"):
             return True
-        if any(hint in line for hint in _FRAMING_HINTS):
+        if any(hint in line for hint in _FRAMING_HINTS) or _END_V2_LIKE.match(stripped):
             return True
     return False
 
@@ -132,7 +134,7 @@ def check_entry(
     where = (located.file, located.line_start)
     keys = ring.keys.get(e.agent)
     try:
-        data = entries.SIGN_CONTEXT + (entries.canonical(e) if canonical is None else canonical)
+        data = entries.sign_context(e) + (entries.canonical(e) if canonical is None else canonical)
     except (UnicodeError, ValueError):  # (defensive: canonical() is total on parsed entries)
         return "foreign", Problem("framing", *where, "fields cannot be encoded", e.id, e.agent)
     if keys is None:
@@ -141,6 +143,11 @@ def check_entry(
         return "foreign", Problem(
             "forged", *where, f"entry claims {e.agent} but carries no signature", e.id, e.agent
         )
+    if e.v != entries.FORMAT_VERSION:  # format 2 names no key: the author's trusted keys are tried
+        public = next((k for k in keys.values() if verify_signature(k, e.sig, data, memo, bulk=bulk)), None)
+        if public is None:
+            return _unmatched_v2(located, ring, keys, renamed, data)
+        return "ok", _non_canonical(located)
     public = keys.get(e.key)
     if public is not None:
         if not verify_signature(public, e.sig, data, memo, bulk=bulk):
@@ -162,16 +169,7 @@ def check_entry(
                 e.id,
                 e.agent,
             )
-        flaw = located.verdict
-        if flaw is not None and flaw.startswith("non-canonical"):
-            return "ok", Problem(
-                "non-canonical",
-                *where,
-                f"{flaw.split(': ', 1)[-1]}: the signed fields are intact but their encoding was changed",
-                e.id,
-                e.agent,
-            )
-        return "ok", None
+        return "ok", _non_canonical(located)
     if ring.changed.get(e.agent) == e.key:
         return "foreign", Problem(
             "key-changed",
@@ -190,6 +188,68 @@ def check_entry(
     else:
         msg = f"signed with a key that belongs to no identity ({e.key})"
     return "foreign", Problem("forged", *where, msg, e.id, e.agent)
+
+
+def _non_canonical(located: Located) -> Problem | None:
+    flaw = located.verdict
+    if flaw is None or not flaw.startswith("non-canonical"):
+        return None
+    e = located.entry
+    return Problem(
+        "non-canonical",
+        located.file,
+        located.line_start,
+        f"{flaw.split(': ', 1)[-1]}: the signed fields are intact but their encoding was changed",
+        e.id,
+        e.agent,
+    )
+
+
+def _unmatched_v2(
+    located: Located, ring: Keyring, keys: Mapping[str, str], renamed: Renamed | None, data: bytes
+) -> tuple[str, Problem]:
+    """A format 2 entry no trusted key of its author verifies: only links moved (``renamed``), its
+    author's new untrusted key (``key-changed``), another identity's key (``forged``), or its text
+    changed after signing (``edited``: with no key id stored, a signature by a key nobody here
+    trusts reads the same)."""
+    e = located.entry
+    where = (located.file, located.line_start)
+    if renamed is not None:
+        for public in keys.values():
+            changes = renamed.original(e, public)
+            if changes is not None:
+                moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
+                return "ok", Problem(
+                    "renamed",
+                    *where,
+                    f"Obsidian updated links to a renamed note ({moved}); the signature by {e.agent} "
+                    "holds for the text before the rename",
+                    e.id,
+                    e.agent,
+                )
+    changed = ring.changed.get(e.agent)
+    if changed is not None:
+        return "foreign", Problem(
+            "key-changed",
+            *where,
+            f"{e.agent}'s identity declares the new key {changed}, which this machine does not trust "
+            f"yet, and no key it trusts signed this entry (`nexus agent trust {e.agent}`)",
+            e.id,
+            e.agent,
+        )
+    for owner, others in ring.keys.items():
+        if owner != e.agent and any(verify_signature(k, e.sig, data) for k in others.values()):
+            return "foreign", Problem(
+                "forged", *where, f"claims {e.agent} but is signed with {owner}'s key", e.id, e.agent
+            )
+    return "edited", Problem(
+        "edited",
+        *where,
+        f"signature by {e.agent} does not match the text: changed after signing "
+        "(or signed with a key no identity here holds)",
+        e.id,
+        e.agent,
+    )
 
 
 def verdict(located: Located, ring: Keyring, renamed: Renamed | None = None, memo: Memo | None = None) -> str:

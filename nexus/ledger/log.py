@@ -472,6 +472,7 @@ class LogWriter:
         if fork is not None and chain is None:
             raise _fork_error(inp.agent, fork)
         head: Any = state["heads"].get(inp.agent) if chain is None else [chain[0] - 1, chain[1]]
+        # Format 2: the key id and the previous entry's hash are not stored (NEXUS-FORMAT.md).
         fields: dict[str, Any] = dict(
             id=entry_id,
             ts=ts,
@@ -483,12 +484,11 @@ class LogWriter:
             ack=inp.ack,
             seen=seen,
             seq=(head[0] + 1) if head else 1,
-            prev=head[1] if head else None,
-            key=signer.key_id,
             via=inp.via,
         )
-        canonical = entries.canonical_fields(**fields)
-        entry = Entry(**fields, sig=signer.sign(entries.SIGN_CONTEXT + canonical))
+        canonical = entries.canonical_v2(**fields)
+        sig = signer.sign(entries.SIGN_CONTEXT_V2 + canonical)
+        entry = Entry(**fields, prev=None, key="", sig=sig, v=entries.WRITTEN_VERSION)
         return entry, entries.hash_canonical(canonical, entry.sig), entries.render(entry).encode("utf-8")
 
     def _write(self, target: _Target, data: bytes) -> bytes:
@@ -675,8 +675,17 @@ def resolve_fork(vault: Vault, signer: Signer, keep: str, trust: Trust) -> Appen
         if loc.entry.prev is not None:
             children.setdefault(loc.entry.prev, []).append(loc)
     tip = by_id[keep]
-    while children.get(digests[tip.entry.id]):  # the newest entry on the branch from ``keep``
-        tip = max(children[digests[tip.entry.id]], key=lambda loc: (loc.entry.seq, loc.entry.id))
+    while True:  # the newest entry on the branch from ``keep``
+        kids = children.get(digests[tip.entry.id])
+        if not kids:  # (format 2 stores no prev: the one entry with the next seq, if only one)
+            kids = [
+                loc
+                for loc in mine
+                if loc.entry.v != entries.FORMAT_VERSION and loc.entry.seq == tip.entry.seq + 1
+            ]
+            if len(kids) != 1:
+                break
+        tip = max(kids, key=lambda loc: (loc.entry.seq, loc.entry.id))
     seqs: dict[int, int] = {}
     for loc in mine:
         seqs[loc.entry.seq] = seqs.get(loc.entry.seq, 0) + 1
@@ -692,7 +701,11 @@ def resolve_fork(vault: Vault, signer: Signer, keep: str, trust: Trust) -> Appen
         body=f"Kept the branch of {keep} (newest {tip.entry.id}); the other entries from seq {forked} "
         "on stay in the log, acknowledged here.",
         ack=(*ack, tip.entry.id),
-        chain=(tip.entry.seq + 1, digests[tip.entry.id]),
+        # (format 2: after the agent's highest seq, so no seq is taken twice)
+        chain=(
+            max(seqs) + 1 if tip.entry.v != entries.FORMAT_VERSION else tip.entry.seq + 1,
+            digests[tip.entry.id],
+        ),
         trust=trust,
     )
 

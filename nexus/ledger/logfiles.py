@@ -65,13 +65,12 @@ def missing_entry(vault: Vault, ids: tuple[str, ...]) -> str | None:
 
     files = segment_files(vault)
     for entry_id in ids:
-        needle = f"\n{entries.BEGIN_PREFIX}{entry_id} %%\n".encode()
         month = entries.segment_name(entries.utc_ts(entries.decode_id_ms(entry_id)))
         found = False
         for _name, path in sorted(files, key=lambda item: item[0] != month):
             try:
                 with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                    found = mm.rfind(needle) >= 0
+                    found = bool(segments.entry_starts(mm, entry_id))  # type: ignore[arg-type]
             except (OSError, ValueError):  # (an empty file cannot be mapped)
                 continue
             if found:

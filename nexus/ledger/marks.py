@@ -23,21 +23,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..storage import entries, segments
+from ..storage import segments
 
 WINDOW = 8192  # bytes read back from a mark to find the end line it follows
 CHUNK = 1 << 20  # what ``read_chunks`` scans at a time: about 2,000 entries (4 MB peaked 40 MB higher)
-_END = entries.END_PREFIX.encode()
-_BEGIN = b"\n" + entries.BEGIN_PREFIX.encode()
 
 
 def ends_with_entry(data: bytes, entry_id: str) -> bool:
     """``data`` (bytes that end where a mark stands, line breaks after it aside) ends with the end line
     of entry ``entry_id``: the one search for "the entry that ends here" every reader uses."""
-    if not data.endswith(b"\n"):
-        return False
-    end_line = data.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
-    return end_line.startswith(_END) and f'"id":"{entry_id}"'.encode() in end_line
+    return segments.ends_with_entry(data, entry_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +85,7 @@ class Mark:
         self, path: str | os.PathLike[str], file: str, size: int | None = None, chunk: int | None = None
     ) -> Iterator[segments.Scan]:
         """The scan of the segment's bytes from the mark on (up to ``size``, default the end), a
-        piece of about ``chunk`` bytes at a time, each cut just before a begin line: what
+        piece of about ``chunk`` bytes at a time, each cut just after an end line: what
         :meth:`read` finds, with memory bounded by the piece instead of the segment (an entry is
         never split; only readers of entries use it: framing that is cut short is named only by
         ``verify``, which cuts the same way and says so)."""
@@ -106,7 +101,7 @@ class Mark:
                     left -= len(block)
                 pending += block
                 last = not block or left == 0
-                cut = -1 if last else pending.rfind(_BEGIN)
+                cut = -1 if last else segments.last_cut(pending)
                 if not last and cut < 0:
                     continue  # one entry longer than a piece: read on
                 part = pending if last else pending[: cut + 1]

@@ -101,7 +101,7 @@ def rotate(vault: Vault, keys_home: Path, name: str) -> Rotation:
     ).located.entry
     identity.set_key(vault, name, public, new_kid)
     _take_over(waiting, key_path)
-    return _finish(vault, keys_home, name, (entry.id, entry.key), new_kid)
+    return _finish(vault, keys_home, name, (entry.id, old.key_id), new_kid)
 
 
 def _take_over(waiting: Path, key_path: Path) -> None:
@@ -146,7 +146,10 @@ def announcement(vault: Vault, ring: trust.Keyring, name: str, public: str) -> t
         entry = located.entry
         if entry.agent != name or entry.type != TYPE or (entry.body or "").strip() != wanted:
             continue
-        key = ring.public_key(name, entry.key)
-        if key is not None and signatures.valid(key, entry.sig, entries.signing_bytes(entry)):
-            return entry.id, entry.key
+        # (format 2 names no key: each key ``ring`` trusts for ``name``)
+        kids = [entry.key] if entry.v == entries.FORMAT_VERSION else list(ring.keys.get(name, {}))
+        for kid in kids:
+            key = ring.public_key(name, kid)
+            if key is not None and signatures.valid(key, entry.sig, entries.signing_bytes(entry)):
+                return entry.id, kid
     return None

@@ -148,7 +148,7 @@ def absorb(
     heads = state["heads"]
     head = heads.get(e.agent)
     declared = key_of(e.agent) if key_of is not None else None
-    if declared is not None and declared != e.key:
+    if declared is not None and e.v == entries.FORMAT_VERSION and declared != e.key:
         pass  # signed with another key than the author's: forged, never the head of its chain
     else:
         d = digest or entries.entry_hash(e)
@@ -160,7 +160,13 @@ def absorb(
             del forks[e.agent]  # the agent chose a branch: its chain goes on from this entry
             heads[e.agent] = [e.seq, d, e.id]
         elif not ok_head or (
-            e.seq > head[0] and not (signed is not None and e.seq == head[0] + 1 and e.prev != head[1])
+            e.seq > head[0]
+            and not (
+                signed is not None
+                and e.seq == head[0] + 1
+                and e.v == entries.FORMAT_VERSION  # (format 2 stores no prev)
+                and e.prev != head[1]
+            )
         ):
             if signed is None or not signed.strict or signed(located):
                 heads[e.agent] = [e.seq, d, e.id]  # (on catch-up, only a validly signed entry)
@@ -256,11 +262,12 @@ def carry(vault: Vault, rel: str, old: bytes, new: bytes, added: list[Located]) 
         old[max(0, mark.offset - WINDOW) : mark.offset], mark.last
     ):
         return
-    begin = f"{entries.BEGIN_PREFIX}{mark.last} %%".encode()
-    start = old.rfind(begin, 0, mark.offset)
+    before = [s for s in segments.entry_starts(old, mark.last) if s < mark.offset]
+    start = before[-1] if before else -1
     chunk = old[start:size]
-    at = new.find(begin)
-    if start < 0 or at < 0 or new.find(begin, at + 1) >= 0 or new[at : at + len(chunk)] != chunk:
+    found = segments.entry_starts(new, mark.last)
+    at = found[0] if len(found) == 1 else -1
+    if start < 0 or at < 0 or new[at : at + len(chunk)] != chunk:
         return
     key_of = key_reader(vault)
     for located in added:  # high-water heads: an entry put back may be one this state never saw
@@ -308,7 +315,6 @@ def _tail_of(vault: Vault, path: Path, n: int) -> list[Located]:
     size = path.stat().st_size
     chunk = max(4096, n * 1024)  # about n entries; doubled until n complete entries are in it
     start = size
-    marker = b"\n" + entries.BEGIN_PREFIX.encode()
     with open(path, "rb") as f:
         while True:
             start = max(0, start - chunk)
@@ -317,10 +323,10 @@ def _tail_of(vault: Vault, path: Path, n: int) -> list[Located]:
             if start == 0:
                 aligned = 0
             else:
-                idx = data.find(marker)
+                idx = segments.next_cut(data)  # (just after an end line: the next entry starts there)
                 aligned = -1 if idx < 0 else idx + 1
             if aligned >= 0:
-                count = data.count(entries.BEGIN_PREFIX.encode(), aligned)
+                count = segments.count_ends(data, aligned)
                 if count > n or start == 0:
                     break
             chunk *= 2

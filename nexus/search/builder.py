@@ -60,7 +60,7 @@ Ends = dict[tuple[str, int], Mark]  # (segment, job start) -> the mark after the
 def _cuts(f: BinaryIO, rel: str, size: int, parts: int) -> tuple[list[Job], str, int]:
     """Read file ``f`` block by block: its jobs (one, or a segment cut at entry boundaries), its
     SHA-256 and its size as read."""
-    from ..storage.entries import BEGIN_PREFIX
+    from ..storage.segments import next_cut
 
     chunk = min(MAX_JOB_BYTES, max(CHUNK_BYTES, size // (2 * parts) + 1))
     whole = not documents.is_segment(rel) or (parts == 1 and size <= MAX_JOB_BYTES)
@@ -68,7 +68,6 @@ def _cuts(f: BinaryIO, rel: str, size: int, parts: int) -> tuple[list[Job], str,
     jobs: list[Job] = []
     begin, line, pos = 0, 1, 0  # the current job's start and line; bytes read so far
     pending = b""  # bytes from ``begin`` not yet dealt into a job
-    marker = b"\n" + BEGIN_PREFIX.encode()
     while block := f.read(1 << 20):
         sha.update(block)
         pos += len(block)
@@ -76,7 +75,7 @@ def _cuts(f: BinaryIO, rel: str, size: int, parts: int) -> tuple[list[Job], str,
             continue
         pending += block
         while len(pending) > chunk:
-            cut = pending.find(marker, chunk - 1)
+            cut = next_cut(pending, chunk - 1)
             if cut < 0:
                 break  # (no entry boundary yet: read on)
             jobs.append(Job(rel, begin, begin + cut + 1, line))

@@ -50,9 +50,11 @@ class Sealer:
         proof = self.proof
         for located in found:
             e = located.entry
-            public = self.keys.get(e.agent, {}).get(e.key)
+            mine = self.keys.get(e.agent, {})
+            # (format 2 names no key: each of the author's, the first that verifies)
+            publics = list(mine.values()) if e.v != entries.FORMAT_VERSION else [mine.get(e.key)]
             flaw = located.verdict
-            if public is None or not e.sig or (flaw is not None and flaw.startswith("non-canonical")):
+            if not e.sig or (flaw is not None and flaw.startswith("non-canonical")):
                 out.append(b"")
                 continue
             vouched = (
@@ -62,7 +64,17 @@ class Sealer:
                 and proof.vouches(located.file, e.id, located.line_start)
             )
             # (a build: many at once, as a full verify; an update: the machine's memo first)
-            if not vouched and not valid(public, e.sig, entries.signing_bytes(e), memo, bulk=memo is None):
+            signed = entries.signing_bytes(e)
+            public = next(
+                (
+                    p
+                    for p in publics
+                    if p is not None
+                    and ((vouched and len(publics) == 1) or valid(p, e.sig, signed, memo, bulk=memo is None))
+                ),
+                None,
+            )
+            if public is None:
                 out.append(b"")
                 continue
             raw = data[located.offset - base : located.end_offset - base]

@@ -107,15 +107,20 @@ def sealed_texts(text: str, entry_id: str, header_start: str) -> Texts | None:
     line after ``header_start`` (its time, author, channel and type, from the index) up to the block
     id, the body between the blank line under the header and the end line. None when the text is
     not laid out so (a CR, an escaped body line: the caller parses it as any other)."""
-    first = text.find("\n")
+    v1 = text.startswith("%% nexus:begin ")  # (format 1: a begin line above the header)
+    first = text.find("\n") if v1 else -1  # (the header's start, less one)
     second = text.find("\n", first + 1)
     last = text.rfind("\n", 0, len(text) - 1)  # (the end line's start, less one)
-    if first < 0 or second < 0 or last < second or "\r" in text:
+    if (v1 and first < 0) or second < 0 or last < second or "\r" in text:
         return None
     tail = f" ^{entry_id}"
     if not text.startswith(header_start, first + 1) or not text.endswith(tail, first + 1, second):
         return None
     summary = text[first + 1 + len(header_start) : second - len(tail)]
+    if not v1:  # format 2: the acknowledgements' line (``↩ ``) before the end line is no body
+        before = text.rfind("\n", 0, last)
+        if before > second and text.startswith("↩ ", before + 1):
+            last = before
     if last <= second + 1:  # (the end line under the header, or one blank line between)
         return Texts(summary, None)
     if text[second + 1] != "\n" or "\\" in text[second:last]:
@@ -157,13 +162,13 @@ def _one_entry(data: bytes, rel: str, offset: int, line: int) -> Located | None:
     lines = text.split("\n")
     if "\r" in text:
         lines = [x[:-1] if x.endswith("\r") else x for x in lines]
-    if (
-        len(lines) < 3
-        or not entries.BEGIN_RE.fullmatch(lines[0])
-        or not lines[-1].startswith(entries.END_PREFIX)
-    ):
+    if len(lines) < 3 or not entries.starts_entry(lines[0]) or not entries.ends_entry(lines[0], lines[-1]):
         return None
     if any(x.startswith((entries.BEGIN_PREFIX, entries.END_PREFIX)) for x in lines[1:-1]):
+        return None
+    if not lines[0].startswith(entries.BEGIN_PREFIX) and any(
+        x.startswith(entries.END_V2_PREFIX) or entries.starts_entry(x) for x in lines[1:-1]
+    ):
         return None
     try:
         entry, flaw = entries.parse_checked(lines)
@@ -197,6 +202,7 @@ class Signatures:
         self.secret_read: tuple[tuple[object, ...], bytes | None] | None = None  # (its file's stat, it)
         self.ring: tuple[tuple[object, ...], Keyring] | None = None  # (what it was read from, the keys)
         self.sealing: dict[str, dict[str, str]] = {}  # this search's pinned keys, when seals may prove
+        self.agent_keys: dict[str, tuple[str, ...]] = {}  # each author's keys (format 2 names none)
         self.pins: tuple[tuple[object, ...], Path] | None = None  # ((home, nexus.md's stamp), pins file)
         # (the vault's listing they were read with, home, the identity notes' stamp, the pins file)
         self.notes: tuple[object, Path | None, KeyNotes, Path] = (None, None, (), Path())
@@ -233,11 +239,13 @@ class Signatures:
             self.secret = self._secret(home)
             ring = self._pinned(home)
             self.sealing = ring.keys if self.secret is not None else {}
+            self.agent_keys = {n: tuple(ks.values()) for n, ks in ring.keys.items()}
             return ring.public_key
         self.memo = None
         self.secret = None
         self.sealing = {}
         keys = self.public_keys()
+        self.agent_keys = {n: (k[1],) for n, k in keys.items()}
 
         def declared(agent: str, key_id: str) -> str | None:
             found = keys.get(agent)
@@ -309,16 +317,24 @@ class Signatures:
         """The entry's signature checks against its author's key (only its canonical encoding does):
         proven by ``sealed``, the seal the index stored for it (``seals``), when it holds for these
         exact bytes and that key; else checked."""
-        from ..keys import signatures
         from ..storage import entries
 
         located = known.located
         if located.verdict is not None and located.verdict.startswith("non-canonical"):
             return False
         e = located.entry
+        if e.v != entries.FORMAT_VERSION:  # format 2 names no key: any the author may sign with
+            return any(self._verified_by(p, known, sealed) for p in self.agent_keys.get(e.agent, ()))
         public = lookup(e.agent, e.key)
         if public is None:
             return False
+        return self._verified_by(public, known, sealed)
+
+    def _verified_by(self, public: str, known: Known, sealed: bytes) -> bool:
+        from ..keys import signatures
+        from ..storage import entries
+
+        e = known.located.entry
         if sealed and self.secret is not None and holds(self.secret, public, known.digest, sealed):
             return True
         memo = (public, known.digest)

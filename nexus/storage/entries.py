@@ -1,40 +1,61 @@
 """The on-disk form of a live-context entry: render, parse, canonical bytes, ids.
 
-An entry in a segment file (``log/YYYY-MM.md``) looks like this::
+An entry in a segment file (``log/YYYY-MM.md``) is written in format 2::
 
-    %% nexus:begin 01JDQ8Z6V3M2K4T5N7P9R1S3W5 %%
     **2026-11-30 04:41:07Z** · ella · build · note — Set up the CI pipeline ^01JDQ8Z6V3M2K4T5N7P9R1S3W5
 
     The body, verbatim, Markdown allowed.
-    %% nexus:end {"ack":[],"id":"01JD…","key":"…","prev":"…","seen":null,"seq":1,"sig":"…","v":1} %%
+    ↩ [[log/2026-11#^01JDQ7…]] · [[log/2026-11#^01JDQ5…]]
+    %% 12 <signature and seen id: 107 base64url characters> %%
     <blank line>
 
-Obsidian hides ``%% … %%`` comments, so a reader sees the header line (time · agent · channel · type —
-summary) and the body; the block id makes the entry linkable as ``[[log/2026-11#^ID]]``. A body line that
-could be mistaken for framing gets one extra leading backslash on write and loses it on read, so every
-body round-trips byte for byte and never creates an entry.
+The header line opens the entry; its block id makes it linkable as ``[[log/2026-11#^ID]]``. The
+entries it acknowledges are links on the line before the end (``↩``); the one machine comment holds
+the author's sequence number and, in one base64url token, the Ed25519 signature (64 bytes) and the
+id of the newest entry the author had read (16 bytes, when there is one): at most 120 characters for
+any seq up to 999,999. The signing key is not stored (the reader tries the author's trusted keys), nor
+the previous entry's hash.
+
+Format 1, which nexus wrote before and still reads, puts ``%% nexus:begin ID %%`` before the header and
+``%% nexus:end {json} %%`` (id, key, prev, seen, seq, sig, acks) after the body. A segment may hold
+both, format 1 entries first. A body line that could be mistaken for framing gets one extra leading
+backslash on write and loses it on read (each format has its own rule, so a format 1 body reads
+exactly as before), so every body round-trips byte for byte and never creates an entry.
 
 This module does no I/O; see ``log.py`` for the write path.
 """
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
-import os
 import re
-import time
 from dataclasses import replace
 from typing import Any
 
 from ..records import Entry
+from . import machine_text
+from .ids import ID_PATTERN as ID_PATTERN
+from .ids import ID_RE as ID_RE
+from .ids import decode_id_ms as decode_id_ms
+from .ids import encode_id as encode_id
+from .ids import new_id as new_id
+from .ids import new_id_ms as new_id_ms
+from .ids import segment_name as segment_name
+from .ids import utc_ts as utc_ts
+from .machine_text import ACK_RE
+from .machine_text import END_V2_PREFIX as END_V2_PREFIX
+from .machine_text import END_V2_RE as END_V2_RE
+from .machine_text import MAX_MACHINE_CHARS as MAX_MACHINE_CHARS
+from .machine_text import ack_line as ack_line
+from .machine_text import end_line_v2 as end_line_v2
+from .machine_text import machine_token as machine_token
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # format 1's end line says ``"v":1``
 SIGN_CONTEXT = b"nexus/entry/v1\n"
-
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-ID_PATTERN = r"[0-9A-HJKMNP-TV-Z]{26}"
-ID_RE = re.compile(ID_PATTERN)
+WRITTEN_VERSION = 2  # what nexus writes
+SIGN_CONTEXT_V2 = b"nexus/entry/v2\n"
 
 BEGIN_PREFIX = "%% nexus:begin "
 END_PREFIX = "%% nexus:end "
@@ -45,54 +66,11 @@ HEADER_RE = re.compile(
     r"\*\*(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)Z\*\* · (?P<agent>[a-z0-9-]+) · "
     r"(?P<channel>[a-z0-9-]+) · (?P<type>[a-z0-9-]+) — (?P<summary>.*) \^(?P<bid>[A-Za-z0-9-]+)"
 )
-# Anything a parser could take for framing: escaped in bodies.
+# Anything a parser could take for framing: escaped in bodies (format 1).
 _LOOKS_LIKE_FRAME = re.compile(r"\\*(?:%%\s*nexus:|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · )")
-
-
-# ---------------------------------------------------------------- ids and time
-
-
-_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> two digits
-_SHIFTS = range(120, -1, -10)
-_TO_DIGITS = str.maketrans(_CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
-_RAND_MASK = (1 << 80) - 1
-
-
-def encode_id(ms: int, rand: int) -> str:
-    """A ULID: 48 bits of milliseconds then 80 random bits, Crockford base32, time-sortable."""
-    value = (ms << 80) | rand  # 130 bits as 13 pairs of base32 digits
-    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
-
-
-def decode_id_ms(entry_id: str) -> int:
-    return int(entry_id.translate(_TO_DIGITS), 32) >> 80
-
-
-def new_id(after: str | None = None, now_ms: int | None = None) -> str:
-    """A fresh id, strictly greater than ``after`` (monotonic under the log lock)."""
-    return new_id_ms(after, now_ms)[0]
-
-
-def new_id_ms(after: str | None = None, now_ms: int | None = None) -> tuple[str, int]:
-    """A fresh id strictly greater than ``after``, and the millisecond time it encodes."""
-    ms = int(time.time() * 1000) if now_ms is None else now_ms
-    rand = os.urandom(10)
-    if after is not None:
-        last = int(after.translate(_TO_DIGITS), 32)  # (Crockford digits -> int()'s base-32 digits)
-        if ms <= last >> 80:  # the same millisecond (or the clock went back): count on from ``after``
-            value = last + 1 + int.from_bytes(rand[:2], "big")
-            return encode_id(value >> 80, value & _RAND_MASK), value >> 80
-    return encode_id(ms, int.from_bytes(rand, "big")), ms
-
-
-def utc_ts(ms: int) -> str:
-    """``2026-11-30T04:41:07Z`` (second precision; the id carries milliseconds)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
-
-
-def segment_name(ts: str) -> str:
-    """The month segment an entry written at ``ts`` belongs to: ``2026-11``."""
-    return ts[:7]
+# Format 2: any line starting with ``%%`` (an end line ends the entry), a header (a header opens one),
+# or the acknowledgements' ``↩ `` (the line before the end).
+_LOOKS_LIKE_FRAME_V2 = re.compile(r"\\*(?:%%|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* · |↩ )")
 
 
 # ---------------------------------------------------------------- canonical form
@@ -106,7 +84,22 @@ _ASCII = json.encoder.encode_basestring_ascii
 
 
 def canonical(entry: Entry) -> bytes:
-    """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON."""
+    """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON (format
+    2: without ``key`` and ``prev``, which it does not store)."""
+    if entry.v != FORMAT_VERSION:
+        return canonical_v2(
+            id=entry.id,
+            ts=entry.ts,
+            agent=entry.agent,
+            channel=entry.channel,
+            type=entry.type,
+            summary=entry.summary,
+            body=entry.body,
+            ack=entry.ack,
+            seen=entry.seen,
+            seq=entry.seq,
+            via=entry.via,
+        )
     return canonical_fields(
         id=entry.id,
         ts=entry.ts,
@@ -179,8 +172,58 @@ def canonical_fields(
     return _CANONICAL_JSON(data).encode("utf-8", "surrogatepass")
 
 
+def canonical_v2(
+    *,
+    id: str,
+    ts: str,
+    agent: str,
+    channel: str,
+    type: str,
+    summary: str,
+    body: str | None,
+    ack: tuple[str, ...],
+    seen: str | None,
+    seq: int,
+    via: str | None,
+) -> bytes:
+    """Format 2's canonical bytes: ``{v, id, ts, agent, channel, type, summary, body, ack, seen, seq,
+    via}`` as sorted compact JSON, UTF-8 (what the signature covers after ``nexus/entry/v2\n``)."""
+    if seq.__class__ is int and isinstance(ack, tuple | list):  # (written out, as canonical_fields)
+        try:
+            text = (
+                f'{{"ack":[{",".join(map(_STR, ack))}],"agent":{_STR(agent)},'
+                f'"body":{"null" if body is None else _STR(body)},"channel":{_STR(channel)},'
+                f'"id":{_STR(id)},"seen":{"null" if seen is None else _STR(seen)},"seq":{seq!r},'
+                f'"summary":{_STR(summary)},"ts":{_STR(ts)},"type":{_STR(type)},'
+                f'"v":2,"via":{"null" if via is None else _STR(via)}}}'
+            )
+            return text.encode("utf-8", "surrogatepass")
+        except TypeError:
+            pass
+    data: dict[str, Any] = {
+        "v": 2,
+        "id": id,
+        "ts": ts,
+        "agent": agent,
+        "channel": channel,
+        "type": type,
+        "summary": summary,
+        "body": body,
+        "ack": list(ack),
+        "seen": seen,
+        "seq": seq,
+        "via": via,
+    }
+    return _CANONICAL_JSON(data).encode("utf-8", "surrogatepass")
+
+
+def sign_context(entry: Entry) -> bytes:
+    """What the signature covers before the canonical bytes: the format's signing context."""
+    return SIGN_CONTEXT if entry.v == FORMAT_VERSION else SIGN_CONTEXT_V2
+
+
 def signing_bytes(entry: Entry) -> bytes:
-    return SIGN_CONTEXT + canonical(entry)
+    return sign_context(entry) + canonical(entry)
 
 
 def entry_hash(entry: Entry) -> str:
@@ -198,12 +241,14 @@ def hash_canonical(canonical_bytes: bytes, sig: str) -> str:
 # ---------------------------------------------------------------- render
 
 
-def escape_body_line(line: str) -> str:
-    return "\\" + line if _LOOKS_LIKE_FRAME.match(line) else line
+def escape_body_line(line: str, v: int = FORMAT_VERSION) -> str:
+    pattern = _LOOKS_LIKE_FRAME if v == FORMAT_VERSION else _LOOKS_LIKE_FRAME_V2
+    return "\\" + line if pattern.match(line) else line
 
 
-def unescape_body_line(line: str) -> str:
-    return line[1:] if line.startswith("\\") and _LOOKS_LIKE_FRAME.match(line) else line
+def unescape_body_line(line: str, v: int = FORMAT_VERSION) -> str:
+    pattern = _LOOKS_LIKE_FRAME if v == FORMAT_VERSION else _LOOKS_LIKE_FRAME_V2
+    return line[1:] if line.startswith("\\") and pattern.match(line) else line
 
 
 def header_line(entry: Entry) -> str:
@@ -215,6 +260,8 @@ def header_line(entry: Entry) -> str:
 
 def end_line(entry: Entry) -> str:
     e = entry
+    if e.v != FORMAT_VERSION:
+        return end_line_v2(e)
     if e.seq.__class__ is int and isinstance(e.ack, tuple | list):  # (as ``canonical_fields``)
         try:
             via = "" if e.via is None else ',"via":' + _ASCII(e.via)
@@ -243,6 +290,14 @@ def end_line(entry: Entry) -> str:
 
 def render(entry: Entry) -> str:
     """The entry's text in a segment, ending with the blank separator line."""
+    if entry.v != FORMAT_VERSION:
+        lines = [header_line(entry), ""]
+        if entry.body is not None:
+            lines.extend(escape_body_line(line, 2) for line in entry.body.split("\n"))
+        if entry.ack:
+            lines.append(ack_line(entry.ack))
+        lines.append(end_line_v2(entry))
+        return "\n".join(lines) + "\n\n"
     lines = [f"{BEGIN_PREFIX}{entry.id} %%", header_line(entry), ""]
     if entry.body is not None:
         lines.extend(escape_body_line(line) for line in entry.body.split("\n"))
@@ -278,6 +333,8 @@ def parse_checked(lines: list[str]) -> tuple[Entry, str | None]:
 
 
 def _parse(lines: list[str]) -> tuple[Entry, bool]:
+    if lines and not lines[0].startswith(BEGIN_PREFIX):
+        return _parse_v2(lines)
     begin, header, plain, meta = _framing(lines)
     entry_id = begin.group("id")
     if plain is not None:  # (every field of the right type already: built as it is)
@@ -309,6 +366,65 @@ def _parse(lines: list[str]) -> tuple[Entry, bool]:
     if end_id != entry_id or header.group("bid") != entry_id:
         raise FrameError("the ids of the begin line, header and end line differ", 1)
     return entry, plain is not None
+
+
+def _parse_v2(lines: list[str]) -> tuple[Entry, bool]:
+    """A format 2 entry from its lines (header line to end line), and whether its end line is the very
+    one ``end_line_v2`` writes for it (seq without leading zeros, the token's unused bits zero)."""
+    if len(lines) < 3:
+        raise FrameError("entry is cut short", len(lines))
+    header = HEADER_RE.fullmatch(lines[0])
+    if not header or not ID_RE.fullmatch(header.group("bid")):
+        raise FrameError("bad header line", 0)
+    end = END_V2_RE.fullmatch(lines[-1])
+    if not end:
+        raise FrameError("bad end line", len(lines) - 1)
+    if lines[1] != "":
+        raise FrameError("missing blank line after the header", 1)
+    middle = lines[2:-1]
+    ack: tuple[str, ...] = ()
+    if middle and middle[-1].startswith("↩ ") and ACK_RE.fullmatch(middle[-1]):
+        ack = machine_text.acks(middle.pop())
+    body = "\n".join([unescape_body_line(line, 2) for line in middle]) if middle else None
+    flag, seq, token = end.groups()
+    try:
+        sig, seen = machine_text.from_token(token)
+    except (ValueError, binascii.Error) as err:
+        raise FrameError(f"bad end line: {err}", len(lines) - 1) from None
+    date, clock, agent, channel, kind, summary, bid = header.group(
+        "date", "time", "agent", "channel", "type", "summary", "bid"
+    )
+    entry = Entry(
+        bid,
+        f"{date}T{clock}Z",
+        agent,
+        channel,
+        kind,
+        summary,
+        body,
+        ack,
+        seen,
+        int(seq),
+        None,
+        "",
+        sig,
+        machine_text.FLAG_VIA[flag],
+        2,
+    )
+    return entry, machine_text.canonical_end(seq, token)
+
+
+def starts_entry(line: str) -> bool:
+    """Whether ``line`` (outside any entry) opens one: a format 1 begin line or a format 2 header."""
+    return BEGIN_RE.fullmatch(line) is not None or (
+        line.startswith("**") and HEADER_RE.fullmatch(line) is not None
+    )
+
+
+def ends_entry(first: str, line: str) -> bool:
+    """Whether ``line`` ends the entry whose first line is ``first``: format 1's end line, or, in a
+    format 2 entry, any line starting with ``%%`` (its body escapes every such line)."""
+    return line.startswith(END_PREFIX if first.startswith(BEGIN_PREFIX) else END_V2_PREFIX)
 
 
 # An end line exactly as ``end_line`` writes it when every string field is printable ASCII without a
@@ -358,7 +474,18 @@ def _body(body_lines: list[str]) -> str | None:
         return None
     if body_lines[0] != "":
         raise FrameError("missing blank line after the header", 2)
+    text = "\n".join(body_lines[1:])
+    if _plain(text):
+        return text
     return "\n".join(unescape_body_line(line) for line in body_lines[1:])
+
+
+def _plain(text: str) -> bool:
+    """No line of ``text`` looks like framing, so none is escaped: each of ``_LOOKS_LIKE_FRAME``'s two
+    forms holds one of these strings. Two scans of the text instead of two calls a line: parsing an
+    entry with a 40-line body costs ~8 µs instead of ~20 (every reader and a full verify parse every
+    body they read)."""
+    return "nexus:" not in text and "Z** · " not in text
 
 
 def _entry(entry_id: str, header: re.Match[str], meta: dict[str, Any], body: str | None, end: int) -> Entry:
@@ -407,12 +534,37 @@ def canonical_flaw(lines: list[str], entry: Entry, *, end_checked: bool = False)
     extra or renamed field, other spacing or key order, escapes where nexus writes none (or none
     where it writes one) all read as the same entry, so each is a change its signature cannot see.
     ``end_checked``: the end line is known to be ``end_line(entry)`` (``parse_checked``)."""
+    if entry.v != FORMAT_VERSION:
+        return _canonical_flaw_v2(lines, entry, end_checked)
     if lines[1] != header_line(entry):
         return "the header line is not in canonical form"
     if not end_checked and lines[-1] != end_line(entry):
         return "the end line is not in canonical form (fields, order, spacing or escapes differ)"
-    for line in lines[3:-1]:
-        if escape_body_line(unescape_body_line(line)) != line:
+    body = lines[3:-1]
+    if body and not _plain("\n".join(body)):  # (a line that looks like framing in neither form is
+        for line in body:  # left as it is by both functions)
+            if escape_body_line(unescape_body_line(line)) != line:
+                return "a body line is escaped otherwise than nexus escapes it"
+    return None
+
+
+def _canonical_flaw_v2(lines: list[str], entry: Entry, end_checked: bool) -> str | None:
+    if lines[0] != header_line(entry):
+        return "the header line is not in canonical form"
+    if not end_checked:
+        try:
+            end = end_line_v2(entry)
+        except ValueError:
+            end = None
+        if lines[-1] != end:
+            return "the end line is not in canonical form (seq or token written otherwise)"
+    last = len(lines) - 1
+    if entry.ack:
+        last -= 1
+        if lines[last] != ack_line(entry.ack):
+            return "the acknowledgements are not written as nexus writes them"
+    for line in lines[2:last]:
+        if escape_body_line(unescape_body_line(line, 2), 2) != line:
             return "a body line is escaped otherwise than nexus escapes it"
     return None
 

@@ -6,11 +6,12 @@ truncation or hand edit. It is pure (bytes in, findings out); callers do the I/O
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..records import Located
 from . import entries
-from .entries import BEGIN_PREFIX, BEGIN_RE, END_PREFIX, FrameError
+from .entries import BEGIN_PREFIX, BEGIN_RE, HEADER_RE, FrameError, ends_entry, starts_entry
 
 SEGMENT_MARKER_PREFIX = "%% nexus:segment "
 
@@ -75,8 +76,10 @@ class Scan:
     end_line: int = 1  # the 1-based number of the line that starts at end_offset
 
 
-def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
+def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1, tail: bool = True) -> Scan:
     """Scan ``data``, the bytes of segment ``file`` from byte ``offset`` (which starts line ``line``).
+    ``tail``: ``data`` may end the segment, so garbage after its last entry is a torn tail (False: a
+    piece cut from inside it, where such bytes are damaged text as anywhere else).
 
     When ``offset`` is 0 everything before the segment marker line (or the first entry) is preamble.
 
@@ -90,14 +93,16 @@ def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
     if offset == 0:
         start = _preamble_end(data)
         if start < 0:  # (no marker line and no entry: the whole thing is read line by line)
-            return scan_lines(data, file, offset=offset, line=line)
+            return scan_lines(data, file, offset=offset, line=line, tail=tail)
         line += data.count(b"\n", 0, start)
     result = Scan(end_offset=offset + start, end_line=line)
     pos, line = _regular(result, data, start, offset, line, file)
     if pos == len(data):
         result.end_offset, result.end_line = offset + pos, line
         return result
-    rest = scan_lines(data[pos:] if pos else data, file, offset=offset + pos, line=line, preamble=False)
+    rest = scan_lines(
+        data[pos:] if pos else data, file, offset=offset + pos, line=line, preamble=False, tail=tail
+    )
     if not result.entries and not result.broken:
         return rest
     result.entries += rest.entries
@@ -109,7 +114,8 @@ def scan(data: bytes, file: str, *, offset: int = 0, line: int = 1) -> Scan:
 
 _BEGIN_B = BEGIN_PREFIX.encode()
 _NL_BEGIN = b"\n" + _BEGIN_B
-_NL_END = b"\n" + END_PREFIX.encode()
+_NL_END = b"\n" + entries.END_PREFIX.encode()
+_NL_END_V2 = b"\n" + entries.END_V2_PREFIX.encode()
 _MARKER_B = SEGMENT_MARKER_PREFIX.encode()
 
 
@@ -125,10 +131,20 @@ def _preamble_end(data: bytes) -> int:
             return -1  # (the last line has no newline: never a marker or an entry here)
         if data.startswith(_MARKER_B, pos):
             return nl + 1
-        if data.startswith(_BEGIN_B, pos):
+        if data.startswith(_BEGIN_B, pos) or _header_at(data, pos, nl):
             return pos
         pos = nl + 1
     return -1
+
+
+def _header_at(data: bytes, pos: int, nl: int) -> bool:
+    """The line ``data[pos:nl]`` is a format 2 header line (it opens an entry)."""
+    if data[pos : pos + 2] != b"**":
+        return False
+    try:
+        return HEADER_RE.fullmatch(data[pos:nl].decode("utf-8").removesuffix("\r")) is not None
+    except UnicodeDecodeError:
+        return False
 
 
 def _regular(result: Scan, data: bytes, pos: int, offset: int, line: int, file: str) -> tuple[int, int]:
@@ -140,27 +156,36 @@ def _regular(result: Scan, data: bytes, pos: int, offset: int, line: int, file: 
         if data[pos] == 10:  # an empty line between entries
             pos, line = pos + 1, line + 1
             continue
-        if not startswith(_BEGIN_B, pos):
+        v1 = startswith(_BEGIN_B, pos)
+        if not v1 and not startswith(b"**", pos):
             break
-        end = find(_NL_END, pos)
+        end = find(_NL_END if v1 else _NL_END_V2, pos)
         if end < 0:
             break
         eol = find(b"\n", end + 1)
-        if eol < 0 or find(_NL_BEGIN, pos, end + 1) >= 0 or find(b"\r", pos, eol) >= 0:
+        if eol < 0 or find(_NL_BEGIN, pos, eol) >= 0 or find(b"\r", pos, eol) >= 0:
             break  # (cut short, another begin line inside, or a CR: read line by line)
         try:
             lines = data[pos:eol].decode("utf-8").split("\n")
         except UnicodeDecodeError:
             break
-        if begin_re(lines[0]) is None:
-            break
+        if v1:
+            if begin_re(lines[0]) is None:
+                break
+        elif HEADER_RE.fullmatch(lines[0]) is None or (
+            find(b"\n**", pos, end) >= 0
+            and any(line.startswith("**") and HEADER_RE.fullmatch(line) for line in lines[1:])
+        ):
+            break  # (not a header, or another entry's header inside: read line by line)
         last = line + len(lines) - 1
         _finish(result, lines, (offset + pos, line), offset + eol + 1, last, file)
         pos, line = eol + 1, last + 1
     return pos, line
 
 
-def scan_lines(data: bytes, file: str, *, offset: int = 0, line: int = 1, preamble: bool = True) -> Scan:
+def scan_lines(
+    data: bytes, file: str, *, offset: int = 0, line: int = 1, preamble: bool = True, tail: bool = True
+) -> Scan:
     """``scan``, line by line: the reference, and what reads whatever is not a regular entry.
     ``preamble``: when ``offset`` is 0, skip the preamble first."""
     result = Scan(end_offset=offset, end_line=line)
@@ -181,7 +206,7 @@ def scan_lines(data: bytes, file: str, *, offset: int = 0, line: int = 1, preamb
         reader.line(text, pos, next_pos, line_no)
         pos, line_no = next_pos, line_no + 1
     reader.end(partial, pos, line_no, offset + len(data))
-    if result.torn is None:
+    if result.torn is None and tail:
         _garbage_tail(result, data, offset, line)
     return result
 
@@ -194,7 +219,7 @@ def _after_preamble(raw_lines: list[bytes], offset: int, line: int) -> tuple[int
     for i, raw in enumerate(raw_lines):
         if raw.startswith(marker):
             return i + 1, pos + len(raw) + 1, line + i + 1
-        if raw.startswith(begin):
+        if raw.startswith(begin) or _header_at(raw, 0, len(raw)):
             return i, pos, line + i
         pos += len(raw) + 1
     return len(raw_lines), pos, line + len(raw_lines)
@@ -220,20 +245,25 @@ class _Reader:
     def line(self, text: str, pos: int, next_pos: int, line_no: int) -> None:
         cur = self.cur
         if cur is None:
-            if BEGIN_RE.fullmatch(text):
+            if starts_entry(text):
                 self.flush_stray(pos)
                 self.cur, self.cur_start = [text], (pos, line_no)
             elif text.strip() == "":
                 self.flush_stray(pos)
             else:
                 self.stray.append((pos, line_no, text))
-        elif text.startswith(BEGIN_PREFIX):
-            # a new entry starts before the previous one ended
+        elif text.startswith(BEGIN_PREFIX) or (
+            text.startswith("**")
+            and not cur[0].startswith(BEGIN_PREFIX)
+            and HEADER_RE.fullmatch(text) is not None
+        ):
+            # a new entry starts before the previous one ended (in a format 2 entry, a header line
+            # opens the next entry: its body escapes lookalikes)
             _broken(self.result, cur, self.cur_start, pos, "entry has no end line")
             self.cur, self.cur_start = [text], (pos, line_no)
         else:
             cur.append(text)
-            if text.startswith(END_PREFIX):
+            if ends_entry(cur[0], text):
                 _finish(self.result, cur, self.cur_start, next_pos, line_no, self.file)
                 self.cur = None
 
@@ -247,7 +277,11 @@ class _Reader:
             result.end_offset, result.end_line = start
             self.stray.clear()
             return
-        if partial and (partial.startswith(b"%") or (self.stray and self.stray[-1][2].startswith("%%"))):
+        if partial and (
+            partial.startswith(b"%")
+            or _header_start(partial)
+            or (self.stray and self.stray[-1][2].startswith("%%"))
+        ):
             result.torn = Torn(pos, line_no, len(partial))  # (the start of framing: a writer's torn write)
             self.flush_stray(pos)
         elif partial:
@@ -256,6 +290,19 @@ class _Reader:
         else:
             self.flush_stray(pos)
         result.end_offset, result.end_line = pos, line_no
+
+
+# The start of a format 2 header line: what a writer that died in its first line leaves (``9``: a digit).
+_HEADER_TEMPLATE = "**9999-99-99 99:99:99Z** · ".encode()
+
+
+def _header_start(partial: bytes) -> bool:
+    """Whether ``partial`` (bytes after the last newline) is a format 2 header line cut short."""
+    for i, b in enumerate(partial[: len(_HEADER_TEMPLATE)]):
+        want = _HEADER_TEMPLATE[i]
+        if not (48 <= b <= 57 if want == 57 else b == want):
+            return False
+    return True
 
 
 def _unprintable(raw: bytes) -> bool:
@@ -329,7 +376,128 @@ def _finish(
 
 
 def _broken(result: Scan, lines: list[str], start: tuple[int, int], end: int, message: str) -> None:
-    match = BEGIN_RE.fullmatch(lines[0]) if lines else None
     result.broken.append(
-        Broken(start[1], start[0], end, message, match.group("id") if match else None, "\n".join(lines))
+        Broken(start[1], start[0], end, message, entry_id_of(lines[0]) if lines else None, "\n".join(lines))
+    )
+
+
+def entry_id_of(first: str) -> str | None:
+    """The id an entry's first line names (a format 1 begin line, a format 2 header), or None."""
+    match = BEGIN_RE.fullmatch(first)
+    if match is not None:
+        return match.group("id")
+    header = HEADER_RE.fullmatch(first)
+    if header is not None and entries.ID_RE.fullmatch(header.group("bid")):
+        return header.group("bid")
+    return None
+
+
+# ------------------------------------------------------------------ entry boundaries in raw bytes
+#
+# Readers that seek in a segment without scanning all of it (a mark's check, the last entries, a
+# parallel verify's or index build's cuts, a merge) find entries with these, for both formats.
+
+_END_LINE_B = re.compile(
+    rb"^(?:%% nexus:end [^\n]*|%%[ ws][0-9]+ [A-Za-z0-9_-]{86}(?:[A-Za-z0-9_-]{21})? %%\r?)$", re.M
+)
+_OPENING_B = re.compile(
+    rb"^(?:%% nexus:begin ([0-9A-HJKMNP-TV-Z]{26}) %%|\*\*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\*\* \xc2\xb7 "
+    rb"[^\n]* \^([0-9A-HJKMNP-TV-Z]{26}))\r?$",
+    re.M,
+)
+
+
+def next_cut(data: bytes, start: int = 0) -> int:
+    """The index of the newline that ends the first end line (either format) starting at or after
+    ``start``: an entry boundary follows it. -1 when there is none."""
+    for m in _END_LINE_B.finditer(data, start):
+        if m.end() < len(data):
+            return m.end()
+    return -1
+
+
+def last_cut(data: bytes) -> int:
+    """As :func:`next_cut`, the last one."""
+    stop = len(data)
+    while True:
+        j = data.rfind(b"\n%%", 0, stop)
+        if j < 0:
+            return -1
+        eol = data.find(b"\n", j + 1)
+        if eol >= 0 and _END_LINE_B.fullmatch(data, j + 1, eol):
+            return eol
+        stop = j
+
+
+def count_ends(data: bytes, start: int = 0) -> int:
+    """How many end lines (either format) start at or after ``start``."""
+    return sum(1 for _ in _END_LINE_B.finditer(data, start))
+
+
+def openings(data: bytes) -> list[tuple[int, str]]:
+    """(offset, id) of every line that opens an entry: a format 1 begin line, or a format 2 header
+    line (not the header under a begin line), in file order."""
+    out: list[tuple[int, str]] = []
+    last_v1 = (-2, "")
+    for m in _OPENING_B.finditer(data):
+        v1, v2 = m.group(1), m.group(2)
+        if v1 is not None:
+            last_v1 = (m.end(), v1.decode("ascii"))
+            out.append((m.start(), last_v1[1]))
+            continue
+        entry_id = v2.decode("ascii")
+        if last_v1[1] == entry_id and data[last_v1[0] : m.start()].strip(b"\r\n") == b"":
+            continue  # (a format 1 entry's header)
+        if _header_at(data, m.start(), m.end()):
+            out.append((m.start(), entry_id))
+    return out
+
+
+def entry_starts(data: bytes, entry_id: str) -> list[int]:
+    """Offsets of the lines that open entry ``entry_id`` (either format)."""
+    out: list[int] = []
+    v1 = f"{BEGIN_PREFIX}{entry_id} %%".encode()
+    i = data.find(v1)
+    while i >= 0:
+        if i == 0 or data[i - 1 : i] == b"\n":
+            out.append(i)
+        i = data.find(v1, i + 1)
+    v2 = f" ^{entry_id}".encode()
+    i = data.find(v2)
+    while i >= 0:
+        e = i + len(v2)
+        if e == len(data) or data[e : e + 1] in (b"\n", b"\r"):
+            s = data.rfind(b"\n", 0, i) + 1
+            before = data[max(0, s - len(v1) - 3) : s].rstrip(b"\r\n")
+            if data[s : s + 2] == b"**" and not before.endswith(v1) and _header_at(data, s, e):
+                out.append(s)
+        i = data.find(v2, i + 1)
+    return sorted(out)
+
+
+def entry_end(data: bytes, start: int) -> int:
+    """The index of the newline ending the end line of the entry that opens at ``start``, or -1."""
+    v1 = data[start : start + len(_BEGIN_B)] == _BEGIN_B
+    at = data.find(_NL_END if v1 else _NL_END_V2, start)
+    return data.find(b"\n", at + 1) if at >= 0 else -1
+
+
+def ends_with_entry(data: bytes, entry_id: str) -> bool:
+    """``data`` (bytes that end where a mark stands, line breaks after it aside) ends with the end line
+    of entry ``entry_id`` (format 1: the id is in it; format 2: the entry's header is the last line
+    opening an entry above it, with no other end line between)."""
+    if not data.endswith(b"\n"):
+        return False
+    body = data.rstrip(b"\r\n")
+    start = body.rfind(b"\n") + 1
+    end_line = body[start:]
+    if end_line.startswith(_NL_END[1:]):
+        return f'"id":"{entry_id}"'.encode() in end_line
+    if _END_LINE_B.fullmatch(end_line) is None:
+        return False
+    starts = entry_starts(body, entry_id)
+    if not starts or body[starts[-1] : starts[-1] + 2] != b"**":
+        return False
+    return body.find(b"\n%%", starts[-1], start - 1) < 0 and not any(
+        s > 0 for s, _ in openings(body[starts[-1] :])
     )

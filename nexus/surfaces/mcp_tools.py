@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 # session's context). `--tools all` serves every tool, for maintenance and for people.
 AGENT_TOOLS = tuple(op.tool for op in OPERATIONS if op.tool and op.agent_tool)
 TOOL_SETS = ("agent", "all")
-# Fields an agent never needs in a result (signatures, chain hashes, key material): left out unless a
-# tool is called with full=true.
-PROOF_FIELDS = frozenset({"sig", "prev", "key", "public_key", "key_id", "seq", "seen"})
+# Fields an agent never needs in a result (signatures, chain hashes, key material, an entry's format
+# version): left out unless a tool is called with full=true.
+PROOF_FIELDS = frozenset({"sig", "prev", "key", "public_key", "key_id", "seq", "seen", "v"})
 FULL_DESCRIPTION = "true: include signatures, chain hashes and key ids."
 # pydantic Field keywords the front checks itself (any other: the SDK judges the call)
 _BOUNDS = {"ge": float.__ge__, "gt": float.__gt__, "le": float.__le__, "lt": float.__lt__}

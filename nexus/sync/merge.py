@@ -31,9 +31,12 @@ import re
 from dataclasses import dataclass, field
 
 from ..settings import DEFAULTS
-from ..storage.entries import END_PREFIX
+from ..storage import segments
+from ..storage.entries import BEGIN_PREFIX, END_PREFIX, END_V2_PREFIX
 
-_END = END_PREFIX.encode()
+_BEGIN = BEGIN_PREFIX.encode()
+_END_V1 = b"\n" + END_PREFIX.encode()
+_END_V2 = b"\n" + END_V2_PREFIX.encode()
 
 # (kind, pattern on the path inside the vault)
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -123,23 +126,20 @@ def merge(kind: str, base: bytes, ours: bytes, theirs: bytes, path: str) -> Merg
 # ------------------------------------------------------------------ log segments
 
 
-_BEGIN_LINE = re.compile(rb"^%% nexus:begin ([0-9A-HJKMNP-TV-Z]{26}) %%\r?$", re.M)
-
-
 def split_segment(data: bytes) -> tuple[bytes, list[tuple[str | None, bytes]]]:
     """(preamble, blocks): each block an entry (id, its bytes from begin line through end line) or
     other text between entries (None, bytes: a notice, a person's text, a broken or torn entry), in
     file order, the blank lines around blocks dropped. Byte for byte: the entry bytes are the file's."""
-    begins = [(m.start(), m.group(1).decode("ascii")) for m in _BEGIN_LINE.finditer(data)]
+    begins = segments.openings(data)
     if not begins:
         return data, []
     preamble = data[: begins[0][0]]
     blocks: list[tuple[str | None, bytes]] = []
     n = len(data)
-    end_mark = b"\n" + _END
     for i, (start, bid) in enumerate(begins):
         limit = begins[i + 1][0] if i + 1 < len(begins) else n
-        at = data.find(end_mark, start, limit)
+        v1 = data.startswith(_BEGIN, start)
+        at = data.find(_END_V1 if v1 else _END_V2, start, limit)
         stop = data.find(b"\n", at + 1, limit) if at >= 0 else -1
         if stop < 0:  # no complete end line before the next entry: broken or torn, kept as text
             blocks.append((None, data[start:limit].strip(b"\n") + (b"\n" if limit < n else b"")))

@@ -125,10 +125,10 @@ def _summary_of(vault: Vault, entry_id: str, checker: Checker, limit: int = 120)
             open(vault.root / "log" / f"{month}.md", "rb") as f,
             mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
         ):
-            start = data.rfind(f"{entries.BEGIN_PREFIX}{entry_id} %%".encode())
+            starts = segments.entry_starts(data, entry_id)  # type: ignore[arg-type]
+            start = starts[-1] if starts else -1
             if start >= 0:
-                stop = data.find(b"\n%% nexus:end ", start)
-                stop = data.find(b"\n", stop + 1) if stop >= 0 else -1
+                stop = segments.entry_end(data, start)  # type: ignore[arg-type]
                 if stop >= 0:
                     scan = segments.scan(bytes(data[start : stop + 1]), f"log/{month}.md", offset=start)
                     if scan.entries and checker.mark(scan.entries[:1])[0].verdict == "ok":

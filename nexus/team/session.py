@@ -103,10 +103,12 @@ def unchanged(vault: Vault, agent: str, session_id: str) -> bool:
     return record is not None and record.get("stamp") == stamp(vault)
 
 
-def _newest_id(vault: Vault) -> str | None:
+def _newest_id(vault: Vault, check: Checker) -> str | None:
+    """The id of the log's newest entry (where this session's own entries begin), read with the
+    operation's checker: its signature is taken from the machine's memo when checked before."""
     from ..ledger import log
 
-    last = log.tail(vault, 1)
+    last = log.tail(vault, 1, checker=check)
     return last[0].entry.id if last else None
 
 
@@ -136,7 +138,7 @@ def start(
 ) -> str:
     """The session-start context (the whole brief; after ``resume`` or ``compact`` the checkpoint is
     part of it) and a fresh record of what the session was told. ``trust``: the machine's pins."""
-    from . import brief
+    from . import brief, coordination
 
     moment = stamp(vault)
     built = brief.build(vault, agent, _settings(settings), surface=surface, trust=trust)
@@ -153,7 +155,9 @@ def start(
             "owed": list(built.owed),
             "races": [list(r) for r in built.races],
             "decisions": _decision_ids(vault),
-            "started_at": earlier.get("started_at", _newest_id(vault)),
+            "started_at": earlier["started_at"]
+            if "started_at" in earlier
+            else _newest_id(vault, coordination.entry_checker(vault, trust)),
             "turn_at": _now(),
             "source": source,
             "prompt": earlier.get("prompt"),

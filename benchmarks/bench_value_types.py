@@ -1,0 +1,78 @@
+"""What creating ``nexus/records.py``'s frozen dataclasses costs at import (every hook that reads the
+log pays it), and what the ways of making it cheaper would save:
+
+    .venv/bin/python benchmarks/bench_value_types.py [--runs 40]
+
+The module's source is compiled once and executed ``--runs`` times in this process (the smallest CPU
+time is kept: class creation is pure CPU), as it is and rewritten: without ``frozen``, with
+``slots=True``, with ``repr=False``, and with only the classes the session-start and prompt hooks
+create (found by counting ``__init__`` calls in a run of each). Nothing is changed in nexus; JSON goes
+to benchmarks/results/bench_value_types.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = (ROOT / "nexus" / "records.py").read_text()
+# what the session-start and prompt hooks construct, plus what the per-entry check can (Problem)
+ON_THE_HOOK_PATH = {
+    "Brief",
+    "BriefSection",
+    "Checkpoint",
+    "Claim",
+    "Decision",
+    "Entry",
+    "Located",
+    "Race",
+    "Problem",
+}
+
+
+def cost(source: str, runs: int) -> float:
+    """The smallest CPU ms of executing ``source`` as a module."""
+    code = compile(source, "records_variant", "exec")
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.process_time()
+        exec(code, {"__name__": "__main__"})  # (dataclasses resolves the module's globals by name)
+        best = min(best, time.process_time() - t0)
+    return best * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=40)
+    args = ap.parse_args()
+    head, *blocks = re.split(r"\n(?=@dataclass)", SOURCE)
+    named = [(re.search(r"class (\w+)", b).group(1), b) for b in blocks]  # type: ignore[union-attr]
+    kept = [b for name, b in named if name in ON_THE_HOOK_PATH]
+    variants = {
+        f"as it is ({len(blocks)} frozen classes)": SOURCE,
+        "not frozen": SOURCE.replace("@dataclass(frozen=True)", "@dataclass"),
+        "frozen, slots=True": SOURCE.replace(
+            "@dataclass(frozen=True)", "@dataclass(frozen=True, slots=True)"
+        ),
+        "frozen, repr=False": SOURCE.replace(
+            "@dataclass(frozen=True)", "@dataclass(frozen=True, repr=False)"
+        ),
+        f"only the {len(kept)} the hooks create, frozen": head + "".join("\n" + b for b in kept),
+    }
+    out = {name: cost(source, args.runs) for name, source in variants.items()}
+    results = ROOT / "benchmarks" / "results"
+    results.mkdir(exist_ok=True)
+    (results / "bench_value_types.json").write_text(
+        json.dumps({"runs": args.runs, "cpu_ms": out}, indent=2) + "\n"
+    )
+    print(f"creating nexus/records.py's classes, smallest CPU of {args.runs} runs")
+    for name, ms in out.items():
+        print(f"  {name:45} {ms:6.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
