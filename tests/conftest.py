@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from nexus.keys import identity
 from nexus.keys.identity import Signer
@@ -227,3 +228,23 @@ def old_settings_form(text: str, written: str) -> str:
 
     text = re.sub(r'\n%% nexus:meta \{[^\n]*"vault_id":"[^"]*"[^\n]*\} %%\n', "\n", text)
     return text.replace("---\n", f"---\nnexus: 1\nvault_id: {written}\n", 1)
+
+
+class _EndToEndTogether(LoadScopeScheduling):  # type: ignore[misc]  # (xdist has no types)
+    """``--dist loadgroup`` as scripts/test runs it: each test is its own unit of work, handed to
+    the next idle worker, except the end-to-end runtime sessions (``tests/e2e/``), which form one
+    unit: they run one after another on one worker while the others run the rest. OpenClaw keeps
+    state under /tmp whatever TMPDIR says (its test checks it left nothing there), and two runtimes
+    with their model servers at once only slow each other down on a small machine.
+
+    (pytest-xdist's own loadgroup reads ``xdist_group`` marks by renaming the collected items, which
+    pytest 9 no longer lets it do; the scope is therefore decided here, from the test's path.)"""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return "e2e" if nodeid.startswith("tests/e2e/") else nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScopeScheduling | None:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return _EndToEndTogether(config, log)

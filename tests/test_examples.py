@@ -2,15 +2,18 @@
 registry's, and the hand-written commands'), the example in ``nexus --help``, the commands in the
 README and every ``nexus …`` line in a code block under ``docs/``.
 
-Each source runs, in its own order, as real ``nexus`` processes in a shell, in a vault prepared with
-what the examples talk about (agents ella and lyra, a person sam, a question waiting for lyra, a
-decision, versions of the project state, a fact, a memory archive, a bank entry). What an example
+Each source runs, in its own order, in a vault prepared with what the examples talk about (agents
+ella and lyra, a person sam, a question waiting for lyra, a decision, versions of the project state,
+a fact, a memory archive, a bank entry). What an example
 leaves as a placeholder is given a real value (``ID`` the id of an entry that exists, ``state.md`` a
 file that exists…). Every example must exit 0, except the few listed in ``SITUATIONS`` that need a
 situation the prepared vault does not have (a fork, an edited entry): each of those must still be
 accepted by the parser and fail only with the one-line error it names. Commands that run until
-stopped (``watch``, ``mcp``) or talk to a remote (``sync``) are only parsed. The README's first
-session, with its output, is ``test_readme.py``.
+stopped (``watch``, ``mcp``) or talk to a remote (``sync``) are only parsed. An example that is one
+plain ``nexus`` command runs through the CLI's ``main`` in this process (the same parsing, handlers,
+error lines and exit codes, with the example's environment and folder); one that needs a shell
+(a pipe, ``&&``, a redirection, a variable) runs in ``bash -c`` with real ``nexus`` processes. The
+README's first session, with its output, is ``test_readme.py``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Run, run_in_process
 from test_readme import session
 
 from nexus.surfaces import cli
@@ -204,7 +208,7 @@ class Scene:
         assert proc.returncode == 0, f"{command}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
         return proc.stdout.strip()
 
-    def example(self, typed: str) -> subprocess.CompletedProcess[str]:
+    def example(self, typed: str) -> Run | subprocess.CompletedProcess[str]:
         """Run one example in a fresh copy of the vault (``init``: in an empty home folder; ``agent
         add``: in a fresh vault with nobody in it yet)."""
         self.runs += 1
@@ -231,7 +235,16 @@ class Scene:
         return re.sub(r"\b01[0-9A-HJKMNP-TV-Z]{24}\b|\b01KB[0-9A-Z]*…|\bID\b", lambda m: next(ids), text)
 
 
-def shell(command: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+# what makes a line the shell's to run: pipes, lists, redirections, expansions, globs, escapes
+SHELL_SYNTAX = re.compile(r"[|&;<>$`*?~(){}\\\[\]!#]")
+
+
+def shell(command: str, env: dict[str, str], cwd: Path) -> Run | subprocess.CompletedProcess[str]:
+    """``command`` as typed at a prompt in ``cwd`` with ``env``, standard input empty: one plain
+    ``nexus`` command through ``cli.main`` in this process, anything else in ``bash -c``."""
+    words = shlex.split(command) if not SHELL_SYNTAX.search(command) else []
+    if words and words[0] == "nexus":
+        return run_in_process(words[1:], env=env, cwd=cwd)
     return subprocess.run(
         ["bash", "-c", command],
         cwd=cwd,
@@ -268,12 +281,15 @@ def _parses(example: str) -> str | None:
     return None
 
 
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    """The prepared vault, made once for every source (each example runs in a copy of it)."""
+    return Scene(tmp_path_factory.mktemp("examples"))
+
+
 @pytest.mark.parametrize("source", [name for name, _ in sources()])
-def test_every_example_runs_as_printed(
-    source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_every_example_runs_as_printed(source: str, scene: Scene, capsys: pytest.CaptureFixture[str]) -> None:
     examples = dict(sources())[source]
-    scene = Scene(tmp_path)
     failed: list[str] = []
     for example, shows_error in examples:
         typed = scene.typed(example)

@@ -1,28 +1,19 @@
 """Writes that belong together land together: a note and its log entry (checkpoint save, decide, state
 set, memory consolidate, a fact's review). A write (EIO, ENOSPC) or an fsync fails at its 1st, 2nd, …
-call in a real `nexus` process (tests/faulty.py); after the failure the pair is whole or absent, or the
-retry completes it; after the retry both are there, each once, and `nexus verify` passes."""
+call in a `nexus` process of its own (forked by tests/faulty.py); after the failure the pair is whole
+or absent, or the retry completes it; after the retry both are there, each once, and `nexus verify`
+passes."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
+import faulty
 from conftest import Env
 
-FAULTY = Path(__file__).resolve().parent / "faulty.py"
 
-
-def _faulty(env: Env, fault: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(FAULTY), *args],
-        env=dict(env.environ, NEXUS_FAULT=fault),
-        capture_output=True,
-        text=True,
-        cwd=str(env.vault.root),
-        timeout=60,
-    )
+def _faulty(env: Env, fault: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return faulty.run(fault, list(args), env=env.environ, cwd=env.vault.root, input=input)
 
 
 def _entries(env: Env, type: str) -> list[dict[str, str]]:
@@ -93,15 +84,7 @@ def test_state_set_and_its_entry(env: Env) -> None:
         for n in range(1, 40):
             v = version[0] + 1
             a = ("state", "set", "--agent", "ella", "--expect", str(v - 1), "--file", "-")
-            failed = subprocess.run(
-                [sys.executable, str(FAULTY), *a],
-                env=dict(env.environ, NEXUS_FAULT=fault.format(n=n)),
-                input=f"state {v}\n",
-                capture_output=True,
-                text=True,
-                cwd=str(env.vault.root),
-                timeout=60,
-            )
+            failed = _faulty(env, fault.format(n=n), *a, input=f"state {v}\n")
             assert "Traceback" not in failed.stderr, failed.stderr
             if failed.returncode == 0:
                 assert pair() == (1, 1), (fault, n)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import faulty
 from conftest import Env
 
 from nexus.keys import trust
@@ -113,22 +114,14 @@ def test_rotate_refuses_an_unknown_agent_in_one_line(env: Env) -> None:
 
 
 def test_a_rotation_that_fails_at_any_rename_converges_when_run_again(env: Env, tmp_path: Path) -> None:
-    """os.replace fails (EIO) at its 1st, 2nd, … call inside `agent rotate`, in a child process; running
-    rotate again finishes it: the vault verifies, ella signs with the key her note declares."""
-    import subprocess
-    import sys
-
-    faulty = Path(__file__).resolve().parent / "faulty.py"
+    """os.replace fails (EIO) at its 1st, 2nd, … call inside `agent rotate`, in a child process (forked
+    by tests/faulty.py); running rotate again finishes it: the vault verifies, ella signs with the key
+    her note declares."""
     env.run("agent", "trusted")  # pins the first keys on this machine
     for nth in range(1, 12):
         env.append("ella", f"round {nth}")
-        failed = subprocess.run(
-            [sys.executable, str(faulty), "agent", "rotate", "ella"],
-            env=dict(env.environ, NEXUS_FAULT=f"replace:{nth}:once:EIO"),
-            capture_output=True,
-            text=True,
-            cwd=str(env.vault.root),
-            timeout=60,
+        failed = faulty.run(
+            f"replace:{nth}:once:EIO", ["agent", "rotate", "ella"], env=env.environ, cwd=env.vault.root
         )
         assert "Traceback" not in failed.stderr, failed.stderr
         if failed.returncode == 0:

@@ -8,6 +8,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import faulty
 import pytest
 from conftest import Env
 
@@ -378,12 +379,9 @@ def _no_temp_files(root: Path) -> list[str]:
 
 def test_injected_faults_on_append_and_recovery_keep_every_invariant(env: Env, tmp_path: Path) -> None:
     """EIO/ENOSPC on each write, fsync and rename (once, and from then on) of an append that first
-    has to quarantine a torn tail, in a real child process (tests/faulty.py patches os there only).
+    has to quarantine a torn tail, in a child process (tests/faulty.py forks it and patches os there).
     A run that exits 0 left its entry exactly once; one that failed left none and a one-line error;
     the next append converges: one quarantine copy, no temp file, verify clean."""
-    import subprocess
-    import sys
-
     from nexus.audit.verify_state import verify
 
     env.append("ella", "one")
@@ -394,7 +392,6 @@ def test_injected_faults_on_append_and_recovery_keep_every_invariant(env: Env, t
         f.write(torn)
     backup = tmp_path / "pristine"
     shutil.copytree(env.vault.root, backup)
-    faulty = Path(__file__).parent / "faulty.py"
     outcomes: dict[str, int] = {"ok": 0, "failed": 0}
     scenarios = [
         (op, n, mode)
@@ -407,29 +404,11 @@ def test_injected_faults_on_append_and_recovery_keep_every_invariant(env: Env, t
         shutil.copytree(backup, env.vault.root)
         summary = f"fault {i} {op} {n} {mode}"
         code = "EIO" if mode == "once" else "ENOSPC"
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-B",
-                "-W",
-                "error",
-                str(faulty),
-                "log",
-                "append",
-                "--agent",
-                "ella",
-                "--channel",
-                "c",
-                "--type",
-                "note",
-                "--summary",
-                summary,
-            ],
-            env={**env.environ, "NEXUS_FAULT": f"{op}:{n}:{mode}:{code}"},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=str(env.vault.root),
+        proc = faulty.run(
+            f"{op}:{n}:{mode}:{code}",
+            ["log", "append", "--agent", "ella", "--channel", "c", "--type", "note", "--summary", summary],
+            env=env.environ,
+            cwd=env.vault.root,
         )
         where = (op, n, mode, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr, where

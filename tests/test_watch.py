@@ -541,7 +541,7 @@ def test_an_append_becomes_searchable_while_the_watcher_runs(
         st = search.status(env.vault)
         return st.entries == 2 and not st.stale_files
 
-    deadline = time.monotonic() + 10  # a bound, not a speed claim (benchmarks/bench_watch.py times it)
+    deadline = time.monotonic() + WAIT  # a bound, not a speed claim (benchmarks/bench_watch.py times it)
     while not indexed() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert indexed(), (search.status(env.vault), w.events)
@@ -573,13 +573,16 @@ def test_the_watcher_goes_on_when_the_index_cannot_be_refreshed(
 
 
 def _run_in_thread(
-    env: Env, events: list[dict[str, Any]], handlers: tuple[watcher.NoteHandler, ...]
+    env: Env,
+    events: list[dict[str, Any]],
+    handlers: tuple[watcher.NoteHandler, ...],
+    rescan_seconds: float = 60.0,
 ) -> tuple[threading.Thread, Callable[[], None]]:
     """The real watcher loop (real watchdog observer) in a thread of this process, with ``handlers``
     as its note handlers."""
     stop, wake = threading.Event(), threading.Event()
     options = watcher.Options(
-        rescan_seconds=60.0,
+        rescan_seconds=rescan_seconds,
         ack_types=("decision",),
         handlers=handlers,
         verify_env=dict(os.environ, NEXUS_HOME=str(env.keys_home)),
@@ -612,14 +615,17 @@ def test_a_handler_that_reads_its_note_does_not_wake_itself(env: Env) -> None:
     note.write_text("one\n")
     events: list[dict[str, Any]] = []
     _t, halt = _run_in_thread(
-        env, events, (watcher.NoteHandler("loop", lambda rel: rel == "notes/loop.md", reader),)
+        env,
+        events,
+        (watcher.NoteHandler("loop", lambda rel: rel == "notes/loop.md", reader),),
+        rescan_seconds=0.5,
     )
     try:
-        time.sleep(0.5)
+        wait_for_rescans(env.vault, 1)  # whatever the start read has been handled
         before = len(calls)
         note.write_text("two\n")
         _wait_until(lambda: "two\n" in calls)
-        time.sleep(2.0)
+        wait_for_rescans(env.vault, 4)  # two seconds and more, four whole passes over the note
         after = len(calls) - before
     finally:
         halt()
