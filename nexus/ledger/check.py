@@ -21,7 +21,7 @@ from ..keys import trust
 from ..keys.checked import Memo
 from ..keys.signatures import valid as verify_signature
 from ..keys.trust import Keyring
-from ..records import Located, Problem
+from ..records import Entry, Located, Problem
 from ..storage import entries, segments
 from ..storage.vault import Vault
 from ..trust import Trust
@@ -153,15 +153,7 @@ def check_entry(
         if not verify_signature(public, e.sig, data, memo, bulk=bulk):
             changes = renamed.original(e, public) if renamed is not None else None
             if changes is not None:
-                moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
-                return "ok", Problem(
-                    "renamed",
-                    *where,
-                    f"Obsidian updated links to a renamed note ({moved}); the signature by {e.agent} "
-                    "holds for the text before the rename",
-                    e.id,
-                    e.agent,
-                )
+                return "ok", _renamed(e, where, changes)
             return "edited", Problem(
                 "edited",
                 *where,
@@ -218,15 +210,7 @@ def _unmatched_v2(
         for public in keys.values():
             changes = renamed.original(e, public)
             if changes is not None:
-                moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
-                return "ok", Problem(
-                    "renamed",
-                    *where,
-                    f"Obsidian updated links to a renamed note ({moved}); the signature by {e.agent} "
-                    "holds for the text before the rename",
-                    e.id,
-                    e.agent,
-                )
+                return "ok", _renamed(e, where, changes)
     changed = ring.changed.get(e.agent)
     if changed is not None:
         return "foreign", Problem(
@@ -247,6 +231,19 @@ def _unmatched_v2(
         *where,
         f"signature by {e.agent} does not match the text: changed after signing "
         "(or signed with a key no identity here holds)",
+        e.id,
+        e.agent,
+    )
+
+
+def _renamed(e: Entry, where: tuple[str, int], changes: list[tuple[str, str]]) -> Problem:
+    """The finding for an entry whose signature holds for its text before Obsidian renamed a note."""
+    moved = ", ".join(f"{old} → {new}" for old, new in changes) or "links"
+    return Problem(
+        "renamed",
+        *where,
+        f"Obsidian updated links to a renamed note ({moved}); the signature by {e.agent} "
+        "holds for the text before the rename",
         e.id,
         e.agent,
     )

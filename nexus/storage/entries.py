@@ -87,34 +87,25 @@ def canonical(entry: Entry) -> bytes:
     """The bytes an entry's signature covers: every field but ``sig``, as sorted compact JSON (format
     2: without ``key`` and ``prev``, which it does not store)."""
     if entry.v != FORMAT_VERSION:
-        return canonical_v2(
-            id=entry.id,
-            ts=entry.ts,
-            agent=entry.agent,
-            channel=entry.channel,
-            type=entry.type,
-            summary=entry.summary,
-            body=entry.body,
-            ack=entry.ack,
-            seen=entry.seen,
-            seq=entry.seq,
-            via=entry.via,
-        )
-    return canonical_fields(
-        id=entry.id,
-        ts=entry.ts,
-        agent=entry.agent,
-        channel=entry.channel,
-        type=entry.type,
-        summary=entry.summary,
-        body=entry.body,
-        ack=entry.ack,
-        seen=entry.seen,
-        seq=entry.seq,
-        prev=entry.prev,
-        key=entry.key,
-        via=entry.via,
-    )
+        return canonical_v2(**_signed_fields(entry))
+    return canonical_fields(**_signed_fields(entry), prev=entry.prev, key=entry.key)
+
+
+def _signed_fields(entry: Entry) -> dict[str, Any]:
+    """The fields both formats sign, as keyword arguments."""
+    return {
+        "id": entry.id,
+        "ts": entry.ts,
+        "agent": entry.agent,
+        "channel": entry.channel,
+        "type": entry.type,
+        "summary": entry.summary,
+        "body": entry.body,
+        "ack": entry.ack,
+        "seen": entry.seen,
+        "seq": entry.seq,
+        "via": entry.via,
+    }
 
 
 def canonical_fields(
