@@ -26,6 +26,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,7 @@ def main() -> int:
     base = RESULTS / "format-vaults"
     v1, v2 = make(base / "v1", args.n, 1), make(base / "v2", args.n, 2)
     times: dict[str, list[tuple[float, float]]] = {}
-    cases = {
+    cases: dict[str, Callable[[], tuple[float, float]]] = {
         "verify_full_v1_by_before": lambda: verify_full(v1, args.before, args.n),
         "verify_full_v1_by_this": lambda: verify_full(v1, ROOT, args.n),
         "verify_full_v2_by_this": lambda: verify_full(v2, ROOT, args.n),

@@ -297,8 +297,8 @@ def test_a_deleted_format_2_entry_is_missing(night: tuple[Env, list[Entry]]) -> 
     data = path.read_bytes()
     six = segments.entry_starts(data, found[5].id)[0]
     path.write_bytes(data[:six])
-    kinds = {k for k, _i in _kinds(env)}
-    assert {"missing", "truncated"} <= kinds, kinds
+    last_kinds = {k for k, _i in _kinds(env)}
+    assert {"missing", "truncated"} <= last_kinds, last_kinds
 
 
 def test_the_machine_text_bound_and_the_round_trip_of_any_body() -> None:
