@@ -1,6 +1,6 @@
 """Pure value types shared by every module: frozen dataclasses, no I/O.
 
-Each record kind written to the vault is described in ``vault_template/NEXUS-FORMAT.md``.
+Each record kind written to the vault is described in ``nexus/vault_template/NEXUS-FORMAT.md``.
 """
 
 from __future__ import annotations

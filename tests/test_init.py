@@ -22,9 +22,9 @@ FOLDERS = {"log", "agents", "decisions", "state", "handoff", "memory", "archive"
 
 def _template_files() -> set[str]:
     out = set()
-    for p in (ROOT / "vault_template").rglob("*"):
+    for p in (ROOT / "nexus" / "vault_template").rglob("*"):
         if p.is_file() and p.name != "__init__.py" and "__pycache__" not in p.parts:
-            out.add(p.relative_to(ROOT / "vault_template").as_posix())
+            out.add(p.relative_to(ROOT / "nexus" / "vault_template").as_posix())
     return out
 
 
@@ -51,7 +51,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy2(ROOT / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "nexus", src / "nexus", ignore=ignore)
-    shutil.copytree(ROOT / "vault_template", src / "vault_template", ignore=ignore)
     dist = work / "dist"
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(src)]
     # the way a user builds it (an isolated build env with the declared setuptools); offline, fall

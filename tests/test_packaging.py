@@ -13,10 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_every_folder_shipped_is_a_listed_package() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     listed = set(config["packages"])
-    dirs = {pkg: ROOT / folder for pkg, folder in config["package-dir"].items()}
     expected = set()
     for pkg in ("nexus", "nexus.vault_template"):
-        base = dirs.get(pkg, ROOT / pkg.replace(".", "/"))
+        base = ROOT / pkg.replace(".", "/")
         for folder in [base, *(p for p in base.rglob("*") if p.is_dir())]:
             rel = folder.relative_to(base)
             if "__pycache__" in rel.parts or any(part.startswith(".") for part in rel.parts):

@@ -1,7 +1,7 @@
 """``nexus verify``: check every segment's framing, signatures, chains and ids.
 
 Each problem names the entry (id, file, line) and what is wrong with it. Every kind, its cause and
-what a person does about it are listed in ``vault_template/NEXUS-FORMAT.md`` ("What `nexus verify`
+what a person does about it are listed in ``nexus/vault_template/NEXUS-FORMAT.md`` ("What `nexus verify`
 reports"). Verification never raises on any bytes: whatever cannot be read is a finding on that
 entry. Entries by different agents may sit in any order (a merge of two machines' logs interleaves
 them); only an agent's own order counts.

@@ -2,7 +2,7 @@
 
 A claim is a signed log entry (channel ``claims``, type ``claim``); a renewal is another ``claim``
 entry naming the claim it renews; a release is a ``release`` entry naming it. Their bodies carry
-the fields as ``key: value`` lines (``vault_template/NEXUS-FORMAT.md``, "Claims"). What holds now is
+the fields as ``key: value`` lines (``nexus/vault_template/NEXUS-FORMAT.md``, "Claims"). What holds now is
 a fold of those entries in id order (:func:`fold`), the same on every machine:
 
 - a claim that overlaps, at its time, an active claim of another agent where either is exclusive is
