@@ -16,13 +16,13 @@ cheaper than decoding it again from Whoosh's blocks).
 
 from __future__ import annotations
 
-import bisect
 import heapq
-import itertools
 from array import array
 from collections.abc import Iterable, Iterator
-from operator import itemgetter
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
 
 from .engine import Group, Leaf, Searcher, Term, idf
 
@@ -64,15 +64,14 @@ class Postings:
 def heaviest(ws: array[float], k: int) -> list[int]:
     """The positions of the ``k`` heaviest weights, heaviest first, equal weights in position order:
     exactly ``sorted(range(len(ws)), key=ws.__getitem__, reverse=True)[:k]`` (a stable sort), found
-    without ordering them all: the k-th heaviest weight, then (in C) the positions at or above it
-    (all of the first k and their ties), ordered."""
-    if len(ws) > k > 0:
-        least = heapq.nlargest(k, ws)[-1]  # (plain floats: ~4x faster than ranking pairs by a key)
-        top = list(itertools.compress(range(len(ws)), map(least.__le__, ws)))
-    else:
-        top = list(range(len(ws)))
-    top.sort(key=ws.__getitem__, reverse=True)
-    return top[:k]
+    without ordering them all (in C): the positions at or above the k-th heaviest weight, ordered."""
+    return _heaviest(_vector(ws), k).tolist() if k > 0 else []
+
+
+def _heaviest(ws: NDArray[np.float64], k: int) -> NDArray[np.intp]:
+    """``heaviest`` of a numpy array: positions, heaviest first, equal weights in position order."""
+    top = _best(ws, k)
+    return top[np.argsort(-ws[top], kind="stable")][:k]
 
 
 Posts = tuple[Postings, float]  # a word's postings, and the factor (idf) scoring them
@@ -135,10 +134,10 @@ class Scorer:
         ids, ws = got.ids, got.weights
         if enough is not None and enough * SHARE < len(got):
             return [(ids[i], ws[i]) for i in heaviest(ws, enough)]
-        order = sorted(range(len(ws)), key=ws.__getitem__, reverse=True)
-        ranked = Postings(
-            array("i", map(ids.__getitem__, order)), array(ws.typecode, map(ws.__getitem__, order))
-        )
+        order = np.argsort(-_vector(ws), kind="stable")  # (heaviest first, ties in docnum order)
+        ranked = Postings(array("i"), array(ws.typecode))
+        ranked.ids.frombytes(np.frombuffer(ids, dtype=np.intc)[order].tobytes())
+        ranked.weights.frombytes(np.frombuffer(ws, dtype=_DTYPES[ws.typecode])[order].tobytes())
         if key is not None:
             self.by_weight.put(key, ranked)
         return ranked.items()
@@ -173,18 +172,19 @@ class Scorer:
         order = sorted(range(len(groups)), key=lambda gi: df_of[gi])
         sources = [groups[gi] for gi in order]
         scored: list[Row] = []  # (words matched, score, -docnum)
+        allowed = _as_array(allow)
         segments: list[_Segment] = []
         for (leaf, base), mine in zip(leaves, found, strict=True):
             seg = _Segment(leaf, base, [_group_postings(mine, g, idfs) for g in sources], sources)
             segments.append(seg)
-            scored.extend(seg.full_rows(len(groups), allow, k))
+            scored.extend(seg.full_rows(len(groups), allow, allowed, k))
         left_out = False
         if partial and len(groups) > 1 and len(scored) < k:
             if need is not None and len(scored) >= need:
                 left_out = True
             else:
                 for seg in segments:
-                    scored.extend(seg.partial_rows(self, len(groups), allow, k))
+                    scored.extend(seg.partial_rows(self, len(groups), allow, allowed, k))
         return [(m, sc, -neg) for m, sc, neg in heapq.nlargest(k, scored)], left_out
 
 
@@ -206,64 +206,123 @@ def _group_postings(found: dict[Term, Postings | None], group: Group, idfs: dict
     return best, 1.0
 
 
+def _vector(a: array[Any]) -> NDArray[Any]:
+    """An array's numbers as a numpy view (no copy): docnums as int64, weights as doubles."""
+    got = np.frombuffer(a, dtype=_DTYPES[a.typecode])
+    return got.astype(np.float64) if a.typecode == "f" else got.astype(np.int64) if a.typecode == "i" else got
+
+
+_DTYPES = {"i": np.intc, "f": np.float32, "d": np.float64}
+_NONE = np.empty(0, dtype=np.int64)
+
+
+def _as_array(docs: Iterable[int] | None) -> NDArray[np.int64] | None:
+    """A set of docnums as a sorted array (for ``np.isin``), or None."""
+    if docs is None:
+        return None
+    got = np.fromiter(docs, dtype=np.int64)
+    got.sort()
+    return got
+
+
+def _best(scores: NDArray[np.float64], k: int) -> NDArray[np.intp]:
+    """The positions of the ``k`` best scores and of every score equal to the k-th (so that ties are
+    broken where all candidates meet: by docnum, in ``Scorer.top``), in no order."""
+    if k <= 0:
+        return np.arange(0)
+    if len(scores) <= k:
+        return np.arange(len(scores))
+    least = np.partition(scores, len(scores) - k)[len(scores) - k]
+    return np.flatnonzero(scores >= least)
+
+
 class _Segment:
-    """One segment's share of a query: each word's postings, and the documents matching all."""
+    """One segment's share of a query: each word's postings, and the documents matching all.
+
+    The documents matching every word are found from the rarest word's postings (``posts`` come
+    rarest first): each other word's sorted docnums are searched for them (``np.searchsorted``, in
+    C), so a word in nearly every document costs a binary search per candidate, never a pass over
+    its own postings in Python. Scores are summed word by word in that order, in doubles, so they
+    are the same numbers a loop over dicts gives."""
 
     def __init__(self, leaf: Leaf, base: int, posts: list[Posts], sources: list[Group]) -> None:
         self.leaf, self.base, self.posts, self.sources = leaf, base, posts, sources
-        self.full: dict[int, float] = {}  # docnum -> score of those matching every word (2+ words)
+        self.deleted = _as_array(leaf.deleted) if leaf.deleted else None
+        self.full_ids: NDArray[np.int64] = _NONE  # docnums matching every word (2+ words), and their scores
+        self.full_scores: NDArray[np.float64] = np.empty(0)
+        self._full: set[int] | None = None
         if len(posts) == 1:
             return  # (one word: its rows are made straight from its postings)
-        deleted = leaf.deleted
-        (got, f), (second, g) = posts[0], posts[1]  # (the rarest word first: the fewest lookups)
-        if second._map is None:  # (a segment's postings, in docnum order: no dict made of them)
-            ids, ws, at = second.ids, second.weights, bisect.bisect_left
-            both = set(got.ids).intersection(ids).difference(deleted)
-            acc = {d: w * f + ws[at(ids, d)] * g for d, w in got.items() if d in both}
-        else:
-            other = second.map()
-            acc = {d: w * f + other[d] * g for d, w in got.items() if d in other and d not in deleted}
-        for more, f in posts[2:]:
-            if not acc:
+        got, f = posts[0]
+        ids, scores = _vector(got.ids), _vector(got.weights) * f
+        if self.deleted is not None:
+            live = ~np.isin(ids, self.deleted)
+            ids, scores = ids[live], scores[live]
+        for more, g in posts[1:]:
+            if not len(ids) or not len(more):
+                ids, scores = _NONE, np.empty(0)
                 break
-            each = more.map()
-            acc = {d: s + each[d] * f for d, s in acc.items() if d in each}
-        self.full = acc
+            their, ws = _vector(more.ids), _vector(more.weights)
+            if len(their) > 1 and not bool(np.all(their[1:] > their[:-1])):  # (a word of several stems)
+                order = np.argsort(their, kind="stable")
+                their, ws = their[order], ws[order]
+            at = np.minimum(np.searchsorted(their, ids), len(their) - 1)
+            hit = their[at] == ids
+            ids, scores = ids[hit], scores[hit] + ws[at[hit]] * g
+        self.full_ids, self.full_scores = ids, scores
 
-    def full_rows(self, total: int, allow: set[int] | None, k: int) -> list[Row]:
-        """(words, score, -docnum) of the documents matching every word (ties go to the earlier
-        document, as in Whoosh)."""
-        base, acc = self.base, self.full
+    @property
+    def full(self) -> set[int]:
+        """The docnums matching every word, as a set (made when partial matches are looked for)."""
+        if self._full is None:
+            self._full = set(self.full_ids.tolist())
+        return self._full
+
+    def full_rows(
+        self, total: int, allow: set[int] | None, allowed: NDArray[np.int64] | None, k: int
+    ) -> list[Row]:
+        """(words, score, -docnum) of the best ``k`` documents matching every word, and any tied with
+        the k-th (ties go to the earlier document, as in Whoosh, where ``Scorer.top`` ranks them all)."""
         if len(self.posts) == 1:
-            return self._one_word_rows(total, allow, k)
-        if allow is not None:
-            return [(total, sc, -d - base) for d, sc in acc.items() if d + base in allow]
-        return list(zip([total] * len(acc), acc.values(), [-d - base for d in acc], strict=True))
+            return self._one_word_rows(total, allowed, k)
+        ids, scores = self.full_ids, self.full_scores
+        if allowed is not None:
+            keep = np.isin(ids + self.base, allowed)
+            ids, scores = ids[keep], scores[keep]
+        best = _best(scores, k)
+        docs = (-(ids[best] + self.base)).tolist()
+        return list(zip([total] * len(docs), scores[best].tolist(), docs, strict=True))
 
-    def _one_word_rows(self, total: int, allow: set[int] | None, k: int) -> list[Row]:
+    def _one_word_rows(self, total: int, allowed: NDArray[np.int64] | None, k: int) -> list[Row]:
         """One word: its ``k`` heaviest postings are its ``k`` best rows, taken without making a row
         of every posting. Exact: the stored weights are float32 values, so a heavier one stays
         strictly higher once multiplied by the idf (relative gaps of 2^-24 against rounding of
         2^-53), and a word of several stems is already scored (factor 1.0); equal weights keep
         their postings' order (the earlier document first), as equal scores do."""
         got, f = self.posts[0]
-        base, deleted = self.base, self.leaf.deleted
-        if not deleted and allow is None:
-            ids, ws = got.ids, got.weights
-            return [(total, ws[i] * f, -ids[i] - base) for i in heaviest(ws, k)]
-        items = (x for x in got.items() if x[0] not in deleted and (allow is None or x[0] + base in allow))
-        return [(total, w * f, -d - base) for d, w in heapq.nlargest(k, items, key=itemgetter(1))]
+        ids, ws = _vector(got.ids), _vector(got.weights)
+        keep = None if self.deleted is None else ~np.isin(ids, self.deleted)
+        if allowed is not None:
+            inside = np.isin(ids + self.base, allowed)
+            keep = inside if keep is None else keep & inside
+        if keep is not None:
+            ids, ws = ids[keep], ws[keep]
+        top = _heaviest(ws, k) if k > 0 else np.arange(0)
+        docs = (-(ids[top] + self.base)).tolist()
+        return list(zip([total] * len(docs), (ws[top] * f).tolist(), docs, strict=True))
 
     def _keep(self, d: int, allow: set[int] | None) -> bool:
         return d not in self.full and d not in self.leaf.deleted and (allow is None or d + self.base in allow)
 
-    def partial_rows(self, scorer: Scorer, total: int, allow: set[int] | None, k: int) -> list[Row]:
+    def partial_rows(
+        self, scorer: Scorer, total: int, allow: set[int] | None, allowed: NDArray[np.int64] | None, k: int
+    ) -> list[Row]:
         """Documents matching some but not all words, at most the best ``k``."""
         base = self.base
         if total == 2:  # the common case, without building the union: one word or the other
             out: list[Row] = []
             # (without filters, at most the documents matching both and the deleted ones are skipped)
-            enough = k + len(self.full) + len(self.leaf.deleted) if allow is None else None
+            enough = k + len(self.full_ids) + len(self.leaf.deleted) if allow is None else None
             for (got, f), group in zip(self.posts, self.sources, strict=True):
                 rows: list[Row] = []
                 for d, w in scorer._ranked(self.leaf, group, got, enough):  # best first: stop at k
@@ -273,14 +332,33 @@ class _Segment:
                             break
                 out.extend(rows)
             return out
-        acc: dict[int, list[float]] = {}
-        for got, f in self.posts:  # three words or more: the union, counted
-            for d, w in got.items():
-                slot = acc.get(d)
-                if slot is None:
-                    acc[d] = [1, w * f]
-                else:
-                    slot[0] += 1
-                    slot[1] += w * f
-        rows_ = ((int(m), sc, -d - base) for d, (m, sc) in acc.items() if self._keep(d, allow))
-        return heapq.nlargest(k, rows_)
+        return self._union_rows(total, allowed, k)
+
+    def _union_rows(self, total: int, allowed: NDArray[np.int64] | None, k: int) -> list[Row]:
+        """Three words or more: the union of their postings, each document's words counted and its
+        score summed word by word (in ``posts`` order, in doubles: the numbers a loop over dicts
+        gives); the best ``k`` of those matching the most words, ties with the k-th included."""
+        lists = [(_vector(got.ids), _vector(got.weights) * f) for got, f in self.posts]
+        union = np.unique(np.concatenate([ids for ids, _ in lists]))
+        words = np.zeros(len(union), dtype=np.int64)
+        scores = np.zeros(len(union))
+        for ids, each in lists:
+            at = np.searchsorted(union, ids)  # (a document once per word: no position twice)
+            words[at] += 1
+            scores[at] += each
+        keep = words < total
+        if self.deleted is not None:
+            keep &= ~np.isin(union, self.deleted)
+        if allowed is not None:
+            keep &= np.isin(union + self.base, allowed)
+        union, words, scores = union[keep], words[keep], scores[keep]
+        out: list[Row] = []
+        for level in range(total - 1, 0, -1):  # most words first
+            at = np.flatnonzero(words == level)
+            if len(at) > k - len(out):
+                at = at[_best(scores[at], k - len(out))]
+            docs = (-(union[at] + self.base)).tolist()
+            out.extend(zip([level] * len(docs), scores[at].tolist(), docs, strict=True))
+            if len(out) >= k:
+                break
+        return out
