@@ -253,7 +253,7 @@ def test_one_word_rows_taken_from_the_heaviest_postings_rank_as_every_row_does(
     (env.vault.root / "notes-0.md").write_text("# n0\n\nv1 v2 v3\n", encoding="utf-8")  # deletions
 
     def every_row(self: Any, total: int, allowed: Any, k: int) -> list[tuple[int, float, int]]:
-        allow = None if allowed is None else set(allowed.tolist())
+        allow = None if allowed is None else {i for i, yes in enumerate(allowed.tolist()) if yes}
         got, f = self.posts[0]
         rows = [
             (total, w * f, -d - self.base)

@@ -108,6 +108,7 @@ class Scorer:
     def __init__(self, budget: int = POSTINGS_BUDGET) -> None:
         self.decoded: _Budgeted[Postings] = _Budgeted(budget)
         self.by_weight: _Budgeted[Postings] = _Budgeted(budget)
+        self.dead: dict[tuple[str, int], NDArray[np.bool_]] = {}  # (segment id, deletions) -> mask
 
     def postings(self, leaf: Leaf, term: Term) -> Postings | None:
         """One term's postings in one segment, in docnum order (deleted documents included)."""
@@ -121,6 +122,20 @@ class Scorer:
         if key is not None:
             self.decoded.put(key, out)
         return out.again()
+
+    def _dead(self, leaf: Leaf) -> NDArray[np.bool_] | None:
+        """A segment's deleted documents as a mask (kept: a segment's deletions only ever grow, so its
+        id and their number say which they are)."""
+        if not leaf.deleted:
+            return None
+        key = (leaf.segment_id or "", len(leaf.deleted))
+        got = self.dead.get(key) if leaf.segment_id is not None else None
+        if got is None:
+            got = _mask(leaf.deleted, max(leaf.deleted) + 1)
+            assert got is not None
+            if leaf.segment_id is not None:
+                self.dead[key] = got
+        return got
 
     def _ranked(
         self, leaf: Leaf, group: Group, got: Postings, enough: int | None = None
@@ -172,10 +187,11 @@ class Scorer:
         order = sorted(range(len(groups)), key=lambda gi: df_of[gi])
         sources = [groups[gi] for gi in order]
         scored: list[Row] = []  # (words matched, score, -docnum)
-        allowed = _as_array(allow)
+        allowed = _mask(allow, n)
         segments: list[_Segment] = []
         for (leaf, base), mine in zip(leaves, found, strict=True):
-            seg = _Segment(leaf, base, [_group_postings(mine, g, idfs) for g in sources], sources)
+            dead = self._dead(leaf)
+            seg = _Segment(leaf, base, [_group_postings(mine, g, idfs) for g in sources], sources, dead)
             segments.append(seg)
             scored.extend(seg.full_rows(len(groups), allow, allowed, k))
         left_out = False
@@ -216,13 +232,13 @@ _DTYPES = {"i": np.intc, "f": np.float32, "d": np.float64}
 _NONE = np.empty(0, dtype=np.int64)
 
 
-def _as_array(docs: Iterable[int] | None) -> NDArray[np.int64] | None:
-    """A set of docnums as a sorted array (for ``np.isin``), or None."""
+def _mask(docs: Iterable[int] | None, n: int) -> NDArray[np.bool_] | None:
+    """A set of docnums below ``n`` as a mask (``mask[docnums]``: one lookup each, in C), or None."""
     if docs is None:
         return None
-    got = np.fromiter(docs, dtype=np.int64)
-    got.sort()
-    return got
+    out = np.zeros(n, dtype=np.bool_)
+    out[np.fromiter(docs, dtype=np.int64)] = True
+    return out
 
 
 def _best(scores: NDArray[np.float64], k: int) -> NDArray[np.intp]:
@@ -245,9 +261,15 @@ class _Segment:
     its own postings in Python. Scores are summed word by word in that order, in doubles, so they
     are the same numbers a loop over dicts gives."""
 
-    def __init__(self, leaf: Leaf, base: int, posts: list[Posts], sources: list[Group]) -> None:
-        self.leaf, self.base, self.posts, self.sources = leaf, base, posts, sources
-        self.deleted = _as_array(leaf.deleted) if leaf.deleted else None
+    def __init__(
+        self,
+        leaf: Leaf,
+        base: int,
+        posts: list[Posts],
+        sources: list[Group],
+        dead: NDArray[np.bool_] | None = None,
+    ) -> None:
+        self.leaf, self.base, self.posts, self.sources, self.dead = leaf, base, posts, sources, dead
         self.full_ids: NDArray[np.int64] = _NONE  # docnums matching every word (2+ words), and their scores
         self.full_scores: NDArray[np.float64] = np.empty(0)
         self._full: set[int] | None = None
@@ -255,8 +277,8 @@ class _Segment:
             return  # (one word: its rows are made straight from its postings)
         got, f = posts[0]
         ids, scores = _vector(got.ids), _vector(got.weights) * f
-        if self.deleted is not None:
-            live = ~np.isin(ids, self.deleted)
+        if dead is not None:
+            live = ~self._lookup(dead, ids)
             ids, scores = ids[live], scores[live]
         for more, g in posts[1:]:
             if not len(ids) or not len(more):
@@ -271,6 +293,16 @@ class _Segment:
             ids, scores = ids[hit], scores[hit] + ws[at[hit]] * g
         self.full_ids, self.full_scores = ids, scores
 
+    @staticmethod
+    def _lookup(mask: NDArray[np.bool_], ids: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """``mask[ids]``, False past its end (a mask ends at the last document it holds)."""
+        if len(ids) and int(ids.max()) >= len(mask):
+            inside = ids < len(mask)
+            out = np.zeros(len(ids), dtype=np.bool_)
+            out[inside] = mask[ids[inside]]
+            return out
+        return mask[ids]
+
     @property
     def full(self) -> set[int]:
         """The docnums matching every word, as a set (made when partial matches are looked for)."""
@@ -279,7 +311,7 @@ class _Segment:
         return self._full
 
     def full_rows(
-        self, total: int, allow: set[int] | None, allowed: NDArray[np.int64] | None, k: int
+        self, total: int, allow: set[int] | None, allowed: NDArray[np.bool_] | None, k: int
     ) -> list[Row]:
         """(words, score, -docnum) of the best ``k`` documents matching every word, and any tied with
         the k-th (ties go to the earlier document, as in Whoosh, where ``Scorer.top`` ranks them all)."""
@@ -287,13 +319,13 @@ class _Segment:
             return self._one_word_rows(total, allowed, k)
         ids, scores = self.full_ids, self.full_scores
         if allowed is not None:
-            keep = np.isin(ids + self.base, allowed)
+            keep = allowed[ids + self.base]
             ids, scores = ids[keep], scores[keep]
         best = _best(scores, k)
         docs = (-(ids[best] + self.base)).tolist()
         return list(zip([total] * len(docs), scores[best].tolist(), docs, strict=True))
 
-    def _one_word_rows(self, total: int, allowed: NDArray[np.int64] | None, k: int) -> list[Row]:
+    def _one_word_rows(self, total: int, allowed: NDArray[np.bool_] | None, k: int) -> list[Row]:
         """One word: its ``k`` heaviest postings are its ``k`` best rows, taken without making a row
         of every posting. Exact: the stored weights are float32 values, so a heavier one stays
         strictly higher once multiplied by the idf (relative gaps of 2^-24 against rounding of
@@ -301,9 +333,9 @@ class _Segment:
         their postings' order (the earlier document first), as equal scores do."""
         got, f = self.posts[0]
         ids, ws = _vector(got.ids), _vector(got.weights)
-        keep = None if self.deleted is None else ~np.isin(ids, self.deleted)
+        keep = None if self.dead is None else ~self._lookup(self.dead, ids)
         if allowed is not None:
-            inside = np.isin(ids + self.base, allowed)
+            inside = allowed[ids + self.base]
             keep = inside if keep is None else keep & inside
         if keep is not None:
             ids, ws = ids[keep], ws[keep]
@@ -315,7 +347,7 @@ class _Segment:
         return d not in self.full and d not in self.leaf.deleted and (allow is None or d + self.base in allow)
 
     def partial_rows(
-        self, scorer: Scorer, total: int, allow: set[int] | None, allowed: NDArray[np.int64] | None, k: int
+        self, scorer: Scorer, total: int, allow: set[int] | None, allowed: NDArray[np.bool_] | None, k: int
     ) -> list[Row]:
         """Documents matching some but not all words, at most the best ``k``."""
         base = self.base
@@ -334,7 +366,7 @@ class _Segment:
             return out
         return self._union_rows(total, allowed, k)
 
-    def _union_rows(self, total: int, allowed: NDArray[np.int64] | None, k: int) -> list[Row]:
+    def _union_rows(self, total: int, allowed: NDArray[np.bool_] | None, k: int) -> list[Row]:
         """Three words or more: the union of their postings, each document's words counted and its
         score summed word by word (in ``posts`` order, in doubles: the numbers a loop over dicts
         gives); the best ``k`` of those matching the most words, ties with the k-th included."""
@@ -347,10 +379,10 @@ class _Segment:
             words[at] += 1
             scores[at] += each
         keep = words < total
-        if self.deleted is not None:
-            keep &= ~np.isin(union, self.deleted)
+        if self.dead is not None:
+            keep &= ~self._lookup(self.dead, union)
         if allowed is not None:
-            keep &= np.isin(union + self.base, allowed)
+            keep &= allowed[union + self.base]
         union, words, scores = union[keep], words[keep], scores[keep]
         out: list[Row] = []
         for level in range(total - 1, 0, -1):  # most words first
