@@ -41,38 +41,48 @@ from nexus.search import engine, manifest, vector_writer
 from nexus.search.engine import STOP
 from nexus.search.language import analysis
 from nexus.storage.vault import Vault
+from nexus.trust import Trust
 
 WORKER = r"""
 import json, resource, sys, time
 from pathlib import Path
 from nexus import search
 from nexus.storage.vault import Vault
+from nexus.trust import Trust
 
 def cpu():
     own = resource.getrusage(resource.RUSAGE_SELF)
     return own.ru_utime + own.ru_stime
 
-vault = Vault(Path(sys.argv[1]))
+vault, trust = Vault(Path(sys.argv[1])), Trust(Path(sys.argv[2]))  # as the CLI: this machine's pins
 for line in sys.stdin:
     mode, q = json.loads(line)
     c, t = cpu(), time.perf_counter()
-    hits = search.search(vault, q, limit=10, mode=mode)
+    hits = search.search(vault, q, limit=10, mode=mode, trust=trust)
     dt, dc = time.perf_counter() - t, cpu() - c
     print(json.dumps([dt, dc, [[h.path, h.line_start, round(h.score, 6)] for h in hits]]), flush=True)
 """
 MODES = ("text", "hybrid")
+Times = dict[tuple[str, str, str], list[tuple[float, float]]]
 
 
 def vault_at(folder: Path, entries: int) -> Vault:
-    """bench_meaning's vault under ``folder``, made (with both indexes) when missing."""
+    """bench_meaning's vault under ``folder``, made (with both indexes) when missing; its text index
+    built once with the pins and seal secret of ``folder/home`` (what the workers search with), so
+    hits are proven by their seals as the CLI's are."""
     if (folder / "v").is_dir():
         vault = Vault(folder / "v")
     else:
         folder.mkdir(parents=True, exist_ok=True)
         bench_search.vocabulary = bench_meaning.real_vocabulary
         vault, _, _ = bench_search.make_vault(folder / "v", folder / "k", entries, random.Random(7))
-    search.refresh(vault)
-    vector_writer.refresh(vault)
+    trust = Trust(folder / "home")
+    if not (folder / "home" / "sealed").exists():
+        (folder / "home").mkdir(exist_ok=True)
+        search.rebuild(vault, trust=trust)
+        (folder / "home" / "sealed").touch()
+    search.refresh(vault, trust=trust)
+    vector_writer.refresh(vault, trust=trust)
     return vault
 
 
@@ -106,11 +116,11 @@ def query_sets(vault: Vault, n: int) -> tuple[dict[str, list[str]], dict[str, fl
     return sets, shares
 
 
-def start(tree: Path, python: str, vault: Vault) -> subprocess.Popen[str]:
+def start(tree: Path, python: str, vault: Vault, home: Path) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(tree))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return subprocess.Popen(
-        [python, "-c", WORKER, str(vault.root)],
+        [python, "-c", WORKER, str(vault.root), str(home)],
         env=env,
         cwd=str(tree),
         stdin=subprocess.PIPE,
@@ -127,51 +137,35 @@ def ask(proc: subprocess.Popen[str], mode: str, q: str) -> tuple[float, float, o
     return float(dt), float(dc), top
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--keep", type=Path, required=True, help="the folder bench_meaning --keep uses")
-    ap.add_argument("--entries", type=int, default=100_000)
-    ap.add_argument("--queries", type=int, default=200, help="queries of each length")
-    ap.add_argument("--before", type=Path, help="an earlier checkout to run side by side with this one")
-    ap.add_argument("--before-python", default=sys.executable, help="the Python of --before's checkout")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    vault = vault_at(args.keep / str(args.entries), args.entries)
-    sets, shares = query_sets(vault, args.queries)
-    here = Path(__file__).resolve().parent.parent
-    sides = {"after": start(here, sys.executable, vault)}
-    if args.before is not None:
-        sides["before"] = start(args.before.resolve(), args.before_python, vault)
-    names = sorted(sides)  # after, before
-    try:
-        for name in names:  # models loaded, stores opened, a few words decoded
+def run(
+    sides: dict[str, subprocess.Popen[str]], sets: dict[str, list[str]]
+) -> tuple[Times, dict[tuple[str, str], int]]:
+    """Every query in every mode, sent to each side in turn (the order alternating): each side's
+    (wall, CPU) seconds, and how many queries' top 10 differ between the sides."""
+    names = sorted(sides)
+    for name in names:  # models loaded, stores opened, a few words decoded
+        for mode in MODES:
+            ask(sides[name], mode, "warm up the search")
+    times: Times = {}
+    differ: dict[tuple[str, str], int] = {}
+    j = 0
+    for kind, qs in sets.items():
+        for q in qs:
             for mode in MODES:
-                ask(sides[name], mode, "warm up the search")
-        load = [os.getloadavg()[0]]
-        times: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
-        differ: dict[tuple[str, str], int] = {}
-        j = 0
-        for kind, qs in sets.items():
-            for q in qs:
-                for mode in MODES:
-                    got = {}
-                    j += 1
-                    for name in names if j % 2 else names[::-1]:
-                        dt, dc, got[name] = ask(sides[name], mode, q)
-                        times.setdefault((kind, mode, name), []).append((dt, dc))
-                    if len(got) == 2:
-                        differ[(kind, mode)] = differ.get((kind, mode), 0) + (got["after"] != got["before"])
-        load.append(os.getloadavg()[0])
-    finally:
-        for proc in sides.values():
-            assert proc.stdin is not None
-            proc.stdin.close()
-            proc.wait(timeout=60)
-    result: dict[str, object] = {
-        "entries": args.entries,
-        "load_average_start_end": load,
-        "most_common_words_share_of_documents": shares,
-    }
+                got = {}
+                j += 1
+                for name in names if j % 2 else names[::-1]:
+                    dt, dc, got[name] = ask(sides[name], mode, q)
+                    times.setdefault((kind, mode, name), []).append((dt, dc))
+                if len(got) == 2:
+                    differ[(kind, mode)] = differ.get((kind, mode), 0) + (got["after"] != got["before"])
+    return times, differ
+
+
+def report(
+    times: Times, differ: dict[tuple[str, str], int], sets: dict[str, list[str]], names: list[str]
+) -> dict[str, object]:
+    result: dict[str, object] = {}
     for kind, qs in sets.items():
         for mode in MODES:
             row: dict[str, object] = {"queries": len(qs)}
@@ -181,9 +175,43 @@ def main() -> int:
                 row[f"{name}_p50_ms"] = round(bench_search.pct(walls, 0.5), 2)
                 row[f"{name}_p99_ms"] = round(bench_search.pct(walls, 0.99), 2)
                 row[f"{name}_cpu_p50_ms"] = round(bench_search.pct(cpus, 0.5), 2)
-            if "before" in sides:
+            if "before" in names:
                 row["top_10_differ"] = differ.get((kind, mode), 0)
             result[f"{kind} ({mode})"] = row
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--keep", type=Path, required=True, help="the folder bench_meaning --keep uses")
+    ap.add_argument("--entries", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200, help="queries of each length")
+    ap.add_argument("--before", type=Path, help="an earlier checkout to run side by side with this one")
+    ap.add_argument("--before-python", default=sys.executable, help="the Python of --before's checkout")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    folder = args.keep / str(args.entries)
+    vault = vault_at(folder, args.entries)
+    sets, shares = query_sets(vault, args.queries)
+    here = Path(__file__).resolve().parent.parent
+    sides = {"after": start(here, sys.executable, vault, folder / "home")}
+    if args.before is not None:
+        sides["before"] = start(args.before.resolve(), args.before_python, vault, folder / "home")
+    load = [os.getloadavg()[0]]
+    try:
+        times, differ = run(sides, sets)
+    finally:
+        for proc in sides.values():
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=60)
+    load.append(os.getloadavg()[0])
+    result: dict[str, object] = {
+        "entries": args.entries,
+        "load_average_start_end": load,
+        "most_common_words_share_of_documents": shares,
+        **report(times, differ, sets, sorted(sides)),
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -14,7 +14,7 @@ import pytest
 from conftest import Env
 
 from nexus import search
-from nexus.search import engine, reader
+from nexus.search import engine, reader, vectors
 from nexus.search.engine import Group, Searcher, idf
 from nexus.search.query import parse_query
 from nexus.trust import NO_PINS
@@ -87,3 +87,35 @@ def test_block_scoring_ranks_exactly_as_exhaustive_scoring(env: Env, languages: 
                 assert got == _exhaustive(searcher, groups, allow, k), (text, allow is None, k)
                 compared += bool(got)
     assert compared > 300
+
+
+def test_the_vector_store_finds_each_key_s_live_row_as_a_scan_of_every_row_does(env: Env) -> None:
+    """``Store.find`` (a binary search through the rows' order by key hash) gives, for every key,
+    the last live row a comparison with every row's hash gives: keys embedded again after an edit
+    (their old row retired), keys removed, keys never stored."""
+    note = env.vault.root / "plan.md"
+    for i in range(30):
+        env.append("ella" if i % 2 else "lyra", f"invoices page {i} with cursors and totals")
+    note.write_text("# Plan\n\nThe endpoint paginates.\n\n## Later\n\nA dog.\n", encoding="utf-8")
+    search.search(env.vault, "invoices", mode="hybrid")
+    note.write_text("# Plan\n\nThe endpoint paginates with opaque cursors.\n", encoding="utf-8")
+    search.search(env.vault, "invoices", mode="hybrid")  # the note's rows retired, one added again
+    meta = vectors.load_meta(env.vault)
+    assert meta is not None and meta.dead >= 1
+    store = vectors.OPENED.open(env.vault, meta)
+    every = [key for key, _ in _stored_keys(store)]
+    asked = [*sorted(set(every)), "n:plan.md#9", "e:nothing-like-it"]
+    hashes, alive = store.keys["key"], store.keys["alive"]
+    expected = {}
+    for key in asked:
+        rows = [r for r in range(store.n) if int(hashes[r]) == vectors.key_hash(key) and alive[r] == 1]
+        if rows:
+            expected[key] = rows[-1]
+    assert store.find(asked) == expected
+    twice = {key for key in every if every.count(key) > 1}  # embedded again: the old row retired
+    gone = {key for key in every if key not in expected}  # retired, never embedded again
+    assert twice and gone and len(expected) > 30
+
+
+def _stored_keys(store: vectors.Store) -> list[tuple[str, int]]:
+    return [(s.key, r) for r, s in enumerate(store.stored(list(range(store.n))))]

@@ -150,6 +150,7 @@ class Store:
     def __init__(self, path: Path, meta: Meta) -> None:
         self.path, self.meta, self.n = path, meta, meta.rows
         self._fd = self._rows_fd = -1
+        self._by_hash: NDArray[np.int32] | None = None  # rows in the order of their keys' hashes
         try:
             self.codes = _map(path / "codes.bin", np.dtype("u1"), self.n, (CODE,))
             self.keys = _map(path / "keys.bin", KEYS, self.n)
@@ -214,15 +215,23 @@ class Store:
         return np.asarray((got["vec"].astype(np.float32) @ query) * got["scale"], dtype=np.float32)
 
     def find(self, keys: Iterable[str]) -> dict[str, int]:
-        """The live row of each key that has one."""
+        """The live row of each key that has one (the last, should a key have several). Looked up by
+        binary search in the rows' key hashes, through their order (``_by_hash``, made once a store:
+        4 bytes a row), where comparing every row's hash with each key cost ~2 ms a search at 100,000
+        rows."""
         wanted = {key_hash(k): k for k in keys}
         if not wanted or self.n == 0:
             return {}
-        hashes = self.keys["key"]
-        rows = np.flatnonzero(
-            np.isin(hashes, np.fromiter(wanted, dtype=np.uint64)) & (self.keys["alive"] == 1)
+        hashes, alive = self.keys["key"], self.keys["alive"]
+        if self._by_hash is None:  # (a row's hash never changes: rows are only appended, or retired)
+            self._by_hash = np.argsort(hashes, kind="stable").astype(np.int32)
+        want = np.fromiter(wanted, dtype=np.uint64)
+        lo = np.searchsorted(hashes, want, side="left", sorter=self._by_hash)
+        hi = np.searchsorted(hashes, want, side="right", sorter=self._by_hash)
+        rows = sorted(
+            int(r) for a, b in zip(lo.tolist(), hi.tolist(), strict=True) for r in self._by_hash[a:b]
         )
-        return {wanted[int(hashes[r])]: int(r) for r in rows}
+        return {wanted[int(hashes[r])]: r for r in rows if alive[r] == 1}
 
     def stored(self, rows: Sequence[int]) -> list[Stored]:
         """The stored fields of each row."""
