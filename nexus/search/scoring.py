@@ -371,13 +371,14 @@ class _Segment:
         score summed word by word (in ``posts`` order, in doubles: the numbers a loop over dicts
         gives); the best ``k`` of those matching the most words, ties with the k-th included."""
         lists = [(_vector(got.ids), _vector(got.weights) * f) for got, f in self.posts]
-        union = np.unique(np.concatenate([ids for ids, _ in lists]))
-        words = np.zeros(len(union), dtype=np.int64)
-        scores = np.zeros(len(union))
-        for ids, each in lists:
-            at = np.searchsorted(union, ids)  # (a document once per word: no position twice)
-            words[at] += 1
-            scores[at] += each
+        size = 1 + max((int(ids.max()) for ids, _ in lists if len(ids)), default=-1)
+        words = np.zeros(size, dtype=np.int64)  # by docnum: a pass over each word's postings, in C
+        scores = np.zeros(size)
+        for ids, each in lists:  # (a document once per word: no docnum twice in one assignment)
+            words[ids] += 1
+            scores[ids] += each
+        union = np.flatnonzero(words)
+        words, scores = words[union], scores[union]
         keep = words < total
         if self.dead is not None:
             keep &= ~self._lookup(self.dead, union)
