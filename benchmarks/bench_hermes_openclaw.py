@@ -2,6 +2,7 @@
 ``scripts/runtimes/`` and driven by the e2e suite's scripted model on 127.0.0.1.
 
     .venv/bin/python benchmarks/bench_hermes_openclaw.py [--runs 3] [--hooks 20] [--skip-openclaw]
+                                                         [--skip-hermes]
                                                          [--against OTHER/.venv/bin/nexus]
 
 - Hermes start-up: ``hermes chat -Q -q`` from spawn to its first chat request, with nexus wired
@@ -197,14 +198,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hooks", type=int, default=20)
     parser.add_argument("--skip-openclaw", action="store_true")
+    parser.add_argument("--skip-hermes", action="store_true")
     parser.add_argument("--against", help="another checkout's nexus command, run by a third Hermes home")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nexus-bench-rt-") as tmp:
         root = Path(tmp)
         vault, keys = _vault(root)
         results: dict[str, Any] = {"load_average_before": os.getloadavg()}
-        results["hermes"] = hermes(root / "hermes", vault, keys, args.runs, args.hooks, args.against)
-        print(json.dumps({"hermes": results["hermes"]}, indent=2), flush=True)
+        if not args.skip_hermes:
+            results["hermes"] = hermes(root / "hermes", vault, keys, args.runs, args.hooks, args.against)
+            print(json.dumps({"hermes": results["hermes"]}, indent=2), flush=True)
         if not args.skip_openclaw:
             results["openclaw"] = openclaw(root / "openclaw", vault, keys, args.runs, args.hooks)
             print(json.dumps({"openclaw": results["openclaw"]}, indent=2), flush=True)
