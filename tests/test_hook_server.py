@@ -24,6 +24,7 @@ import pytest
 from conftest import ROOT, Env, hook_servers, stop_hook_servers
 
 from nexus.storage import ids
+from nexus.surfaces import hook_client, hooks
 
 IMPORTED = re.compile(r"^import time:.*\|\s*(\S+)\n", re.M)
 MASKS = (  # what differs between two runs of the same hooks: the clock and the ids it seeds
@@ -58,9 +59,20 @@ def hook(
     env: Env, folder: Path, event: str, data: dict[str, Any], *extra: str, **environment: str
 ) -> tuple[subprocess.CompletedProcess[str], bool]:
     """``nexus-hook EVENT`` as a runtime starts it, and whether the server answered it."""
+    where = ["--vault", str(env.vault.root), "--home", str(env.keys_home)]
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "nexus.surfaces.hook_client", event, "--agent", "ella"]
-        + ["--vault", str(env.vault.root), "--home", str(env.keys_home), *extra],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "nexus.surfaces.hook_client",
+            event,
+            "--agent",
+            "ella",
+            *where,
+            *extra,
+        ],
         input=json.dumps(data),
         capture_output=True,
         text=True,
@@ -70,7 +82,9 @@ def hook(
     )
     assert proc.returncode == 0, proc.stderr
     imported = set(IMPORTED.findall(proc.stderr))
-    proc.stderr = "".join(line for line in proc.stderr.splitlines(True) if not line.startswith("import time:"))
+    proc.stderr = "".join(
+        line for line in proc.stderr.splitlines(True) if not line.startswith("import time:")
+    )
     return proc, "nexus.surfaces.hooks" not in imported
 
 
@@ -232,7 +246,8 @@ def test_clients_at_once_start_one_server(env: Env, folder: Path) -> None:
     argv = [str(Path(sys.executable).parent / "nexus-hook"), "pre-tool", "--agent", "ella"]
     argv += ["--vault", str(env.vault.root), "--home", str(env.keys_home)]
     procs = [
-        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=run_env) for _ in range(4)
+        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=run_env)
+        for _ in range(4)
     ]
     for proc in procs:
         proc.communicate(json.dumps(QUIET).encode(), timeout=120)
@@ -263,7 +278,11 @@ def test_a_writer_whose_server_dies_mid_call_says_so_and_a_prompt_runs_again(env
     base = ["--agent", "ella", "--vault", str(env.vault.root), "--home", str(env.keys_home)]
     hook_bin = str(Path(sys.executable).parent / "nexus-hook")
     stop = subprocess.Popen(
-        [hook_bin, "stop", *base, "--retain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=run_env, text=True
+        [hook_bin, "stop", *base, "--retain"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=run_env,
+        text=True,
     )
     prompt = subprocess.Popen(
         [hook_bin, "prompt", *base], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=run_env, text=True
@@ -281,3 +300,8 @@ def test_a_writer_whose_server_dies_mid_call_says_so_and_a_prompt_runs_again(env
     out, brief = said
     assert out == {"systemMessage": "nexus: stop failed: the hook server stopped during the call"}
     assert "the lexer is done" in brief["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_client_knows_every_hook_event() -> None:
+    """The client, which imports nothing of nexus, names the same events as the hooks."""
+    assert sorted(hook_client.EVENTS) == sorted(hooks.EVENTS)

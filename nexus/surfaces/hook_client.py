@@ -20,22 +20,24 @@ failure line instead of risking doing its work twice. It always exits 0, like ``
 
 The socket lives in a per-user folder (``$XDG_RUNTIME_DIR/nexus``, else ``$TMPDIR/nexus-UID``), made
 0700 and used only if it is ours with no group or other bits. This module imports only the standard
-library's smallest parts: it runs before anything of nexus is imported.
+library's smallest parts (the request and answer are ``marshal`` data: the server runs on the same
+interpreter): it runs before anything of nexus is imported.
 """
 
 from __future__ import annotations
 
+import _socket  # (socket.py's own core: the module adds enums and imports that cost a hook ~2 ms)
 import fcntl
 import hashlib
-import json
+import marshal  # (built in; both ends are the same interpreter: json would import ~5 ms of modules)
 import os
-import socket
 import stat
 import sys
 from collections.abc import Mapping
 
 SWITCH = "NEXUS_HOOK_SERVER"  # "off": every hook runs in its own process
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # nexus's code, the server's too
+EVENTS = ("session-start", "prompt", "pre-tool", "pre-compact", "stop", "session-end")  # hooks.EVENTS
 REPLAYABLE = ("session-start", "prompt")  # safe to run again after a server failed mid-call
 TIMEOUT = 60.0  # seconds a served hook may take (the runtimes' own hook timeouts are about this)
 MAX_PATH = 100  # AF_UNIX socket paths hold about 107 bytes
@@ -94,6 +96,8 @@ def target(argv: list[str], env: Mapping[str, str]) -> tuple[str, str] | None:
     server switched off, no vault named, a relative path, an unusable socket folder)."""
     if env.get(SWITCH, "").strip().lower() in ("off", "0", "false", "no"):
         return None
+    if not argv or argv[0] not in EVENTS:
+        return None  # (the usage line, from hooks.py)
     vault = _option(argv, "--vault") or env.get("NEXUS_VAULT")
     home = _option(argv, "--home") or env.get("NEXUS_HOME") or ""
     if not vault:
@@ -105,33 +109,40 @@ def target(argv: list[str], env: Mapping[str, str]) -> tuple[str, str] | None:
     if folder is None:
         return None
     key = "\0".join(
-        (os.path.realpath(vault), home, PACKAGE, sys.executable, env.get("HOME", ""), env.get("XDG_CONFIG_HOME", ""))
+        (
+            os.path.realpath(vault),
+            home,
+            PACKAGE,
+            sys.executable,
+            env.get("HOME", ""),
+            env.get("XDG_CONFIG_HOME", ""),
+        )
     )
     path = os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:24] + ".sock")
     return (path, vault) if len(path.encode()) <= MAX_PATH else None
 
 
-def ask(path: str, request: dict[str, object]) -> dict[str, str] | None:
+def ask(path: str, request: dict[str, str | list[str] | dict[str, str]]) -> dict[str, str] | None:
     """The server's answer to ``request``; None when there is no server to ask (nothing was sent).
     Raises OSError or ValueError when the request was sent but no whole answer came back."""
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         try:
             conn.connect(path)
         except OSError:
             return None
         conn.settimeout(TIMEOUT)
-        conn.sendall(json.dumps(request).encode())
-        conn.shutdown(socket.SHUT_WR)
+        conn.sendall(marshal.dumps(request))
+        conn.shutdown(_socket.SHUT_WR)
         chunks = []
         while chunk := conn.recv(65536):
             chunks.append(chunk)
-        answer = json.loads(b"".join(chunks))
+        answer = marshal.loads(b"".join(chunks))
     finally:
         conn.close()
     if not isinstance(answer, dict):
         raise ValueError("not an answer")
-    return answer
+    return answer  # (the server's own: a dict of str)
 
 
 def spawn(path: str, vault: str, env: Mapping[str, str]) -> None:
@@ -159,9 +170,10 @@ def spawn(path: str, vault: str, env: Mapping[str, str]) -> None:
 
 
 def failed(event: str, why: str) -> tuple[str, str]:
-    """A writer's one failure line (stdout, stderr), as ``hooks.py`` prints a failure."""
-    message = f"nexus: {event or 'hook'} failed: {why}"
-    return json.dumps({"systemMessage": message}, ensure_ascii=False) + "\n", message + "\n"
+    """A writer's one failure line (stdout, stderr), as ``hooks.py`` prints a failure (``event`` is
+    one of EVENTS and ``why`` plain words: nothing in the JSON string needs escaping)."""
+    message = f"nexus: {event} failed: {why}"
+    return f'{{"systemMessage": "{message}"}}\n', message + "\n"
 
 
 def served(argv: list[str], raw: str, env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -171,11 +183,17 @@ def served(argv: list[str], raw: str, env: Mapping[str, str]) -> tuple[str, str]
     if where is None:
         return None
     path, vault = where
-    request = {"argv": argv, "env": dict(env), "cwd": os.getcwd(), "stdin": raw, "stamp": code_stamp()}
+    request: dict[str, str | list[str] | dict[str, str]] = {
+        "argv": argv,
+        "env": dict(env),
+        "cwd": os.getcwd(),
+        "stdin": raw,
+        "stamp": code_stamp(),
+    }
     event = argv[0] if argv else ""
     try:
         answer = ask(path, request)
-    except (OSError, ValueError):  # sent, and the server stopped before answering
+    except (OSError, ValueError, EOFError, TypeError):  # sent, and the server stopped before answering
         spawn(path, vault, env)
         return None if event in REPLAYABLE else failed(event, "the hook server stopped during the call")
     if answer is not None and "stdout" in answer:

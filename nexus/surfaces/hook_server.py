@@ -21,8 +21,9 @@ started it, until it exits: a second server for the same key is never started.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
-import json
+import marshal
 import os
 import signal
 import socket
@@ -72,10 +73,8 @@ class Server:
         self.busy = False
         self.stopping = False
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # (a socket left by a server that died: ours to replace, we hold the lock)
-        except FileNotFoundError:
-            pass
         mask = os.umask(0o177)
         try:
             self.listener.bind(path)  # 0600
@@ -110,14 +109,14 @@ class Server:
             chunks = []
             while chunk := conn.recv(65536):
                 chunks.append(chunk)
-            request = json.loads(b"".join(chunks))
+            request = marshal.loads(b"".join(chunks))
             if request.get("stamp") != self.stamp:
                 self.stopping = True
                 self.release()  # before answering: the client starts the next server at once
-                conn.sendall(b'{"stale": true}')
+                conn.sendall(marshal.dumps({"stale": "1"}))
                 return
             argv, raw, env, cwd = request["argv"], request["stdin"], request["env"], request["cwd"]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
             return  # (a client gone, or not one of ours: it runs its hook itself)
         self.busy = True
         try:
@@ -134,10 +133,8 @@ class Server:
         if self.lock < 0:
             return
         for name in (self.path, self.status):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(name)
-            except FileNotFoundError:
-                pass
         self.listener.close()
         os.close(self.lock)
         self.lock = -1
@@ -152,7 +149,7 @@ def hook(conn: socket.socket, argv: list[str], raw: str, env: dict[str, str], cw
         signal.signal(signal.SIGINT, signal.default_int_handler)
         out, err = hooks.answer(argv, raw, env, cwd)
         atexit._run_exitfuncs()
-        conn.sendall(json.dumps({"stdout": out, "stderr": err}).encode())
+        conn.sendall(marshal.dumps({"stdout": out, "stderr": err}))
         code = 0
     finally:
         os._exit(code)
@@ -171,5 +168,3 @@ def main(argv: list[str]) -> int:
     finally:
         server.release()
     return 0
-
-

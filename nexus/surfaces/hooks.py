@@ -156,9 +156,7 @@ def run(
     return {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
 
 
-def answer(
-    argv: Sequence[str], raw: str, env: Mapping[str, str], cwd: str | None = None
-) -> tuple[str, str]:
+def answer(argv: Sequence[str], raw: str, env: Mapping[str, str], cwd: str | None = None) -> tuple[str, str]:
     """What the hook ``argv`` prints on stdout and on stderr, given the event JSON ``raw``, the
     environment and the working folder it runs in. Never raises: a failure is one line on both."""
     event = argv[0] if argv else ""
@@ -190,7 +188,9 @@ def event_json() -> str:
 
 def main(argv: Sequence[str] | None = None, raw: str | None = None) -> int:
     """The hook in this process (``raw``: the event JSON already read, else standard input)."""
-    out, err = answer(list(sys.argv[1:] if argv is None else argv), event_json() if raw is None else raw, os.environ)
+    out, err = answer(
+        list(sys.argv[1:] if argv is None else argv), event_json() if raw is None else raw, os.environ
+    )
     sys.stdout.write(out)
     sys.stderr.write(err)
     return 0
