@@ -23,10 +23,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import importlib
 import marshal
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -120,12 +122,18 @@ class Server:
             return  # (a client gone, or not one of ours: it runs its hook itself)
         self.busy = True
         try:
+            reader, writer = os.pipe()
             child = os.fork()
             if child == 0:
-                hook(conn, argv, raw, env, cwd)  # (never returns)
+                os.close(reader)
+                hook(conn, writer, argv, raw, env, cwd)  # (never returns)
+            os.close(writer)
+            with open(reader, "rb") as pipe:
+                imported = pipe.read().decode().split()
             os.waitpid(child, 0)
         finally:
             self.busy = False
+        learn(imported)
 
     def release(self) -> None:
         """Let go of the socket and the lock (the socket removed first: while we hold the lock, the
@@ -140,19 +148,32 @@ class Server:
         self.lock = -1
 
 
-def hook(conn: socket.socket, argv: list[str], raw: str, env: dict[str, str], cwd: str) -> None:
+def hook(conn: socket.socket, pipe: int, argv: list[str], raw: str, env: dict[str, str], cwd: str) -> None:
     """In a child forked for this call, as a hook process of its own would: the hook, then what that
-    process does at its exit (``atexit``: derived state flushed), then the answer; and exit."""
+    process does at its exit (``atexit``: derived state flushed), then the answer; and exit. The
+    modules it had to import go back to the server on ``pipe``, so the next call finds them imported."""
     code = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        known = set(sys.modules)
         out, err = hooks.answer(argv, raw, env, cwd)
         atexit._run_exitfuncs()
         conn.sendall(marshal.dumps({"stdout": out, "stderr": err}))
         code = 0
+        os.write(pipe, " ".join(sorted(set(sys.modules) - known)).encode())
     finally:
         os._exit(code)
+
+
+def learn(modules: list[str]) -> None:
+    """Import, between calls, what a call imported (what ``warm`` did not foresee: a module an
+    operation imports in a function), and keep it out of the collector's way."""
+    for name in modules:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    if modules:
+        gc.freeze()
 
 
 def main(argv: list[str]) -> int:
