@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-from harness import installed_env, measured, pct  # noqa: E402
+from harness import installed_env, measured, pct, server_cpu_ms  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -175,18 +175,6 @@ def main() -> None:
             with contextlib.suppress(OSError, ValueError):
                 os.kill(int(pid_file.read_text()), signal.SIGTERM)
         shutil.rmtree(runtime, ignore_errors=True)
-
-
-def server_cpu_ms(runtime: Path) -> float:
-    """The warm server's CPU so far (user + system, its waited-for children's included), in ms."""
-    total = 0.0
-    for pid_file in runtime.glob("nexus/*.pid"):
-        try:
-            fields = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, ValueError):
-            continue
-        total += sum(int(v) for v in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def tag_of(name: str) -> str:

@@ -10,6 +10,7 @@ import os
 import resource
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -49,3 +50,17 @@ def installed_env(env: dict[str, str]) -> dict[str, str]:
 def python_floor() -> dict[str, str]:
     """The environment the floor (`python -c pass`) runs in: this one, as installed."""
     return installed_env(dict(os.environ))
+
+
+def server_cpu_ms(runtime: Path) -> float:
+    """The CPU so far (ms: user + system, their waited-for children's included) of the warm hook
+    servers whose sockets are in ``runtime`` (an ``XDG_RUNTIME_DIR``): they are no child of the
+    benchmark, so its ``getrusage`` never counts them (read from ``/proc``, in 10 ms ticks)."""
+    total = 0.0
+    for pid_file in runtime.glob("nexus/*.pid"):
+        try:
+            fields = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue
+        total += sum(int(v) for v in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
+    return total
