@@ -31,12 +31,10 @@ Nothing is asserted. JSON goes to benchmarks/results/bench_runtimes.json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -51,7 +49,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from e2e.conftest import BIN, runtime_env  # noqa: E402
 from e2e.model_anthropic import AnthropicModel, Text  # noqa: E402
 from e2e.runtime_claude import Session, claude, model_env  # noqa: E402
-from harness import children_cpu_ms, installed_env, pct, server_cpu_ms  # noqa: E402
+from harness import children_cpu_ms, installed_env, pct, server_cpu_ms, server_mode  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -76,36 +74,6 @@ def first_request(project: Path, home: Path) -> tuple[float, float]:
         )
         posts = [r.at for r in model.requests if r.scripted]
         return posts[0] - start, children_cpu_ms() - cpu
-
-
-SERVER = ("off", "cold", "warm")  # the warm hook server: switched off, not running yet, running
-
-
-def servers(folder: Path) -> list[int]:
-    """The pids of the warm hook servers whose sockets are in ``folder`` (still running)."""
-    pids = []
-    for pid_file in folder.glob("nexus/*.pid"):
-        with contextlib.suppress(OSError, ValueError):
-            pid = int(pid_file.read_text())
-            os.kill(pid, 0)
-            pids.append(pid)
-    return pids
-
-
-def server_mode(mode: str, folder: Path) -> None:
-    """The warm hook server for the runtimes started next (their environment is this process's
-    ``NEXUS_HOOK_SERVER`` and ``XDG_RUNTIME_DIR``, as the e2e tests pass them): ``off``; ``cold``,
-    every server stopped first; ``warm``, left running."""
-    if mode == "off":
-        os.environ["NEXUS_HOOK_SERVER"] = "off"
-        return
-    os.environ.pop("NEXUS_HOOK_SERVER", None)
-    if mode == "cold":
-        for pid in servers(folder):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while servers(folder) and time.monotonic() < deadline:
-            time.sleep(0.02)
 
 
 def halves(wired: Path, root: Path, home: Path) -> dict[str, Path]:

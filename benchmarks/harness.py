@@ -6,8 +6,10 @@ Benchmarks run as scripts (``.venv/bin/python benchmarks/bench_X.py``), so this 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -64,3 +66,33 @@ def server_cpu_ms(runtime: Path) -> float:
             continue
         total += sum(int(v) for v in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
     return total
+
+
+SERVER = ("off", "cold", "warm")  # the warm hook server: switched off, not running yet, running
+
+
+def servers(folder: Path) -> list[int]:
+    """The pids of the warm hook servers whose sockets are in ``folder`` (still running)."""
+    pids = []
+    for pid_file in folder.glob("nexus/*.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text())
+            os.kill(pid, 0)
+            pids.append(pid)
+    return pids
+
+
+def server_mode(mode: str, folder: Path) -> None:
+    """The warm hook server for the runtimes started next (their environment is this process's
+    ``NEXUS_HOOK_SERVER`` and ``XDG_RUNTIME_DIR``, as the e2e tests pass them): ``off``; ``cold``,
+    every server stopped first; ``warm``, left running."""
+    if mode == "off":
+        os.environ["NEXUS_HOOK_SERVER"] = "off"
+        return
+    os.environ.pop("NEXUS_HOOK_SERVER", None)
+    if mode == "cold":
+        for pid in servers(folder):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while servers(folder) and time.monotonic() < deadline:
+            time.sleep(0.02)
