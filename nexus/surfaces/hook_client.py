@@ -208,7 +208,10 @@ def main() -> int:
         raw = "" if sys.stdin.isatty() else sys.stdin.read()  # (always drained: a runtime may block)
     except (OSError, ValueError):
         raw = ""
-    answer = served(argv, raw, os.environ)
+    try:
+        answer = served(argv, raw, os.environ)
+    except Exception:  # (before anything was sent, say the working folder deleted: run it here)
+        answer = None
     if answer is None:
         from . import hooks  # (here only: the served path imports nothing of nexus)
 

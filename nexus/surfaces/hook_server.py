@@ -124,7 +124,9 @@ class Server:
         try:
             reader, writer = os.pipe()
             child = os.fork()
-            if child == 0:
+            if child == 0:  # (the child holds neither the listening socket nor the lock)
+                self.listener.close()
+                os.close(self.lock)
                 os.close(reader)
                 hook(conn, writer, argv, raw, env, cwd)  # (never returns)
             os.close(writer)

@@ -1,4 +1,4 @@
-"""``nexus-hook``: the entry point agent runtimes (Claude Code, Codex) call from their hooks.
+"""The hook events agent runtimes (Claude Code, Codex) send ``nexus-hook``, answered in a process.
 
     nexus-hook session-start --agent ella --vault /path/to/vault   # SessionStart: the brief
     nexus-hook prompt --agent ella --vault /path/to/vault          # UserPromptSubmit: only what is new
@@ -23,8 +23,10 @@ and as one line of context or a system message on stdout), never a blocked sessi
 unless ``--block-without-entry`` is given, and then at most once per turn (``stop_hook_active``);
 ``stop --retain`` also does what session-end does (Codex has no SessionEnd event).
 
-Hot path: the standard library, the operations' declarations and nexus's own small modules; the work
-is in ``session.py``. A prompt with nothing new since the last injection is answered before settings
+``nexus-hook`` is ``hook_client.py``: it asks the warm hook server (``hook_server.py``), which runs
+:func:`answer` for it; with no server, it runs :func:`main` here (``python -m nexus.surfaces.hooks``
+does too, without a server). Hot path: the standard library, the operations' declarations and nexus's
+own small modules; the work is in ``session.py``. A prompt with nothing new since the last injection is answered before settings
 or keys are read, and so is a pre-tool event for anything but an edit of a file another agent claimed
 (``edits.quiet``).
 """
@@ -126,8 +128,9 @@ def run(
     env = os.environ if env is None else env
     op = BY_HOOK[event]
     given = data.get("cwd")
-    here = cwd or os.getcwd()
-    data = {**data, "cwd": os.path.join(here, given) if isinstance(given, str) and given else here}
+    if not (isinstance(given, str) and os.path.isabs(given)):
+        here = cwd or os.getcwd()
+        data = {**data, "cwd": os.path.join(here, given) if isinstance(given, str) and given else here}
     vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), Path(data["cwd"]))
     sid = str(data.get("session_id") or env.get("NEXUS_SESSION") or "default")
     kwargs = {p.name: _value(p, opts, data) for p in op.params_for(HOOK)}
