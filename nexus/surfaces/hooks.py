@@ -26,9 +26,9 @@ unless ``--block-without-entry`` is given, and then at most once per turn (``sto
 ``nexus-hook`` is ``hook_client.py``: it asks the warm hook server (``hook_server.py``), which runs
 :func:`answer` for it; with no server, it runs :func:`main` here (``python -m nexus.surfaces.hooks``
 does too, without a server). Hot path: the standard library, the operations' declarations and nexus's
-own small modules; the work is in ``session.py``. A prompt with nothing new since the last injection is answered before settings
-or keys are read, and so is a pre-tool event for anything but an edit of a file another agent claimed
-(``edits.quiet``).
+own small modules; the work is in ``session.py``. A prompt with nothing new since the last injection
+is answered before settings or keys are read, and so is a pre-tool event for anything but an edit of
+a file another agent claimed (``edits.quiet``).
 """
 
 from __future__ import annotations
