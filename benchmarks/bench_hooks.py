@@ -231,7 +231,7 @@ def run_all(runs: int, env: dict[str, str], envs: dict[str, dict[str, str]], hoo
                 assert done.returncode == 0, done.stderr
                 wall[name].append(w)
                 cpu[name].append(c)
-                served[name] += server_cpu_ms(runtime) - before
+                served[name] += sum(server_cpu_ms(runtime, before).values())
             for name, (command, event) in settle:
                 subprocess.run(
                     command, input=event, text=True, env=envs[tag_of(name)], capture_output=True, check=True

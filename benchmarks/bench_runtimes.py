@@ -220,7 +220,9 @@ def measure(runs: int, n_turns: int, folder: Path) -> None:
                 served = server_cpu_ms(folder)
                 seconds, used = first_request(project, home)
                 start[name].append(seconds)
-                cpu[name].append(used + server_cpu_ms(folder) - served)  # (the server: no child of ours)
+                cpu[name].append(
+                    used + sum(server_cpu_ms(folder, served).values())
+                )  # (the server: no child of ours)
             mcp["front"].append(mcp_first_answer(vault.root, keys, "auto"))
             mcp["sdk"].append(mcp_first_answer(vault.root, keys, "sdk"))
             for mode, tag in (("off", ""), ("warm", " [served]")):

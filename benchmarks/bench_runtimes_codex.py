@@ -158,7 +158,9 @@ def measure(runs: int, turns: int, folder: Path) -> None:
                 served = server_cpu_ms(folder)
                 seconds, has_tools, used = first_request(home, project)
                 starts[name].append(seconds * 1000)
-                cpu[name].append(used + server_cpu_ms(folder) - served)  # (the server: no child of ours)
+                cpu[name].append(
+                    used + sum(server_cpu_ms(folder, served).values())
+                )  # (the server: no child of ours)
                 if name != "bare":
                     tools.append(has_tools)
         floor: list[float] = []

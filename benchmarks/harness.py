@@ -54,18 +54,22 @@ def python_floor() -> dict[str, str]:
     return installed_env(dict(os.environ))
 
 
-def server_cpu_ms(runtime: Path) -> float:
-    """The CPU so far (ms: user + system, their waited-for children's included) of the warm hook
-    servers whose sockets are in ``runtime`` (an ``XDG_RUNTIME_DIR``): they are no child of the
-    benchmark, so its ``getrusage`` never counts them (read from ``/proc``, in 10 ms ticks)."""
-    total = 0.0
+def server_cpu_ms(runtime: Path, since: dict[int, float] | None = None) -> dict[int, float]:
+    """The CPU so far (ms: user + system, their waited-for children's included) of each warm hook
+    server whose socket is in ``runtime`` (an ``XDG_RUNTIME_DIR``), by pid: they are no child of the
+    benchmark, so its ``getrusage`` never counts them (read from ``/proc``, in 10 ms ticks). With
+    ``since`` (an earlier reading), what each used since then (a server started since: all of it)."""
+    used: dict[int, float] = {}
     for pid_file in runtime.glob("nexus/*.pid"):
         try:
-            fields = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text().rsplit(")", 1)[1].split()
+            pid = int(pid_file.read_text())
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, ValueError):
             continue
-        total += sum(int(v) for v in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
-    return total
+        used[pid] = sum(int(v) for v in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
+    if since is not None:
+        used = {pid: ms - since.get(pid, 0.0) for pid, ms in used.items()}
+    return used
 
 
 SERVER = ("off", "cold", "warm")  # the warm hook server: switched off, not running yet, running
