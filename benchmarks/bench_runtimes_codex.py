@@ -8,8 +8,9 @@ on 127.0.0.1 (tests/e2e/), side by side in one run:
   UserPromptSubmit hooks before the first request), interleaved run by run; and on every wired run,
   whether that first request already offers the nexus tools.
 - **The warm hook server**: the wired start with the hooks each in their own process
-  (``NEXUS_HOOK_SERVER=off``), cold (a new vault each run: SessionStart runs in process and starts the
-  server) and warm (one wired place whose server a first session started, reused run after run).
+  (``NEXUS_HOOK_SERVER=off``) and warm (the server a first session started), both in one wired place
+  reused run after run, and cold (a new place each run: SessionStart runs in process and starts the
+  server).
 - **Per turn**: one app-server session of N turns, wired (the hooks in their own processes, then
   served by a warm server), every other turn with one new entry by another
   agent between prompts: the time Codex itself reports for nexus's hooks in each turn (`hook/completed`
@@ -151,7 +152,7 @@ def measure(runs: int, turns: int, folder: Path) -> None:
             for name in STARTS:
                 mode = {"wired, hook server cold": "cold", "wired, hook server warm": "warm"}.get(name, "off")
                 server_mode(mode, folder)
-                if mode == "warm":
+                if name in ("wired", "wired, hook server warm"):  # (one place: the same vault and caches)
                     home, project, _ = warm
                 else:
                     home, project, _ = place(Path(tmp) / f"{i}-{len(name)}", name != "bare")
