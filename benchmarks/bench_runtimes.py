@@ -257,7 +257,9 @@ def measure(runs: int, n_turns: int, folder: Path) -> None:
     for tag in ("", " [served]"):
         prompts, stops = hooks.get("UserPromptSubmit" + tag, []), hooks.get("Stop" + tag, [])
         per_turn = [a + (stops[i] if i < len(stops) else 0) for i, a in enumerate(prompts)]
-        result["hooks_per_turn_ms_p50"]["in process" + tag] = pct(per_turn, 0.5) if per_turn else None
+        result["hooks_per_turn_ms_p50"][tag.strip(" []") or "in process"] = (
+            pct(per_turn, 0.5) if per_turn else None
+        )
     out = ROOT / "benchmarks" / "results" / "bench_runtimes.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

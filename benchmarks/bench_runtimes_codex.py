@@ -187,7 +187,7 @@ def measure(runs: int, turns: int, folder: Path) -> None:
         },
         "first_turn_has_nexus_tools": f"{sum(tools)}/{len(tools)}",
         "hooks_per_turn_ms": {
-            tag or "in process": {
+            tag.strip(" []") or "in process": {
                 "p50": pct(v, 0.5),
                 "p90": pct(v, 0.9),
                 "nothing_new_p50": pct(v[1::2], 0.5),
