@@ -8,8 +8,8 @@ on 127.0.0.1 (tests/e2e/), side by side in one run:
   UserPromptSubmit hooks before the first request), interleaved run by run; and on every wired run,
   whether that first request already offers the nexus tools.
 - **The warm hook server**: the wired start with the hooks each in their own process
-  (``NEXUS_HOOK_SERVER=off``) and warm (the server a first session started), both in one wired place
-  reused run after run, and cold (a new place each run: SessionStart runs in process and starts the
+  (``NEXUS_HOOK_SERVER=off``) and warm (the server an untimed first session just started), both in one
+  wired place reused run after run, and cold (a new place each run: SessionStart runs in process and starts the
   server).
 - **Per turn**: one app-server session of N turns, wired (the hooks in their own processes, then
   served by a warm server), every other turn with one new entry by another
@@ -154,6 +154,8 @@ def measure(runs: int, turns: int, folder: Path) -> None:
                 server_mode(mode, folder)
                 if name in ("wired", "wired, hook server warm"):  # (one place: the same vault and caches)
                     home, project, _ = warm
+                if mode == "warm":  # a first session, untimed: the server up (a cold run stopped it)
+                    first_request(home, project)
                 else:
                     home, project, _ = place(Path(tmp) / f"{i}-{len(name)}", name != "bare")
                 served = server_cpu_ms(folder)
