@@ -8,9 +8,9 @@ on 127.0.0.1 (tests/e2e/), side by side in one run:
   UserPromptSubmit hooks before the first request), interleaved run by run; and on every wired run,
   whether that first request already offers the nexus tools.
 - **The warm hook server**: the wired start with the hooks each in their own process
-  (``NEXUS_HOOK_SERVER=off``) and warm (the server an untimed first session just started), both in one
-  wired place reused run after run, and cold (a new place each run: SessionStart runs in process and starts the
-  server).
+  (``NEXUS_HOOK_SERVER=off``) and warm (the server an untimed first session just started), both in
+  one wired place reused run after run, and cold (a new place each run: SessionStart runs in process
+  and starts the server).
 - **Per turn**: one app-server session of N turns, wired (the hooks in their own processes, then
   served by a warm server), every other turn with one new entry by another
   agent between prompts: the time Codex itself reports for nexus's hooks in each turn (`hook/completed`
