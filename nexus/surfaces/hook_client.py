@@ -1,10 +1,12 @@
 """``nexus-hook``, the entry point runtimes start at every session start and every turn: a thin client
 of a warm hook server (``hook_server.py``) that already has nexus imported.
 
-A hook run in its own process pays Python's start (~11 ms of CPU) plus importing nexus and
-cryptography (~70 ms) for 5-20 ms of work: 94 ms for a session start, 35 ms for a prompt with nothing
-new, 106 ms for one with a new entry. Through the warm server the hook costs this module's start plus
-the work (figures in ``docs/performance.md``, from ``benchmarks/bench_hooks.py``).
+A hook run in its own process pays Python's start plus importing nexus and cryptography (~70 ms) for
+5-20 ms of work. Served, it pays Python's start, this module (~7 ms of CPU: its imports, the code
+stamp, the socket) and the work in a child the server forks: on a loaded 2-core machine
+(``benchmarks/bench_hooks.py``, CPU p50, ``python -c pass`` 13 ms) a session start 42 ms instead of
+138, a prompt with one new entry 45 instead of 125, one with nothing new 28 instead of 42, a
+session end 26 instead of 102 (``docs/performance.md``).
 
 When a vault is named (``--vault`` or ``NEXUS_VAULT``, an absolute path) and ``NEXUS_HOOK_SERVER`` is
 not ``off``, the hook is sent to the server of its (vault, key folder, nexus code, interpreter, HOME):
