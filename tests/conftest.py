@@ -8,9 +8,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import types
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +28,14 @@ from nexus.storage.vault import Vault, init
 ROOT = Path(__file__).resolve().parent.parent
 
 # The warm hook server (nexus/surfaces/hook_server.py) only where a test is about it: every process the
-# suite starts inherits the switch, and the run's mark, by which the end of the run finds any server the
-# suite started and left alive (pytest_sessionfinish: it fails the run).
+# suite starts inherits the switch, and the run's mark: a socket folder of the run's own (as
+# XDG_RUNTIME_DIR, so a test that leaves out NEXUS_* still starts no server outside it), by which the
+# end of the run finds any server the suite started and left alive (pytest_sessionfinish: it fails
+# the run). xdist's workers inherit the controller's.
 os.environ["NEXUS_HOOK_SERVER"] = "off"
-os.environ.setdefault("NEXUS_TEST_RUN", uuid.uuid4().hex)
+if "NEXUS_TEST_RUN" not in os.environ:
+    os.environ["NEXUS_TEST_RUN"] = tempfile.mkdtemp(prefix="nx-run-", dir="/tmp")
+os.environ["XDG_RUNTIME_DIR"] = os.environ["NEXUS_TEST_RUN"]
 HOOK_SERVER = "nexus.surfaces.hook_server"
 
 
@@ -76,9 +80,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     running fails the run, and is stopped."""
     if hasattr(session.config, "workerinput"):
         return  # (an xdist worker: the controller looks once every worker is done)
-    left = hook_servers(os.environ["NEXUS_TEST_RUN"])
+    run = os.environ["NEXUS_TEST_RUN"]
+    left = hook_servers(run, folder=run)
     for pid in left:
         os.kill(pid, 9)
+    shutil.rmtree(run, ignore_errors=True)
     if left:
         sys.stderr.write(f"\nthe tests left warm hook servers running (pids {left}): stopped\n")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
