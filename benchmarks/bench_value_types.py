@@ -5,8 +5,8 @@ log pays for the families it loads), and what the ways of making it cheaper woul
 
 The families' classes, put in one source, are compiled once and executed ``--runs`` times in this
 process (the smallest CPU time is kept: class creation is pure CPU), as they are and rewritten: without
-``frozen``, with ``slots=True``, with ``repr=False``, with only the families a session's hooks load
-(all but identities and search), and with only the classes the session-start and prompt hooks create
+``frozen``, with ``slots=True``, with ``repr=False``, with only the families the session-start hook
+loads (entries, memory, project, team), and with only the classes the session-start and prompt hooks create
 (found by counting ``__init__`` calls in a run of each). Nothing is changed in nexus; JSON goes
 to benchmarks/results/bench_value_types.json.
 """
@@ -31,7 +31,7 @@ BLOCKS = {
     for path in sorted(FAMILIES, key=lambda p: p.stem != "entries")
 }
 SOURCE = HEADER + "".join("\n" + block for block in BLOCKS.values())
-ON_THE_HOOKS_FAMILIES = ("entries", "appends", "project", "memory", "team")  # session-start's
+ON_THE_HOOKS_FAMILIES = ("entries", "memory", "project", "team")  # the session-start hook's
 # what the session-start and prompt hooks construct, plus what the per-entry check can (Problem)
 ON_THE_HOOK_PATH = {
     "Brief",
@@ -73,7 +73,7 @@ def main() -> None:
         "frozen, repr=False": SOURCE.replace(
             "@dataclass(frozen=True)", "@dataclass(frozen=True, repr=False)"
         ),
-        "the families a session's hooks load": HEADER
+        "the families the session-start hook loads": HEADER
         + "".join("\n" + BLOCKS[family] for family in ON_THE_HOOKS_FAMILIES),
         f"only the {len(kept)} the hooks create, frozen": head + "".join("\n" + b for b in kept),
     }

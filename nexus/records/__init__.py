@@ -4,9 +4,13 @@ Each record kind written to the vault is described in ``nexus/vault_template/NEX
 
 ``from nexus.records import Entry`` works for every type, and loads only the module of the family it
 names. Creating a frozen dataclass costs Python 3.11 about 0.6 ms of CPU (six generated methods, each
-compiled), so loading all 22 types costs ~14 ms; a process loads the families it uses: ``nexus log
-append`` the log's two (entries, appends), a session's hooks five of the seven (neither identities nor
-search), saving 3 to 8 ms of every such process (``benchmarks/bench_value_types.py``).
+compiled), so loading all 22 types costs ~14 ms. A process loads the families it uses: the brief (the
+session-start hook, ``nexus brief``, ``log read``) entries, project and team (10 types; memory too when
+the agent has a memory store), ``nexus log append`` entries, appends and identities (7). A module that
+creates a type only on a rarer path (an append's answer in ``ledger/log.py``, a memory store's in
+``memory/bounded.py``) names it through the package (``records.AppendResult``), so its family loads on
+that path only. ``benchmarks/bench_value_types.py`` measures the families; ``bench_hooks.py`` and
+``bench_cli.py`` the processes.
 """
 
 from __future__ import annotations
