@@ -7,8 +7,9 @@ Commands, interleaved run by run, in a lived-in vault (``bench_hooks.lived_in``:
 agent, a decision, a checkpoint and a claim): ``nexus brief``, ``nexus log read``, ``nexus log append``
 (an entry of its own each run). CPU is user + system of the process (``getrusage``), which moves far
 less with the machine's load than wall time. ``--against``: another checkout's ``nexus`` too (main's,
-say), each command interleaved with this one's on the same vault, named with a trailing
-``[against]``.
+say), each command interleaved with this one's on its own copy of the vault (two checkouts sharing one
+would each invalidate the other's derived caches, such as the scan flags keyed by the rule files'
+stamps, and both would pay for rebuilding them at every run), named with a trailing ``[against]``.
 
 Then ``python -X importtime`` of ``log append`` and ``log read``: the heaviest imports, and whether any
 heavy module (YAML, frontmatter, Whoosh, watchdog, markdown-it, MCP, portalocker) is on the path.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,18 +84,28 @@ def main() -> int:
     if args.against:
         programs[" [against]"] = str(Path(args.against).parent / "nexus")
     with tempfile.TemporaryDirectory(prefix="nexus-bench-cli-") as tmp:
-        vault, keys, project = lived_in(Path(tmp))
-        env = {**installed_env(dict(os.environ)), "NEXUS_VAULT": str(vault.root), "NEXUS_HOME": str(keys)}
+        _, _, project = lived_in(Path(tmp) / "home")
+        base = installed_env(dict(os.environ))
+        envs = {}
+        for tag in programs:  # a copy of the vault and the keys for each checkout
+            root = (
+                Path(tmp) / "home"
+                if not tag
+                else Path(shutil.copytree(Path(tmp) / "home", Path(tmp) / "other"))
+            )
+            envs[tag] = {**base, "NEXUS_VAULT": str(root / "vault"), "NEXUS_HOME": str(root / "keys")}
+        env = envs[""]
         cmds = {"python -c pass (the floor)": [sys.executable, "-c", "pass"]}
         mine = {tag: commands(program) for tag, program in programs.items()}
         cmds.update({name + tag: mine[tag][name] for name in mine[""] for tag in programs})
-        for cmd in cmds.values():  # bytecode written, caches warm
-            subprocess.run(cmd, env=env, cwd=project, capture_output=True, check=True)
+        env_of = {name: envs[" [against]" if name.endswith("[against]") else ""] for name in cmds}
+        for name, cmd in cmds.items():  # bytecode written, caches warm
+            subprocess.run(cmd, env=env_of[name], cwd=project, capture_output=True, check=True)
         cpu: dict[str, list[float]] = {k: [] for k in cmds}
         wall: dict[str, list[float]] = {k: [] for k in cmds}
         for _ in range(args.runs):
             for name, cmd in cmds.items():
-                w, c, done = measured(cmd, env=env, cwd=project, capture_output=True)
+                w, c, done = measured(cmd, env=env_of[name], cwd=project, capture_output=True)
                 assert done.returncode == 0, done.stderr
                 wall[name].append(w)
                 cpu[name].append(c)
