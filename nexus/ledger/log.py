@@ -33,7 +33,7 @@ from ..errors import ForkError, InputError, IntegrityError
 from ..records import Entry, Located
 from ..storage import durable, entries, segments
 from ..storage.locks import FileLock, exclusive
-from ..storage.text import SECRET_HINT_RE, check_line, check_name, check_token, check_type, prepare_body
+from ..storage.text import check_line, check_name, check_token, check_type, prepare_body, secret_hint
 from ..storage.vault import Vault
 from ..trust import NO_PINS, Trust
 from . import shadow, tailstate
@@ -283,7 +283,7 @@ def _checked_input(
         if not entries.ID_RE.fullmatch(ack_id):
             raise InputError(f"--ack {ack_id!r} is not an entry id (26 characters, as printed by append)")
     for what, part in (("the summary", summary), ("the body", body)):
-        if part and SECRET_HINT_RE.search(part):  # every agent's brief shows an entry: no secrets
+        if part and secret_hint().search(part):  # every agent's brief shows an entry: no secrets
             from ..memory.scan import check_secrets
 
             check_secrets(part, f"{what} of the entry", vault.root)
