@@ -15,7 +15,6 @@ that path only. ``benchmarks/bench_value_types.py`` measures the families; ``ben
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 # each name and the module of its family
@@ -76,6 +75,7 @@ def __getattr__(name: str) -> Any:
     family = FAMILY.get(name)
     if family is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{family}"), name)
+    # (through the import statement's machinery, so ``python -X importtime`` lists the family)
+    value = getattr(__import__(f"{__name__}.{family}", fromlist=[name]), name)
     globals()[name] = value
     return value
