@@ -18,6 +18,10 @@ CLI = "cli"
 MCP = "mcp"
 HOOK = "hook"
 BOTH = frozenset({CLI, MCP})
+ONLY_CLI = frozenset({CLI})
+ONLY_MCP = frozenset({MCP})
+ONLY_HOOK = frozenset({HOOK})
+COUNT = {"ge": 1, "le": 500}  # the MCP bounds of a "how many results" parameter
 
 # MCP tool annotations by what a call does to the vault
 READ = "read"  # reads only; the same answer again
