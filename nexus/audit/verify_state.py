@@ -632,7 +632,7 @@ def _report(
             },
         )
     )
-    from ..project.decisions import check_notes  # decision notes: hand edits, unsigned status changes
+    from ..project.decision_check import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions), _RING[0]))
     check_copies(report, vault, None, _RING[0])  # file-sync conflict copies, merge conflict notes
