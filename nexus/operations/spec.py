@@ -97,6 +97,25 @@ class Param:
         return f"Param({self.name!r}, {self.kind!r})"
 
 
+def how_many(help: str = "how many (default 10)") -> Param:
+    """The ``-n`` of an operation that lists results: 10 by default, 1 to 500 over MCP."""
+    return Param(
+        "n",
+        "int",
+        "How many results at most.",
+        help=help,
+        default=10,
+        flag="-n",
+        mcp=COUNT,
+        cli={"type": "positive"},
+    )
+
+
+def stale_minutes(help: str = "idle time that counts as a probable crash") -> Param:
+    """The command line's ``--stale-minutes``, which overrides the ``stale_checkpoint_minutes`` setting."""
+    return Param("stale_minutes", "float", help=help, setting="stale_checkpoint_minutes", surfaces=ONLY_CLI)
+
+
 class Operation:
     """One capability. ``command``: its words on the command line (None: not there); ``tool``: its MCP
     name (None: not there); ``run``: ``"module:function"``, imported when it runs. ``acts``: whether it

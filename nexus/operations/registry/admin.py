@@ -4,7 +4,7 @@ and its index. Their functions are in ``nexus/operations/admin.py``.
 
 from __future__ import annotations
 
-from ..spec import ADD, COUNT, ONLY_CLI, SET, Operation, Param
+from ..spec import ADD, ONLY_CLI, SET, Operation, Param, how_many, stale_minutes
 
 ADMIN = "nexus.operations.admin"
 
@@ -68,13 +68,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 default="last",
                 mcp={"nullable": True},
             ),
-            Param(
-                "stale_minutes",
-                "float",
-                help="idle time that counts as a probable crash",
-                setting="stale_checkpoint_minutes",
-                surfaces=ONLY_CLI,
-            ),
+            stale_minutes(),
         ),
     ),
     # ------------------------------------------------------------ search
@@ -133,16 +127,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 choices=("hybrid", "text", "meaning"),
                 default="hybrid",
             ),
-            Param(
-                "n",
-                "int",
-                "How many results at most.",
-                help="how many hits (default 10)",
-                default=10,
-                flag="-n",
-                mcp=COUNT,
-                cli={"type": "positive"},
-            ),
+            how_many("how many hits (default 10)"),
         ),
     ),
     Operation(

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ..spec import ADD, ONLY_CLI, ONLY_MCP, SET, Operation, Param
+from ..spec import ADD, ONLY_CLI, ONLY_MCP, SET, Operation, Param, stale_minutes
 
 CHECKPOINT = "nexus.operations.checkpoint"
 STATUSES = ("in-progress", "blocked", "done")
@@ -61,13 +61,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 help="list earlier versions too",
                 default=False,
             ),
-            Param(
-                "stale_minutes",
-                "float",
-                help="idle time that counts as a probable crash",
-                setting="stale_checkpoint_minutes",
-                surfaces=ONLY_CLI,
-            ),
+            stale_minutes(),
         ),
     ),
     Operation(

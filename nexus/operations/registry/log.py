@@ -4,7 +4,7 @@ functions are in ``nexus/operations/log.py``.
 
 from __future__ import annotations
 
-from ..spec import ADD, COUNT, CURSOR, ONLY_CLI, SET, Operation, Param
+from ..spec import ADD, CURSOR, ONLY_CLI, SET, Operation, Param, how_many, stale_minutes
 
 LOG = "nexus.operations.log"
 CHANNEL = "The topic: lowercase letters, digits and dashes, e.g. `build`."
@@ -38,13 +38,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 setting="brief_max_chars",
                 mcp={"ge": 200},
             ),
-            Param(
-                "stale_minutes",
-                "float",
-                help="idle time that counts as a probable crash (default: the vault's setting, 30)",
-                setting="stale_checkpoint_minutes",
-                surfaces=ONLY_CLI,
-            ),
+            stale_minutes("idle time that counts as a probable crash (default: the vault's setting, 30)"),
         ),
     ),
     Operation(
@@ -138,18 +132,7 @@ OPERATIONS: tuple[Operation, ...] = (
         command="log tail",
         tool="log_tail",
         full=True,
-        params=(
-            Param(
-                "n",
-                "int",
-                "How many results at most.",
-                help="how many (default 10)",
-                default=10,
-                flag="-n",
-                mcp=COUNT,
-                cli={"type": "positive"},
-            ),
-        ),
+        params=(how_many(),),
     ),
     Operation(
         "log_owed",

@@ -4,7 +4,7 @@ its review. Their functions are in ``nexus/operations/memory.py``.
 
 from __future__ import annotations
 
-from ..spec import ADD, CHANGE, COUNT, ONLY_CLI, Operation, Param
+from ..spec import ADD, CHANGE, ONLY_CLI, Operation, Param, how_many
 
 MEMORY = "nexus.operations.memory"
 TARGETS = ("memory", "user")
@@ -310,16 +310,7 @@ OPERATIONS: tuple[Operation, ...] = (
         acts="required",
         params=(
             Param("query", description="What you are looking for, in words.", required=True, flag="query"),
-            Param(
-                "n",
-                "int",
-                "How many results at most.",
-                help="how many (default 10)",
-                default=10,
-                flag="-n",
-                mcp=COUNT,
-                cli={"type": "positive"},
-            ),
+            how_many(),
         ),
     ),
     Operation(
