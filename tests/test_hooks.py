@@ -5,6 +5,7 @@ because both runtimes treat exit code 2 as "block the agent"."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from nexus.keys import identity
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
+from nexus.team.session import record_path
 
 EVENT_NAMES = {
     "session-start": "SessionStart",
@@ -314,3 +316,18 @@ def test_a_session_start_takes_checked_signatures_from_the_memo(env: Env, tmp_pa
     assert all(f"— checked note {i} [" in other.stdout for i in range(3)), other.stdout
     assert "UNVERIFIED" not in other.stdout.upper()
     assert "cryptography" not in other.stderr
+
+
+def test_a_quiet_prompt_names_its_record_without_loading_openssl(env: Env, tmp_path: Path) -> None:
+    """A prompt with nothing new answers from a few stats and its session's record, whose name is a
+    SHA-256 of agent and session: taken from CPython's own, the same digest as hashlib's, so the
+    quiet turn never loads OpenSSL (hashlib, 5 to 30 ms in a fresh process)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    data = json.dumps({"session_id": "s-q", "cwd": str(outside), "prompt": "go"})
+    assert _hook(env, "session-start", "--agent", "lyra", stdin=data).returncode == 0
+    quiet = _hook(env, "prompt", "--agent", "lyra", stdin=data, importtime=True)
+    assert quiet.returncode == 0 and quiet.stdout == "", quiet.stderr
+    assert "nexus.team.session" in quiet.stderr and "_hashlib" not in quiet.stderr
+    record = record_path(env.vault, "lyra", "s-q")
+    assert record.is_file() and record.name == hashlib.sha256(b"lyra\0s-q").hexdigest()[:24] + ".json"
