@@ -39,6 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# records.MemoryResult is named through the package: its family loads when a store is first changed
+# or measured, not with every brief
+from .. import records
 from ..errors import (
     ConflictError,
     IdentityError,
@@ -47,7 +50,6 @@ from ..errors import (
     MemoryFullError,
     NotFoundError,
 )
-from ..records import MemoryResult
 from ..storage import durable, markers
 from ..storage.locks import exclusive
 from ..storage.text import check_name, describe_char, first_invisible
@@ -306,13 +308,13 @@ def result(
     limit: int,
     changed: bool,
     backup: str | None,
-) -> MemoryResult:
+) -> records.MemoryResult:
     if backup:
         message += (
             f" The file had been edited by hand in a way nexus would not write back exactly; "
             f"its previous text is kept in {backup}."
         )
-    return MemoryResult(
+    return records.MemoryResult(
         st.target,
         st.agent,
         vault.rel(st.path) if st.path.exists() else st.path.relative_to(vault.root).as_posix(),
@@ -346,13 +348,15 @@ def _clean(content: str | None, what: str, vault: Vault) -> str:
     return text
 
 
-def usage(vault: Vault, target: str, agent: str | None, limit: int) -> MemoryResult:
+def usage(vault: Vault, target: str, agent: str | None, limit: int) -> records.MemoryResult:
     st = store(vault, target, agent)
     entries = list(dict.fromkeys(read(st.path)))
     return result(vault, st, "", entries, limit, False, None)
 
 
-def add(vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int) -> MemoryResult:
+def add(
+    vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     text = _clean(content, "content", vault)
     with locked(vault, st):
@@ -396,7 +400,7 @@ def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> 
 
 def replace(
     vault: Vault, target: str, agent: str | None, old_text: str | None, content: str | None, *, limit: int
-) -> MemoryResult:
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     text = _clean(content, "new content", vault)
     with locked(vault, st):
@@ -418,7 +422,9 @@ def replace(
     return result(vault, st, "Entry replaced.", new, limit, True, backup)
 
 
-def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int) -> MemoryResult:
+def remove(
+    vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     with locked(vault, st):
         raw = read_raw(st)
@@ -434,7 +440,7 @@ def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *
 
 def import_hermes(
     vault: Vault, folder: Path, agent: str, *, memory_limit: int, user_limit: int
-) -> list[MemoryResult]:
+) -> list[records.MemoryResult]:
     """Add the entries of a Hermes ``memories/`` folder (MEMORY.md, USER.md) to ``agent``'s memory and
     the vault's USER.md: what is clean and fits is imported, in order; every entry left out is listed
     with why (``skipped``). Each entry passes the same checks as ``memory add``."""

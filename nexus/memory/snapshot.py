@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# records' types are named through the package (as in bounded.py): the memory family loads when a
+# snapshot is made, not when the brief's cached one is read
+from .. import records
 from ..errors import InputError, VaultError
-from ..records import BriefSection, MemoryResult
 from ..storage import durable, markers
 from ..storage.text import check_name
 from ..storage.vault import Vault
@@ -39,8 +41,8 @@ class Snapshot:
 
     agent: str
     text: str
-    memory: MemoryResult
-    user: MemoryResult
+    memory: records.MemoryResult
+    user: records.MemoryResult
     blocked: tuple[str, ...]  # what was held back, as "FILE: rule, …"
 
     @property
@@ -63,7 +65,7 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
     check_name(agent)
     blocks: list[str] = []
     blocked: list[str] = []
-    results: list[MemoryResult] = []
+    results: list[records.MemoryResult] = []
     for target, limit in (("memory", memory_limit), ("user", user_limit)):
         rel = "USER.md" if target == "user" else f"agents/{agent}/MEMORY.md"
         try:  # read what can be read: one store that cannot be read never hides the other
@@ -77,7 +79,7 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
         except (InputError, VaultError) as err:
             blocked.append(f"{rel}: not shown: {err}")
             results.append(
-                MemoryResult(
+                records.MemoryResult(
                     target,
                     agent if target == "memory" else None,
                     rel,
@@ -137,7 +139,7 @@ def cached_snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: 
 
 def brief_section(
     vault: Vault, agent: str, limit: int, *, memory_limit: int, user_limit: int, surface: str = "cli"
-) -> BriefSection | None:
+) -> records.BriefSection | None:
     """The brief's memory slot: usage warnings, the snapshot, the memory index (cut to ``limit``).
     ``memory_limit`` and ``user_limit``: the settings' ``memory_chars`` and ``user_chars``."""
     snap = cached_snapshot(vault, agent, memory_limit=memory_limit, user_limit=user_limit)
@@ -158,4 +160,4 @@ def brief_section(
     if len(text) > limit:
         hint = f"\n… (cut; the whole snapshot: {say(surface, 'snapshot', agent=agent)})"
         text = text[: max(0, limit - len(hint))] + hint
-    return BriefSection("memory", "Your memory", text)
+    return records.BriefSection("memory", "Your memory", text)
