@@ -211,8 +211,9 @@ def test_bad_input_is_one_line_and_changes_nothing(
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
-    """The environment a runtime gives its hooks: no NEXUS_* (the command line carries them)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}
+    """The environment a runtime gives its hooks: no NEXUS_* (the command line carries them), but the
+    suite's switch of the warm hook server (tests/conftest.py)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_") or k == "NEXUS_HOOK_SERVER"}
     env.update(extra)
     return env
 
