@@ -243,12 +243,12 @@ def wait_for_rescans(vault: Vault, count: int = 2, timeout: float = 60) -> None:
 def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids of the entries read back from the log by ref (``coordination.materialize``) from now on,
     until ``monkeypatch.undo()``."""
-    from nexus.team import coordination
+    from nexus.team import coordination, coordination_state
 
     read_back: list[str] = []
     real = coordination.materialize
 
-    def spy(vault: Any, ref: coordination.Ref, checker: Any = None) -> Any:
+    def spy(vault: Any, ref: coordination_state.Ref, checker: Any = None) -> Any:
         read_back.append(ref.id)
         return real(vault, ref, checker)
 

@@ -7,7 +7,7 @@
     nexus-hook session-end --agent ella --vault /path/to/vault     # SessionEnd: retain, pending review
     nexus-hook pre-tool --agent ella --vault /path/to/vault        # PreToolUse: an edit of a claimed path
 
-The events are operations (``nexus/operations/registry.py``, ``hook=``): this module is their thin
+The events are operations (``nexus/operations/registry/``, ``hook=``): this module is their thin
 surface, generated like the CLI and the MCP tools. The runtime's event JSON on stdin is read and
 given to the operation: ``session_id`` (what this session was told), ``cwd`` (where to look for a
 vault when none is given), and each parameter the operation declares (``source``, ``prompt``,
