@@ -7,7 +7,12 @@ on 127.0.0.1 (tests/e2e/), side by side in one run:
   project) and wired (`nexus setup codex`, project scope: a required MCP server, the SessionStart and
   UserPromptSubmit hooks before the first request), interleaved run by run; and on every wired run,
   whether that first request already offers the nexus tools.
-- **Per turn**: one app-server session of N turns, wired, every other turn with one new entry by another
+- **The warm hook server**: the wired start with the hooks each in their own process
+  (``NEXUS_HOOK_SERVER=off``) and warm (the server an untimed first session just started), both in
+  one wired place reused run after run, and cold (a new place each run: SessionStart runs in process
+  and starts the server).
+- **Per turn**: one app-server session of N turns, wired (the hooks in their own processes, then
+  served by a warm server), every other turn with one new entry by another
   agent between prompts: the time Codex itself reports for nexus's hooks in each turn (`hook/completed`
   `durationMs`: UserPromptSubmit + Stop), beside two bare `python -c pass` timed after each turn (the
   floor of two hook processes under the same load), and the turn's wall time beside a bare session's.
@@ -20,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from e2e.model_openai import OpenAIModel, Text  # noqa: E402
 from e2e.runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
-from harness import children_cpu_ms, installed_env, pct  # noqa: E402
+from harness import children_cpu_ms, installed_env, pct, server_cpu_ms, server_mode  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -115,78 +122,92 @@ def session(
     return hooks, walls
 
 
+STARTS = ("bare", "wired", "wired, hook server cold", "wired, hook server warm")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--turns", type=int, default=12)
     args = ap.parse_args()
-    bare_starts: list[float] = []
-    wired_starts: list[float] = []
-    cpu: dict[bool, list[float]] = {False: [], True: []}
+    folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))  # the servers' sockets (short paths)
+    os.environ["XDG_RUNTIME_DIR"] = str(folder)
+    try:
+        measure(args.runs, args.turns, folder)
+    finally:
+        server_mode("cold", folder)  # (stops them)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure(runs: int, turns: int, folder: Path) -> None:
+    starts: dict[str, list[float]] = {name: [] for name in STARTS}
+    cpu: dict[str, list[float]] = {name: [] for name in STARTS}
     tools: list[bool] = []
+    hooks: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.runs):
-            for wired in (False, True):
-                home, project, _ = place(Path(tmp) / f"{i}-{wired}", wired)
+        warm = place(Path(tmp) / "warm", True)
+        server_mode("warm", folder)
+        first_request(*warm[:2])  # a first session: its server is up for the first warm run
+        for i in range(runs):
+            for name in STARTS:
+                mode = {"wired, hook server cold": "cold", "wired, hook server warm": "warm"}.get(name, "off")
+                server_mode(mode, folder)
+                if name in ("wired", "wired, hook server warm"):  # (one place: the same vault and caches)
+                    home, project, _ = warm
+                if mode == "warm":  # a first session, untimed: the server up (a cold run stopped it)
+                    first_request(home, project)
+                else:
+                    home, project, _ = place(Path(tmp) / f"{i}-{len(name)}", name != "bare")
+                served = server_cpu_ms(folder)
                 seconds, has_tools, used = first_request(home, project)
-                (wired_starts if wired else bare_starts).append(seconds * 1000)
-                cpu[wired].append(used)
-                if wired:
+                starts[name].append(seconds * 1000)
+                cpu[name].append(
+                    used + sum(server_cpu_ms(folder, served).values())
+                )  # (the server: no child of ours)
+                if name != "bare":
                     tools.append(has_tools)
-        home, project, stores = place(Path(tmp) / "session-wired", True)
         floor: list[float] = []
-        hooks, wired_walls = session(home, project, stores, args.turns, floor)
+        for mode, tag in (("off", ""), ("warm", " [served]")):
+            server_mode(mode, folder)
+            home, project, stores = place(Path(tmp) / f"session-wired-{mode}", True)
+            hooks[tag], wired_walls = session(home, project, stores, turns, floor if not tag else None)
+        server_mode("off", folder)
         home, project, stores = place(Path(tmp) / "session-bare", False)
-        _, bare_walls = session(home, project, stores, args.turns)
-    later = hooks[1:]  # the first turn also starts the session (SessionStart is timed apart by Codex)
-    out = {
+        _, bare_walls = session(home, project, stores, turns)
+    later = {tag: found[1:] for tag, found in hooks.items()}  # (the first turn also starts the session)
+    out: dict[str, Any] = {
         "codex": VERSION,
-        "runs": args.runs,
-        "first_request_ms": {
-            "bare_p50": pct(bare_starts, 0.5),
-            "wired_p50": pct(wired_starts, 0.5),
-            "added_p50": pct(wired_starts, 0.5) - pct(bare_starts, 0.5),
-            "bare": bare_starts,
-            "wired": wired_starts,
+        "runs": runs,
+        "load": os.getloadavg(),
+        "first_request_ms": {name: pct(v, 0.5) for name, v in starts.items()},
+        "first_request_added_ms": {
+            name: pct(v, 0.5) - pct(starts["bare"], 0.5) for name, v in starts.items() if name != "bare"
         },
-        "exec_run_cpu_ms": {
-            "bare_p50": pct(cpu[False], 0.5),
-            "wired_p50": pct(cpu[True], 0.5),
-            "added_p50": pct(cpu[True], 0.5) - pct(cpu[False], 0.5),
+        "exec_run_cpu_ms": {name: pct(v, 0.5) for name, v in cpu.items()},
+        "exec_run_cpu_added_ms": {
+            name: pct(v, 0.5) - pct(cpu["bare"], 0.5) for name, v in cpu.items() if name != "bare"
         },
         "first_turn_has_nexus_tools": f"{sum(tools)}/{len(tools)}",
         "hooks_per_turn_ms": {
-            "p50": pct(later, 0.5),
-            "p90": pct(later, 0.9),
-            "nothing_new_p50": pct(later[1::2], 0.5),
-            "one_new_entry_p50": pct(later[0::2], 0.5),
-            "all": hooks,
-            "two_python_starts_p50": pct(floor[1:], 0.5),
+            tag.strip(" []") or "in process": {
+                "p50": pct(v, 0.5),
+                "p90": pct(v, 0.9),
+                "nothing_new_p50": pct(v[1::2], 0.5),
+                "one_new_entry_p50": pct(v[0::2], 0.5),
+                "all": hooks[tag],
+            }
+            for tag, v in later.items()
         },
-        "turn_wall_ms": {"bare_p50": pct(bare_walls[1:], 0.5), "wired_p50": pct(wired_walls[1:], 0.5)},
+        "two_python_starts_p50": pct(floor[1:], 0.5),
+        "turn_wall_ms": {
+            "bare_p50": pct(bare_walls[1:], 0.5),
+            "wired_p50 (served)": pct(wired_walls[1:], 0.5),
+        },
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench_runtimes_codex.json").write_text(json.dumps(out, indent=2) + "\n")
-    f = out["first_request_ms"]
-    h = out["hooks_per_turn_ms"]
-    w = out["turn_wall_ms"]
-    print(f"Codex {VERSION}, {args.runs} runs of each, interleaved")
-    print(
-        f"time to the first model request: {f['bare_p50']:.0f} ms without nexus, {f['wired_p50']:.0f} ms "
-        f"wired (+{f['added_p50']:.0f} ms, p50)"
-    )
-    c = out["exec_run_cpu_ms"]
-    print(
-        f"CPU of the whole `codex exec` run: {c['bare_p50']:.0f} ms without nexus, {c['wired_p50']:.0f} ms "
-        f"wired (+{c['added_p50']:.0f} ms, p50)"
-    )
-    print(f"first turn has the nexus tools: {out['first_turn_has_nexus_tools']}")
-    print(
-        f"nexus hooks per turn (Codex's durationMs): p50 {h['p50']:.0f} ms, p90 {h['p90']:.0f} ms "
-        f"(nothing new {h['nothing_new_p50']:.0f} ms, one new entry {h['one_new_entry_p50']:.0f} ms); "
-        f"two bare `python -c pass` meanwhile: p50 {h['two_python_starts_p50']:.0f} ms"
-    )
-    print(f"turn wall time p50: {w['bare_p50']:.0f} ms without nexus, {w['wired_p50']:.0f} ms wired")
+    print(f"Codex {VERSION}, {runs} runs of each, interleaved; load {out['load'][0]:.1f}")
+    print(json.dumps({k: v for k, v in out.items() if k not in ("codex", "runs", "load")}, indent=1))
 
 
 if __name__ == "__main__":

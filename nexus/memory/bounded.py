@@ -37,8 +37,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+# records.MemoryResult is named through the package: its family loads when a store is first changed
+# or measured, not with every brief
+from .. import records
 from ..errors import (
     ConflictError,
     IdentityError,
@@ -46,17 +49,12 @@ from ..errors import (
     IntegrityError,
     MemoryFullError,
     NotFoundError,
-    VaultError,
 )
-from ..records import MemoryResult
 from ..storage import durable, markers
 from ..storage.locks import exclusive
 from ..storage.text import check_name, describe_char, first_invisible
 from ..storage.vault import Vault
 from . import scan
-
-if TYPE_CHECKING:
-    from ..records import BriefSection
 
 DELIM = "\n§\n"
 TARGETS = ("memory", "user")
@@ -310,13 +308,13 @@ def result(
     limit: int,
     changed: bool,
     backup: str | None,
-) -> MemoryResult:
+) -> records.MemoryResult:
     if backup:
         message += (
             f" The file had been edited by hand in a way nexus would not write back exactly; "
             f"its previous text is kept in {backup}."
         )
-    return MemoryResult(
+    return records.MemoryResult(
         st.target,
         st.agent,
         vault.rel(st.path) if st.path.exists() else st.path.relative_to(vault.root).as_posix(),
@@ -350,13 +348,15 @@ def _clean(content: str | None, what: str, vault: Vault) -> str:
     return text
 
 
-def usage(vault: Vault, target: str, agent: str | None, limit: int) -> MemoryResult:
+def usage(vault: Vault, target: str, agent: str | None, limit: int) -> records.MemoryResult:
     st = store(vault, target, agent)
     entries = list(dict.fromkeys(read(st.path)))
     return result(vault, st, "", entries, limit, False, None)
 
 
-def add(vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int) -> MemoryResult:
+def add(
+    vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     text = _clean(content, "content", vault)
     with locked(vault, st):
@@ -400,7 +400,7 @@ def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> 
 
 def replace(
     vault: Vault, target: str, agent: str | None, old_text: str | None, content: str | None, *, limit: int
-) -> MemoryResult:
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     text = _clean(content, "new content", vault)
     with locked(vault, st):
@@ -422,7 +422,9 @@ def replace(
     return result(vault, st, "Entry replaced.", new, limit, True, backup)
 
 
-def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int) -> MemoryResult:
+def remove(
+    vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     with locked(vault, st):
         raw = read_raw(st)
@@ -433,159 +435,12 @@ def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *
     return result(vault, st, "Entry removed.", new, limit, True, backup)
 
 
-# ---------------------------------------------------------------- the frozen snapshot
-
-
-def render_block(target: str, entries: Sequence[str], limit: int) -> str:
-    """Hermes's system-prompt block: a 46-``═`` frame, a usage header, the entries."""
-    if not entries:
-        return ""
-    content = DELIM.join(entries)
-    current = len(content)
-    pct = min(100, current * 100 // limit) if limit > 0 else 0
-    over = " ⚠ OVER BUDGET" if current > limit else ""
-    name = "USER PROFILE (who the user is)" if target == "user" else "MEMORY (your personal notes)"
-    return f"{BAR}\n{name} [{pct}% — {current:,}/{limit:,} chars{over}]\n{BAR}\n{content}"
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """An agent's frozen memory for a session: the text, both files' results, and what was held back."""
-
-    agent: str
-    text: str
-    memory: MemoryResult
-    user: MemoryResult
-    blocked: tuple[str, ...]  # what was held back, as "FILE: rule, …"
-
-    @property
-    def warnings(self) -> list[str]:
-        return [w for w in (self.memory.warning, self.user.warning) if w]
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "agent": self.agent,
-            "text": self.text,
-            "memory": self.memory.to_json(),
-            "user": self.user.to_json(),
-            "blocked": list(self.blocked),
-            "warnings": self.warnings,
-        }
-
-
-def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) -> Snapshot:
-    """Both stores as the block a runtime puts in its system prompt, each entry scanned again."""
-    check_name(agent)
-    blocks: list[str] = []
-    blocked: list[str] = []
-    results: list[MemoryResult] = []
-    for target, limit in (("memory", memory_limit), ("user", user_limit)):
-        rel = "USER.md" if target == "user" else f"agents/{agent}/MEMORY.md"
-        try:  # read what can be read: one store that cannot be read never hides the other
-            st = store(vault, target, agent)
-            raw = read_raw(st)
-            if markers.regions(encode(raw)):
-                raise InputError(
-                    "it holds git conflict markers (a merge without the nexus driver): `nexus git resolve`"
-                )
-            entries = list(dict.fromkeys(parse(raw)))
-        except (InputError, VaultError) as err:
-            blocked.append(f"{rel}: not shown: {err}")
-            results.append(
-                MemoryResult(
-                    target,
-                    agent if target == "memory" else None,
-                    rel,
-                    f"not shown: {err}",
-                    (),
-                    0,
-                    limit,
-                    False,
-                )
-            )
-            continue
-        shown = []
-        for e in entries:
-            found = scan.findings(e, vault.root)
-            if found:
-                blocked.append(f"{vault.rel(st.path)}: " + ", ".join(f.rule for f in found))
-                shown.append(scan.blocked_placeholder(vault.rel(st.path), found))
-            else:
-                shown.append(e)
-        block = render_block(target, shown, limit)
-        if block:
-            blocks.append(block)
-        results.append(result(vault, st, "", entries, limit, False, None))
-    return Snapshot(agent, "\n\n".join(blocks), results[0], results[1], tuple(blocked))
-
-
-def _stamp(path: Path) -> list[int]:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return [0, 0]
-    return [st.st_ino, st.st_mtime_ns, st.st_size]
-
-
-def cached_snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) -> dict[str, object]:
-    """``snapshot(...).to_json()``, cached under ``.nexus/cache/`` by the stamps of both stores and the
-    rule files, so the brief (a hot path) scans only when something changed."""
-    check_name(agent)
-    deps = [
-        store(vault, "memory", agent).path,
-        vault.root / "USER.md",
-        vault.root / scan.VAULT_RULES_FILE,
-        Path(scan.__file__).parent / scan.RULES_FILE,
-    ]
-    key = [[_stamp(p) for p in deps], memory_limit, user_limit]
-    cache = vault.state / "cache" / f"memory-snapshot-{agent}.json"
-    try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        if data.get("key") == key:
-            return dict(data["snapshot"])
-    except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    snap = snapshot(vault, agent, memory_limit=memory_limit, user_limit=user_limit).to_json()
-    durable.replace(cache, json.dumps({"key": key, "snapshot": snap}).encode("utf-8"), durable=False)
-    return snap
-
-
-def brief_section(
-    vault: Vault, agent: str, limit: int, *, memory_limit: int, user_limit: int, surface: str = "cli"
-) -> BriefSection | None:
-    """The brief's memory slot: usage warnings, the snapshot, the memory index (cut to ``limit``).
-    ``memory_limit`` and ``user_limit``: the settings' ``memory_chars`` and ``user_chars``."""
-    from ..records import BriefSection
-    from ..team.hints import say
-    from . import facts
-
-    snap = cached_snapshot(vault, agent, memory_limit=memory_limit, user_limit=user_limit)
-    warnings = snap.get("warnings")
-    parts: list[str] = [f"⚠ {w}" for w in warnings] if isinstance(warnings, list) else []
-    if snap.get("text"):
-        parts.append(str(snap["text"]))
-    index = facts.index_text(vault)
-    lines = [line for line in (index or "").split("\n") if line.startswith("- [[")]
-    if lines:
-        parts.append(
-            f"Memory index ({len(lines)} fact{'s' if len(lines) != 1 else ''}; open a note with "
-            f"{say(surface, 'fact')}):\n" + "\n".join(lines)
-        )
-    if not parts:
-        return None
-    text = "\n\n".join(parts)
-    if len(text) > limit:
-        hint = f"\n… (cut; the whole snapshot: {say(surface, 'snapshot', agent=agent)})"
-        text = text[: max(0, limit - len(hint))] + hint
-    return BriefSection("memory", "Your memory", text)
-
-
 # ---------------------------------------------------------------- import from Hermes
 
 
 def import_hermes(
     vault: Vault, folder: Path, agent: str, *, memory_limit: int, user_limit: int
-) -> list[MemoryResult]:
+) -> list[records.MemoryResult]:
     """Add the entries of a Hermes ``memories/`` folder (MEMORY.md, USER.md) to ``agent``'s memory and
     the vault's USER.md: what is clean and fits is imported, in order; every entry left out is listed
     with why (``skipped``). Each entry passes the same checks as ``memory add``."""
