@@ -5,8 +5,10 @@ on 127.0.0.1 (tests/e2e/), side by side in one run:
 
 - **Start**: `codex exec PROMPT` from spawn to its first model request, without nexus (a bare home and
   project) and wired (`nexus setup codex`, project scope: a required MCP server, the SessionStart and
-  UserPromptSubmit hooks before the first request), interleaved run by run; and on every wired run,
-  whether that first request already offers the nexus tools.
+  UserPromptSubmit hooks before the first request), and in two halves of the wiring, to tell what the
+  first request waits for: the hooks alone (no `[mcp_servers.nexus]`) and the MCP server alone (no
+  `hooks.json`); interleaved run by run, with the CPU of each whole run; and on every run with the
+  server, whether that first request already offers the nexus tools.
 - **Per turn**: one app-server session of N turns, wired, every other turn with one new entry by another
   agent between prompts: the time Codex itself reports for nexus's hooks in each turn (`hook/completed`
   `durationMs`: UserPromptSubmit + Stop), beside two bare `python -c pass` timed after each turn (the
@@ -42,7 +44,10 @@ BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def place(root: Path, wired: bool) -> tuple[Path, Path, Any]:
+VARIANTS = ("without nexus", "with nexus", "hooks only", "MCP server only")
+
+
+def place(root: Path, wired: bool, variant: str = "with nexus") -> tuple[Path, Path, Any]:
     home, project = root / "home", root / "project"
     home.mkdir(parents=True)
     project.mkdir()
@@ -54,7 +59,11 @@ def place(root: Path, wired: bool) -> tuple[Path, Path, Any]:
     if wired:
         env = {"HOME": str(home), "NEXUS_HOME": str(keys), "PATH": f"{BIN}:/usr/bin:/bin"}
         args = ["--vault", str(vault.root), "setup", "codex", "--agent", "lyra"]
-        subprocess.run([sys.executable, "-m", "nexus", *args], cwd=project, env=env, check=True)
+        subprocess.run([sys.executable, "-m", "nexus", *args], cwd=project, env=env, check=True, capture_output=True)
+        if variant == "hooks only":  # the project's config without the server: hooks switched on
+            (project / ".codex" / "config.toml").write_text("[features]\nhooks = true\n")
+        elif variant == "MCP server only":
+            (project / ".codex" / "hooks.json").unlink()
     else:  # the same trust a user gives their own project, without nexus
         (home / ".codex").mkdir()
         (home / ".codex" / "config.toml").write_text(f'[projects."{project}"]\ntrust_level = "trusted"\n')
@@ -120,19 +129,18 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--turns", type=int, default=12)
     args = ap.parse_args()
-    bare_starts: list[float] = []
-    wired_starts: list[float] = []
-    cpu: dict[bool, list[float]] = {False: [], True: []}
-    tools: list[bool] = []
+    starts: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    tools: dict[str, list[bool]] = {v: [] for v in VARIANTS[1:]}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
-            for wired in (False, True):
-                home, project, _ = place(Path(tmp) / f"{i}-{wired}", wired)
+            for n, variant in enumerate(VARIANTS):
+                home, project, _ = place(Path(tmp) / f"{i}-{n}", variant != "without nexus", variant)
                 seconds, has_tools, used = first_request(home, project)
-                (wired_starts if wired else bare_starts).append(seconds * 1000)
-                cpu[wired].append(used)
-                if wired:
-                    tools.append(has_tools)
+                starts[variant].append(seconds * 1000)
+                cpu[variant].append(used)
+                if variant in tools:
+                    tools[variant].append(has_tools)
         home, project, stores = place(Path(tmp) / "session-wired", True)
         floor: list[float] = []
         hooks, wired_walls = session(home, project, stores, args.turns, floor)
@@ -143,18 +151,14 @@ def main() -> None:
         "codex": VERSION,
         "runs": args.runs,
         "first_request_ms": {
-            "bare_p50": pct(bare_starts, 0.5),
-            "wired_p50": pct(wired_starts, 0.5),
-            "added_p50": pct(wired_starts, 0.5) - pct(bare_starts, 0.5),
-            "bare": bare_starts,
-            "wired": wired_starts,
+            v: {"p50": pct(t, 0.5), "added_p50": pct(t, 0.5) - pct(starts[VARIANTS[0]], 0.5), "all": t}
+            for v, t in starts.items()
         },
         "exec_run_cpu_ms": {
-            "bare_p50": pct(cpu[False], 0.5),
-            "wired_p50": pct(cpu[True], 0.5),
-            "added_p50": pct(cpu[True], 0.5) - pct(cpu[False], 0.5),
+            v: {"p50": pct(c, 0.5), "added_p50": pct(c, 0.5) - pct(cpu[VARIANTS[0]], 0.5)}
+            for v, c in cpu.items()
         },
-        "first_turn_has_nexus_tools": f"{sum(tools)}/{len(tools)}",
+        "first_turn_has_nexus_tools": {v: f"{sum(t)}/{len(t)}" for v, t in tools.items()},
         "hooks_per_turn_ms": {
             "p50": pct(later, 0.5),
             "p90": pct(later, 0.9),
@@ -167,20 +171,16 @@ def main() -> None:
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench_runtimes_codex.json").write_text(json.dumps(out, indent=2) + "\n")
-    f = out["first_request_ms"]
+    f, c = out["first_request_ms"], out["exec_run_cpu_ms"]
     h = out["hooks_per_turn_ms"]
     w = out["turn_wall_ms"]
-    print(f"Codex {VERSION}, {args.runs} runs of each, interleaved")
-    print(
-        f"time to the first model request: {f['bare_p50']:.0f} ms without nexus, {f['wired_p50']:.0f} ms "
-        f"wired (+{f['added_p50']:.0f} ms, p50)"
-    )
-    c = out["exec_run_cpu_ms"]
-    print(
-        f"CPU of the whole `codex exec` run: {c['bare_p50']:.0f} ms without nexus, {c['wired_p50']:.0f} ms "
-        f"wired (+{c['added_p50']:.0f} ms, p50)"
-    )
-    print(f"first turn has the nexus tools: {out['first_turn_has_nexus_tools']}")
+    print(f"Codex {VERSION}, {args.runs} runs of each, interleaved (p50; added: against without nexus)")
+    for v in VARIANTS:
+        print(
+            f"{v:16s} first model request {f[v]['p50']:4.0f} ms (+{f[v]['added_p50']:3.0f}), CPU of the "
+            f"whole `codex exec` run {c[v]['p50']:4.0f} ms (+{c[v]['added_p50']:3.0f})"
+            + (f", first turn has its tools {out['first_turn_has_nexus_tools'][v]}" if v in tools else "")
+        )
     print(
         f"nexus hooks per turn (Codex's durationMs): p50 {h['p50']:.0f} ms, p90 {h['p90']:.0f} ms "
         f"(nothing new {h['nothing_new_p50']:.0f} ms, one new entry {h['one_new_entry_p50']:.0f} ms); "

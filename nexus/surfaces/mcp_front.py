@@ -46,17 +46,20 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
 
-from . import mcp_tools
-from .mcp_answers import LISTEN_ACK, Answers, load_data
-from .mcp_tools import Defer
+from .mcp_answers import CALLS, LISTEN_ACK, Answers, Defer, load_data
 
+TYPE_CHECKING = False  # (typing's own flag costs its import: ~3 ms before the first answer)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
     from ..workspace import Workspace
+    from .mcp_start import Start
 
 MODES = ("auto", "lazy", "front", "sdk")
 IDLE_SECONDS = 0.05
+QUIET_SECONDS = 0.05  # the opening requests answered and none for this long: resolve the workspace
 EXIT_WAIT_SECONDS = 10.0  # on SIGINT, how long a running tool call may take to finish
 INTERNAL_ERROR = -32603
 LISTEN = "subscriptions/listen"
@@ -89,24 +92,38 @@ class Wire:
 
 
 class Session:
-    """One stdio session: the reader thread, the front, the SDK's loading and the hand-over."""
+    """One stdio session: the reader thread, the front, the SDK's loading and the hand-over.
 
-    def __init__(self, ws: Workspace, agent: str, tools: str, mode: str) -> None:
-        self.ws, self.agent, self.tools, self.mode = ws, agent, tools, mode
+    ``ws`` is the workspace, or what resolves it (:func:`start`): then it is resolved once the stream
+    has been quiet for ``QUIET_SECONDS`` after the opening requests, or first thing for a request
+    that needs it (a tool call, the SDK)."""
+
+    def __init__(self, ws: Workspace | Callable[[], Workspace], agent: str, tools: str, mode: str) -> None:
+        self.agent, self.tools, self.mode = agent, tools, mode
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.front = Answers(ws, agent, tools, load_data())
+        self.resolved = not callable(ws)
         self.pending: list[bytes] = []  # lines kept for the SDK, in order
         self.loading = False
         self.failed = ""  # why the SDK could not be loaded
+
+    @property
+    def ws(self) -> Workspace:
+        self.resolved = True
+        return self.front.ws
 
     def run(self, source: int, wire: Wire) -> int:
         threading.Thread(target=self._read, args=(source,), name="nexus-mcp-stdin", daemon=True).start()
         while True:
             idle = self.mode == "auto" and not self.loading
+            timeout = QUIET_SECONDS if not self.resolved else IDLE_SECONDS if idle else None
             try:
-                kind, item = self.events.get(timeout=IDLE_SECONDS if idle else None)
+                kind, item = self.events.get(timeout=timeout)
             except queue.Empty:
-                self._load()
+                if not self.resolved:
+                    self.ws  # noqa: B018 (resolving it is the point)
+                else:
+                    self._load()
                 continue
             if kind == "line":
                 self._line(item, wire)
@@ -151,6 +168,7 @@ class Session:
         try:
             response = self.front.take(message)
         except Defer:
+            self.ws  # noqa: B018 (the SDK is made for the workspace: resolved first, errors and all)
             if self.failed:
                 wire.error(message if isinstance(message, dict) else {}, self.failed)
             else:
@@ -308,7 +326,7 @@ class Output:
 
 
 def _exit_when_idle() -> None:
-    mcp_tools.CALLS.wait_idle(EXIT_WAIT_SECONDS)
+    CALLS.wait_idle(EXIT_WAIT_SECONDS)
     os._exit(0)
 
 
@@ -319,8 +337,9 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy") -> int:
-    """``nexus mcp``: check the agent, then serve stdio (``mode``: one of :data:`MODES`)."""
+    """``nexus mcp`` through the CLI: check the agent, then serve stdio (``mode``: one of :data:`MODES`)."""
     from ..errors import InputError
+    from . import mcp_tools
 
     tools = ws.settings.mcp_tools if tools is None else tools
     if mode not in MODES:
@@ -331,7 +350,43 @@ def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy
         from . import mcp_server
 
         return mcp_server.run(ws, agent)
-    session = Session(ws, agent, tools, mode)
+    return _serve(Session(ws, agent, tools, mode))
+
+
+def start(begun: Start, argv: Sequence[str]) -> int:
+    """``nexus mcp`` started by :func:`mcp_start.read` (the program's entry point): serve stdio at
+    once; the workspace is resolved by the library after the opening answers (:func:`workspace`)."""
+    signal.signal(signal.SIGINT, _interrupted)
+    session = Session(lambda: workspace(begun), begun.agent, begun.tools, begun.mode)
+    try:
+        return _serve(session)
+    except Exception as err:  # what the CLI would have refused before serving: said as it says it
+        from ..errors import NexusError
+
+        if not isinstance(err, NexusError):
+            raise
+        sys.stderr.write(f"nexus: error: {err}\n")
+        return err.exit_code
+
+
+def workspace(begun: Start) -> Workspace:
+    """The workspace ``nexus mcp`` acts in, as the CLI resolves it (``invocation.workspace``: every
+    setting, a warning for a misspelt ``NEXUS_*`` variable), the agent and tool set checked again."""
+    import argparse
+
+    from ..variables import unknown
+    from . import invocation, mcp_tools
+
+    for warning in unknown(os.environ):
+        sys.stderr.write(f"nexus: {warning}\n")
+    ws: Workspace = invocation.workspace(argparse.Namespace(vault=begun.vault_given, tools=begun.tools_given))
+    mcp_tools.check_agent(ws, begun.agent, ws.settings.mcp_tools)
+    if ws.settings.mcp_tools != begun.tools:  # nexus.md changed as the server started: serve what was listed
+        ws = ws.with_settings(mcp_tools=begun.tools)
+    return ws
+
+
+def _serve(session: Session) -> int:
     # the wire on descriptors of its own; fd 1 -> stderr and fd 0 -> /dev/null meanwhile (the SDK's
     # stdio transport does the same): nothing a tool prints can tear a JSON-RPC line
     sys.stdout.flush()

@@ -1,0 +1,111 @@
+"""The start of ``nexus mcp`` before its first answer: the command line, the vault, the agent and the
+tool set, read with the standard library's cheapest parts only (no argparse, pathlib, typing or nexus
+library), so that the front (``mcp_front.py``) answers a runtime's opening request within a few
+milliseconds of Python's own start.
+
+:func:`read` recognises the command lines ``nexus setup`` writes (``[--vault V] mcp --agent A [--tools
+T]``) on the happy path only: the vault found as ``storage.vault.find`` finds it, the agent's identity
+note there, the tool set from ``--tools``, ``NEXUS_MCP_TOOLS`` or ``nexus.md`` (through the settings
+cache the CLI keeps, ``.nexus/cache/config.json``, when it is current). Anything else, or any doubt,
+gives None and the whole command line goes through the CLI as before, which words every error. The
+front then resolves the workspace with the library itself (every setting, the agent checked again, a
+warning for a misspelt ``NEXUS_*`` variable) once the opening requests are answered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+MARKER = "nexus.md"
+TOOL_SETS = ("agent", "all")
+MODES = ("auto", "lazy", "front")  # (``sdk`` goes through the CLI: the SDK server from the first byte)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+class Start:
+    """What the front needs before its first answer."""
+
+    __slots__ = ("agent", "mode", "tools", "tools_given", "vault", "vault_given")
+
+    def __init__(self, options: dict[str, str], vault: str, tools: str, mode: str) -> None:
+        self.vault_given, self.tools_given = options.get("--vault"), options.get("--tools")
+        self.vault, self.agent, self.tools, self.mode = vault, options["--agent"], tools, mode
+
+
+def _options(argv: Sequence[str]) -> dict[str, str] | None:
+    """``--vault``, ``--agent`` and ``--tools`` of ``[--vault V] mcp --agent A [--tools T]`` (each at
+    most once, ``--x V`` or ``--x=V``), or None for any other command line."""
+    found: dict[str, str] = {}
+    rest = list(argv)
+    where = "--vault"
+    while rest:
+        word = rest.pop(0)
+        if word == "mcp" and where == "--vault":
+            where = "mcp"
+            continue
+        name, eq, value = word.partition("=")
+        if name not in ({"--vault"} if where == "--vault" else {"--agent", "--tools"}) or name in found:
+            return None
+        if not eq:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if not value or value.startswith("-"):
+            return None
+        found[name] = value
+    return found if where == "mcp" and "--agent" in found else None
+
+
+def _vault(given: str | None, env_value: str | None, cwd: str) -> str | None:
+    """The vault folder, as ``storage.vault.find`` finds it (None: not found, the CLI says why)."""
+    for value in (given, env_value):
+        if value:
+            root = os.path.expanduser(value)
+            return root if os.path.isfile(os.path.join(root, MARKER)) else None
+    folder = os.path.abspath(cwd)
+    while True:
+        if os.path.isfile(os.path.join(folder, MARKER)):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _configured_tools(vault: str) -> str | None:
+    """``mcp_tools`` of ``nexus.md`` from the settings cache when it is current (None: not known here)."""
+    try:
+        st = os.stat(os.path.join(vault, MARKER))
+        with open(os.path.join(vault, ".nexus", "cache", "config.json"), encoding="utf-8") as file:
+            cached = json.load(file)
+        if cached.get("stamp") != [st.st_mtime_ns, st.st_size]:
+            return None
+        value = cached["config"].get("mcp_tools", "agent")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def read(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Start | None:
+    """What ``nexus mcp`` starts with, or None: the CLI runs the command line instead."""
+    options = _options(argv)
+    mode = env.get("NEXUS_MCP_FRONT", "lazy")
+    if options is None or mode not in MODES:
+        return None
+    vault = _vault(options.get("--vault"), env.get("NEXUS_VAULT"), cwd)
+    agent = options["--agent"]
+    if vault is None or len(agent) > 32 or not set(agent) <= _NAME_CHARS or agent.strip("-") != agent:
+        return None
+    if not os.path.isfile(os.path.join(vault, "agents", agent, "identity.md")):
+        return None
+    tools = options.get("--tools") or env.get("NEXUS_MCP_TOOLS")
+    if tools is None:
+        tools = _configured_tools(vault)
+    if tools not in TOOL_SETS:
+        return None
+    return Start(options, vault, tools, mode)
