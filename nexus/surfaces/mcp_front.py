@@ -359,7 +359,9 @@ def start(begun: Start, argv: Sequence[str]) -> int:
     signal.signal(signal.SIGINT, _interrupted)
     session = Session(lambda: workspace(begun), begun.agent, begun.tools, begun.mode)
     try:
-        return _serve(session)
+        code = _serve(session)
+        session.ws  # noqa: B018 (a session that ended first still has its settings checked, warned about)
+        return code
     except Exception as err:  # what the CLI would have refused before serving: said as it says it
         from ..errors import NexusError
 

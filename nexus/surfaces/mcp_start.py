@@ -78,17 +78,28 @@ def _vault(given: str | None, env_value: str | None, cwd: str) -> str | None:
 
 
 def _configured_tools(vault: str) -> str | None:
-    """``mcp_tools`` of ``nexus.md`` from the settings cache when it is current (None: not known here)."""
+    """``mcp_tools`` of ``nexus.md``: from the settings cache when it is current, the default when the
+    note's properties do not name it at all (None: not known here)."""
+    marker = os.path.join(vault, MARKER)
     try:
-        st = os.stat(os.path.join(vault, MARKER))
+        st = os.stat(marker)
         with open(os.path.join(vault, ".nexus", "cache", "config.json"), encoding="utf-8") as file:
             cached = json.load(file)
-        if cached.get("stamp") != [st.st_mtime_ns, st.st_size]:
-            return None
-        value = cached["config"].get("mcp_tools", "agent")
+        if cached.get("stamp") == [st.st_mtime_ns, st.st_size]:
+            value = cached["config"].get("mcp_tools", "agent")
+            return value if isinstance(value, str) else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    try:
+        with open(marker, "rb") as file:
+            text = file.read()
+    except OSError:
         return None
-    return value if isinstance(value, str) else None
+    head, _, rest = text.replace(b"\r\n", b"\n").partition(b"\n")
+    properties, end, _ = rest.partition(b"\n---\n")
+    if head.rstrip() != b"---" or not end or b"mcp_tools" in properties:
+        return None
+    return "agent"
 
 
 def read(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Start | None:
