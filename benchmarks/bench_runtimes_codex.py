@@ -59,7 +59,9 @@ def place(root: Path, wired: bool, variant: str = "with nexus") -> tuple[Path, P
     if wired:
         env = {"HOME": str(home), "NEXUS_HOME": str(keys), "PATH": f"{BIN}:/usr/bin:/bin"}
         args = ["--vault", str(vault.root), "setup", "codex", "--agent", "lyra"]
-        subprocess.run([sys.executable, "-m", "nexus", *args], cwd=project, env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "nexus", *args], cwd=project, env=env, check=True, capture_output=True
+        )
         if variant == "hooks only":  # the project's config without the server: hooks switched on
             (project / ".codex" / "config.toml").write_text("[features]\nhooks = true\n")
         elif variant == "MCP server only":
