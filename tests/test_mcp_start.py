@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 from conftest import Env
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from nexus.surfaces import mcp_answers, mcp_start
+from nexus.surfaces import mcp_answers, mcp_json, mcp_start
 
 DISCOVER = {
     "jsonrpc": "2.0",
@@ -171,3 +173,29 @@ def test_the_tool_set_is_read_as_the_settings_resolve_it(env: Env) -> None:
     assert cached is not None and cached.tools == "all"
     os.utime(marker, ns=(0, 0))
     assert mcp_start.read(["mcp", "--agent", "ella"], {}, cwd) is None
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_the_wires_json_is_the_json_packages(value: Any) -> None:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert mcp_json.dumps(value) == text
+    assert json.dumps(mcp_json.loads(text.encode())) == json.dumps(json.loads(text))
+    assert json.dumps(mcp_json.loads(f" \t{json.dumps(value, indent=1)}\r\n")) == json.dumps(value)
+
+
+@pytest.mark.parametrize("text", ["", " ", "{", '{"a" 1}', "[1,]", "1 2", "nul", '"\\x"', "{}x", "\xff"])
+def test_what_is_not_json_is_refused_as_the_json_package_refuses_it(text: str) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        mcp_json.loads(text)
+    with pytest.raises(ValueError):
+        mcp_json.loads(text.encode("latin-1"))

@@ -17,10 +17,11 @@ from what the installed SDK serves.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
+
+from . import mcp_json
 
 TYPE_CHECKING = False  # (typing's own flag costs its import: ~3 ms before the first answer)
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def version() -> str:
 
 def load_data() -> dict[str, Any]:
     with open(DATA, encoding="utf-8") as file:
-        data: dict[str, Any] = json.load(file)
+        data: dict[str, Any] = mcp_json.loads(file.read())
     return data
 
 

@@ -39,14 +39,14 @@ first byte).
 
 from __future__ import annotations
 
-import json
+import _signal  # type: ignore[import-not-found]  # (``signal`` wraps it in enums: ~2 ms to import)
 import os
 import queue
-import signal
 import sys
 import threading
 import time
 
+from . import mcp_json
 from .mcp_answers import CALLS, LISTEN_ACK, Answers, Defer, load_data
 
 TYPE_CHECKING = False  # (typing's own flag costs its import: ~3 ms before the first answer)
@@ -73,7 +73,7 @@ class Wire:
         self.closed = False  # the client closed its end: answers go nowhere, stdin's EOF ends the session
 
     def send(self, message: dict[str, Any]) -> None:
-        self.line(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+        self.line(mcp_json.dumps(message))
 
     def line(self, text: str) -> None:
         data = (text.rstrip("\n") + "\n").encode("utf-8", "surrogateescape")
@@ -162,7 +162,7 @@ class Session:
 
     def _line(self, line: bytes, wire: Wire) -> None:
         try:
-            message = json.loads(line)
+            message = mcp_json.loads(line)
         except ValueError:
             message = None
         try:
@@ -201,7 +201,7 @@ class Session:
         sys.stderr.write(self.failed + "\n")
         for line in self.pending:
             try:
-                message = json.loads(line)
+                message = mcp_json.loads(line)
             except ValueError:
                 continue
             if isinstance(message, dict):
@@ -216,15 +216,15 @@ class Session:
         if self.front.modern is not None:  # the era the session opened in: a discover, its answer swallowed
             params = {"_meta": self.front.modern["params"]["_meta"]}
             replay.append(
-                json.dumps(
+                mcp_json.dumps(
                     {"jsonrpc": "2.0", "id": handover_id, "method": "server/discover", "params": params}
                 )
             )
-            replay += [json.dumps(m) for m in self.front.listening]  # the SDK's acks swallowed
+            replay += [mcp_json.dumps(m) for m in self.front.listening]  # the SDK's acks swallowed
         elif self.front.initialize is not None:
-            replay.append(json.dumps({**self.front.initialize, "id": handover_id}))
+            replay.append(mcp_json.dumps({**self.front.initialize, "id": handover_id}))
             if self.front.initialized:
-                replay.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                replay.append(mcp_json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         replay += [line.decode("utf-8", "replace") for line in self.pending]
         self.pending = []
         outstanding = Outstanding()
@@ -232,7 +232,9 @@ class Session:
         threading.Thread(
             target=self._feed, args=(feed, replay, outstanding), name="nexus-mcp-feed", daemon=True
         ).start()
-        output = Output(wire, handover_id, outstanding, {json.dumps(m["id"]) for m in self.front.listening})
+        output = Output(
+            wire, handover_id, outstanding, {mcp_json.dumps(m["id"]) for m in self.front.listening}
+        )
         with stdin:
             mcp_server.serve_streams(server, stdin, mcp_server.LineSink(output.line))
         return 0
@@ -271,7 +273,7 @@ class Outstanding:
     @staticmethod
     def _parse(line: str) -> dict[str, Any]:
         try:
-            message = json.loads(line)
+            message = mcp_json.loads(line)
         except ValueError:
             return {}
         return message if isinstance(message, dict) else {}
@@ -279,14 +281,14 @@ class Outstanding:
     def sent(self, line: str) -> None:
         message = self._parse(line)
         if "method" in message and "id" in message and message["method"] != LISTEN:
-            self.ids.add(json.dumps(message["id"]))  # (a listen stream is answered only when it ends)
+            self.ids.add(mcp_json.dumps(message["id"]))  # (a listen stream is answered only when it ends)
         elif message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
-            self.ids.discard(json.dumps(message["params"].get("requestId")))
+            self.ids.discard(mcp_json.dumps(message["params"].get("requestId")))
 
     def answered(self, line: str) -> None:
         message = self._parse(line)
         if "id" in message and "method" not in message:
-            self.ids.discard(json.dumps(message["id"]))
+            self.ids.discard(mcp_json.dumps(message["id"]))
 
     def drained(self) -> None:
         deadline = time.monotonic() + self.limit
@@ -309,15 +311,15 @@ class Output:
 
     def _swallowed(self, line: str) -> bool:
         if self.acked and LISTEN_ACK in line:
-            message = json.loads(line)
+            message = mcp_json.loads(line)
             if message.get("method") == LISTEN_ACK:
-                stream = json.dumps(next(iter(message.get("params", {}).get("_meta", {}).values()), None))
+                stream = mcp_json.dumps(next(iter(message.get("params", {}).get("_meta", {}).values()), None))
                 if stream in self.acked:
                     self.acked.discard(stream)
                     return True
         if self.handover_id not in line:
             return False
-        message = json.loads(line)
+        message = mcp_json.loads(line)
         if message.get("id") != self.handover_id:
             return False
         if "error" in message:
@@ -345,7 +347,7 @@ def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy
     if mode not in MODES:
         raise InputError(f"unknown NEXUS_MCP_FRONT {mode!r}: use one of {', '.join(MODES)}")
     mcp_tools.check_agent(ws, agent, tools)
-    signal.signal(signal.SIGINT, _interrupted)
+    _signal.signal(_signal.SIGINT, _interrupted)
     if mode == "sdk":
         from . import mcp_server
 
@@ -356,7 +358,7 @@ def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy
 def start(begun: Start, argv: Sequence[str]) -> int:
     """``nexus mcp`` started by :func:`mcp_start.read` (the program's entry point): serve stdio at
     once; the workspace is resolved by the library after the opening answers (:func:`workspace`)."""
-    signal.signal(signal.SIGINT, _interrupted)
+    _signal.signal(_signal.SIGINT, _interrupted)
     session = Session(lambda: workspace(begun), begun.agent, begun.tools, begun.mode)
     try:
         code = _serve(session)

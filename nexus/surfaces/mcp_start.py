@@ -14,8 +14,9 @@ warning for a misspelt ``NEXUS_*`` variable) once the opening requests are answe
 
 from __future__ import annotations
 
-import json
 import os
+
+from . import mcp_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def _configured_tools(vault: str) -> str | None:
     try:
         st = os.stat(marker)
         with open(os.path.join(vault, ".nexus", "cache", "config.json"), encoding="utf-8") as file:
-            cached = json.load(file)
+            cached = mcp_json.loads(file.read())
         if cached.get("stamp") == [st.st_mtime_ns, st.st_size]:
             value = cached["config"].get("mcp_tools", "agent")
             return value if isinstance(value, str) else None
