@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 from . import mcp_json
 
@@ -39,37 +38,13 @@ MODERN_LISTS = ("tools/list", *LISTS)
 # the 2026 envelope's keys in a request's _meta (what the SDK reads; any other key: the SDK decides)
 CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+LISTEN = "subscriptions/listen"
 LISTEN_ACK = "notifications/subscriptions/acknowledged"
 _LIST_CHANGES = frozenset({"toolsListChanged", "promptsListChanged", "resourcesListChanged"})
 
 
 class Defer(Exception):
     """The front cannot be sure to answer this exactly as the SDK would: the SDK answers it."""
-
-
-class InFlight:
-    """The tool calls running now, so that an interrupt ends the process between calls, never in
-    the middle of one (``nexus mcp`` on SIGINT)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.idle = threading.Condition()
-
-    def __enter__(self) -> None:
-        with self.idle:
-            self.count += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self.idle:
-            self.count -= 1
-            self.idle.notify_all()
-
-    def wait_idle(self, timeout: float) -> None:
-        with self.idle:
-            self.idle.wait_for(lambda: self.count == 0, timeout)
-
-
-CALLS = InFlight()
 
 
 def instructions(agent: str) -> str:
@@ -316,6 +291,10 @@ class Answers:
             "protocolVersion": negotiated,
             "serverInfo": {**data["server_info"], "version": version()},
         }
+
+    @property
+    def resolved(self) -> bool:
+        return not callable(self._ws)
 
     @property
     def ws(self) -> Workspace:

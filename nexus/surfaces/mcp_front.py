@@ -40,36 +40,32 @@ first byte).
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # (``signal`` wraps it in enums: ~2 ms to import)
+import _thread  # (``threading`` imports functools and collections: ~3 ms before the first answer)
 import os
-import queue
+import select
 import sys
-import threading
-import time
 
 from . import mcp_json
-from .mcp_answers import CALLS, LISTEN_ACK, Answers, Defer, load_data
+from .mcp_answers import Answers, Defer, load_data
 
 TYPE_CHECKING = False  # (typing's own flag costs its import: ~3 ms before the first answer)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
     from typing import Any
 
     from ..workspace import Workspace
     from .mcp_start import Start
 
 MODES = ("auto", "lazy", "front", "sdk")
-IDLE_SECONDS = 0.05
-QUIET_SECONDS = 0.05  # the opening requests answered and none for this long: resolve the workspace
+OPENING_SECONDS = 0.05  # the opening ends when no request comes for this long
 EXIT_WAIT_SECONDS = 10.0  # on SIGINT, how long a running tool call may take to finish
 INTERNAL_ERROR = -32603
-LISTEN = "subscriptions/listen"
 
 
 class Wire:
     """stdout's one writer: whole JSON-RPC lines under a lock."""
 
     def __init__(self, fd: int) -> None:
-        self.fd, self.lock = fd, threading.Lock()
+        self.fd, self.lock = fd, _thread.allocate_lock()
         self.closed = False  # the client closed its end: answers go nowhere, stdin's EOF ends the session
 
     def send(self, message: dict[str, Any]) -> None:
@@ -91,251 +87,62 @@ class Wire:
             )
 
 
-class Session:
-    """One stdio session: the reader thread, the front, the SDK's loading and the hand-over.
+class Opened:
+    """What the opening left for the session: the lines not answered yet (the first one the front
+    defers, and any after it), a line begun and not ended, and whether stdin has ended."""
 
-    ``ws`` is the workspace, or what resolves it (:func:`start`): then it is resolved once the stream
-    has been quiet for ``QUIET_SECONDS`` after the opening requests, or first thing for a request
-    that needs it (a tool call, the SDK)."""
+    __slots__ = ("ended", "lines", "partial")
 
-    def __init__(self, ws: Workspace | Callable[[], Workspace], agent: str, tools: str, mode: str) -> None:
-        self.agent, self.tools, self.mode = agent, tools, mode
-        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self.front = Answers(ws, agent, tools, load_data())
-        self.resolved = not callable(ws)
-        self.pending: list[bytes] = []  # lines kept for the SDK, in order
-        self.loading = False
-        self.failed = ""  # why the SDK could not be loaded
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.partial = b""
+        self.ended = False
 
-    @property
-    def ws(self) -> Workspace:
-        self.resolved = True
-        return self.front.ws
 
-    def run(self, source: int, wire: Wire) -> int:
-        threading.Thread(target=self._read, args=(source,), name="nexus-mcp-stdin", daemon=True).start()
-        while True:
-            idle = self.mode == "auto" and not self.loading
-            timeout = QUIET_SECONDS if not self.resolved else IDLE_SECONDS if idle else None
-            try:
-                kind, item = self.events.get(timeout=timeout)
-            except queue.Empty:
-                if not self.resolved:
-                    self.ws  # noqa: B018 (resolving it is the point)
-                else:
-                    self._load()
-                continue
-            if kind == "line":
-                self._line(item, wire)
-            elif kind == "sdk" and isinstance(item, BaseException):
-                self._fail(f"{type(item).__name__}: {item}", wire)
-            elif kind == "sdk":
-                return self._hand_over(item, wire)
-            elif not self.pending or self.failed or not self.loading:  # EOF, nothing left for the SDK
-                return 0
-            else:  # EOF with lines for the SDK: hand them over once it is loaded, then the EOF
-                self.events.put((kind, item))
-                kind, item = self._next_sdk_event()
-                if isinstance(item, BaseException):
-                    self._fail(f"{type(item).__name__}: {item}", wire)
-                    return 0
-                return self._hand_over(item, wire)
-
-    def _next_sdk_event(self) -> tuple[str, Any]:
-        held: list[tuple[str, Any]] = []
-        while True:
-            kind, item = self.events.get()
-            if kind == "sdk":
-                for event in held:
-                    self.events.put(event)
-                return kind, item
-            held.append((kind, item))
-
-    def _read(self, source: int) -> None:
-        try:
-            with os.fdopen(source, "rb", closefd=False) as stream:
-                for line in stream:
-                    self.events.put(("line", line))
-        except OSError:
-            pass
-        self.events.put(("eof", None))
-
-    def _line(self, line: bytes, wire: Wire) -> None:
-        try:
-            message = mcp_json.loads(line)
-        except ValueError:
-            message = None
-        try:
-            response = self.front.take(message)
-        except Defer:
-            self.ws  # noqa: B018 (the SDK is made for the workspace: resolved first, errors and all)
-            if self.failed:
-                wire.error(message if isinstance(message, dict) else {}, self.failed)
-            else:
-                self.pending.append(line)
-                self._load()
-            return
-        if response is not None:
-            wire.send(response)
-
-    def _load(self) -> None:
-        """Start importing the SDK server in a background thread (once)."""
-        if self.loading:
-            return
-        self.loading = True
-        if self.mode == "front":
-            self.events.put(("sdk", RuntimeError("not loaded (NEXUS_MCP_FRONT=front)")))
-            return
-        threading.Thread(target=self._import, name="nexus-mcp-sdk", daemon=True).start()
-
-    def _import(self) -> None:
-        try:
-            from . import mcp_server
-
-            self.events.put(("sdk", mcp_server.make_server(self.ws, self.agent, self.tools)))
-        except BaseException as err:  # any failure leaves the front serving alone
-            self.events.put(("sdk", err))
-
-    def _fail(self, why: str, wire: Wire) -> None:
-        self.failed = f"nexus mcp: the MCP SDK could not be loaded ({why}); only tools are served"
-        sys.stderr.write(self.failed + "\n")
-        for line in self.pending:
+def opening(front: Answers, source: int, wire: Wire) -> Opened:
+    """Answer what arrives at once, in this thread, before the session's threads and the SDK's
+    loading are imported: the opening request, the listings, a ping, a tool call whose arguments are
+    sure, until the first request the front defers, ``OPENING_SECONDS`` without a request, or EOF."""
+    opened = Opened()
+    buffer = b""
+    while select.select([source], [], [], OPENING_SECONDS)[0]:
+        chunk = os.read(source, 1 << 16)
+        if not chunk:
+            opened.ended = True
+            break
+        *lines, buffer = (buffer + chunk).split(b"\n")
+        for n, line in enumerate(lines):
             try:
                 message = mcp_json.loads(line)
             except ValueError:
-                continue
-            if isinstance(message, dict):
-                wire.error(message, self.failed)
-        self.pending = []
-
-    def _hand_over(self, server: Any, wire: Wire) -> int:
-        from . import mcp_server  # loaded by now (it made ``server``)
-
-        handover_id = f"nexus-front-initialize-{os.urandom(6).hex()}"
-        replay: list[str] = []
-        if self.front.modern is not None:  # the era the session opened in: a discover, its answer swallowed
-            params = {"_meta": self.front.modern["params"]["_meta"]}
-            replay.append(
-                mcp_json.dumps(
-                    {"jsonrpc": "2.0", "id": handover_id, "method": "server/discover", "params": params}
-                )
-            )
-            replay += [mcp_json.dumps(m) for m in self.front.listening]  # the SDK's acks swallowed
-        elif self.front.initialize is not None:
-            replay.append(mcp_json.dumps({**self.front.initialize, "id": handover_id}))
-            if self.front.initialized:
-                replay.append(mcp_json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        replay += [line.decode("utf-8", "replace") for line in self.pending]
-        self.pending = []
-        outstanding = Outstanding()
-        stdin, feed = mcp_server.pipe_reader()
-        threading.Thread(
-            target=self._feed, args=(feed, replay, outstanding), name="nexus-mcp-feed", daemon=True
-        ).start()
-        output = Output(
-            wire, handover_id, outstanding, {mcp_json.dumps(m["id"]) for m in self.front.listening}
-        )
-        with stdin:
-            mcp_server.serve_streams(server, stdin, mcp_server.LineSink(output.line))
-        return 0
-
-    def _feed(self, fd: int, replay: list[str], outstanding: Outstanding) -> None:
-        """The SDK's stdin after the hand-over: the replayed lines, then the rest of the process's;
-        at EOF, held open until what the SDK was handed is answered."""
-        with os.fdopen(fd, "wb") as pipe:
+                message = None
             try:
-                for line in replay:
-                    outstanding.sent(line)
-                    pipe.write(line.rstrip("\n").encode("utf-8") + b"\n")
-                pipe.flush()
-                while True:
-                    kind, item = self.events.get()
-                    if kind == "eof":
-                        outstanding.drained()
-                        return
-                    if kind == "line":
-                        outstanding.sent(item.decode("utf-8", "replace"))
-                        pipe.write(item if item.endswith(b"\n") else item + b"\n")
-                        pipe.flush()
-            except BrokenPipeError:  # the SDK stopped reading: nothing more to hand it
-                return
-
-
-class Outstanding:
-    """The requests handed to the SDK and not answered yet. The SDK's transport drops what is in
-    flight when stdin closes, so at EOF its stdin is held open until they are answered (or
-    cancelled), for at most ``limit`` seconds: no request kept for the SDK is lost."""
-
-    def __init__(self, limit: float = 60.0) -> None:
-        self.ids: set[str] = set()
-        self.limit = limit
-
-    @staticmethod
-    def _parse(line: str) -> dict[str, Any]:
-        try:
-            message = mcp_json.loads(line)
-        except ValueError:
-            return {}
-        return message if isinstance(message, dict) else {}
-
-    def sent(self, line: str) -> None:
-        message = self._parse(line)
-        if "method" in message and "id" in message and message["method"] != LISTEN:
-            self.ids.add(mcp_json.dumps(message["id"]))  # (a listen stream is answered only when it ends)
-        elif message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
-            self.ids.discard(mcp_json.dumps(message["params"].get("requestId")))
-
-    def answered(self, line: str) -> None:
-        message = self._parse(line)
-        if "id" in message and "method" not in message:
-            self.ids.discard(mcp_json.dumps(message["id"]))
-
-    def drained(self) -> None:
-        deadline = time.monotonic() + self.limit
-        while self.ids and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-
-class Output:
-    """The SDK's stdout after the hand-over: whole lines to the wire, less the answer to the
-    replayed opening request and the SDK's second ack of a listen stream the front acknowledged."""
-
-    def __init__(self, wire: Wire, handover_id: str, outstanding: Outstanding, acked: set[str]) -> None:
-        self.wire, self.handover_id, self.outstanding = wire, handover_id, outstanding
-        self.acked = acked  # listen streams the front acknowledged: the SDK's own ack is swallowed, once
-
-    def line(self, line: str) -> None:
-        if line and not self._swallowed(line):
-            self.wire.line(line)
-        self.outstanding.answered(line)
-
-    def _swallowed(self, line: str) -> bool:
-        if self.acked and LISTEN_ACK in line:
-            message = mcp_json.loads(line)
-            if message.get("method") == LISTEN_ACK:
-                stream = mcp_json.dumps(next(iter(message.get("params", {}).get("_meta", {}).values()), None))
-                if stream in self.acked:
-                    self.acked.discard(stream)
-                    return True
-        if self.handover_id not in line:
-            return False
-        message = mcp_json.loads(line)
-        if message.get("id") != self.handover_id:
-            return False
-        if "error" in message:
-            sys.stderr.write(f"nexus mcp: the SDK refused the replayed opening request: {message['error']}\n")
-        return True
+                response = front.take(message)
+            except Defer:
+                opened.lines = [x + b"\n" for x in lines[n:]]
+                opened.partial = buffer
+                return opened
+            if response is not None:
+                wire.send(response)
+    if buffer:  # (stdin ended in the middle of a line, or the line is still coming)
+        if opened.ended:
+            opened.lines.append(buffer)
+        else:
+            opened.partial = buffer
+    return opened
 
 
 def _exit_when_idle() -> None:
-    CALLS.wait_idle(EXIT_WAIT_SECONDS)
+    tools = sys.modules.get(f"{__package__}.mcp_tools")  # not loaded: no tool call ever ran
+    if tools is not None:
+        tools.CALLS.wait_idle(EXIT_WAIT_SECONDS)
     os._exit(0)
 
 
 def _interrupted(signum: int, frame: object) -> None:
     """SIGINT (what a runtime sends first when it closes): exit as soon as no tool call is running.
     The SDK's loop would otherwise wait on its stdin reader thread, and the runtime on us."""
-    threading.Thread(target=_exit_when_idle, name="nexus-mcp-exit", daemon=True).start()
+    _thread.start_new_thread(_exit_when_idle, ())
 
 
 def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy") -> int:
@@ -352,17 +159,18 @@ def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy
         from . import mcp_server
 
         return mcp_server.run(ws, agent)
-    return _serve(Session(ws, agent, tools, mode))
+    return _serve(Answers(ws, agent, tools, load_data()), mode)
 
 
-def start(begun: Start, argv: Sequence[str]) -> int:
+def start(begun: Start) -> int:
     """``nexus mcp`` started by :func:`mcp_start.read` (the program's entry point): serve stdio at
-    once; the workspace is resolved by the library after the opening answers (:func:`workspace`)."""
+    once; the workspace is resolved by the library after the opening (:func:`mcp_start.workspace`),
+    and at the latest when the session ends, so that a setting the library refuses is still said."""
     _signal.signal(_signal.SIGINT, _interrupted)
-    session = Session(lambda: workspace(begun), begun.agent, begun.tools, begun.mode)
+    front = Answers(begun.workspace, begun.agent, begun.tools, load_data())
     try:
-        code = _serve(session)
-        session.ws  # noqa: B018 (a session that ended first still has its settings checked, warned about)
+        code = _serve(front, begun.mode)
+        front.ws  # noqa: B018 (resolving it is the point)
         return code
     except Exception as err:  # what the CLI would have refused before serving: said as it says it
         from ..errors import NexusError
@@ -373,24 +181,9 @@ def start(begun: Start, argv: Sequence[str]) -> int:
         return err.exit_code
 
 
-def workspace(begun: Start) -> Workspace:
-    """The workspace ``nexus mcp`` acts in, as the CLI resolves it (``invocation.workspace``: every
-    setting, a warning for a misspelt ``NEXUS_*`` variable), the agent and tool set checked again."""
-    import argparse
-
-    from ..variables import unknown
-    from . import invocation, mcp_tools
-
-    for warning in unknown(os.environ):
-        sys.stderr.write(f"nexus: {warning}\n")
-    ws: Workspace = invocation.workspace(argparse.Namespace(vault=begun.vault_given, tools=begun.tools_given))
-    mcp_tools.check_agent(ws, begun.agent, ws.settings.mcp_tools)
-    if ws.settings.mcp_tools != begun.tools:  # nexus.md changed as the server started: serve what was listed
-        ws = ws.with_settings(mcp_tools=begun.tools)
-    return ws
-
-
-def _serve(session: Session) -> int:
+def _serve(front: Answers, mode: str) -> int:
+    """The opening, then the session (``mcp_session.py``, imported only now: its threads, the SDK's
+    loading and the hand-over are not needed for the first answers)."""
     # the wire on descriptors of its own; fd 1 -> stderr and fd 0 -> /dev/null meanwhile (the SDK's
     # stdio transport does the same): nothing a tool prints can tear a JSON-RPC line
     sys.stdout.flush()
@@ -401,7 +194,11 @@ def _serve(session: Session) -> int:
     os.dup2(null, 0)
     os.close(null)
     try:
-        return session.run(source, Wire(wire_fd))
+        wire = Wire(wire_fd)
+        opened = opening(front, source, wire)
+        from .mcp_session import Session
+
+        return Session(front, mode).run(source, wire, opened)
     finally:
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 0)

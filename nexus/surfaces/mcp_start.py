@@ -15,12 +15,15 @@ warning for a misspelt ``NEXUS_*`` variable) once the opening requests are answe
 from __future__ import annotations
 
 import os
+import sys
 
 from . import mcp_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from ..workspace import Workspace
 
 MARKER = "nexus.md"
 TOOL_SETS = ("agent", "all")
@@ -36,6 +39,27 @@ class Start:
     def __init__(self, options: dict[str, str], vault: str, tools: str, mode: str) -> None:
         self.vault_given, self.tools_given = options.get("--vault"), options.get("--tools")
         self.vault, self.agent, self.tools, self.mode = vault, options["--agent"], tools, mode
+
+    def workspace(self) -> Workspace:
+        """The workspace ``nexus mcp`` acts in, as the CLI resolves it (``invocation.workspace``:
+        every setting, a warning for a misspelt ``NEXUS_*`` variable), the agent and tool set checked
+        again. Imported only now: after the opening answers."""
+        import argparse
+
+        from ..variables import unknown
+        from . import invocation, mcp_tools
+
+        for warning in unknown(os.environ):
+            sys.stderr.write(f"nexus: {warning}\n")
+        ws: Workspace = invocation.workspace(
+            argparse.Namespace(vault=self.vault_given, tools=self.tools_given)
+        )
+        mcp_tools.check_agent(ws, self.agent, ws.settings.mcp_tools)
+        if (
+            ws.settings.mcp_tools != self.tools
+        ):  # nexus.md changed as the server started: serve what was listed
+            ws = ws.with_settings(mcp_tools=self.tools)
+        return ws
 
 
 def _options(argv: Sequence[str]) -> dict[str, str] | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,6 @@ from ..errors import NexusError, StaleEditError
 from ..operations import BY_COMMAND, MCP, OPERATIONS, Call, Operation, Param
 
 # defined with the front's answers (which import nothing of nexus before a call), shared with the SDK server
-from .mcp_answers import CALLS as CALLS
 from .mcp_answers import Defer as Defer
 from .mcp_answers import instructions as instructions
 from .mcp_answers import version as version
@@ -40,6 +40,31 @@ PROOF_FIELDS = frozenset({"sig", "prev", "key", "public_key", "key_id", "seq", "
 FULL_DESCRIPTION = "true: include signatures, chain hashes and key ids."
 # pydantic Field keywords the front checks itself (any other: the SDK judges the call)
 _BOUNDS = {"ge": float.__ge__, "gt": float.__gt__, "le": float.__le__, "lt": float.__lt__}
+
+
+class InFlight:
+    """The tool calls running now, so that an interrupt ends the process between calls, never in
+    the middle of one (``nexus mcp`` on SIGINT)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.idle = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self.idle:
+            self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self.idle:
+            self.count -= 1
+            self.idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> None:
+        with self.idle:
+            self.idle.wait_for(lambda: self.count == 0, timeout)
+
+
+CALLS = InFlight()
 
 
 def served(tools: str) -> list[Operation]:

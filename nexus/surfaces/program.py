@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if begun is not None:
             from . import mcp_front
 
-            return mcp_front.start(begun, argv)
+            return mcp_front.start(begun)
     from .cli import main as cli
 
     return cli(argv)
