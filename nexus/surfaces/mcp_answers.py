@@ -21,6 +21,7 @@ import os
 import sys
 
 from . import mcp_json
+from .mcp_protocol import Defer, instructions, version
 
 TYPE_CHECKING = False  # (typing's own flag costs its import: ~3 ms before the first answer)
 if TYPE_CHECKING:
@@ -41,30 +42,6 @@ CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 LISTEN = "subscriptions/listen"
 LISTEN_ACK = "notifications/subscriptions/acknowledged"
 _LIST_CHANGES = frozenset({"toolsListChanged", "promptsListChanged", "resourcesListChanged"})
-
-
-class Defer(Exception):
-    """The front cannot be sure to answer this exactly as the SDK would: the SDK answers it."""
-
-
-def instructions(agent: str) -> str:
-    """The server's ``instructions`` (sent in the ``initialize`` answer)."""
-    return (
-        f"nexus: shared, durable memory for agents working together. You are {agent!r}. "
-        "Your brief (what the others wrote, what you owe, decisions in force, your checkpoint) "
-        "is injected into your context at session start and when something is new, where "
-        "`nexus setup` wired your runtime's hooks; only when your context holds no nexus brief, "
-        "call the `brief` tool at the start of a session and before you act on shared work. "
-        "After a meaningful turn record what you did with `log_append`; acknowledge what others "
-        "wrote with `acknowledge`; record decisions with `decide`; find anything with `search`; "
-        "save your working context with `checkpoint_save`."
-    )
-
-
-def version() -> str:
-    from .. import __version__
-
-    return str(__version__)
 
 
 def load_data() -> dict[str, Any]:

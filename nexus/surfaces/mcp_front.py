@@ -46,7 +46,8 @@ import select
 import sys
 
 from . import mcp_json
-from .mcp_answers import Answers, Defer, load_data
+from .mcp_answers import Answers, load_data
+from .mcp_protocol import Defer
 
 TYPE_CHECKING = False  # (typing's own flag costs its import: ~3 ms before the first answer)
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import mcp_json
-from .mcp_answers import LISTEN, LISTEN_ACK, Defer
+from .mcp_answers import LISTEN, LISTEN_ACK
+from .mcp_protocol import Defer
 
 if TYPE_CHECKING:
     from ..workspace import Workspace

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import NexusError, StaleEditError
 from ..operations import BY_COMMAND, MCP, OPERATIONS, Call, Operation, Param
 
-# defined with the front's answers (which import nothing of nexus before a call), shared with the SDK server
-from .mcp_answers import Defer as Defer
-from .mcp_answers import instructions as instructions
-from .mcp_answers import version as version
+# shared with the front, which answers before the library loads (mcp_protocol imports nothing)
+from .mcp_protocol import Defer as Defer
+from .mcp_protocol import instructions as instructions
+from .mcp_protocol import version as version
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
