@@ -1,7 +1,7 @@
 """What nexus costs a Codex 0.171.0 user, measured on the real program driven by the scripted model
 on 127.0.0.1 (tests/e2e/), side by side in one run:
 
-    .venv/bin/python benchmarks/bench_runtimes_codex.py [--runs 10] [--turns 12]
+    .venv/bin/python benchmarks/bench_runtimes_codex.py [--runs 10] [--turns 12] [--baseline OTHER/.venv/bin/python]
 
 - **Start**: `codex exec PROMPT` from spawn to its first model request, without nexus (a bare home and
   project) and wired (`nexus setup codex`, project scope: a required MCP server, the SessionStart and
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 VARIANTS = ("without nexus", "with nexus", "hooks only", "MCP server only")
 
 
-def place(root: Path, wired: bool, variant: str = "with nexus") -> tuple[Path, Path, Any]:
+def place(
+    root: Path, wired: bool, variant: str = "with nexus", python: Path | None = None
+) -> tuple[Path, Path, Any]:
     home, project = root / "home", root / "project"
     home.mkdir(parents=True)
     project.mkdir()
@@ -57,14 +60,15 @@ def place(root: Path, wired: bool, variant: str = "with nexus") -> tuple[Path, P
     for name in ("ella", "lyra"):
         identity.add(vault, keys, name)
     if wired:
-        env = {"HOME": str(home), "NEXUS_HOME": str(keys), "PATH": f"{BIN}:/usr/bin:/bin"}
+        python = python or Path(sys.executable)  # (the install whose `nexus` the wiring runs)
+        env = {"HOME": str(home), "NEXUS_HOME": str(keys), "PATH": f"{python.parent}:/usr/bin:/bin"}
         args = ["--vault", str(vault.root), "setup", "codex", "--agent", "lyra"]
         subprocess.run(
-            [sys.executable, "-m", "nexus", *args], cwd=project, env=env, check=True, capture_output=True
+            [str(python), "-m", "nexus", *args], cwd=project, env=env, check=True, capture_output=True
         )
-        if variant == "hooks only":  # the project's config without the server: hooks switched on
+        if variant.startswith("hooks only"):  # the project's config without the server: hooks switched on
             (project / ".codex" / "config.toml").write_text("[features]\nhooks = true\n")
-        elif variant == "MCP server only":
+        elif variant.startswith("MCP server only"):
             (project / ".codex" / "hooks.json").unlink()
     else:  # the same trust a user gives their own project, without nexus
         (home / ".codex").mkdir()
@@ -130,14 +134,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--turns", type=int, default=12)
+    ap.add_argument(
+        "--baseline", type=Path, help="another install's python: its wiring measured beside this one's"
+    )
     args = ap.parse_args()
-    starts: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    tools: dict[str, list[bool]] = {v: [] for v in VARIANTS[1:]}
+    variants = [*VARIANTS, *(f"{v} (baseline)" for v in VARIANTS[1:] if args.baseline)]
+    starts: dict[str, list[float]] = {v: [] for v in variants}
+    cpu: dict[str, list[float]] = {v: [] for v in variants}
+    tools: dict[str, list[bool]] = {v: [] for v in variants[1:]}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
-            for n, variant in enumerate(VARIANTS):
-                home, project, _ = place(Path(tmp) / f"{i}-{n}", variant != "without nexus", variant)
+            for n, variant in enumerate(variants):
+                python = args.baseline if variant.endswith("(baseline)") else None
+                home, project, _ = place(Path(tmp) / f"{i}-{n}", variant != "without nexus", variant, python)
                 seconds, has_tools, used = first_request(home, project)
                 starts[variant].append(seconds * 1000)
                 cpu[variant].append(used)
@@ -177,9 +186,10 @@ def main() -> None:
     h = out["hooks_per_turn_ms"]
     w = out["turn_wall_ms"]
     print(f"Codex {VERSION}, {args.runs} runs of each, interleaved (p50; added: against without nexus)")
-    for v in VARIANTS:
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    for v in variants:
         print(
-            f"{v:16s} first model request {f[v]['p50']:4.0f} ms (+{f[v]['added_p50']:3.0f}), CPU of the "
+            f"{v:27s} first model request {f[v]['p50']:4.0f} ms (+{f[v]['added_p50']:3.0f}), CPU of the "
             f"whole `codex exec` run {c[v]['p50']:4.0f} ms (+{c[v]['added_p50']:3.0f})"
             + (f", first turn has its tools {out['first_turn_has_nexus_tools'][v]}" if v in tools else "")
         )
