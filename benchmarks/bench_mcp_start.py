@@ -1,7 +1,9 @@
 """How soon `nexus mcp` answers what a runtime waits for before its first model request, spawned over
 pipes as a runtime spawns it, side by side with a baseline install, interleaved run by run:
 
-    .venv/bin/python benchmarks/bench_mcp_start.py [--runs 30] [--baseline /other/.venv/bin/nexus]
+    .venv/bin/python benchmarks/bench_mcp_start.py [--runs 30] [--baseline /other/.venv/bin/nexus] [--sdk]
+
+(``--sdk``: also the MCP SDK's server alone, ``NEXUS_MCP_FRONT=sdk``.)
 
 - **Claude Code's opening** (MCP 2026-07-28): `server/discover`, then `tools/list`, each in the envelope;
 - **Codex's opening** (the handshake): `initialize`, `notifications/initialized`, then `tools/list`.
@@ -112,7 +114,10 @@ def main() -> None:
         for _ in range(args.runs):
             for opening, messages in OPENINGS.items():
                 for name, program in programs.items():
-                    first, last, cpu = spawn([str(program), "mcp", "--agent", "ella"], env, messages)
+                    mode = {"NEXUS_MCP_FRONT": "sdk"} if name == "SDK server alone" else {}
+                    first, last, cpu = spawn(
+                        [str(program), "mcp", "--agent", "ella"], {**env, **mode}, messages
+                    )
                     row = found.setdefault(f"{name}: {opening}", {"first": [], "tools_list": [], "cpu": []})
                     row["first"].append(first)
                     row["tools_list"].append(last)
