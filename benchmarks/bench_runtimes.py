@@ -1,7 +1,7 @@
 """What nexus costs a person using a real agent runtime (Claude Code 2.1.332), measured in the
 end-to-end harness (tests/e2e/: the pinned runtime, a scripted Anthropic server on 127.0.0.1):
 
-    .venv/bin/python benchmarks/bench_runtimes.py [--runs 8] [--turns 4]
+    .venv/bin/python benchmarks/bench_runtimes.py [--runs 8] [--turns 4] [--baseline OTHER/.venv/bin/nexus]
 
 Side by side in one loop, interleaved so all see the same load:
 
@@ -17,7 +17,9 @@ Side by side in one loop, interleaved so all see the same load:
   it is wired) (target: at most 100 ms);
 - **MCP first answer**: `nexus mcp` spawned over pipes, time from spawn to its answer to Claude Code's
   opening `server/discover`, with the stdio front (the default) and with the SDK server alone
-  (`NEXUS_MCP_FRONT=sdk`).
+  (`NEXUS_MCP_FRONT=sdk`) (`bench_mcp_start.py` times it beside another install);
+- `--baseline`: the start also with another install's `nexus` wired (and its halves), interleaved;
+  `--turns 0` leaves out the sessions.
 
 Nothing is asserted. JSON goes to benchmarks/results/bench_runtimes.json.
 """
@@ -70,10 +72,10 @@ def first_request(project: Path, home: Path) -> tuple[float, float]:
         return posts[0] - start, children_cpu_ms() - cpu
 
 
-def halves(wired: Path, root: Path, home: Path) -> dict[str, Path]:
+def halves(wired: Path, root: Path, home: Path, suffix: str = "") -> dict[str, Path]:
     """Copies of the wired project with only its hooks, and with only its MCP server (each trusted
     and enabled as setup did the wired one)."""
-    hooks_only, mcp_only = root / "hooks-only", root / "mcp-only"
+    hooks_only, mcp_only = root / f"hooks-only{suffix}", root / f"mcp-only{suffix}"
     for folder in (hooks_only, mcp_only):
         shutil.copytree(wired, folder)
     (hooks_only / ".mcp.json").unlink()
@@ -86,7 +88,16 @@ def halves(wired: Path, root: Path, home: Path) -> dict[str, Path]:
     for folder in (hooks_only, mcp_only):
         config["projects"][str(folder)] = dict(config["projects"][str(wired)])
     user.write_text(json.dumps(config, indent=2))
-    return {"hooks only": hooks_only, "MCP server only": mcp_only}
+    return {f"hooks only{suffix}": hooks_only, f"MCP server only{suffix}": mcp_only}
+
+
+def wire(nexus: Path, project: Path, vault: Path, keys: Path, home: Path) -> None:
+    """`nexus setup claude-code` in ``project``, by the ``nexus`` program given."""
+    args = ["--vault", str(vault), "setup", "claude-code", "--agent", "ella", "--keys-home", str(keys)]
+    env = runtime_env(home)
+    env["PATH"] = f"{nexus.parent}:{env.get('PATH', '')}"
+    setup = subprocess.run([str(nexus), *args], cwd=project, env=env, capture_output=True, text=True)
+    assert setup.returncode == 0, setup.stderr
 
 
 def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[float]]:
@@ -147,6 +158,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument(
+        "--baseline", type=Path, help="another install's `nexus` program, wired beside this one"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nexus-bench-runtimes-") as tmp:
         root = Path(tmp)
@@ -166,25 +180,16 @@ def main() -> None:
         for folder in (plain, wired, home):
             folder.mkdir()
             subprocess.run(["git", "init", "-q", str(folder)], check=True)
-        setup = subprocess.run(
-            [
-                str(BIN / "nexus"),
-                "--vault",
-                str(vault.root),
-                "setup",
-                "claude-code",
-                "--agent",
-                "ella",
-                "--keys-home",
-                str(keys),
-            ],
-            cwd=wired,
-            env=runtime_env(home),
-            capture_output=True,
-            text=True,
-        )
-        assert setup.returncode == 0, setup.stderr
+        wire(BIN / "nexus", wired, vault.root, keys, home)
         projects = {"without nexus": plain, "with nexus": wired, **halves(wired, root, home)}
+        if args.baseline:
+            other = root / "wired-baseline"
+            other.mkdir()
+            subprocess.run(["git", "init", "-q", str(other)], check=True)
+            wire(args.baseline, other, vault.root, keys, home)
+            projects["with nexus (baseline)"] = other
+            for name, folder in halves(other, root, home, "-baseline").items():
+                projects[name.replace("-baseline", " (baseline)")] = folder
         start: dict[str, list[float]] = {name: [] for name in projects}
         cpu: dict[str, list[float]] = {name: [] for name in projects}
         mcp: dict[str, list[float]] = {"front": [], "sdk": []}
@@ -197,10 +202,13 @@ def main() -> None:
                 cpu[name].append(used)
             mcp["front"].append(mcp_first_answer(vault.root, keys, "auto"))
             mcp["sdk"].append(mcp_first_answer(vault.root, keys, "sdk"))
-            for event, values in turns(wired, home, args.turns, root / f"debug-{run}.txt").items():
+            for event, values in (
+                turns(wired, home, args.turns, root / f"debug-{run}.txt") if args.turns else {}
+            ).items():
                 hooks.setdefault(event, []).extend(values)
     result: dict[str, Any] = {
         "runs": args.runs,
+        "load_average_at_the_end": os.getloadavg(),
         "turns_per_session": args.turns,
         "first_request_ms": {
             k: {"p50": pct(v, 0.5) * 1000, "p90": pct(v, 0.9) * 1000} for k, v in start.items()
