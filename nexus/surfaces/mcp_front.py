@@ -89,12 +89,13 @@ class Wire:
 
 
 class Opened:
-    """What the opening left for the session: the lines not answered yet (the first one the front
-    defers, and any after it), a line begun and not ended, and whether stdin has ended."""
+    """What the opening left for the session: the first line the front left to the SDK, the lines
+    after it, a line begun and not ended, and whether stdin has ended."""
 
-    __slots__ = ("ended", "lines", "partial")
+    __slots__ = ("deferred", "ended", "lines", "partial")
 
     def __init__(self) -> None:
+        self.deferred = b""
         self.lines: list[bytes] = []
         self.partial = b""
         self.ended = False
@@ -120,7 +121,8 @@ def opening(front: Answers, source: int, wire: Wire) -> Opened:
             try:
                 response = front.take(message)
             except Defer:
-                opened.lines = [x + b"\n" for x in lines[n:]]
+                opened.deferred = line + b"\n"
+                opened.lines = [x + b"\n" for x in lines[n + 1 :]]
                 opened.partial = buffer
                 return opened
             if response is not None:

@@ -47,6 +47,8 @@ class Session:
     def run(self, source: int, wire: Wire, opened: Opened) -> int:
         """Serve what the opening left (``opened``), then the rest of ``source``, until EOF or the
         hand-over ends."""
+        if opened.deferred:
+            self._keep(opened.deferred, wire)
         for line in opened.lines:
             self.events.put(("line", line))
         if opened.ended:
@@ -112,15 +114,25 @@ class Session:
         try:
             response = self.front.take(message)
         except Defer:
-            self.ws  # noqa: B018 (the SDK is made for the workspace: resolved first, errors and all)
-            if self.failed:
-                wire.error(message if isinstance(message, dict) else {}, self.failed)
-            else:
-                self.pending.append(line)
-                self._load()
+            self._keep(line, wire, message)
             return
         if response is not None:
             wire.send(response)
+
+    def _keep(self, line: bytes, wire: Wire, message: Any = None) -> None:
+        """A line the front left to the SDK: kept for it (its loading started), or, when it could not
+        be loaded, a request's error."""
+        self.ws  # noqa: B018 (the SDK is made for the workspace: resolved first, errors and all)
+        if self.failed:
+            if message is None:
+                try:
+                    message = mcp_json.loads(line)
+                except ValueError:
+                    message = None
+            wire.error(message if isinstance(message, dict) else {}, self.failed)
+        else:
+            self.pending.append(line)
+            self._load()
 
     def _load(self) -> None:
         """Start importing the SDK server in a background thread (once)."""
