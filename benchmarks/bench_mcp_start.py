@@ -95,8 +95,11 @@ def main() -> None:
     ap.add_argument(
         "--baseline", type=Path, help="another install's `nexus` program, measured beside this one"
     )
+    ap.add_argument("--sdk", action="store_true", help="also the SDK server alone (NEXUS_MCP_FRONT=sdk)")
     args = ap.parse_args()
     programs = {"this": NEXUS, **({"baseline": args.baseline} if args.baseline else {})}
+    if args.sdk:
+        programs["SDK server alone"] = NEXUS
     load = [os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="nexus-bench-mcp-") as tmp:
         vault, keys = Path(tmp) / "vault", Path(tmp) / "keys"

@@ -1,14 +1,21 @@
 """``nexus mcp``'s stdio front: answers a session's requests without the MCP SDK, and hands the
 stream to the SDK server (``mcp_server.py``) only when a request needs it.
 
-What it buys, measured by ``benchmarks/bench_runtimes.py`` (spawn to the answer to Claude Code's
-opening ``server/discover``, both in one interleaved run on the 2-core test machine under a load
-average of about 14): 0.26 s p50 with the front against 3.16 s for the SDK server alone (importing
-``mcp.server`` builds every protocol version's pydantic models). Claude Code's discover probe gives
-up after about 3 s; with the SDK alone it fell back to ``initialize``, which the SDK had already
-refused for the era, and connected after 9 s. The front imports neither ``mcp`` nor ``pydantic``. It
-reads newline-delimited JSON-RPC and answers by itself (``mcp_answers.Answers``), exactly as the SDK
-server would, what it can be sure of, in both eras the SDK serves:
+A runtime sends its first model request only once the server has answered its opening request and
+``tools/list`` (Claude Code in ``-p`` mode; Codex, for a ``required`` server, before the thread
+starts). What the front buys there, measured by ``benchmarks/bench_mcp_start.py`` (spawned over pipes
+as a runtime spawns it, 20 interleaved runs on the 2-core test machine at a load average of about 9,
+where a bare ``python -c pass`` took FLOOR ms p50): the answer to Claude Code's ``server/discover``
+THIS ms p50 after spawn, and ``tools/list`` LIST ms, against BASE ms for the front started through the
+CLI and the library, and SDK ms for the SDK server alone (importing ``mcp.server`` builds every
+protocol version's pydantic models). It gets there by importing nothing before its first answers but
+what answering needs: the ``nexus`` program starts it before the CLI's parser (``program.py``,
+``mcp_start.py``: the command line, vault, agent and tool set read with the standard library); the
+opening is answered in the main thread (:func:`opening`, no ``threading`` or ``queue``), its JSON read
+and written by CPython's C scanner and encoder (``mcp_json.py``); the tool lists come from
+``mcp_tools.json``; the operations, the settings machinery and the session's threads
+(``mcp_session.py``) are imported after it. It answers by itself (``mcp_answers.Answers``), exactly
+as the SDK server would, what it can be sure of, in both eras the SDK serves:
 
 - ``initialize`` (the same protocol-version negotiation, capabilities, server info, instructions)
   and ``ping``; or the 2026-07-28 envelope: ``server/discover``, a ``subscriptions/listen``
@@ -21,20 +28,14 @@ server would, what it can be sure of, in both eras the SDK serves:
 
 Everything else (reading a resource, a cancellation, a client's answer, an unknown method, a call
 whose arguments the SDK might coerce, anything before the opening request) is kept, in order, for the
-SDK, which is then imported in a background thread (``lazy``, the default; ``auto`` also imports it
-once the stream is idle for ``IDLE_SECONDS``). When it is loaded the front stops taking requests (each
-one it took is answered, its write durable, before the SDK sees the next) and the SDK's server takes
-the stream through its public ``run("stdio")`` (``mcp_server.serve_streams``): the opening request
-replayed under an id of the front's (its answer swallowed), the acknowledged listen streams (the
-SDK's second ack swallowed), ``notifications/initialized`` in the handshake era, then the kept lines,
-then the rest of stdin. stdout carries whole JSON-RPC lines only, written by one writer under a lock;
-fd 1 points at stderr meanwhile, as the SDK's transport does, so stray output misses the wire. SIGINT
-ends the process as soon as no tool call runs (runtimes send it first when they close a server).
+SDK, which the session (``mcp_session.py``) then imports in a background thread and hands the stream
+to. stdout carries whole JSON-RPC lines only, written by one writer under a lock; fd 1 points at
+stderr meanwhile, as the SDK's transport does, so stray output misses the wire. SIGINT ends the
+process as soon as no tool call runs (runtimes send it first when they close a server).
 
-If the SDK cannot be loaded the front answers what it can and every kept request gets a JSON-RPC
-error. ``NEXUS_MCP_FRONT`` (read by the command): ``lazy`` (the default), ``auto``, ``front`` (never
-loaded: tests compare the front's answers with the SDK's), ``sdk`` (no front: the SDK server from the
-first byte).
+``NEXUS_MCP_FRONT`` (read by the command): ``lazy`` (the default), ``auto`` (the SDK also loaded once
+the stream is idle), ``front`` (never loaded: tests compare the front's answers with the SDK's),
+``sdk`` (no front: the SDK server from the first byte).
 """
 
 from __future__ import annotations
