@@ -1,12 +1,13 @@
-"""What creating ``nexus/records.py``'s frozen dataclasses costs at import (every hook that reads the
-log pays it), and what the ways of making it cheaper would save:
+"""What creating the frozen dataclasses of ``nexus/records/`` costs at import (every hook that reads the
+log pays for the families it loads), and what the ways of making it cheaper would save:
 
     .venv/bin/python benchmarks/bench_value_types.py [--runs 40]
 
-The module's source is compiled once and executed ``--runs`` times in this process (the smallest CPU
-time is kept: class creation is pure CPU), as it is and rewritten: without ``frozen``, with
-``slots=True``, with ``repr=False``, and with only the classes the session-start and prompt hooks
-create (found by counting ``__init__`` calls in a run of each). Nothing is changed in nexus; JSON goes
+The families' classes, put in one source, are compiled once and executed ``--runs`` times in this
+process (the smallest CPU time is kept: class creation is pure CPU), as they are and rewritten: without
+``frozen``, with ``slots=True``, with ``repr=False``, with only the families the session-start hook
+loads (entries, memory, project, team), and with only the classes the session-start and prompt hooks create
+(found by counting ``__init__`` calls in a run of each). Nothing is changed in nexus; JSON goes
 to benchmarks/results/bench_value_types.json.
 """
 
@@ -19,7 +20,18 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = (ROOT / "nexus" / "records.py").read_text()
+FAMILIES = sorted((ROOT / "nexus" / "records").glob("[!_]*.py"))
+HEADER = (
+    "from __future__ import annotations\n\n"
+    "from dataclasses import asdict, dataclass, field\nfrom typing import Any\n"
+)
+# a family's classes (the module's imports left out: one header serves them all), entries first
+BLOCKS = {
+    path.stem: re.split(r"\n(?=@dataclass)", path.read_text(), maxsplit=1)[1]
+    for path in sorted(FAMILIES, key=lambda p: p.stem != "entries")
+}
+SOURCE = HEADER + "".join("\n" + block for block in BLOCKS.values())
+ON_THE_HOOKS_FAMILIES = ("entries", "memory", "project", "team")  # the session-start hook's
 # what the session-start and prompt hooks construct, plus what the per-entry check can (Problem)
 ON_THE_HOOK_PATH = {
     "Brief",
@@ -61,6 +73,8 @@ def main() -> None:
         "frozen, repr=False": SOURCE.replace(
             "@dataclass(frozen=True)", "@dataclass(frozen=True, repr=False)"
         ),
+        "the families the session-start hook loads": HEADER
+        + "".join("\n" + BLOCKS[family] for family in ON_THE_HOOKS_FAMILIES),
         f"only the {len(kept)} the hooks create, frozen": head + "".join("\n" + b for b in kept),
     }
     out = {name: cost(source, args.runs) for name, source in variants.items()}
@@ -69,7 +83,7 @@ def main() -> None:
     (results / "bench_value_types.json").write_text(
         json.dumps({"runs": args.runs, "cpu_ms": out}, indent=2) + "\n"
     )
-    print(f"creating nexus/records.py's classes, smallest CPU of {args.runs} runs")
+    print(f"creating nexus/records/'s classes, smallest CPU of {args.runs} runs")
     for name, ms in out.items():
         print(f"  {name:45} {ms:6.2f} ms")
 

@@ -18,7 +18,7 @@ class Trust:
     import that the per-turn commands reading no entry do not pay; pass one that remembers its answer),
     or None: nothing is pinned, the identity notes' keys are taken as they are (:data:`NO_PINS`, what a
     library caller gets). A value: a plain class with slots, in a module that imports nothing, because
-    the hooks' quiet answers import it (through ``operations``) and must not pay for ``records.py``'s
+    the hooks' quiet answers import it (through ``operations``) and must not pay for ``records``'
     dataclasses or the settings."""
 
     __slots__ = ("source",)

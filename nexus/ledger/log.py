@@ -26,11 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# an append's answers (records.AppendResult, records.Notice) are named through the package: their
+# family loads with the first write, not with every reader of the log
+from .. import records
 from ..errors import ForkError, InputError, IntegrityError
-from ..records import AppendResult, Entry, Located, Notice
+from ..records import Entry, Located
 from ..storage import durable, entries, segments
 from ..storage.locks import FileLock, exclusive
-from ..storage.text import SECRET_HINT_RE, check_line, check_name, check_token, check_type, prepare_body
+from ..storage.text import check_line, check_name, check_token, check_type, prepare_body, secret_hint
 from ..storage.vault import Vault
 from ..trust import NO_PINS, Trust
 from . import shadow, tailstate
@@ -280,7 +283,7 @@ def _checked_input(
         if not entries.ID_RE.fullmatch(ack_id):
             raise InputError(f"--ack {ack_id!r} is not an entry id (26 characters, as printed by append)")
     for what, part in (("the summary", summary), ("the body", body)):
-        if part and SECRET_HINT_RE.search(part):  # every agent's brief shows an entry: no secrets
+        if part and secret_hint().search(part):  # every agent's brief shows an entry: no secrets
             from ..memory.scan import check_secrets
 
             check_secrets(part, f"{what} of the entry", vault.root)
@@ -371,7 +374,7 @@ class LogWriter:
         chain: tuple[int, str] | None = None,
         precondition: Callable[[], None] | None = None,
         trust: Trust = NO_PINS,
-    ) -> AppendResult:
+    ) -> records.AppendResult:
         """Append one signed entry and return once it is durable (see :func:`append`). ``chain``:
         (seq, prev) to continue from instead of the agent's head (only :func:`resolve_fork`).
         ``precondition``: called under the log lock once the segments are caught up, before the entry
@@ -399,7 +402,7 @@ class LogWriter:
                 from ..keys import heads
 
                 heads.write(self.vault, signer, inp.agent, entry.seq, entry.id, digest)
-        return AppendResult(located, tuple(quarantined), inp.body_changed)
+        return records.AppendResult(located, tuple(quarantined), inp.body_changed)
 
     def _open_target(self, quarantined: list[str], trust: Trust) -> _Target:
         """The tail state to go on from: this writer's own when nothing changed since its last append
@@ -630,7 +633,7 @@ def append(
     agent: str | None = None,
     precondition: Callable[[], None] | None = None,
     trust: Trust = NO_PINS,
-) -> AppendResult:
+) -> records.AppendResult:
     """Append one signed entry and return once it is durable.
 
     ``agent`` defaults to the signer; it differs only when the watcher signs a person's text
@@ -654,7 +657,7 @@ def append(
     )
 
 
-def resolve_fork(vault: Vault, signer: Signer, keep: str, trust: Trust) -> AppendResult:
+def resolve_fork(vault: Vault, signer: Signer, keep: str, trust: Trust) -> records.AppendResult:
     """End a fork of ``signer``'s chain: a signed ``reconcile`` entry that continues the branch holding
     entry ``keep`` (from its newest entry) and acks every entry of the agent from the fork on, so
     every machine sees the same choice. Both branches stay in the log."""
@@ -710,7 +713,7 @@ def resolve_fork(vault: Vault, signer: Signer, keep: str, trust: Trust) -> Appen
     )
 
 
-def restore_entry(vault: Vault, entry_id: str) -> Notice:
+def restore_entry(vault: Vault, entry_id: str) -> records.Notice:
     """Put an entry's original text back in its segment (replacing an edited version, or re-inserting
     it when it is gone) under the log lock, with a notice saying so."""
     copy = shadow.original(vault, entry_id)
@@ -737,6 +740,6 @@ def restore_entry(vault: Vault, entry_id: str) -> Notice:
             new = shadow.insert_entries(data, scan, [copy], notice_text)
         added = [loc for loc in segments.scan(new, copy.file).entries if loc.entry.id == entry_id]
         replace_segment(vault, path, data if exists else b"", new, added)
-    notice = Notice(notice_id, "recovered", copy.file, (entry_id,), ts, message)
+    notice = records.Notice(notice_id, "recovered", copy.file, (entry_id,), ts, message)
     shadow.record_notice(vault, notice)
     return notice

@@ -25,8 +25,10 @@ import json
 import os
 from pathlib import Path
 
+# records.Notice and records.ShadowCopy are named through the package: their family loads when a copy
+# or a notice is first read or written, not with every reader of the log
+from .. import records
 from ..errors import NotFoundError
-from ..records import Notice, ShadowCopy
 from ..storage import durable, entries, segments
 from ..storage.vault import Vault
 
@@ -45,7 +47,7 @@ class Shadow:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
         self.folder = vault.state / "shadow"
-        self.copies: dict[str, ShadowCopy] = {}
+        self.copies: dict[str, records.ShadowCopy] = {}
         self.by_segment: dict[str, list[str]] = {}
 
     @classmethod
@@ -62,22 +64,24 @@ class Shadow:
                 for raw in f:
                     try:
                         rec = json.loads(raw)
-                        copy = ShadowCopy(rec["id"], rec["agent"], rec["file"], rec["sha"], rec["text"])
+                        copy = records.ShadowCopy(
+                            rec["id"], rec["agent"], rec["file"], rec["sha"], rec["text"]
+                        )
                     except (ValueError, KeyError, TypeError):
                         continue  # a torn last line (killed mid-write): that entry is shadowed again
                     shadow._index(copy)
         return shadow
 
-    def _index(self, copy: ShadowCopy) -> None:
+    def _index(self, copy: records.ShadowCopy) -> None:
         if copy.id in self.copies:
             return
         self.copies[copy.id] = copy
         self.by_segment.setdefault(copy.file, []).append(copy.id)
 
-    def add(self, copies: list[ShadowCopy]) -> None:
+    def add(self, copies: list[records.ShadowCopy]) -> None:
         """Append new copies durably (one fsync per segment file), then index them."""
         fresh = [c for c in copies if c.id not in self.copies]
-        by_file: dict[str, list[ShadowCopy]] = {}
+        by_file: dict[str, list[records.ShadowCopy]] = {}
         for copy in fresh:
             by_file.setdefault(copy.file, []).append(copy)
         for file, group in by_file.items():
@@ -111,7 +115,9 @@ def text_of(data: bytes, start: int, end: int) -> str:
     return data[start:end].decode("utf-8", errors="replace")
 
 
-def insert_entries(data: bytes, scan: segments.Scan, missing: list[ShadowCopy], notice: str | None) -> bytes:
+def insert_entries(
+    data: bytes, scan: segments.Scan, missing: list[records.ShadowCopy], notice: str | None
+) -> bytes:
     """``data`` with each missing entry put back where its id belongs (before the first entry with a
     greater id, else after the last entry, before any trailing text), then ``notice`` after the last
     one restored."""
@@ -132,7 +138,9 @@ def splice(data: bytes, inserts: Insertions) -> bytes:
     return bytes(out)
 
 
-def insertions(data: bytes, scan: segments.Scan, missing: list[ShadowCopy], notice: str | None) -> Insertions:
+def insertions(
+    data: bytes, scan: segments.Scan, missing: list[records.ShadowCopy], notice: str | None
+) -> Insertions:
     """Where :func:`insert_entries` puts each missing entry (and the notice), without doing it."""
     anchors: list[tuple[str, int, int]] = [(loc.entry.id, loc.offset, loc.end_offset) for loc in scan.entries]
     anchors += [(b.entry_id, b.offset, b.end_offset) for b in scan.broken if b.entry_id]
@@ -238,13 +246,13 @@ def render_notice(notice_id: str, title: str, lines: list[str]) -> str:
     return f"{NOTICE_PREFIX}{notice_id} %%\n> [!warning] {title}\n{body}\n{NOTICE_END}\n"
 
 
-def record_notice(vault: Vault, notice: Notice) -> None:
+def record_notice(vault: Vault, notice: records.Notice) -> None:
     _append_whole_lines(
         vault.state / NOTICES_FILE, json.dumps(notice.to_json(), ensure_ascii=False).encode() + b"\n"
     )
 
 
-def notices(vault: Vault) -> list[Notice]:
+def notices(vault: Vault) -> list[records.Notice]:
     out = []
     try:
         with open(vault.state / NOTICES_FILE, "rb") as f:
@@ -252,7 +260,9 @@ def notices(vault: Vault) -> list[Notice]:
                 try:
                     r = json.loads(raw)
                     out.append(
-                        Notice(r["id"], r["kind"], r["file"], tuple(r["entries"]), r["ts"], r["message"])
+                        records.Notice(
+                            r["id"], r["kind"], r["file"], tuple(r["entries"]), r["ts"], r["message"]
+                        )
                     )
                 except (ValueError, KeyError, TypeError):
                     continue
@@ -268,7 +278,7 @@ def new_notice_id() -> str:
 # ------------------------------------------------------------------ recovery
 
 
-def original(vault: Vault, entry_id: str) -> ShadowCopy:
+def original(vault: Vault, entry_id: str) -> records.ShadowCopy:
     """The shadowed original of an entry; NotFoundError when the watcher never saw it verified."""
     if not entries.ID_RE.fullmatch(entry_id):
         from ..errors import InputError

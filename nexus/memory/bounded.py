@@ -37,8 +37,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+# records.MemoryResult is named through the package: its family loads when a store is first changed
+# or measured, not with every brief
+from .. import records
 from ..errors import (
     ConflictError,
     IdentityError,
@@ -48,15 +51,11 @@ from ..errors import (
     NotFoundError,
     VaultError,
 )
-from ..records import MemoryResult
 from ..storage import durable, markers
 from ..storage.locks import exclusive
 from ..storage.text import check_name, describe_char, first_invisible
 from ..storage.vault import Vault
 from . import scan
-
-if TYPE_CHECKING:
-    from ..records import BriefSection
 
 DELIM = "\n§\n"
 TARGETS = ("memory", "user")
@@ -310,13 +309,13 @@ def result(
     limit: int,
     changed: bool,
     backup: str | None,
-) -> MemoryResult:
+) -> records.MemoryResult:
     if backup:
         message += (
             f" The file had been edited by hand in a way nexus would not write back exactly; "
             f"its previous text is kept in {backup}."
         )
-    return MemoryResult(
+    return records.MemoryResult(
         st.target,
         st.agent,
         vault.rel(st.path) if st.path.exists() else st.path.relative_to(vault.root).as_posix(),
@@ -350,13 +349,15 @@ def _clean(content: str | None, what: str, vault: Vault) -> str:
     return text
 
 
-def usage(vault: Vault, target: str, agent: str | None, limit: int) -> MemoryResult:
+def usage(vault: Vault, target: str, agent: str | None, limit: int) -> records.MemoryResult:
     st = store(vault, target, agent)
     entries = list(dict.fromkeys(read(st.path)))
     return result(vault, st, "", entries, limit, False, None)
 
 
-def add(vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int) -> MemoryResult:
+def add(
+    vault: Vault, target: str, agent: str | None, content: str | None, *, limit: int
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     text = _clean(content, "content", vault)
     with locked(vault, st):
@@ -400,7 +401,7 @@ def _find(vault: Vault, st: Store, entries: list[str], old_text: str | None) -> 
 
 def replace(
     vault: Vault, target: str, agent: str | None, old_text: str | None, content: str | None, *, limit: int
-) -> MemoryResult:
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     text = _clean(content, "new content", vault)
     with locked(vault, st):
@@ -422,7 +423,9 @@ def replace(
     return result(vault, st, "Entry replaced.", new, limit, True, backup)
 
 
-def remove(vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int) -> MemoryResult:
+def remove(
+    vault: Vault, target: str, agent: str | None, old_text: str | None, *, limit: int
+) -> records.MemoryResult:
     st = store(vault, target, agent)
     with locked(vault, st):
         raw = read_raw(st)
@@ -454,8 +457,8 @@ class Snapshot:
 
     agent: str
     text: str
-    memory: MemoryResult
-    user: MemoryResult
+    memory: records.MemoryResult
+    user: records.MemoryResult
     blocked: tuple[str, ...]  # what was held back, as "FILE: rule, …"
 
     @property
@@ -478,7 +481,7 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
     check_name(agent)
     blocks: list[str] = []
     blocked: list[str] = []
-    results: list[MemoryResult] = []
+    results: list[records.MemoryResult] = []
     for target, limit in (("memory", memory_limit), ("user", user_limit)):
         rel = "USER.md" if target == "user" else f"agents/{agent}/MEMORY.md"
         try:  # read what can be read: one store that cannot be read never hides the other
@@ -492,7 +495,7 @@ def snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: int) ->
         except (InputError, VaultError) as err:
             blocked.append(f"{rel}: not shown: {err}")
             results.append(
-                MemoryResult(
+                records.MemoryResult(
                     target,
                     agent if target == "memory" else None,
                     rel,
@@ -552,10 +555,9 @@ def cached_snapshot(vault: Vault, agent: str, *, memory_limit: int, user_limit: 
 
 def brief_section(
     vault: Vault, agent: str, limit: int, *, memory_limit: int, user_limit: int, surface: str = "cli"
-) -> BriefSection | None:
+) -> records.BriefSection | None:
     """The brief's memory slot: usage warnings, the snapshot, the memory index (cut to ``limit``).
     ``memory_limit`` and ``user_limit``: the settings' ``memory_chars`` and ``user_chars``."""
-    from ..records import BriefSection
     from ..team.hints import say
     from . import facts
 
@@ -577,7 +579,7 @@ def brief_section(
     if len(text) > limit:
         hint = f"\n… (cut; the whole snapshot: {say(surface, 'snapshot', agent=agent)})"
         text = text[: max(0, limit - len(hint))] + hint
-    return BriefSection("memory", "Your memory", text)
+    return records.BriefSection("memory", "Your memory", text)
 
 
 # ---------------------------------------------------------------- import from Hermes
@@ -585,7 +587,7 @@ def brief_section(
 
 def import_hermes(
     vault: Vault, folder: Path, agent: str, *, memory_limit: int, user_limit: int
-) -> list[MemoryResult]:
+) -> list[records.MemoryResult]:
     """Add the entries of a Hermes ``memories/`` folder (MEMORY.md, USER.md) to ``agent``'s memory and
     the vault's USER.md: what is clean and fits is imported, in order; every entry left out is listed
     with why (``skipped``). Each entry passes the same checks as ``memory add``."""

@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+# records.Fact is named through the package: its family loads when a fact is first read, not with
+# every brief
+from .. import records
 from ..errors import InputError, NexusError, NotFoundError
-from ..records import Fact
 from ..storage import durable
 from ..storage.locks import exclusive
 from ..storage.text import DEVICE_NAMES, TOKEN_RE, check_body, check_file_name, check_line
@@ -77,7 +79,7 @@ def _is_fact_file(p: Path) -> bool:
     return p.suffix == ".md" and TOKEN_RE.fullmatch(p.stem) is not None
 
 
-def _load(vault: Vault, path: Path, retired: bool = False) -> Fact:
+def _load(vault: Vault, path: Path, retired: bool = False) -> records.Fact:
     """A fact note; one that cannot be read (bad YAML, bad UTF-8, a link out of the vault…) comes
     back marked ``invalid`` with the reason, so one bad note never hides the others."""
     from ..storage import notes
@@ -94,7 +96,7 @@ def _load(vault: Vault, path: Path, retired: bool = False) -> Fact:
                 else err.strerror or type(err).__name__
             )
         )
-        return Fact(
+        return records.Fact(
             name=path.stem,
             description="",
             type="reference",
@@ -109,7 +111,7 @@ def _load(vault: Vault, path: Path, retired: bool = False) -> Fact:
         v = props.get(key)
         return str(v) if v not in (None, "") else None
 
-    return Fact(
+    return records.Fact(
         name=str(props.get("name") or path.stem),
         description=str(props.get("description") or ""),
         type=str(props.get("type") or "reference"),
@@ -123,21 +125,21 @@ def _load(vault: Vault, path: Path, retired: bool = False) -> Fact:
     )
 
 
-def all_facts(vault: Vault) -> list[Fact]:
+def all_facts(vault: Vault) -> list[records.Fact]:
     folder = memory_dir(vault)
     if not folder.is_dir():
         return []
     return [_load(vault, p) for p in sorted(folder.iterdir()) if _is_fact_file(p)]
 
 
-def retired(vault: Vault) -> list[Fact]:
+def retired(vault: Vault) -> list[records.Fact]:
     folder = retired_dir(vault)
     if not folder.is_dir():
         return []
     return [_load(vault, p, True) for p in sorted(folder.iterdir()) if _is_fact_file(p)]
 
 
-def get(vault: Vault, name: str) -> Fact:
+def get(vault: Vault, name: str) -> records.Fact:
     path = memory_dir(vault) / f"{check_fact_name(name)}.md"
     if not path.is_file():
         raise NotFoundError(f"no fact {name!r} in the memory index (see `nexus memory facts list`)")
@@ -147,7 +149,7 @@ def get(vault: Vault, name: str) -> Fact:
     return fact
 
 
-def render_index(facts: list[Fact]) -> str:
+def render_index(facts: list[records.Fact]) -> str:
     lines = [
         f"- [[{f.path.removesuffix('.md')}|{f.name}]] ({f.type}) — {f.description}"
         for f in facts
@@ -200,7 +202,7 @@ def add(
     approved_by: str | None = None,
     approved_at: str | None = None,
     source: str | None = None,
-) -> Fact:
+) -> records.Fact:
     """Write a new fact note and rebuild the index. Refuses unsafe text and taken names."""
     from ..storage import notes
 
@@ -251,7 +253,7 @@ def _move(src: Path, dest: Path, props_update: dict[str, Any], drop: tuple[str, 
     durable.fsync_dir(src.parent)
 
 
-def retire(vault: Vault, name: str) -> Fact:
+def retire(vault: Vault, name: str) -> records.Fact:
     src = memory_dir(vault) / f"{check_fact_name(name)}.md"
     with exclusive(vault.lock(LOCK)):
         if not src.is_file():
@@ -264,7 +266,7 @@ def retire(vault: Vault, name: str) -> Fact:
     return _load(vault, dest, True)
 
 
-def restore(vault: Vault, name: str) -> Fact:
+def restore(vault: Vault, name: str) -> records.Fact:
     src = retired_dir(vault) / f"{check_fact_name(name)}.md"
     with exclusive(vault.lock(LOCK)):
         if not src.is_file():

@@ -28,6 +28,7 @@ This module does no I/O; see ``log.py`` for the write path.
 from __future__ import annotations
 
 import binascii
+import functools
 import hashlib
 import json
 import re
@@ -317,7 +318,7 @@ def parse_lines(lines: list[str]) -> Entry:
 
 
 def parse_checked(lines: list[str]) -> tuple[Entry, str | None]:
-    """``parse_lines`` and ``canonical_flaw`` together: an end line read by ``_END_PLAIN`` is the very
+    """``parse_lines`` and ``canonical_flaw`` together: an end line read by ``_end_plain`` is the very
     line ``end_line`` writes for the entry, so it is not written again to be compared."""
     entry, plain = _parse(lines)
     return entry, canonical_flaw(lines, entry, end_checked=plain)
@@ -422,19 +423,26 @@ def ends_entry(first: str, line: str) -> bool:
 # quote or a backslash (always, for what nexus writes: ids, hex key ids, base64): the same keys in the
 # same order, no spaces, no escapes, ``seq`` as ``repr`` writes it. Reading it with this costs a third
 # of ``json.loads``; any other end line is read by ``json.loads`` (tests/test_canonical_encoding.py).
+# Compiled when a format-1 entry is first read (~0.6 ms), so a format-2 vault's readers never pay it.
 _PLAIN = r"[ !#-\[\]-~]*"
-_END_PLAIN = re.compile(
-    rf'%% nexus:end \{{"ack":\[((?:"{_PLAIN}"(?:,"{_PLAIN}")*)?)\],"id":"({_PLAIN})","key":"({_PLAIN})",'
-    rf'"prev":(?:null|"({_PLAIN})"),"seen":(?:null|"({_PLAIN})"),"seq":(0|-?[1-9][0-9]*),'
-    rf'"sig":"({_PLAIN})","v":{FORMAT_VERSION}(?:,"via":"({_PLAIN})")?\}} %%'
-)
+
+
+@functools.cache
+def _end_plain() -> re.Pattern[str]:
+    return re.compile(
+        rf'%% nexus:end \{{"ack":\[((?:"{_PLAIN}"(?:,"{_PLAIN}")*)?)\],"id":"({_PLAIN})","key":"({_PLAIN})",'
+        rf'"prev":(?:null|"({_PLAIN})"),"seen":(?:null|"({_PLAIN})"),"seq":(0|-?[1-9][0-9]*),'
+        rf'"sig":"({_PLAIN})","v":{FORMAT_VERSION}(?:,"via":"({_PLAIN})")?\}} %%'
+    )
+
+
 _ACK_ITEM = re.compile(r'"([^"]*)"')
 
 
 def _framing(
     lines: list[str],
 ) -> tuple[re.Match[str], re.Match[str], re.Match[str] | None, dict[str, Any]]:
-    """The begin line's and header's matches, then ``_END_PLAIN``'s match of the end line, or the end
+    """The begin line's and header's matches, then ``_end_plain``'s match of the end line, or the end
     line's metadata read by ``json.loads``; FrameError if broken."""
     if len(lines) < 3:
         raise FrameError("entry is cut short", len(lines))
@@ -444,7 +452,7 @@ def _framing(
     header = HEADER_RE.fullmatch(lines[1])
     if not header:
         raise FrameError("bad header line", 1)
-    plain = _END_PLAIN.fullmatch(lines[-1])
+    plain = _end_plain().fullmatch(lines[-1])
     if plain is not None:
         return begin, header, plain, {}
     end = END_RE.fullmatch(lines[-1])

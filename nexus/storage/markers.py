@@ -10,11 +10,18 @@ side's lines), so the file kind's merge rule (``sync/merge.py``) can take both s
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_LINE = re.compile(rb"^(<{7}|\|{7}|={7}|>{7})(?:[ \t].*)?\r?$", re.M)
+
+@functools.cache
+def _line() -> re.Pattern[bytes]:
+    """A marker line; compiled when a file first holds ``<<<<<<<`` (most processes never see one)."""
+    return re.compile(rb"^(<{7}|\|{7}|={7}|>{7})(?:[ \t].*)?\r?$", re.M)
+
+
 _OPEN = b"<" * 7
 
 
@@ -37,7 +44,7 @@ def regions(data: bytes) -> list[Region]:
     out: list[Region] = []
     state, start, mid, anc = "", 0, 0, -1
     ours = base = b""
-    for m in _LINE.finditer(data):
+    for m in _line().finditer(data):
         mark = m.group(1)[:1]
         line_end = m.end() + 1 if m.end() < len(data) else m.end()
         if mark == b"<":

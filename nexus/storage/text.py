@@ -177,14 +177,17 @@ _FENCE_OPEN_RE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE_RE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 
 
-# A cheap first look for what the safety scan's secrets category could find: only text that holds one
-# of these pays for the scan (the log appends every entry through it).
-SECRET_HINT_RE = re.compile(
-    r"-----BEGIN|eyJ|AKIA|ASIA|AIza|ya29\.|xox[abprs]-|sk_live_|sk-|gh[pousr]_|github_pat_|glpat-|"
-    r"npm_|pypi-|api[_-]?key|secret|token|passw|pwd|passphrase|credential|auth|://[^\s/@]+:[^\s/@]+@|"
-    r"[A-Za-z0-9+/=_-]{32,}",
-    re.IGNORECASE,
-)
+@functools.cache
+def secret_hint() -> re.Pattern[str]:
+    """A cheap first look for what the safety scan's secrets category could find: only text that holds
+    one of these pays for the scan (the log appends every entry through it). Compiled by the first
+    append (~0.6 ms), not by every reader."""
+    return re.compile(
+        r"-----BEGIN|eyJ|AKIA|ASIA|AIza|ya29\.|xox[abprs]-|sk_live_|sk-|gh[pousr]_|github_pat_|glpat-|"
+        r"npm_|pypi-|api[_-]?key|secret|token|passw|pwd|passphrase|credential|auth|://[^\s/@]+:[^\s/@]+@|"
+        r"[A-Za-z0-9+/=_-]{32,}",
+        re.IGNORECASE,
+    )
 
 
 def describe_char(ch: str) -> str:

@@ -7,6 +7,7 @@ The whole parser, with the commands written by hand, is put together in ``cli.py
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,8 +32,41 @@ GROUPS = {
 }
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` finds it: ``COLUMNS``, else standard
+    output's terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(1).columns  # (file descriptor 1: standard output)
+        except (ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """The help as typed (descriptions and examples keep their lines), as wide as the terminal. argparse
+    makes a formatter for every option it adds and, given no width, asks ``shutil``, whose import loads
+    zlib, bz2 and lzma: 2 to 3 ms of CPU of every command (``benchmarks/bench_cli.py``)."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        super().__init__(
+            prog, indent_increment, max_help_position, _columns() - 2 if width is None else width
+        )
+
+
 class Parser(argparse.ArgumentParser):
-    """Usage errors as one line (``nexus: error: …``), like every other error; exit 2."""
+    """Usage errors as one line (``nexus: error: …``), like every other error; exit 2. Its commands'
+    parsers are Parsers too, each with the :class:`Formatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:
         said = one_line(usage.explain(self.prog, message))
@@ -48,7 +82,6 @@ def command(
         help=help,
         description=help,
         epilog=f"example:\n  {example}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.set_defaults(handler=handler)
     # (also after the command: `nexus mcp --agent ella --vault X`; SUPPRESS keeps one given before it)

@@ -51,7 +51,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="nexus",
         description="Shared, durable, inspectable memory for AI agents, in a Markdown vault.",
         epilog="example:\n  nexus init vault && cd vault && nexus agent add ella && nexus log tail",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--vault", help="the vault folder (else NEXUS_VAULT, else walk up from here)")
     parser.add_argument("--version", action="version", version=_version())
