@@ -4,11 +4,12 @@ stream to the SDK server (``mcp_server.py``) only when a request needs it.
 A runtime sends its first model request only once the server has answered its opening request and
 ``tools/list`` (Claude Code in ``-p`` mode; Codex, for a ``required`` server, before the thread
 starts). What the front buys there, measured by ``benchmarks/bench_mcp_start.py`` (spawned over pipes
-as a runtime spawns it, 20 interleaved runs on the 2-core test machine at a load average of about 9,
-where a bare ``python -c pass`` took FLOOR ms p50): the answer to Claude Code's ``server/discover``
-THIS ms p50 after spawn, and ``tools/list`` LIST ms, against BASE ms for the front started through the
-CLI and the library, and SDK ms for the SDK server alone (importing ``mcp.server`` builds every
-protocol version's pydantic models). It gets there by importing nothing before its first answers but
+as a runtime spawns it, 20 interleaved runs on the 2-core test machine while its load average fell
+from 9 to 6, where a bare ``python -c pass`` took 18.8 ms p50, 10.9 ms at best): the answer to Claude
+Code's ``server/discover`` 20.6 ms p50 after spawn (11.0 at best), ``tools/list`` 20.9 ms, Codex's
+``initialize`` 20.8 ms; against 84.2 ms (42.3 at best) for the same front started through the CLI and
+the library, and 1,114 ms for the SDK server alone (importing ``mcp.server`` builds every protocol
+version's pydantic models). It gets there by importing nothing before its first answers but
 what answering needs: the ``nexus`` program starts it before the CLI's parser (``program.py``,
 ``mcp_start.py``: the command line, vault, agent and tool set read with the standard library); the
 opening is answered in the main thread (:func:`opening`, no ``threading`` or ``queue``), its JSON read
