@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from .mcp_front import Opened, Wire
 
 IDLE_SECONDS = 0.05  # ``auto``: the stream idle this long, the SDK is loaded
-QUIET_SECONDS = 0.05  # the opening requests answered and none for this long: resolve the workspace
+# the opening answered and no request for this long: resolve the workspace (~30 ms of CPU for its
+# imports). A runtime runs its start-up hooks and sends its first model request right after the
+# opening; on a busy machine those imports would compete with them for the CPU.
+QUIET_SECONDS = 1.0
 
 
 class Session:
