@@ -16,6 +16,12 @@ Cases, interleaved run by run:
 - ``pre-tool``: an Edit and an apply_patch of a free file (Claude Code's and Codex's claims check);
 - ``session-end`` (retain, at the session's end).
 
+Each case runs twice from this checkout: in its own process (``NEXUS_HOOK_SERVER=off``, as every hook
+ran before the warm hook server) and ``[served]`` by the warm server (started by the untimed runs
+before; its sockets in a folder of the benchmark's own, stopped at the end). A served hook's CPU is
+the client's (p50) plus the server's for the call: the server's user + system time, its forked
+children's included, over all runs of the case divided by the runs (``/proc``: 10 ms ticks, so a mean).
+
 ``--against OTHER/.venv/bin/python``: another checkout's hooks too (main's, say), each case interleaved
 with this one's on the same vault, in their own sessions (each of its ``prompt, one new entry`` runs
 after an append of its own), named with a trailing ``[against]``.
@@ -28,9 +34,12 @@ asserted. JSON goes to benchmarks/results/bench_hooks.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-from harness import installed_env, measured, pct  # noqa: E402
+from harness import installed_env, measured, pct, server_cpu_ms  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -152,10 +161,28 @@ def main() -> None:
         " these on the same vault, named with a trailing [against]",
     )
     args = ap.parse_args()
-    env = installed_env(dict(os.environ))
-    hooks = {"": HOOK}
+    runtime = tempfile.mkdtemp(prefix="nx-", dir="/tmp")  # (short: socket paths hold ~107 bytes)
+    env = {**installed_env(dict(os.environ)), "NEXUS_HOOK_SERVER": "off", "XDG_RUNTIME_DIR": runtime}
+    envs = {"": env, " [served]": {k: v for k, v in env.items() if k != "NEXUS_HOOK_SERVER"}}
+    hooks = {"": HOOK, " [served]": HOOK}
     if args.against:
         hooks[" [against]"] = str(Path(args.against).parent / "nexus-hook")
+        envs[" [against]"] = env
+    try:
+        run_all(args.runs, env, envs, hooks)
+    finally:
+        for pid_file in Path(runtime).glob("nexus/*.pid"):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def tag_of(name: str) -> str:
+    return next((t for t in (" [served]", " [against]") if name.endswith(t)), "")
+
+
+def run_all(runs: int, env: dict[str, str], envs: dict[str, dict[str, str]], hooks: dict[str, str]) -> None:
+    runtime = Path(env["XDG_RUNTIME_DIR"])
     with tempfile.TemporaryDirectory(prefix="nexus-bench-hooks-") as tmp:
         vault, keys, project = lived_in(Path(tmp))
         lyra = identity.load_signer(vault, keys, "lyra")
@@ -171,20 +198,26 @@ def main() -> None:
         for tag, program in hooks.items():
             quiet, fresh = f"quiet{tag.strip()}", f"news{tag.strip()}"  # each program's own sessions
             mine[tag] = program_cases(program, quiet, fresh, hook, str(project / "src" / "main.py"))
-            settle += [mine[tag]["prompt, nothing new"], mine[tag]["pre-tool, Edit of a free file"]]
+            settle += [(tag, mine[tag][n]) for n in ("prompt, nothing new", "pre-tool, Edit of a free file")]
             news.append("prompt, one new entry" + tag)
             for sid in (quiet, fresh):  # the sessions the per-turn cases continue
                 command, event = hook(program, "session-start", {"session_id": sid})
-                subprocess.run(command, input=event, text=True, env=env, capture_output=True, check=True)
+                subprocess.run(
+                    command, input=event, text=True, env=envs[tag], capture_output=True, check=True
+                )
         cases.update({name + tag: mine[tag][name] for name in mine[""] for tag in hooks})
         # the cases that append last
         cases = {**{k: v for k, v in cases.items() if k not in news}, **{k: cases[k] for k in news}}
-        for case in [*cases.values(), *settle]:  # bytecode written, caches warm
+        for name, case in [*cases.items(), *settle]:  # bytecode written, caches warm, the server up
             if case[1] is not None:
-                subprocess.run(case[0], input=case[1], text=True, env=env, capture_output=True, check=True)
+                run_env = envs[tag_of(name)]
+                subprocess.run(
+                    case[0], input=case[1], text=True, env=run_env, capture_output=True, check=True
+                )
         wall: dict[str, list[float]] = {name: [] for name in cases}
         cpu: dict[str, list[float]] = {name: [] for name in cases}
-        for run in range(args.runs):
+        served: dict[str, float] = {name: 0.0 for name in cases}
+        for run in range(runs):
             for name, case in cases.items():
                 if case[1] is None:
                     case = hook(
@@ -192,19 +225,25 @@ def main() -> None:
                     )
                 if name in news:
                     log.append(vault, lyra, channel="build", type="note", summary=f"news {run}")
-                w, c, done = measured(case[0], input=case[1], text=True, env=env, capture_output=True)
+                before = server_cpu_ms(runtime)
+                run_env = envs[tag_of(name)]
+                w, c, done = measured(case[0], input=case[1], text=True, env=run_env, capture_output=True)
                 assert done.returncode == 0, done.stderr
                 wall[name].append(w)
                 cpu[name].append(c)
-            for command, event in settle:
-                subprocess.run(command, input=event, text=True, env=env, capture_output=True, check=True)
+                served[name] += sum(server_cpu_ms(runtime, before).values())
+            for name, (command, event) in settle:
+                subprocess.run(
+                    command, input=event, text=True, env=envs[tag_of(name)], capture_output=True, check=True
+                )
         imports = {
             tag: import_times(
                 *hook(program, "session-start", {"session_id": f"imports{tag}", "source": "startup"}), env
             )
             for tag, program in hooks.items()
+            if tag != " [served]"
         }
-    report(args.runs, cases, cpu, wall, imports)
+    report(runs, cases, cpu, wall, imports, {n: served[n] / runs for n in cases if tag_of(n) == " [served]"})
 
 
 def report(
@@ -213,12 +252,16 @@ def report(
     cpu: dict[str, list[float]],
     wall: dict[str, list[float]],
     imports: dict[str, dict[str, int]],
+    server: dict[str, float],
 ) -> None:
     out: dict[str, Any] = {
         "runs": runs,
+        "load": os.getloadavg(),
         "ms": {
             name: {
-                "cpu_p50": pct(cpu[name], 0.5),
+                "cpu_p50": pct(cpu[name], 0.5) + server.get(name, 0.0),
+                "client_cpu_p50": pct(cpu[name], 0.5),
+                "server_cpu_mean": server.get(name),
                 "wall_p50": pct(wall[name], 0.5),
                 "wall_p90": pct(wall[name], 0.9),
             }
@@ -238,7 +281,10 @@ def report(
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
     (results / "bench_hooks.json").write_text(json.dumps(out, indent=2) + "\n")
-    print(f"each hook alone, {runs} runs interleaved (p50; CPU = user + system of the process)")
+    print(
+        f"each hook alone, {runs} runs interleaved (p50; CPU = user + system of the process; [served]: the"
+        f" client's p50 + the server's mean), load {out['load'][0]:.1f}"
+    )
     for name, m in out["ms"].items():
         print(
             f"  {name:40} CPU {m['cpu_p50']:6.1f} ms   wall {m['wall_p50']:6.1f} ms (p90 {m['wall_p90']:.0f})"

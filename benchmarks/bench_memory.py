@@ -28,6 +28,7 @@ from harness import pct, timed
 from nexus.keys import identity
 from nexus.memory import bounded as memory
 from nexus.memory import scan
+from nexus.memory import snapshot as frozen
 from nexus.storage.vault import init
 
 WRITER = """
@@ -105,12 +106,12 @@ def main() -> None:
 
     t = time.perf_counter()
     for _ in range(50):
-        memory.snapshot(vault, "ella", memory_limit=2200, user_limit=1_000_000)
+        frozen.snapshot(vault, "ella", memory_limit=2200, user_limit=1_000_000)
     out["snapshot (scan every entry)"] = {"ms": round((time.perf_counter() - t) * 1000 / 50, 2)}
-    memory.cached_snapshot(vault, "ella", memory_limit=2200, user_limit=1_000_000)
+    frozen.cached_snapshot(vault, "ella", memory_limit=2200, user_limit=1_000_000)
     t = time.perf_counter()
     for _ in range(200):
-        memory.cached_snapshot(vault, "ella", memory_limit=2200, user_limit=1_000_000)
+        frozen.cached_snapshot(vault, "ella", memory_limit=2200, user_limit=1_000_000)
     out["snapshot (cache hit)"] = {"ms": round((time.perf_counter() - t) * 1000 / 200, 3)}
 
     (vault.root / "USER.md").unlink()

@@ -11,7 +11,13 @@ Side by side in one loop, interleaved so all see the same load:
   `.mcp.json`) and the MCP server alone (no hooks); with the CPU the whole `claude -p` run took (its
   processes and theirs: Claude Code, the hooks, `nexus mcp`), which a busy machine inflates far less
   than wall time;
-- **per turn**: in the wired project, one session of ``--turns`` prompts (stream-json input); the
+- **the warm hook server**: the wired start three ways: its hooks each in their own process
+  (``NEXUS_HOOK_SERVER=off``), with no server running when `claude -p` starts (cold: SessionStart
+  runs in process and starts the server, UserPromptSubmit right after may use it), and with the
+  server already running (warm: left by the previous run, a first session for the first one); the
+  halves run with it off;
+- **per turn**: in the wired project, one session of ``--turns`` prompts, the hooks in their own
+  processes and served warm (stream-json input); the
   duration of each nexus hook as Claude Code itself logs it (`--debug-file`: "Hooks: EVENT [...]
   finished with status 0 (N ms)"), p50 of the hooks a turn runs (UserPromptSubmit, and Stop where
   it is wired) (target: at most 100 ms);
@@ -45,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from e2e.conftest import BIN, runtime_env  # noqa: E402
 from e2e.model_anthropic import AnthropicModel, Text  # noqa: E402
 from e2e.runtime_claude import Session, claude, model_env  # noqa: E402
-from harness import children_cpu_ms, installed_env, pct  # noqa: E402
+from harness import children_cpu_ms, installed_env, pct, server_cpu_ms, server_mode  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -100,7 +106,7 @@ def wire(nexus: Path, project: Path, vault: Path, keys: Path, home: Path) -> Non
     assert setup.returncode == 0, setup.stderr
 
 
-def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[float]]:
+def turns(project: Path, home: Path, n: int, debug: Path, tag: str = "") -> dict[str, list[float]]:
     """One wired session of ``n`` prompts; each nexus hook's duration as Claude Code logged it (ms)."""
     with AnthropicModel([Text(f"answer {i}") for i in range(n)]) as model:
         session = Session(project, model_env(home, model), debug)
@@ -111,7 +117,7 @@ def turns(project: Path, home: Path, n: int, debug: Path) -> dict[str, list[floa
             session.close()
     found: dict[str, list[float]] = {}
     for event, ms in HOOK_LINE.findall(debug.read_text(errors="replace")):
-        found.setdefault(event, []).append(float(ms))
+        found.setdefault(event + tag, []).append(float(ms))
     return found
 
 
@@ -162,6 +168,16 @@ def main() -> None:
         "--baseline", type=Path, help="another install's `nexus` program, wired beside this one"
     )
     args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))  # the servers' sockets (short paths)
+    os.environ["XDG_RUNTIME_DIR"] = str(folder)
+    try:
+        measure(args.runs, args.turns, folder, args.baseline)
+    finally:
+        server_mode("cold", folder)  # (stops them)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure(runs: int, n_turns: int, folder: Path, baseline: Path | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="nexus-bench-runtimes-") as tmp:
         root = Path(tmp)
         vault, _ = init(root / "vault")
@@ -181,52 +197,74 @@ def main() -> None:
             folder.mkdir()
             subprocess.run(["git", "init", "-q", str(folder)], check=True)
         wire(BIN / "nexus", wired, vault.root, keys, home)
-        projects = {"without nexus": plain, "with nexus": wired, **halves(wired, root, home)}
-        if args.baseline:
+        projects = {
+            "without nexus": (plain, "off"),
+            "with nexus": (wired, "off"),
+            "with nexus, hook server cold": (wired, "cold"),
+            "with nexus, hook server warm": (wired, "warm"),
+            **{name: (path, "off") for name, path in halves(wired, root, home).items()},
+        }
+        if baseline:  # another install wired the same way, the hooks in their own processes
             other = root / "wired-baseline"
             other.mkdir()
             subprocess.run(["git", "init", "-q", str(other)], check=True)
-            wire(args.baseline, other, vault.root, keys, home)
-            projects["with nexus (baseline)"] = other
-            for name, folder in halves(other, root, home, "-baseline").items():
-                projects[name.replace("-baseline", " (baseline)")] = folder
+            wire(baseline, other, vault.root, keys, home)
+            projects["with nexus (baseline)"] = (other, "off")
+            for name, path in halves(other, root, home, "-baseline").items():
+                projects[name.replace("-baseline", " (baseline)")] = (path, "off")
         start: dict[str, list[float]] = {name: [] for name in projects}
         cpu: dict[str, list[float]] = {name: [] for name in projects}
         mcp: dict[str, list[float]] = {"front": [], "sdk": []}
         hooks: dict[str, list[float]] = {}
         first_request(plain, home)  # warm the runtime's own caches once
-        for run in range(args.runs):
-            for name, project in projects.items():
+        server_mode("warm", folder)
+        first_request(wired, home)  # a first session: the server is up for the first warm run
+        for run in range(runs):
+            for name, (project, mode) in projects.items():
+                server_mode(mode, folder)
+                served = server_cpu_ms(folder)
                 seconds, used = first_request(project, home)
                 start[name].append(seconds)
-                cpu[name].append(used)
+                cpu[name].append(
+                    used + sum(server_cpu_ms(folder, served).values())
+                )  # (the server: no child of ours)
             mcp["front"].append(mcp_first_answer(vault.root, keys, "auto"))
             mcp["sdk"].append(mcp_first_answer(vault.root, keys, "sdk"))
-            for event, values in (
-                turns(wired, home, args.turns, root / f"debug-{run}.txt") if args.turns else {}
-            ).items():
-                hooks.setdefault(event, []).extend(values)
+            for mode, tag in (("off", ""), ("warm", " [served]")) if n_turns else ():
+                server_mode(mode, folder)
+                debug = root / f"debug-{run}{mode}.txt"
+                for event, values in turns(wired, home, n_turns, debug, tag).items():
+                    hooks.setdefault(event, []).extend(values)
     result: dict[str, Any] = {
-        "runs": args.runs,
-        "load_average_at_the_end": os.getloadavg(),
-        "turns_per_session": args.turns,
+        "runs": runs,
+        "load": os.getloadavg(),
+        "turns_per_session": n_turns,
         "first_request_ms": {
             k: {"p50": pct(v, 0.5) * 1000, "p90": pct(v, 0.9) * 1000} for k, v in start.items()
         },
-        "nexus_adds_to_start_ms_p50": (
-            statistics.median(start["with nexus"]) - statistics.median(start["without nexus"])
-        )
-        * 1000,
+        "nexus_adds_to_start_ms_p50": {
+            k: (statistics.median(v) - statistics.median(start["without nexus"])) * 1000
+            for k, v in start.items()
+            if k.startswith("with nexus")
+        },
         "run_cpu_ms_p50": {k: pct(v, 0.5) for k, v in cpu.items()},
-        "nexus_adds_to_run_cpu_ms_p50": pct(cpu["with nexus"], 0.5) - pct(cpu["without nexus"], 0.5),
+        "nexus_adds_to_run_cpu_ms_p50": {
+            k: pct(v, 0.5) - pct(cpu["without nexus"], 0.5)
+            for k, v in cpu.items()
+            if k.startswith("with nexus")
+        },
         "mcp_first_answer_ms": {
             k: {"p50": pct(v, 0.5) * 1000, "p90": pct(v, 0.9) * 1000} for k, v in mcp.items()
         },
         "hook_ms": {k: {"p50": pct(v, 0.5), "p90": pct(v, 0.9), "n": len(v)} for k, v in hooks.items()},
     }
-    prompts, stops = hooks.get("UserPromptSubmit", []), hooks.get("Stop", [])
-    per_turn = [a + (stops[i] if i < len(stops) else 0) for i, a in enumerate(prompts)]
-    result["hooks_per_turn_ms_p50"] = pct(per_turn, 0.5) if per_turn else None
+    result["hooks_per_turn_ms_p50"] = {}
+    for tag in ("", " [served]"):
+        prompts, stops = hooks.get("UserPromptSubmit" + tag, []), hooks.get("Stop" + tag, [])
+        per_turn = [a + (stops[i] if i < len(stops) else 0) for i, a in enumerate(prompts)]
+        result["hooks_per_turn_ms_p50"][tag.strip(" []") or "in process"] = (
+            pct(per_turn, 0.5) if per_turn else None
+        )
     out = ROOT / "benchmarks" / "results" / "bench_runtimes.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

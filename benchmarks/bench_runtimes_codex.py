@@ -1,15 +1,21 @@
 """What nexus costs a Codex 0.171.0 user, measured on the real program driven by the scripted model
 on 127.0.0.1 (tests/e2e/), side by side in one run:
 
-    .venv/bin/python benchmarks/bench_runtimes_codex.py [--runs 10] [--turns 12] [--baseline OTHER/.venv/bin/python]
+    .venv/bin/python benchmarks/bench_runtimes_codex.py [--runs 10] [--turns 12] [--baseline PYTHON]
 
 - **Start**: `codex exec PROMPT` from spawn to its first model request, without nexus (a bare home and
   project) and wired (`nexus setup codex`, project scope: a required MCP server, the SessionStart and
-  UserPromptSubmit hooks before the first request), and in two halves of the wiring, to tell what the
-  first request waits for: the hooks alone (no `[mcp_servers.nexus]`) and the MCP server alone (no
-  `hooks.json`); interleaved run by run, with the CPU of each whole run; and on every run with the
-  server, whether that first request already offers the nexus tools.
-- **Per turn**: one app-server session of N turns, wired, every other turn with one new entry by another
+  UserPromptSubmit hooks before the first request), interleaved run by run; and on every wired run,
+  whether that first request already offers the nexus tools. Also two halves of the wiring, to tell
+  what the first request waits for: the hooks alone (no `[mcp_servers.nexus]`) and the MCP server
+  alone (no `hooks.json`); and with `--baseline`, another install's wiring and its MCP server alone
+  (the hooks in their own processes in all of these).
+- **The warm hook server**: the wired start with the hooks each in their own process
+  (``NEXUS_HOOK_SERVER=off``) and warm (the server an untimed first session just started), both in
+  one wired place reused run after run, and cold (a new place each run: SessionStart runs in process
+  and starts the server).
+- **Per turn**: one app-server session of N turns, wired (the hooks in their own processes, then
+  served by a warm server), every other turn with one new entry by another
   agent between prompts: the time Codex itself reports for nexus's hooks in each turn (`hook/completed`
   `durationMs`: UserPromptSubmit + Stop), beside two bare `python -c pass` timed after each turn (the
   floor of two hook processes under the same load), and the turn's wall time beside a bare session's.
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +42,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from e2e.model_openai import OpenAIModel, Text  # noqa: E402
 from e2e.runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
-from harness import children_cpu_ms, installed_env, pct  # noqa: E402
+from harness import children_cpu_ms, installed_env, pct, server_cpu_ms, server_mode  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -45,12 +52,9 @@ BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-VARIANTS = ("without nexus", "with nexus", "hooks only", "MCP server only")
-
-
-def place(
-    root: Path, wired: bool, variant: str = "with nexus", python: Path | None = None
-) -> tuple[Path, Path, Any]:
+def place(root: Path, wired: bool, half: str = "", python: Path | None = None) -> tuple[Path, Path, Any]:
+    """A home and a project; wired by ``python``'s install (default: this one), or half of it (``half``:
+    "hooks only", "MCP server only")."""
     home, project = root / "home", root / "project"
     home.mkdir(parents=True)
     project.mkdir()
@@ -60,15 +64,15 @@ def place(
     for name in ("ella", "lyra"):
         identity.add(vault, keys, name)
     if wired:
-        python = python or Path(sys.executable)  # (the install whose `nexus` the wiring runs)
+        python = python or Path(sys.executable)
         env = {"HOME": str(home), "NEXUS_HOME": str(keys), "PATH": f"{python.parent}:/usr/bin:/bin"}
         args = ["--vault", str(vault.root), "setup", "codex", "--agent", "lyra"]
         subprocess.run(
             [str(python), "-m", "nexus", *args], cwd=project, env=env, check=True, capture_output=True
         )
-        if variant.startswith("hooks only"):  # the project's config without the server: hooks switched on
+        if half == "hooks only":  # the project's config without the server: hooks switched on
             (project / ".codex" / "config.toml").write_text("[features]\nhooks = true\n")
-        elif variant.startswith("MCP server only"):
+        elif half == "MCP server only":
             (project / ".codex" / "hooks.json").unlink()
     else:  # the same trust a user gives their own project, without nexus
         (home / ".codex").mkdir()
@@ -130,75 +134,104 @@ def session(
     return hooks, walls
 
 
+STARTS = (
+    "bare",
+    "wired",
+    "wired, hook server cold",
+    "wired, hook server warm",
+    "hooks only",
+    "MCP server only",
+)
+BASELINE = ("wired (baseline)", "MCP server only (baseline)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--turns", type=int, default=12)
-    ap.add_argument(
-        "--baseline", type=Path, help="another install's python: its wiring measured beside this one's"
-    )
+    ap.add_argument("--baseline", type=Path, help="another install's python: its wiring beside this one's")
     args = ap.parse_args()
-    variants = [*VARIANTS, *(f"{v} (baseline)" for v in VARIANTS[1:] if args.baseline)]
-    starts: dict[str, list[float]] = {v: [] for v in variants}
-    cpu: dict[str, list[float]] = {v: [] for v in variants}
-    tools: dict[str, list[bool]] = {v: [] for v in variants[1:]}
+    folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))  # the servers' sockets (short paths)
+    os.environ["XDG_RUNTIME_DIR"] = str(folder)
+    try:
+        measure(args.runs, args.turns, folder, args.baseline)
+    finally:
+        server_mode("cold", folder)  # (stops them)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure(runs: int, turns: int, folder: Path, baseline: Path | None = None) -> None:
+    names = (*STARTS, *(BASELINE if baseline else ()))
+    starts: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    tools: list[bool] = []
+    hooks: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.runs):
-            for n, variant in enumerate(variants):
-                python = args.baseline if variant.endswith("(baseline)") else None
-                home, project, _ = place(Path(tmp) / f"{i}-{n}", variant != "without nexus", variant, python)
+        warm = place(Path(tmp) / "warm", True)
+        server_mode("warm", folder)
+        first_request(*warm[:2])  # a first session: its server is up for the first warm run
+        for i in range(runs):
+            for n, name in enumerate(names):
+                mode = {"wired, hook server cold": "cold", "wired, hook server warm": "warm"}.get(name, "off")
+                server_mode(mode, folder)
+                if name in ("wired", "wired, hook server warm"):  # (one place: the same vault and caches)
+                    home, project, _ = warm
+                if mode == "warm":  # a first session, untimed: the server up (a cold run stopped it)
+                    first_request(home, project)
+                else:
+                    half = name.removesuffix(" (baseline)") if "only" in name else ""
+                    python = baseline if name.endswith("(baseline)") else None
+                    home, project, _ = place(Path(tmp) / f"{i}-{n}", name != "bare", half, python)
+                served = server_cpu_ms(folder)
                 seconds, has_tools, used = first_request(home, project)
-                starts[variant].append(seconds * 1000)
-                cpu[variant].append(used)
-                if variant in tools:
-                    tools[variant].append(has_tools)
-        home, project, stores = place(Path(tmp) / "session-wired", True)
+                starts[name].append(seconds * 1000)
+                cpu[name].append(
+                    used + sum(server_cpu_ms(folder, served).values())
+                )  # (the server: no child of ours)
+                if name not in ("bare", "hooks only"):
+                    tools.append(has_tools)
         floor: list[float] = []
-        hooks, wired_walls = session(home, project, stores, args.turns, floor)
+        for mode, tag in (("off", ""), ("warm", " [served]")):
+            server_mode(mode, folder)
+            home, project, stores = place(Path(tmp) / f"session-wired-{mode}", True)
+            hooks[tag], wired_walls = session(home, project, stores, turns, floor if not tag else None)
+        server_mode("off", folder)
         home, project, stores = place(Path(tmp) / "session-bare", False)
-        _, bare_walls = session(home, project, stores, args.turns)
-    later = hooks[1:]  # the first turn also starts the session (SessionStart is timed apart by Codex)
-    out = {
+        _, bare_walls = session(home, project, stores, turns)
+    later = {tag: found[1:] for tag, found in hooks.items()}  # (the first turn also starts the session)
+    out: dict[str, Any] = {
         "codex": VERSION,
-        "runs": args.runs,
-        "first_request_ms": {
-            v: {"p50": pct(t, 0.5), "added_p50": pct(t, 0.5) - pct(starts[VARIANTS[0]], 0.5), "all": t}
-            for v, t in starts.items()
+        "runs": runs,
+        "load": os.getloadavg(),
+        "first_request_ms": {name: pct(v, 0.5) for name, v in starts.items()},
+        "first_request_added_ms": {
+            name: pct(v, 0.5) - pct(starts["bare"], 0.5) for name, v in starts.items() if name != "bare"
         },
-        "exec_run_cpu_ms": {
-            v: {"p50": pct(c, 0.5), "added_p50": pct(c, 0.5) - pct(cpu[VARIANTS[0]], 0.5)}
-            for v, c in cpu.items()
+        "exec_run_cpu_ms": {name: pct(v, 0.5) for name, v in cpu.items()},
+        "exec_run_cpu_added_ms": {
+            name: pct(v, 0.5) - pct(cpu["bare"], 0.5) for name, v in cpu.items() if name != "bare"
         },
-        "first_turn_has_nexus_tools": {v: f"{sum(t)}/{len(t)}" for v, t in tools.items()},
+        "first_turn_has_nexus_tools": f"{sum(tools)}/{len(tools)}",
         "hooks_per_turn_ms": {
-            "p50": pct(later, 0.5),
-            "p90": pct(later, 0.9),
-            "nothing_new_p50": pct(later[1::2], 0.5),
-            "one_new_entry_p50": pct(later[0::2], 0.5),
-            "all": hooks,
-            "two_python_starts_p50": pct(floor[1:], 0.5),
+            tag.strip(" []") or "in process": {
+                "p50": pct(v, 0.5),
+                "p90": pct(v, 0.9),
+                "nothing_new_p50": pct(v[1::2], 0.5),
+                "one_new_entry_p50": pct(v[0::2], 0.5),
+                "all": hooks[tag],
+            }
+            for tag, v in later.items()
         },
-        "turn_wall_ms": {"bare_p50": pct(bare_walls[1:], 0.5), "wired_p50": pct(wired_walls[1:], 0.5)},
+        "two_python_starts_p50": pct(floor[1:], 0.5),
+        "turn_wall_ms": {
+            "bare_p50": pct(bare_walls[1:], 0.5),
+            "wired_p50 (served)": pct(wired_walls[1:], 0.5),
+        },
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench_runtimes_codex.json").write_text(json.dumps(out, indent=2) + "\n")
-    f, c = out["first_request_ms"], out["exec_run_cpu_ms"]
-    h = out["hooks_per_turn_ms"]
-    w = out["turn_wall_ms"]
-    print(f"Codex {VERSION}, {args.runs} runs of each, interleaved (p50; added: against without nexus)")
-    print(f"load average {os.getloadavg()[0]:.2f} at the end")
-    for v in variants:
-        print(
-            f"{v:27s} first model request {f[v]['p50']:4.0f} ms (+{f[v]['added_p50']:3.0f}), CPU of the "
-            f"whole `codex exec` run {c[v]['p50']:4.0f} ms (+{c[v]['added_p50']:3.0f})"
-            + (f", first turn has its tools {out['first_turn_has_nexus_tools'][v]}" if v in tools else "")
-        )
-    print(
-        f"nexus hooks per turn (Codex's durationMs): p50 {h['p50']:.0f} ms, p90 {h['p90']:.0f} ms "
-        f"(nothing new {h['nothing_new_p50']:.0f} ms, one new entry {h['one_new_entry_p50']:.0f} ms); "
-        f"two bare `python -c pass` meanwhile: p50 {h['two_python_starts_p50']:.0f} ms"
-    )
-    print(f"turn wall time p50: {w['bare_p50']:.0f} ms without nexus, {w['wired_p50']:.0f} ms wired")
+    print(f"Codex {VERSION}, {runs} runs of each, interleaved; load {out['load'][0]:.1f}")
+    print(json.dumps({k: v for k, v in out.items() if k not in ("codex", "runs", "load")}, indent=1))
 
 
 if __name__ == "__main__":

@@ -6,10 +6,13 @@ Benchmarks run as scripts (``.venv/bin/python benchmarks/bench_X.py``), so this 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
+import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -49,3 +52,51 @@ def installed_env(env: dict[str, str]) -> dict[str, str]:
 def python_floor() -> dict[str, str]:
     """The environment the floor (`python -c pass`) runs in: this one, as installed."""
     return installed_env(dict(os.environ))
+
+
+def server_cpu_ms(runtime: Path, since: dict[int, float] | None = None) -> dict[int, float]:
+    """The CPU so far (ms: user + system, their waited-for children's included) of each warm hook
+    server whose socket is in ``runtime`` (an ``XDG_RUNTIME_DIR``), by pid: they are no child of the
+    benchmark, so its ``getrusage`` never counts them (read from ``/proc``, in 10 ms ticks). With
+    ``since`` (an earlier reading), what each used since then (a server started since: all of it)."""
+    used: dict[int, float] = {}
+    for pid_file in runtime.glob("nexus/*.pid"):
+        try:
+            pid = int(pid_file.read_text())
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue
+        used[pid] = sum(int(v) for v in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
+    if since is not None:
+        used = {pid: ms - since.get(pid, 0.0) for pid, ms in used.items()}
+    return used
+
+
+SERVER = ("off", "cold", "warm")  # the warm hook server: switched off, not running yet, running
+
+
+def servers(folder: Path) -> list[int]:
+    """The pids of the warm hook servers whose sockets are in ``folder`` (still running)."""
+    pids = []
+    for pid_file in folder.glob("nexus/*.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text())
+            os.kill(pid, 0)
+            pids.append(pid)
+    return pids
+
+
+def server_mode(mode: str, folder: Path) -> None:
+    """The warm hook server for the runtimes started next (their environment is this process's
+    ``NEXUS_HOOK_SERVER`` and ``XDG_RUNTIME_DIR``, as the e2e tests pass them): ``off``; ``cold``,
+    every server stopped first; ``warm``, left running."""
+    if mode == "off":
+        os.environ["NEXUS_HOOK_SERVER"] = "off"
+        return
+    os.environ.pop("NEXUS_HOOK_SERVER", None)
+    if mode == "cold":
+        for pid in servers(folder):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while servers(folder) and time.monotonic() < deadline:
+            time.sleep(0.02)

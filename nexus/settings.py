@@ -21,6 +21,9 @@ Settings (argument / environment / ``nexus.md`` property, default):
 - watcher rescan in seconds: ``--rescan`` / ``NEXUS_RESCAN_SECONDS`` / ``rescan_seconds``, 5
 - MCP tool set: ``--tools`` / ``NEXUS_MCP_TOOLS`` / ``mcp_tools``, agent (or all)
 - search stemming languages: – / ``NEXUS_SEARCH_LANGUAGES`` (commas) / ``search_languages``, en
+- warm hook server's idle time in minutes: – / ``NEXUS_HOOK_SERVER_IDLE`` / ``hook_server_idle_minutes``, 15
+- warm hook server: – / ``NEXUS_HOOK_SERVER`` (``off``) / – , on (read by ``nexus-hook`` itself, before
+  anything else of nexus: ``surfaces/hook_client.py``)
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Settings:
     rescan_seconds: float = 5.0
     mcp_tools: str = "agent"
     search_languages: tuple[str, ...] = ("en",)
+    hook_server_idle_minutes: float = 15.0
 
 
 DEFAULTS = Settings()
@@ -66,6 +70,7 @@ _ENV = {
     "rescan_seconds": "NEXUS_RESCAN_SECONDS",
     "mcp_tools": "NEXUS_MCP_TOOLS",
     "search_languages": "NEXUS_SEARCH_LANGUAGES",
+    "hook_server_idle_minutes": "NEXUS_HOOK_SERVER_IDLE",
 }
 
 

@@ -33,11 +33,15 @@ OTHERS = {
         "`1` lets one commit through the claims guard (`nexus git setup --guard`) and says so",
         "unset",
     ),
+    "NEXUS_HOOK_SERVER": (
+        "`off` runs every `nexus-hook` in its own process, without the warm hook server",
+        "on",
+    ),
 }
 
 # read by the test suite's own helpers and scripts (fault injection, fuzzing, the Hermes tests, the
 # runtimes' cache), not by nexus: not warned about, not listed for people
-TESTS = frozenset({"NEXUS_FAULT", "NEXUS_FUZZ_SEED", "NEXUS_HERMES_SITE", "NEXUS_RUNTIMES"})
+TESTS = frozenset({"NEXUS_FAULT", "NEXUS_FUZZ_SEED", "NEXUS_HERMES_SITE", "NEXUS_RUNTIMES", "NEXUS_TEST_RUN"})
 
 
 def _default(value: object) -> str:

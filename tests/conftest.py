@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from collections.abc import Iterator
@@ -25,6 +26,68 @@ from nexus.storage import entries, ids
 from nexus.storage.vault import Vault, init
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The warm hook server (nexus/surfaces/hook_server.py) only where a test is about it: every process the
+# suite starts inherits the switch, and the run's mark: a socket folder of the run's own (as
+# XDG_RUNTIME_DIR, so a test that leaves out NEXUS_* still starts no server outside it), by which the
+# end of the run finds any server the suite started and left alive (pytest_sessionfinish: it fails
+# the run). xdist's workers inherit the controller's.
+os.environ["NEXUS_HOOK_SERVER"] = "off"
+if "NEXUS_TEST_RUN" not in os.environ:
+    os.environ["NEXUS_TEST_RUN"] = tempfile.mkdtemp(prefix="nx-run-", dir="/tmp")
+os.environ["XDG_RUNTIME_DIR"] = os.environ["NEXUS_TEST_RUN"]
+HOOK_SERVER = "nexus.surfaces.hook_server"
+
+
+def hook_servers(marked: str | None = None, folder: str | None = None) -> list[int]:
+    """The pids of live warm hook servers whose environment holds ``NEXUS_TEST_RUN=marked`` or whose
+    socket is in ``folder``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if HOOK_SERVER.encode() not in cmdline or state == "Z":
+            continue
+        ours = marked is not None and f"NEXUS_TEST_RUN={marked}".encode() in environ
+        inside = folder is not None and any(a.startswith(folder.encode()) for a in cmdline.split(b"\0"))
+        if ours or inside:
+            found.append(int(proc.name))
+    return found
+
+
+def stop_hook_servers(folder: str | Path, timeout: float = 10) -> list[int]:
+    """Stop (SIGTERM, then SIGKILL after ``timeout``) every warm hook server whose socket is in
+    ``folder``, and wait until each is gone; the pids that were running."""
+    pids = hook_servers(folder=str(folder))
+    for pid in pids:
+        os.kill(pid, 15)
+    deadline = time.monotonic() + timeout
+    while (alive := hook_servers(folder=str(folder))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in alive:
+        os.kill(pid, 9)
+    return pids
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No warm hook server started by this run is left alive (each test stops its own): one still
+    running fails the run, and is stopped."""
+    if hasattr(session.config, "workerinput"):
+        return  # (an xdist worker: the controller looks once every worker is done)
+    run = os.environ["NEXUS_TEST_RUN"]
+    left = hook_servers(run, folder=run)
+    for pid in left:
+        os.kill(pid, 9)
+    shutil.rmtree(run, ignore_errors=True)
+    if left:
+        sys.stderr.write(f"\nthe tests left warm hook servers running (pids {left}): stopped\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @dataclass
@@ -180,12 +243,12 @@ def wait_for_rescans(vault: Vault, count: int = 2, timeout: float = 60) -> None:
 def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids of the entries read back from the log by ref (``coordination.materialize``) from now on,
     until ``monkeypatch.undo()``."""
-    from nexus.team import coordination
+    from nexus.team import coordination, coordination_state
 
     read_back: list[str] = []
     real = coordination.materialize
 
-    def spy(vault: Any, ref: coordination.Ref, checker: Any = None) -> Any:
+    def spy(vault: Any, ref: coordination_state.Ref, checker: Any = None) -> Any:
         read_back.append(ref.id)
         return real(vault, ref, checker)
 

@@ -711,6 +711,7 @@ def test_nexus_setup_claude_code_wires_the_pre_tool_hook(env: Env, tmp_path: Pat
     home = tmp_path / "home"
     home.mkdir()
     run_env = {k: v for k, v in env.environ.items() if not k.startswith("NEXUS_")} | {"HOME": str(home)}
+    run_env["NEXUS_HOOK_SERVER"] = "off"  # (the suite's switch: the warm hook server has its own tests)
     argv = [
         sys.executable,
         "-W",

@@ -20,7 +20,7 @@ from nexus.keys import identity, roster
 from nexus.ledger import log
 from nexus.settings import DEFAULTS
 from nexus.storage import durable, entries, ids
-from nexus.team import acks, coordination, handoff, pending, races
+from nexus.team import acks, coordination, coordination_state, handoff, pending, races
 
 ACK, WINDOW = DEFAULTS.ack_types, DEFAULTS.race_window_seconds
 DAY = 86_400
@@ -69,7 +69,7 @@ def _scratch(env: Env) -> dict[str, Any]:
 
 
 def _month_file(env: Env, month: str) -> Path:
-    return coordination._months_at(env.vault, ACK, WINDOW)(month)
+    return coordination_state.months_at(env.vault, ACK, WINDOW)(month)
 
 
 def test_a_refresh_reads_and_rewrites_only_the_months_it_touches(
@@ -125,8 +125,8 @@ def test_a_refresh_reads_and_rewrites_only_the_months_it_touches(
     state = coordination.load(env.vault, ACK, WINDOW)
     assert state is not None
     for agent in roster.agents(env.vault):
-        saved = coordination.View.from_json(
-            json.loads(coordination.view_path(env.vault, agent, ACK, WINDOW).read_bytes())
+        saved = coordination_state.View.from_json(
+            json.loads(coordination_state.view_path(env.vault, agent, ACK, WINDOW).read_bytes())
         )
         assert saved == coordination.make_view(state, agent)
 
@@ -184,7 +184,7 @@ def test_a_damaged_month_file_means_a_rebuild_with_the_same_answers(
 def test_an_old_layout_head_is_rebuilt(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     _history(env, monkeypatch)
     expected = _answers(env)
-    head = coordination.state_path(env.vault, ACK, WINDOW)
+    head = coordination_state.state_path(env.vault, ACK, WINDOW)
     old = json.loads(head.read_bytes())
     old["pending"] = {}  # the single-file layout of version 4, under this version's name
     del old["months"], old["gen"]

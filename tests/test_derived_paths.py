@@ -6,7 +6,7 @@ import pytest
 from conftest import Env
 
 from nexus.errors import NotFoundError
-from nexus.team import coordination
+from nexus.team import coordination, coordination_state
 from nexus.trust import NO_PINS
 
 
@@ -22,6 +22,6 @@ def test_a_ref_whose_file_leads_out_of_the_vault_is_never_opened(env: Env, how: 
     else:
         (env.vault.log_dir / "elsewhere.md").symlink_to(outside)
         file = "log/elsewhere.md"
-    ref = coordination.Ref.of(located)._replace(file=file)
+    ref = coordination_state.Ref.of(located)._replace(file=file)
     with pytest.raises(NotFoundError):
         coordination.materialize(env.vault, ref, coordination.entry_checker(env.vault, NO_PINS))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import Env
 
-from nexus.team import handoff
+from nexus.team import handoff_page
 
 LINK_RE = re.compile(r"\[\[([^\]|#]+)(?:#\^([A-Za-z0-9-]+))?(?:\|[^\]]*)?\]\]")
 
@@ -178,7 +178,7 @@ def test_colour_only_on_a_terminal_without_no_color(env: Env) -> None:
 
 def test_library_for_terminal_shortens_aliased_links() -> None:
     md = "- [[decisions/D-0001-x|D-0001]] and [[log/2026-11#^ABC]]"
-    assert handoff.for_terminal(md, colour=False) == "- D-0001 and [[log/2026-11#^ABC]]"
+    assert handoff_page.for_terminal(md, colour=False) == "- D-0001 and [[log/2026-11#^ABC]]"
 
 
 def test_integrity_problems_and_open_races_come_first_and_once(env: Env) -> None:

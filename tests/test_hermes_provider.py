@@ -18,7 +18,7 @@ from conftest import Env
 
 from nexus.ledger import log
 from nexus.memory import bank
-from nexus.memory import bounded as memory
+from nexus.memory import snapshot as frozen
 from nexus.project import checkpoints
 from nexus.surfaces.cli import main
 
@@ -141,7 +141,7 @@ def test_a_scripted_hermes_session_through_its_loader_and_manager(
     assert all(e.sig for e in turns)
     assert env.run("verify").returncode == 0
     # the built-in memory write is mirrored; the injection is refused and never reaches memory
-    entries = memory.snapshot(env.vault, "ella", memory_limit=2200, user_limit=1375).text
+    entries = frozen.snapshot(env.vault, "ella", memory_limit=2200, user_limit=1375).text
     assert "hand-written lexer" in entries and "Ignore all previous" not in entries
     # tools are the library's operations; a refused argument is a readable error, not a crash
     assert out["decided"]["id"].startswith("D-")

@@ -5,6 +5,7 @@ because both runtimes treat exit code 2 as "block the agent"."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from nexus.keys import identity
 from nexus.ledger import log
 from nexus.memory import bank
 from nexus.project import checkpoints
+from nexus.team.session import record_path
 
 EVENT_NAMES = {
     "session-start": "SessionStart",
@@ -36,14 +38,18 @@ def _hook(
     cwd: Path | None = None,
     extra_env: dict[str, str] | None = None,
     wired: bool = True,
+    importtime: bool = False,
 ) -> subprocess.CompletedProcess[str]:
+    """``nexus-hook ARGS`` in a process of its own, wired to this vault and keys (``wired``);
+    ``importtime``: under ``-X importtime``, the modules it imported listed on stderr."""
     run_env = env.environ
     run_env.pop("NEXUS_VAULT", None)
     run_env.pop("NEXUS_HOME", None)
     run_env.update(extra_env or {})
     where = ["--vault", str(env.vault.root), "--home", str(env.keys_home)] if wired else []
+    traced = ["-X", "importtime"] if importtime else []
     return subprocess.run(
-        [sys.executable, "-W", "error", "-m", "nexus.surfaces.hooks", *args, *where],
+        [sys.executable, "-W", "error", *traced, "-m", "nexus.surfaces.hooks", *args, *where],
         input=stdin,
         capture_output=True,
         text=True,
@@ -272,27 +278,10 @@ def test_a_stop_with_nothing_appended_since_the_turn_began_reads_nothing(env: En
     with a decision it retains it."""
     outside = tmp_path / "outside"
     outside.mkdir()
-    where = ["--agent", "lyra", "--vault", str(env.vault.root), "--home", str(env.keys_home)]
 
     def run(event: str, *extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-W",
-                "error",
-                "-X",
-                "importtime",
-                "-m",
-                "nexus.surfaces.hooks",
-                event,
-                *where,
-                *extra,
-            ],
-            input=json.dumps({"session_id": "s-9", "cwd": str(outside), "prompt": "go"}),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        data = {"session_id": "s-9", "cwd": str(outside), "prompt": "go"}
+        return _hook(env, event, "--agent", "lyra", *extra, stdin=json.dumps(data), importtime=True)
 
     assert run("session-start").returncode == 0
     quiet = run("stop", "--retain")
@@ -317,24 +306,8 @@ def test_a_session_start_takes_checked_signatures_from_the_memo(env: Env, tmp_pa
         env.append("ella", f"checked note {i}")
 
     def start(agent: str) -> subprocess.CompletedProcess[str]:
-        where = ["--agent", agent, "--vault", str(env.vault.root), "--home", str(env.keys_home)]
-        return subprocess.run(
-            [
-                sys.executable,
-                "-W",
-                "error",
-                "-X",
-                "importtime",
-                "-m",
-                "nexus.surfaces.hooks",
-                "session-start",
-                *where,
-            ],
-            input=json.dumps({"session_id": f"s-{agent}", "cwd": str(outside), "source": "startup"}),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        data = {"session_id": f"s-{agent}", "cwd": str(outside), "source": "startup"}
+        return _hook(env, "session-start", "--agent", agent, stdin=json.dumps(data), importtime=True)
 
     first = start("lyra")  # checks ella's three entries and remembers them
     assert first.returncode == 0 and "— checked note 2 [" in first.stdout
@@ -343,3 +316,18 @@ def test_a_session_start_takes_checked_signatures_from_the_memo(env: Env, tmp_pa
     assert all(f"— checked note {i} [" in other.stdout for i in range(3)), other.stdout
     assert "UNVERIFIED" not in other.stdout.upper()
     assert "cryptography" not in other.stderr
+
+
+def test_a_quiet_prompt_names_its_record_without_loading_openssl(env: Env, tmp_path: Path) -> None:
+    """A prompt with nothing new answers from a few stats and its session's record, whose name is a
+    SHA-256 of agent and session: taken from CPython's own, the same digest as hashlib's, so the
+    quiet turn never loads OpenSSL (hashlib, 5 to 30 ms in a fresh process)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    data = json.dumps({"session_id": "s-q", "cwd": str(outside), "prompt": "go"})
+    assert _hook(env, "session-start", "--agent", "lyra", stdin=data).returncode == 0
+    quiet = _hook(env, "prompt", "--agent", "lyra", stdin=data, importtime=True)
+    assert quiet.returncode == 0 and quiet.stdout == "", quiet.stderr
+    assert "nexus.team.session" in quiet.stderr and "_hashlib" not in quiet.stderr
+    record = record_path(env.vault, "lyra", "s-q")
+    assert record.is_file() and record.name == hashlib.sha256(b"lyra\0s-q").hexdigest()[:24] + ".json"

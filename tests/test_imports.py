@@ -35,11 +35,11 @@ ALLOWED_UP = {
     ("nexus.ledger.log", "nexus.memory.scan"): "an append runs the safety scan on its body",
     ("nexus.search.verdicts", "nexus.memory.scan"): "an entry's hit is marked when the scan flags it",
     ("nexus.search.hits", "nexus.memory.scan"): "a section's hit is marked when the scan flags it",
-    ("nexus.memory.bounded", "nexus.team.hints"): "a full memory's error names the next action",
+    ("nexus.memory.snapshot", "nexus.team.hints"): "the brief's memory slot names the command to open a fact",
     ("nexus.search.proof", "nexus.audit.verify"): "an index build seals what verify proved",
     ("nexus.search.proof", "nexus.audit.verify_state"): "(the proof is verify's saved state)",
     ("nexus.sync.gitsync", "nexus.audit.verify_state"): "a sync refuses a merge that does not verify",
-    ("nexus.team.handoff", "nexus.audit.verify_state"): "a handoff lists what verify finds",
+    ("nexus.team.handoff_window", "nexus.audit.verify_state"): "a handoff lists what verify finds",
 }
 
 

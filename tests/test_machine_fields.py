@@ -6,7 +6,7 @@ from __future__ import annotations
 from conftest import Env
 
 from nexus.storage import properties
-from nexus.team import handoff
+from nexus.team import handoff_window
 
 
 def test_the_handoff_shows_only_what_a_person_reads_and_old_handoffs_still_read(env: Env) -> None:
@@ -16,7 +16,7 @@ def test_the_handoff_shows_only_what_a_person_reads_and_old_handoffs_still_read(
     props, body = properties.parse(note.read_text(encoding="utf-8"), note.name)
     assert set(props) == {"until", "tags"}
     assert body.rstrip("\n").split("\n")[-1].startswith('%% nexus:meta {"last_entry":"' + entry)
-    found = handoff.previous(env.vault)
+    found = handoff_window.previous(env.vault)
     assert found is not None and found[2]["last_entry"] == entry and found[2]["since"] is None
     # a handoff in the older form: the same fields as properties
     old = note.with_name("2000-01-01.md")
@@ -25,6 +25,6 @@ def test_the_handoff_shows_only_what_a_person_reads_and_old_handoffs_still_read(
         'last_state_version: 3\ntags: ["nexus/handoff"]\n---\n# Morning handoff\n',
         encoding="utf-8",
     )
-    found = handoff.previous(env.vault)
+    found = handoff_window.previous(env.vault)
     assert found is not None and found[0] == old
     assert found[2]["last_entry"] == "01M8NCFC5T5D7J09XBJ4SR96CN" and found[2]["last_state_version"] == 3

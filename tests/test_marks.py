@@ -14,7 +14,7 @@ from nexus.ledger import log, tailstate
 from nexus.ledger.marks import START, Mark, ends_with_entry
 from nexus.settings import DEFAULT_ACK_TYPES
 from nexus.storage import segments
-from nexus.team import acks, coordination, races
+from nexus.team import acks, coordination_state, races
 
 
 def _segment(env: Env, entry_id: str) -> Path:
@@ -76,12 +76,12 @@ def test_old_shape_derived_files_are_treated_as_missing_and_rebuilt(env: Env) ->
     acks.owed(env.vault, "lyra", ack_types)  # the state and views exist now
     raced = [r.key for r in races.find_races(env.vault, ack_types=ack_types)]
     assert raced == [(d.entry.id, q.entry.id)]  # (lyra had not read d when she asked)
-    state_file = coordination.state_path(env.vault, ack_types, window)
-    view_file = coordination.view_path(env.vault, "lyra", ack_types, window)
+    state_file = coordination_state.state_path(env.vault, ack_types, window)
+    view_file = coordination_state.view_path(env.vault, "lyra", ack_types, window)
     rel = d.file
     ref = [d.entry.id, "ella", rel, d.offset, d.end_offset, d.line_start]
     old_state: dict[str, Any] = {
-        "v": coordination.VERSION,  # (the old layout under the current version: shape decides)
+        "v": coordination_state.VERSION,  # (the old layout under the current version: shape decides)
         "ack_types": sorted(ack_types),
         "window_ms": 60000,
         "marks": {Path(rel).stem: [q.end_offset, q.line_end + 1, q.entry.id, q.end_offset, 2]},
@@ -103,7 +103,7 @@ def test_old_shape_derived_files_are_treated_as_missing_and_rebuilt(env: Env) ->
     assert [x.entry.id for x in acks.owed(env.vault, "lyra", ack_types)] == [d.entry.id]
     assert [x.entry.id for x in acks.owed(env.vault, "ella", ack_types)] == [q.entry.id]
     assert [r.key for r in races.find_races(env.vault, ack_types=ack_types)] == raced
-    assert coordination.State.from_json(json.loads(state_file.read_text())) is not None  # rewritten
+    assert coordination_state.State.from_json(json.loads(state_file.read_text())) is not None  # rewritten
     assert log.unread(env.vault, "lyra") == []  # the cursor's seen still skips what was read
     e = env.append("ella", "after the old files").located
     assert e.entry.seq == 2  # ella's chain goes on from d

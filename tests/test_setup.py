@@ -23,8 +23,7 @@ from conftest import Env
 # when first imported, and capsys's stand-in has no file number.
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-
-from nexus.surfaces.cli import main
+from setup_run import setup
 
 RUNTIMES = ("claude-code", "codex", "hermes", "openclaw", "cursor")
 
@@ -44,13 +43,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "project").mkdir()
     monkeypatch.chdir(tmp_path / "project")
     return home
-
-
-def setup(env: Env, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main(["--vault", str(env.vault.root), "setup", *args])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -219,8 +211,9 @@ def test_bad_input_is_one_line_and_changes_nothing(
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
-    """The environment a runtime gives its hooks: no NEXUS_* (the command line carries them)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}
+    """The environment a runtime gives its hooks: no NEXUS_* (the command line carries them), but the
+    suite's switch of the warm hook server (tests/conftest.py)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_") or k == "NEXUS_HOOK_SERVER"}
     env.update(extra)
     return env
 

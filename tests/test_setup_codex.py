@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from conftest import Env
+from setup_run import setup
 
-from nexus.surfaces.cli import main
 from nexus.surfaces.runtimes.codex_view import AppServer
 
 VERSION = "0.171.0"
@@ -36,13 +36,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "project").mkdir()
     monkeypatch.chdir(tmp_path / "project")
     return home
-
-
-def setup(env: Env, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main(["--vault", str(env.vault.root), "setup", *args])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def codex_view(cwd: Path) -> tuple[list[dict[str, Any]], list[str]]:

@@ -6,19 +6,24 @@ from __future__ import annotations
 
 import base64
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Env
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from nexus import workspace
+from nexus.audit import verify_state
 from nexus.keys import identity, trust
 from nexus.ledger import log
+from nexus.ledger.check import check_entry
 from nexus.operations import BY_TOOL
 from nexus.storage.vault import Vault, init
 from nexus.surfaces import mcp_tools
+from nexus.trust import Trust
 
 
 def _other_vault(tmp_path: Path) -> Env:
@@ -94,3 +99,43 @@ def test_two_vaults_with_their_own_keys_folders_each_see_their_own_pins_in_one_p
     mcp_tools.check_agent(fresh, "lyra", "agent")
     assert _tail(fresh)["swapped in"] == "ok"
     assert os.environ["NEXUS_HOME"] == str(a.keys_home)  # (nothing above changed the process)
+
+
+def test_two_verifications_in_threads_of_one_process_each_check_with_their_own_keys(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``verify`` in two threads of one process (an MCP server, the watcher and a command), on two
+    vaults with keys folders of their own: each run checks its entries with its own keys, whatever the
+    other run loaded meanwhile. Thread a is held after its first signature until b has loaded its keys
+    and checked one."""
+    a, b = env, _other_vault(tmp_path)
+    for who, name in ((a, "a"), (b, "b")):
+        for i in range(3):
+            who.append("ella", f"{name} {i}")
+    real = check_entry
+    a_waits, b_checked = threading.Event(), threading.Event()
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name == "a" and not a_waits.is_set():
+            a_waits.set()
+            b_checked.wait(60)
+        elif threading.current_thread().name == "b":
+            b_checked.set()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verify_state, "check_entry", held)
+    reports: dict[str, Any] = {}
+
+    def run(name: str, who: Env) -> None:
+        reports[name] = verify_state.verify(who.vault, trust=Trust(who.keys_home), full=True)
+
+    first = threading.Thread(target=run, args=("a", a), name="a")
+    first.start()
+    assert a_waits.wait(60)
+    second = threading.Thread(target=run, args=("b", b), name="b")
+    second.start()
+    second.join(60)
+    first.join(60)
+    assert b_checked.is_set()
+    for name in ("a", "b"):
+        assert reports[name].ok and reports[name].entries >= 3, [p.message for p in reports[name].problems]

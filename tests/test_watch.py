@@ -475,16 +475,16 @@ def test_watcher_keeps_the_derived_state_brief_reads(env: Env, watching: Callabl
     import json as _json
 
     from nexus.settings import DEFAULT_ACK_TYPES
-    from nexus.team import coordination
+    from nexus.team import coordination, coordination_state
 
     w = watching()
     d = env.run(
         "log", "append", "--agent", "ella", "--channel", "db", "--type", "decision", "--summary", "sqlite"
     ).stdout.strip()
     w.wait_for(lambda e: e["event"] == "owed" and e["id"] == d)
-    view_file = coordination.view_path(env.vault, "lyra", DEFAULT_ACK_TYPES, 60.0)
+    view_file = coordination_state.view_path(env.vault, "lyra", DEFAULT_ACK_TYPES, 60.0)
     _wait_until(lambda: view_file.exists() and d in view_file.read_text())
-    view = coordination.View.from_json(_json.loads(view_file.read_text()))
+    view = coordination_state.View.from_json(_json.loads(view_file.read_text()))
     assert view is not None
     assert coordination.marks_current(env.vault, view.marks)  # brief will not need to refresh
     assert [ref.id for ref in view.owed] == [d]
@@ -495,7 +495,7 @@ def test_a_restore_moves_the_derived_state_instead_of_rebuilding_it(
     env: Env, watching: Callable[..., WatchProcess]
 ) -> None:
     from nexus.settings import DEFAULT_ACK_TYPES
-    from nexus.team import coordination
+    from nexus.team import coordination, coordination_state
 
     d = env.append("ella", "a decision", type="decision").located.entry.id
     segment = env.vault.root / log.find_entry(env.vault, d).file
@@ -503,9 +503,9 @@ def test_a_restore_moves_the_derived_state_instead_of_rebuilding_it(
     stale = segment.read_bytes()
     later = env.append("lyra", "a question", type="question").located.entry.id
     w.wait_for(lambda e: e["event"] == "owed" and e["id"] == later)
-    state_file = coordination.state_path(env.vault, DEFAULT_ACK_TYPES, 60.0)
+    state_file = coordination_state.state_path(env.vault, DEFAULT_ACK_TYPES, 60.0)
 
-    def state() -> coordination.State:
+    def state() -> coordination_state.State:
         found = coordination.load(env.vault, DEFAULT_ACK_TYPES, 60.0)  # (the head; its months as read)
         assert found is not None
         return found

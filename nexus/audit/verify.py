@@ -187,7 +187,7 @@ def verify_exact(vault: Vault, ring: Keyring | None = None) -> Report:
     }
     check_heads(report, vault, {a: t[:4] for a, t in tops.items()})
     report.problems.extend(vault_problems(vault, ring, tops))
-    from ..project.decisions import check_notes  # decision notes: hand edits, unsigned status changes
+    from ..project.decision_check import check_notes  # decision notes: hand edits, unsigned status changes
 
     report.problems.extend(check_notes(vault, note_identities(vault), set(seen_ids), ring))
     check_copies(report, vault, set(seen_ids), ring)

@@ -64,10 +64,10 @@ CHUNK_BYTES = 2 << 20  # a job: about 4,000 entries of format 1, 8,000 of format
 PARALLEL_BYTES = 3 << 20  # less new bytes than this (~12,000 entries) is checked in this process
 MAX_RANGES = 64  # hashed ranges a segment keeps before they are merged into one
 
-# What the checking processes use (set before the pool forks, so children inherit them): the keys
-# this machine trusts (trust.py, plain data) and the run's check.Renamed.
-_RING: list[Keyring] = [Keyring()]
-_RENAMED: list[Any] = []  # the run's check.Renamed (links moved by a rename in Obsidian)
+# A checking process's keys and renames: its pool's, given to the pool's initializer (``_start_worker``)
+# by the run that made the pool. Only the pool's own processes read it; the run's own process never
+# does (a run passes its keys down), so two runs in threads of one process never share them.
+_WORKER: list[tuple[Keyring, Renamed]] = []
 
 
 class _Anomaly(Exception):
@@ -112,9 +112,10 @@ class Chunk:
 Job = tuple[str, str, int, int, "int | None"]  # (rel, path, start, line, stop; None: to the end)
 
 
-def check_chunk(job: Job) -> Chunk:
+def check_chunk(job: Job, ring: Keyring, renamed: Renamed) -> Chunk:
     """Scan and check one chunk of a segment: from a resume point (the start, an entry's end or a
-    begin line) to ``stop`` (a begin line) or the end of the file."""
+    begin line) to ``stop`` (a begin line) or the end of the file, with the keys this machine trusts
+    (``ring``) and the run's renames (``renamed``: links a rename in Obsidian moved)."""
     rel, path, start, line, stop = job
     with open(path, "rb") as f:
         f.seek(start)
@@ -150,8 +151,8 @@ def check_chunk(job: Job) -> Chunk:
     for loc in result.entries:
         e = loc.entry
         canonical = entries.canonical(e)  # (once: signed bytes and chain hash both use it)
-        verdict, problem = check_entry(loc, _RING[0], _RENAMED[0] if _RENAMED else None, canonical, bulk=True)
-        signed = _RENAMED[0].signed.get(e.id) if _RENAMED else None  # as signed, when only links moved
+        verdict, problem = check_entry(loc, ring, renamed, canonical, bulk=True)
+        signed = renamed.signed.get(e.id)  # as signed, when only links moved
         recs.append(
             (
                 e.id,
@@ -363,12 +364,11 @@ def run(
     from ..project.decisions import renamed_notes
     from .verify import note_identities, verify_exact
 
-    _RENAMED[:] = [Renamed(vault, renamed_notes)]
+    renamed = Renamed(vault, renamed_notes)
     home = trust.home
     ring = load_keyring(vault, home)  # (every key verdicts depend on: the identities' keys, pinned or not)
     identities = note_identities(vault)
     context = context_of(vault, identities, ring)
-    _RING[0] = ring
     files = log.segment_files(vault)
     state = None if full else _load(vault, context, home)
     try:
@@ -377,15 +377,15 @@ def run(
             fold = _resume(vault, state, files, progress)
             fresh = fold is None
         try:
-            fold = _check(vault, fold or _Fold(), files, progress, parallel)
+            fold = _check(vault, fold or _Fold(), files, progress, parallel, (ring, renamed))
         except _Anomaly:
             if fresh:
                 raise
-            fold, fresh = _check(vault, _Fold(), files, progress, parallel), True
+            fold, fresh = _check(vault, _Fold(), files, progress, parallel, (ring, renamed)), True
     except _Anomaly:
         _forget(vault, home)
         return verify_exact(vault, ring)
-    report = _report(vault, fold, files, identities, full=fresh)
+    report = _report(vault, fold, files, identities, ring, full=fresh)
     order = [name for name, _ in files]
     if fresh or fold.checked or fold.merged:
         _save(vault, fold.to_json(context, order), home)
@@ -554,9 +554,15 @@ def _jobs(path: Path, rel: str, start: int, line: int) -> Iterator[Job]:
 
 
 def _check(
-    vault: Vault, fold: _Fold, files: list[tuple[str, Path]], progress: Progress | None, parallel: bool
+    vault: Vault,
+    fold: _Fold,
+    files: list[tuple[str, Path]],
+    progress: Progress | None,
+    parallel: bool,
+    keys: tuple[Keyring, Renamed],
 ) -> _Fold:
-    """Check every segment's bytes after where the fold stands, folding the results in log order."""
+    """Check every segment's bytes after where the fold stands, folding the results in log order, with
+    ``keys``: the keys this machine trusts and the run's renames."""
     jobs: list[Job] = []
     for _name, path in files:
         rel = vault.rel(path)
@@ -573,7 +579,7 @@ def _check(
         sizes.append(max(0, stop - job[2]))
     total = sum(sizes) or 1
     done = 0
-    for chunk in _results(jobs, parallel and sum(sizes) > PARALLEL_BYTES):
+    for chunk in _results(jobs, parallel and sum(sizes) > PARALLEL_BYTES, keys):
         fold.add(chunk)
         done += chunk.size
         if progress is not None:
@@ -581,8 +587,18 @@ def _check(
     return fold
 
 
-def _results(jobs: list[Job], parallel: bool) -> Iterator[Chunk]:
-    """Each job's chunk, in order: from a pool of processes (one per core) when it pays, else here."""
+def _start_worker(ring: Keyring, renamed: Renamed) -> None:
+    """A pool process's start: the keys and renames of the run that made the pool."""
+    _WORKER[:] = [(ring, renamed)]
+
+
+def _check_in_worker(job: Job) -> Chunk:
+    return check_chunk(job, *_WORKER[0])
+
+
+def _results(jobs: list[Job], parallel: bool, keys: tuple[Keyring, Renamed]) -> Iterator[Chunk]:
+    """Each job's chunk, in order: from a pool of processes (one per core) when it pays, else here;
+    checked with ``keys`` (the pool's processes get them from its initializer)."""
     import multiprocessing
 
     cores = os.cpu_count() or 1
@@ -593,18 +609,25 @@ def _results(jobs: list[Job], parallel: bool) -> Iterator[Chunk]:
         and threading.active_count() == 1
         and ("fork" in multiprocessing.get_all_start_methods())
     ):
-        # fork: the children inherit the identities; never from a process running threads (the
-        # watcher, the MCP server), where a fork can deadlock: those check in their own process.
+        # fork (the initializer's arguments are inherited, never pickled); never from a process
+        # running threads (the watcher, the MCP server), where a fork can deadlock: those check in
+        # their own process.
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(processes=min(cores, 8)) as pool:
-            yield from pool.imap(check_chunk, jobs)
+        with ctx.Pool(processes=min(cores, 8), initializer=_start_worker, initargs=keys) as pool:
+            yield from pool.imap(_check_in_worker, jobs)
         return
     for job in jobs:
-        yield check_chunk(job)
+        yield check_chunk(job, *keys)
 
 
 def _report(
-    vault: Vault, fold: _Fold, files: list[tuple[str, Path]], identities: dict[str, Identity], *, full: bool
+    vault: Vault,
+    fold: _Fold,
+    files: list[tuple[str, Path]],
+    identities: dict[str, Identity],
+    ring: Keyring,
+    *,
+    full: bool,
 ) -> Report:
     report = Report(entries=fold.entries, segments=len(files), checked=fold.checked, full=full)
     for _name, path in files:
@@ -624,7 +647,7 @@ def _report(
     report.problems.extend(
         vault_problems(
             vault,
-            _RING[0],
+            ring,
             {
                 a: (h.seq, h.digest, h.file, h.line, h.entry_id)
                 for a, (h, _) in fold.chains.items()
@@ -632,10 +655,10 @@ def _report(
             },
         )
     )
-    from ..project.decisions import check_notes  # decision notes: hand edits, unsigned status changes
+    from ..project.decision_check import check_notes  # decision notes: hand edits, unsigned status changes
 
-    report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions), _RING[0]))
-    check_copies(report, vault, None, _RING[0])  # file-sync conflict copies, merge conflict notes
+    report.problems.extend(check_notes(vault, identities, _EntryIds(vault, fold.decisions), ring))
+    check_copies(report, vault, None, ring)  # file-sync conflict copies, merge conflict notes
     return report
 
 

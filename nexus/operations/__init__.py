@@ -13,9 +13,10 @@ parameters as keywords, and returns a result that knows its JSON (``to_json``) a
 subcommands, ``mcp_server.py`` into tools with the same names, descriptions and schemas; a
 surface adds nothing of its own but how it reads input and prints output.
 
-Adding a command: declare it in :data:`OPERATIONS` (in the group of its kind), write its function
-in the group's module under ``nexus/operations/``, document it in ``docs/cli.md`` and/or
-``docs/mcp.md``. The tests check every declared surface is reachable and documented.
+Adding a command: declare it in its group's module of ``registry/`` (``registry/log.py``…; they make
+:data:`OPERATIONS`, in order), write its function in the group's module under ``nexus/operations/``,
+document it in ``docs/cli.md`` and/or ``docs/mcp.md``. The tests check every declared surface is
+reachable and documented.
 """
 
 from __future__ import annotations

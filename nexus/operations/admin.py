@@ -70,7 +70,7 @@ def handoff(call: Call, *, since: str | None = "last") -> Answer:
         trust=call.trust,
     )
     path = call.vault.rel(handoff_mod.write(call.vault, report))
-    text = handoff_mod.for_terminal(report.markdown, colour=call.colour) + f"\n(written to {path})\n"
+    text = report.for_terminal(colour=call.colour) + f"\n(written to {path})\n"
     return Answer({**report.to_json(), "path": path}, text)
 
 

@@ -50,10 +50,10 @@ def remove(call: Call, *, old_text: str, target: str = "memory") -> Answer:
 
 
 def snapshot(call: Call) -> Answer:
-    from ..memory import bounded as memory
+    from ..memory.snapshot import snapshot
 
     limits = call.limits()
-    snap = memory.snapshot(call.vault, call.agent, memory_limit=limits["memory"], user_limit=limits["user"])
+    snap = snapshot(call.vault, call.agent, memory_limit=limits["memory"], user_limit=limits["user"])
     notes = tuple(f"blocked from the snapshot: {b}" for b in snap.blocked)
     return Answer(snap.to_json(), snap.text or "(memory and user profile are empty)", notes=notes)
 

@@ -18,6 +18,10 @@ CLI = "cli"
 MCP = "mcp"
 HOOK = "hook"
 BOTH = frozenset({CLI, MCP})
+ONLY_CLI = frozenset({CLI})
+ONLY_MCP = frozenset({MCP})
+ONLY_HOOK = frozenset({HOOK})
+COUNT = {"ge": 1, "le": 500}  # the MCP bounds of a "how many results" parameter
 
 # MCP tool annotations by what a call does to the vault
 READ = "read"  # reads only; the same answer again
@@ -91,6 +95,25 @@ class Param:
 
     def __repr__(self) -> str:
         return f"Param({self.name!r}, {self.kind!r})"
+
+
+def how_many(help: str = "how many (default 10)") -> Param:
+    """The ``-n`` of an operation that lists results: 10 by default, 1 to 500 over MCP."""
+    return Param(
+        "n",
+        "int",
+        "How many results at most.",
+        help=help,
+        default=10,
+        flag="-n",
+        mcp=COUNT,
+        cli={"type": "positive"},
+    )
+
+
+def stale_minutes(help: str = "idle time that counts as a probable crash") -> Param:
+    """The command line's ``--stale-minutes``, which overrides the ``stale_checkpoint_minutes`` setting."""
+    return Param("stale_minutes", "float", help=help, setting="stale_checkpoint_minutes", surfaces=ONLY_CLI)
 
 
 class Operation:

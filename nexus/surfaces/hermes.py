@@ -17,7 +17,7 @@ the MCP tools call (``session``, ``log``, ``memory``, ``search``, ``decisions``,
 - ``on_pre_compress``: saves the checkpoint; ``on_session_end``: retains the session's decisions in
   the agent's bank, pending a person's approval;
 - ``get_tool_schemas``/``handle_tool_call``: brief, log append, acknowledge, search, decide,
-  checkpoint.
+  checkpoint (``hermes_tools.py``).
 
 Configuration (``get_config_schema``/``save_config``) lives under ``plugins.nexus`` in Hermes'
 ``config.yaml`` (``vault``, ``agent``, ``keys_home``, and ``agents``: profile → nexus agent); the
@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..trust import NO_PINS
+from . import hermes_tools
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -348,147 +349,26 @@ class NexusMemoryProvider:
 
     # ------------------------------------------------------------------ tools
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        def tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-            return {
-                "name": name,
-                "description": description,
-                "parameters": {"type": "object", "properties": props, "required": required},
-            }
-
-        text = {"type": "string"}
-        return [
-            tool(
-                "nexus_brief",
-                "Your nexus brief: what the other agents wrote, what you owe, decisions "
-                "in force, your checkpoint and memory.",
-                {},
-                [],
-            ),
-            tool(
-                "nexus_log_append",
-                "Append one signed entry to the shared live log after a meaningful turn.",
-                {
-                    "channel": {**text, "description": "Topic: lowercase letters, digits, dashes."},
-                    "type": {
-                        "type": "string",
-                        "enum": ["note", "question", "correction", "handoff"],
-                        "description": "What kind of entry.",
-                    },
-                    "summary": {**text, "description": "One line: what happened."},
-                    "body": {**text, "description": "Optional details, Markdown."},
-                },
-                ["channel", "type", "summary"],
-            ),
-            tool(
-                "nexus_acknowledge",
-                "Acknowledge entries by the other agents so you no longer owe them.",
-                {
-                    "ids": {"type": "array", "items": text, "description": "Entry ids."},
-                    "summary": {**text, "description": "One line: what you take from them."},
-                },
-                ["ids"],
-            ),
-            tool(
-                "nexus_search",
-                "Search the shared vault (log, decisions, notes, facts) with provenance.",
-                {"query": {**text, "description": "Words to look for."}},
-                ["query"],
-            ),
-            tool(
-                "nexus_decide",
-                "Record a team decision (a signed note).",
-                {
-                    "title": {**text, "description": "A short title."},
-                    "decision": {**text, "description": "What was decided."},
-                    "rationale": {**text, "description": "Why."},
-                },
-                ["title", "decision", "rationale"],
-            ),
-            tool(
-                "nexus_checkpoint",
-                "Save your working context so a new session can resume.",
-                {
-                    "task": {**text, "description": "The task, one line."},
-                    "step": {**text, "description": "The step just done."},
-                    "next": {**text, "description": "The next step."},
-                },
-                ["task", "step", "next"],
-            ),
-        ]
+        return hermes_tools.schemas()
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         from ..errors import NexusError
 
         try:
-            return json.dumps(self._call(tool_name, dict(args or {})), ensure_ascii=False)
+            answer = hermes_tools.call(
+                tool_name,
+                dict(args or {}),
+                vault=self._vault,
+                agent=self._agent,
+                keys_home=self._keys_home,
+                settings=self._settings,
+                trust=self._trust,
+            )
+            return json.dumps(answer, ensure_ascii=False)
         except NexusError as err:
             return json.dumps({"error": str(err)})
         except (KeyError, TypeError) as err:
             return json.dumps({"error": f"{tool_name}: missing or invalid argument {err}"})
-
-    def _call(self, name: str, args: dict[str, Any]) -> Any:
-        from .. import search
-        from ..keys import identity
-        from ..ledger import log
-        from ..project import checkpoints, decisions
-        from ..team import brief
-
-        st = self._settings
-        if name == "nexus_brief":
-            return {"text": brief.render(brief.build(self._vault, self._agent, st, trust=self._trust))}
-        if name == "nexus_search":
-            return {
-                "items": [
-                    {"title": h.title, "snippet": h.snippet, "link": h.link, "agent": h.agent, "time": h.time}
-                    for h in search.search(
-                        self._vault, args["query"], limit=8, languages=st.search_languages, trust=self._trust
-                    )
-                ]
-            }
-        if name == "nexus_checkpoint":
-            cp, _ = checkpoints.save(
-                self._vault,
-                self._agent,
-                task=args["task"],
-                step=args["step"],
-                next=args["next"],
-                keys_home=self._keys_home,
-            )
-            return {"saved": cp.saved, "version": cp.seq}
-        signer = identity.load_signer(self._vault, self._keys_home, self._agent)
-        if name == "nexus_log_append":
-            done = log.append(
-                self._vault,
-                signer,
-                channel=args["channel"],
-                type=args["type"],
-                summary=args["summary"],
-                body=args.get("body"),
-                trust=self._trust,
-            )
-            return {"id": done.located.entry.id, "link": done.located.link}
-        if name == "nexus_acknowledge":
-            done = log.append(
-                self._vault,
-                signer,
-                channel="general",
-                type="ack",
-                summary=args.get("summary") or "acknowledged",
-                ack=tuple(args["ids"]),
-                trust=self._trust,
-            )
-            return {"id": done.located.entry.id, "link": done.located.link}
-        if name == "nexus_decide":
-            d = decisions.decide(
-                self._vault,
-                signer,
-                title=args["title"],
-                decision=args["decision"],
-                rationale=args["rationale"],
-                trust=self._trust,
-            )
-            return {"id": d.id, "link": d.link}
-        raise KeyError(name)
 
     # ------------------------------------------------------------------ configuration
     def get_config_schema(self) -> list[dict[str, Any]]:

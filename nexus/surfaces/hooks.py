@@ -1,4 +1,4 @@
-"""``nexus-hook``: the entry point agent runtimes (Claude Code, Codex) call from their hooks.
+"""The hook events agent runtimes (Claude Code, Codex) send ``nexus-hook``, answered in a process.
 
     nexus-hook session-start --agent ella --vault /path/to/vault   # SessionStart: the brief
     nexus-hook prompt --agent ella --vault /path/to/vault          # UserPromptSubmit: only what is new
@@ -7,7 +7,7 @@
     nexus-hook session-end --agent ella --vault /path/to/vault     # SessionEnd: retain, pending review
     nexus-hook pre-tool --agent ella --vault /path/to/vault        # PreToolUse: an edit of a claimed path
 
-The events are operations (``nexus/operations/registry.py``, ``hook=``): this module is their thin
+The events are operations (``nexus/operations/registry/``, ``hook=``): this module is their thin
 surface, generated like the CLI and the MCP tools. The runtime's event JSON on stdin is read and
 given to the operation: ``session_id`` (what this session was told), ``cwd`` (where to look for a
 vault when none is given), and each parameter the operation declares (``source``, ``prompt``,
@@ -23,10 +23,12 @@ and as one line of context or a system message on stdout), never a blocked sessi
 unless ``--block-without-entry`` is given, and then at most once per turn (``stop_hook_active``);
 ``stop --retain`` also does what session-end does (Codex has no SessionEnd event).
 
-Hot path: the standard library, the operations' declarations and nexus's own small modules; the work
-is in ``session.py``. A prompt with nothing new since the last injection is answered before settings
-or keys are read, and so is a pre-tool event for anything but an edit of a file another agent claimed
-(``edits.quiet``).
+``nexus-hook`` is ``hook_client.py``: it asks the warm hook server (``hook_server.py``), which runs
+:func:`answer` for it; with no server, it runs :func:`main` here (``python -m nexus.surfaces.hooks``
+does too, without a server). Hot path: the standard library, the operations' declarations and nexus's
+own small modules; the work is in ``session.py``. A prompt with nothing new since the last injection
+is answered before settings or keys are read, and so is a pre-tool event for anything but an edit of
+a file another agent claimed (``edits.quiet``).
 """
 
 from __future__ import annotations
@@ -110,18 +112,26 @@ def _call(op: Operation, vault: Any, opts: dict[str, str], env: Mapping[str, str
 
 
 def run(
-    event: str, opts: dict[str, str], data: dict[str, Any], env: Mapping[str, str] | None = None
+    event: str,
+    opts: dict[str, str],
+    data: dict[str, Any],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> dict[str, Any] | None:
     """Do what ``event`` asks; return the JSON to print (None: print nothing). Raises on failure.
-    ``env``: the environment the settings come from (default: this process's)."""
+    ``env``: the environment the settings come from (default: this process's); ``cwd``: the caller's
+    working folder (default: this process's), where the event's ``cwd`` is taken from when it has none
+    (the hook server answers for processes other than itself, and never changes its own folder)."""
     from ..operations import BY_HOOK
     from ..storage.vault import find
 
     env = os.environ if env is None else env
     op = BY_HOOK[event]
-    cwd = data.get("cwd")
-    start = Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
-    vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), start)
+    given = data.get("cwd")
+    if not (isinstance(given, str) and os.path.isabs(given)):
+        here = cwd or os.getcwd()
+        data = {**data, "cwd": os.path.join(here, given) if isinstance(given, str) and given else here}
+    vault = find(opts.get("vault"), env.get("NEXUS_VAULT"), Path(data["cwd"]))
     sid = str(data.get("session_id") or env.get("NEXUS_SESSION") or "default")
     kwargs = {p.name: _value(p, opts, data) for p in op.params_for(HOOK)}
     if event == "prompt":
@@ -149,20 +159,14 @@ def run(
     return {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    raw = ""
-    try:
-        if not sys.stdin.isatty():
-            raw = sys.stdin.read()  # the runtime's event JSON (always drained: a runtime may block on it)
-    except (OSError, ValueError):
-        pass
+def answer(argv: Sequence[str], raw: str, env: Mapping[str, str], cwd: str | None = None) -> tuple[str, str]:
+    """What the hook ``argv`` prints on stdout and on stderr, given the event JSON ``raw``, the
+    environment and the working folder it runs in. Never raises: a failure is one line on both."""
     event = argv[0] if argv else ""
     try:
-        name, opts = _parse(argv, os.environ)
-        out = run(name, opts, _event(raw), os.environ)
-        if out is not None:
-            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        name, opts = _parse(argv, env)
+        out = run(name, opts, _event(raw), env, cwd)
+        return ("" if out is None else json.dumps(out, ensure_ascii=False) + "\n"), ""
     except Exception as err:  # a hook must never block the agent: one line, exit 0
         what = (
             "the live context could not be loaded" if event in CONTEXT_EVENTS else f"{event or 'hook'} failed"
@@ -173,8 +177,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             if event in CONTEXT_EVENTS
             else {"systemMessage": message}
         )
-        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-        sys.stderr.write(message + "\n")
+        return json.dumps(out, ensure_ascii=False) + "\n", message + "\n"
+
+
+def event_json() -> str:
+    """This process's standard input: the runtime's event JSON (always drained: a runtime may block on
+    it), or nothing from a terminal."""
+    try:
+        return "" if sys.stdin.isatty() else sys.stdin.read()
+    except (OSError, ValueError):
+        return ""
+
+
+def main(argv: Sequence[str] | None = None, raw: str | None = None) -> int:
+    """The hook in this process (``raw``: the event JSON already read, else standard input)."""
+    out, err = answer(
+        list(sys.argv[1:] if argv is None else argv), event_json() if raw is None else raw, os.environ
+    )
+    sys.stdout.write(out)
+    sys.stderr.write(err)
     return 0
 
 

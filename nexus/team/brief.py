@@ -33,6 +33,7 @@ from ..settings import DEFAULTS, Settings
 from ..storage.vault import Vault
 from ..trust import NO_PINS, Trust
 from . import claimlog, coordination
+from .coordination_state import View
 from .hints import say
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def _identity_section(vault: Vault, agent: str, limit: int) -> BriefSection | No
 def _owed_section(
     vault: Vault,
     agent: str,
-    data: coordination.View,
+    data: View,
     limit: int,
     check: Checker,
     surface: str = "cli",
@@ -292,9 +293,9 @@ def _memory_section(
 ) -> BriefSection | None:
     """usage warnings, the memory snapshot and the memory index (within the settings' memory and user
     limits). None when empty."""
-    from ..memory import bounded as memory
+    from ..memory import snapshot
 
-    return memory.brief_section(
+    return snapshot.brief_section(
         vault,
         agent,
         limit,
@@ -424,7 +425,7 @@ def build(
     if info is None:
         raise vault.unknown_agent(agent)
     is_human = info.get("kind") == "human"
-    data = coordination.View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
+    data = View(agent) if is_human else coordination.view(vault, agent, ack_types, race_window)
     checker = coordination.entry_checker(vault, trust)
     items, cursor = log.scan_unread(vault, agent, checker=checker)
     owed = _owed_section(

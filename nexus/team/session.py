@@ -22,7 +22,6 @@ the agent's read cursor as ``nexus brief`` does, so what it appends next says it
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
@@ -41,6 +40,16 @@ if TYPE_CHECKING:
     from ..storage.vault import Vault
     from ..trust import Trust
 
+# CPython's own SHA-256 (the digest hashlib gives): hashlib loads OpenSSL first, 5 to 30 ms of the quiet
+# per-turn hook (a fresh process on a 2-core machine) for the one digest that names the record.
+try:
+    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python 3.11
+except ImportError:  # pragma: no cover
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]  # 3.12 on
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+
 RETAINED_TYPES = {"decision": "decision", "correction": "fact"}  # entry type -> bank fact type
 RECENT_ENTRIES = 200  # how far back end() and wrote_this_turn() look in the log
 
@@ -48,7 +57,7 @@ RECENT_ENTRIES = 200  # how far back end() and wrote_this_turn() look in the log
 def record_path(vault: Vault, agent: str, session_id: str) -> Path:
     """The record's file, named by a hash of agent and session (no name reaches the path unchecked)."""
     raw = f"{agent}\0{session_id}".encode("utf-8", "surrogatepass")
-    return vault.state / "sessions" / f"{hashlib.sha256(raw).hexdigest()[:24]}.json"
+    return vault.state / "sessions" / f"{sha256(raw).hexdigest()[:24]}.json"
 
 
 def _load(vault: Vault, agent: str, session_id: str) -> dict[str, Any] | None:

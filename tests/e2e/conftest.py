@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Env
+from conftest import Env, stop_hook_servers
 
 # Read once, before any test moves HOME: where scripts/runtimes/*.sh install.
 RUNTIMES = Path(os.environ.get("NEXUS_RUNTIMES") or Path.home() / ".cache" / "nexus-runtimes")
@@ -44,9 +47,34 @@ def runtime_binary(name: str, version: str, relative: str) -> Path:
     return path
 
 
+# the suite's own: the warm hook server's switch and where its sockets go (a test turns it on with
+# the fixture ``hook_server``), and the run's mark that finds the servers left behind (../conftest.py)
+SUITE = ("NEXUS_HOOK_SERVER", "NEXUS_TEST_RUN", "XDG_RUNTIME_DIR")
+
+
+def _suite() -> dict[str, str]:
+    return {k: os.environ[k] for k in SUITE if k in os.environ}
+
+
+@pytest.fixture
+def hook_server(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The warm hook server on for the runtimes this test starts, its sockets in a folder of its own
+    (short: a socket path holds about 107 bytes); every server started there is stopped at the end."""
+    folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))
+    monkeypatch.delenv("NEXUS_HOOK_SERVER")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    try:
+        yield folder / "nexus"
+    finally:
+        stop_hook_servers(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def runtime_env(home: Path, **extra: str) -> dict[str, str]:
-    """A person's environment for the runtime: HOME, PATH (nexus first), locale; nothing of nexus's."""
+    """A person's environment for the runtime: HOME, PATH (nexus first), locale; nothing of nexus's
+    (but the suite's own switches, ``SUITE``)."""
     env = {
+        **_suite(),
         "HOME": str(home),
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
         "LANG": "C.UTF-8",
@@ -70,6 +98,7 @@ def inherited_env(home: Path, *drop: str, path: tuple[Path, ...] = (), **extra: 
     """This process's environment without ``NEXUS_*``, ``PYTEST*`` and the prefixes ``drop`` (the
     runtime's own), with ``HOME`` and a ``PATH`` of this installation's nexus, ``path``, the system's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "PYTEST", *drop))}
+    env.update(_suite())
     env.update(HOME=str(home), PATH=":".join([str(BIN), *map(str, path), SYSTEM_PATH]), **extra)
     return env
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import Env, hook_servers
 
 from . import runtime_claude
 from .conftest import nexus as run_nexus
@@ -210,6 +210,26 @@ def test_a_whole_session_in_claude_code(env: Env, person: dict[str, Any], tmp_pa
             code = session.close()
         assert code == 0
     ended(env, debug)
+
+
+def test_a_whole_session_in_claude_code_with_the_warm_hook_server(
+    env: Env, person: dict[str, Any], tmp_path: Path, hook_server: Path
+) -> None:
+    """The same session with the warm hook server on, as a person has it: SessionStart starts the
+    server, the hooks after it are its clients; every moment of the session holds as without it."""
+    setup(env, person)
+    debug = tmp_path / "claude-debug.txt"
+    with AnthropicModel() as model:
+        session = Session(person["project"], model_env(person["home"], model), debug)
+        try:
+            play(env, model, lambda text, done: (session.prompt(text), None)[1], debug)
+            started = list(hook_server.glob("*.pid"))  # (during the session: it is still running)
+        finally:
+            code = session.close()
+        assert code == 0
+    ended(env, debug)
+    assert len(started) == 1, "the session's hooks started no hook server"
+    assert int(started[0].read_text()) in hook_servers(folder=str(hook_server.parent))
 
 
 def test_an_interactive_session_in_a_terminal(env: Env, person: dict[str, Any], tmp_path: Path) -> None:

@@ -54,8 +54,14 @@ def nexus_tools(request: Request) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("scope", ["project", "user"])
-def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -> None:
+@pytest.mark.parametrize("scope", ["project", "user", "project, warm hook server"])
+def test_a_whole_codex_session_uses_nexus(
+    env: Env, tmp_path: Path, scope: str, request: pytest.FixtureRequest
+) -> None:
+    """(``warm hook server``: the same session with it on, as a person has it: the hooks after the
+    first are its clients, Stop's retain and PreCompact's checkpoint among them.)"""
+    sockets = request.getfixturevalue("hook_server") if scope.endswith("server") else None
+    scope = scope.split(",")[0]
     home, project, _ = wired(env, tmp_path, codex_bin(), "codex", scope)
     asked = env.append("ella", "zanzibar: who owns the tokenizer?", type="question", channel="build")
     question = asked.located.entry.id
@@ -113,6 +119,8 @@ def test_a_whole_codex_session_uses_nexus(env: Env, tmp_path: Path, scope: str) 
             mark = len(model.turns())
             server.turn(tid, "Go on.")
             after = model.turns()[mark]
+            if sockets is not None:  # (while the session runs: one server, started by its hooks)
+                assert len(list(sockets.glob("*.pid"))) == 1, "the session's hooks started no hook server"
             assert "continue from your checkpoint" in injected(after) and saved.task in injected(after)
 
         # the session's end (Stop retains): the decision waits in lyra's bank for a person
