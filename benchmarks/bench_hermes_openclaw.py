@@ -2,10 +2,13 @@
 ``scripts/runtimes/`` and driven by the e2e suite's scripted model on 127.0.0.1.
 
     .venv/bin/python benchmarks/bench_hermes_openclaw.py [--runs 3] [--hooks 20] [--skip-openclaw]
+                                                         [--skip-hermes]
+                                                         [--against OTHER/.venv/bin/nexus]
 
 - Hermes start-up: ``hermes chat -Q -q`` from spawn to its first chat request, with nexus wired
   (``nexus setup hermes``) and without, interleaved (each Hermes home warmed by one run first: its
-  first run copies skills).
+  first run copies skills), with the CPU of the whole run (Hermes and ``nexus hermes-provider``);
+  ``--against``: a third Hermes home whose plugin runs another checkout's ``nexus`` (a baseline).
 - Hermes per turn: the provider's ``prefetch`` as Hermes' own MemoryManager calls it, through the
   plugin ``nexus setup hermes`` installs (one JSON line to ``nexus hermes-provider`` and back), in
   Hermes' Python: nothing new, and one new entry by another agent.
@@ -29,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the e2e harness is the package tests/e2e
@@ -36,7 +41,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the e2e harness is the package tests/
 from e2e.model_chat import ModelServer  # noqa: E402
 from e2e.runtime_hermes import Hermes, hermes_command  # noqa: E402
 from e2e.runtime_openclaw import OpenClaw, remove_new, shared_tmp  # noqa: E402
-from harness import measured, pct  # noqa: E402
+from harness import children_cpu_ms, measured, pct  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -87,28 +92,43 @@ def _first_request(model: ModelServer, since: float) -> float:
     return min((r.at for r in model.chats() if r.at >= since), default=float("nan")) - since
 
 
-def hermes(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dict[str, Any]:
+def hermes(
+    root: Path, vault: Vault, keys: Path, runs: int, hooks: int, against: str | None
+) -> dict[str, Any]:
     hermes_command()
-    wired, plain = Hermes(root / "with-nexus"), Hermes(root / "without")
+    homes = {"with_nexus_s": Hermes(root / "with-nexus"), "without_s": Hermes(root / "without")}
+    if against:
+        homes["with_baseline_nexus_s"] = Hermes(root / "baseline")
+    wired = homes["with_nexus_s"]
     with ModelServer() as model:
-        for h in (wired, plain):
+        for key, h in homes.items():
             h.configure(model.base_url)
-        env = {**wired.env(), "NEXUS_HOME": str(keys)}
-        subprocess.run(
-            [NEXUS, "--vault", str(vault.root), "setup", "hermes", "--agent", "ella"],
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-        wired.configure(model.base_url)
-        for h in (wired, plain):
+            if key == "without_s":
+                continue
+            env = {**h.env(), "NEXUS_HOME": str(keys)}
+            command = against if key == "with_baseline_nexus_s" and against else NEXUS
+            subprocess.run(
+                [command, "--vault", str(vault.root), "setup", "hermes", "--agent", "ella"],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
+            h.configure(model.base_url)
+            if key == "with_baseline_nexus_s":  # its plugin runs the other checkout's nexus
+                path = h.hermes_home / "config.yaml"
+                config = yaml.safe_load(path.read_text())
+                config["plugins"]["nexus"]["command"] = command
+                path.write_text(yaml.safe_dump(config, sort_keys=False))
+        for h in homes.values():
             h.chat("warm up")
-        start: dict[str, list[float]] = {"with_nexus_s": [], "without_s": []}
+        start: dict[str, list[float]] = {k: [] for k in homes}
+        cpu: dict[str, list[float]] = {k: [] for k in homes}
         for _ in range(runs):
-            for key, h in (("with_nexus_s", wired), ("without_s", plain)):
-                t0 = time.monotonic()
+            for key, h in homes.items():
+                used, t0 = children_cpu_ms(), time.monotonic()
                 h.chat("hello")
                 start[key].append(_first_request(model, t0))
+                cpu[key].append(children_cpu_ms() - used)
         python = hermes_command().parent / "python"
         proc = subprocess.run(
             [str(python), "-c", PREFETCH, str(vault.root), str(keys), str(hooks)],
@@ -122,6 +142,7 @@ def hermes(root: Path, vault: Vault, keys: Path, runs: int, hooks: int) -> dict[
     return {
         "first_request_s": {k: {"p50": pct(v, 0.5), "all": v} for k, v in start.items()},
         "added_s_p50": pct(start["with_nexus_s"], 0.5) - pct(start["without_s"], 0.5),
+        "run_cpu_ms_p50": {k: pct(v, 0.5) for k, v in cpu.items()},
         "initialize_ms": turn["initialize_ms"],
         "prefetch_quiet_ms": {"p50": pct(turn["quiet_ms"], 0.5), "p90": pct(turn["quiet_ms"], 0.9)},
         "prefetch_news_ms": {"p50": pct(turn["news_ms"], 0.5), "p90": pct(turn["news_ms"], 0.9)},
@@ -177,15 +198,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hooks", type=int, default=20)
     parser.add_argument("--skip-openclaw", action="store_true")
+    parser.add_argument("--skip-hermes", action="store_true")
+    parser.add_argument("--against", help="another checkout's nexus command, run by a third Hermes home")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nexus-bench-rt-") as tmp:
         root = Path(tmp)
         vault, keys = _vault(root)
-        results: dict[str, Any] = {"hermes": hermes(root / "hermes", vault, keys, args.runs, args.hooks)}
-        print(json.dumps({"hermes": results["hermes"]}, indent=2), flush=True)
+        results: dict[str, Any] = {"load_average_before": os.getloadavg()}
+        if not args.skip_hermes:
+            results["hermes"] = hermes(root / "hermes", vault, keys, args.runs, args.hooks, args.against)
+            print(json.dumps({"hermes": results["hermes"]}, indent=2), flush=True)
         if not args.skip_openclaw:
             results["openclaw"] = openclaw(root / "openclaw", vault, keys, args.runs, args.hooks)
             print(json.dumps({"openclaw": results["openclaw"]}, indent=2), flush=True)
+    results["load_average_after"] = os.getloadavg()
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_hermes_openclaw.json").write_text(json.dumps(results, indent=2))
 

@@ -11,7 +11,9 @@ import json
 import os
 import subprocess
 import sysconfig
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Env
@@ -205,3 +207,69 @@ def test_the_provider_server_answers_each_line_and_survives_bad_ones(env: Env, t
     assert "nexus_log_append" in {t["name"] for t in lines[2]["result"]}
     assert lines[3] == {"result": ""}  # before initialize: nothing to give, no error
     assert lines[4] == {"result": None}
+
+
+def _in_thread(call: Any, *args: Any) -> threading.Thread:
+    """``call(*args)`` on a thread of its own, started and given time to end (a call blocked on
+    something it should not wait for is still alive after it)."""
+    thread = threading.Thread(target=call, args=args, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    return thread
+
+
+def test_initialize_starts_the_session_without_holding_hermes_up(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hermes calls ``initialize`` and goes on building its agent; the brief is made meanwhile, and
+    ``system_prompt_block`` (the first call that needs it) waits for it."""
+    from nexus.surfaces import hermes
+    from nexus.team import session
+
+    earlier = env.append("lyra", "parser port: tokens defined", channel="parser").located.entry.id
+    monkeypatch.setenv("NEXUS_AGENT", "ella")
+    gate, real = threading.Event(), session.start
+
+    def held(*args: Any, **kwargs: Any) -> str:
+        gate.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "start", held)
+    provider = hermes.NexusMemoryProvider()
+    try:
+        assert not _in_thread(provider.initialize, "s1").is_alive()  # returned with the brief still held
+        gate.set()
+        block = provider.system_prompt_block()
+        assert "nexus brief for ella" in block and earlier in block
+        assert session.record_path(env.vault, "ella", "s1").is_file()
+    finally:
+        gate.set()
+        provider.shutdown()
+
+
+def test_a_turn_never_waits_for_the_search_index_to_open(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first prefetch comes while the search index may still be opening (a third of a second, much
+    more under load, a first build longer still): what is new goes at once, without search hits."""
+    from nexus import search
+    from nexus.surfaces import hermes
+
+    monkeypatch.setenv("NEXUS_AGENT", "ella")
+    monkeypatch.setattr(hermes, "SEARCH_WAIT", 3600.0)
+    gate, real = threading.Event(), search.search
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        gate.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "search", held)
+    provider = hermes.NexusMemoryProvider()
+    try:
+        provider.initialize("s1")
+        provider.system_prompt_block()
+        news = env.append("lyra", "which lexer generator do we use?", type="question").located.entry.id
+        got: list[str] = []
+        assert not _in_thread(lambda: got.append(provider.prefetch("choose the lexer generator"))).is_alive()
+        assert news in got[0] and "Related in the vault" not in got[0]
+    finally:
+        gate.set()
+        provider.shutdown()

@@ -7,10 +7,13 @@ line. The provider here answers them; every method is a thin adapter over the op
 the MCP tools call (``session``, ``log``, ``memory``, ``search``, ``decisions``, ``checkpoints``):
 
 - ``initialize``: maps the Hermes profile (``agent_identity``) to a nexus agent and starts the session
-  (``session.start``: identity, what it owes, decisions, checkpoint, memory and memory index, unread);
+  (``session.start``: identity, what it owes, decisions, checkpoint, memory and memory index, unread)
+  in the background: Hermes goes on building its agent meanwhile, and the calls that need the
+  session (``system_prompt_block`` first) wait for it;
 - ``system_prompt_block``: that session-start text, frozen for the session;
 - ``prefetch``: what is new and owed since the last turn (``session.turn``) and the top search hits
-  for the query (approved facts first), within a budget;
+  for the query (approved facts first), within a budget; hits only once the search index is open
+  (opening it never holds up a turn);
 - ``sync_turn``: appends a signed entry on a background thread (never blocks the turn);
 - ``on_memory_write``: mirrors Hermes' built-in memory writes into nexus memory, through the safety
   scan (a refused write is logged and left out);
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("nexus.surfaces.hermes")
 PREFETCH_CHARS = 4_000
-SEARCH_WAIT = 2.0  # seconds prefetch waits for search hits; a slower search (a first index build) still
+SEARCH_WAIT = 2.0  # seconds prefetch waits for search hits once the index is open; a slower search still
 # finishes in the background, and what is new is never held back by it
 CHANNEL = "hermes"
 
@@ -85,6 +88,8 @@ class NexusMemoryProvider:
         self._session_id = "default"
         self._writes = True
         self._frozen = ""
+        self._started: Future[str] | None = None  # the session's start (the brief), begun by initialize
+        self._warmed = threading.Event()  # the search index is open: a turn's search is quick
         self._settings: Any = None
         self._trust = NO_PINS  # what this machine trusts (the pins beside the keys), from initialize
         self._pool: ThreadPoolExecutor | None = None
@@ -155,20 +160,38 @@ class NexusMemoryProvider:
         # cron, subagent and flush contexts read but never write (Hermes' own advice)
         self._writes = kwargs.get("agent_context", "primary") == "primary"
         self._warm_search()
-        if session.record_path(self._vault, self._agent, self._session_id).is_file():
+        resumed = session.record_path(self._vault, self._agent, self._session_id).is_file()
+        self._started = self._background().submit(self._start, resumed)
+
+    def _start(self, resumed: bool) -> str:
+        """The session's start: the brief, recorded as told (on the background thread)."""
+        from ..team import session
+
+        if resumed:
             # a session Hermes resumes (`--resume`, another process) sends its stored system prompt
             # again, not this block: what is new since the session's last turn is left to prefetch,
             # so the brief is rendered here without being recorded as told
             from ..team import brief
 
             text = brief.render(brief.build(self._vault, self._agent, self._settings, trust=self._trust))
-            self._frozen = text.replace("\n", " (session resumed: continue from your checkpoint below)\n", 1)
-        else:
-            self._frozen = session.start(
-                self._vault, self._agent, self._session_id, self._settings, trust=self._trust
-            )
+            return text.replace("\n", " (session resumed: continue from your checkpoint below)\n", 1)
+        return session.start(self._vault, self._agent, self._session_id, self._settings, trust=self._trust)
+
+    def _ready(self) -> None:
+        """Wait for the session's start (a failed start raises here, and Hermes logs it)."""
+        started, self._started = self._started, None
+        if started is not None:
+            self._frozen = started.result()
+
+    def _background(self) -> ThreadPoolExecutor:
+        """The one background thread: the session's start, then the turns' appends, in order."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-sync")
+            return self._pool
 
     def system_prompt_block(self) -> str:
+        self._ready()
         return self._frozen
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
@@ -176,6 +199,7 @@ class NexusMemoryProvider:
 
         if self._vault is None:
             return ""
+        self._ready()
         st = self._settings
         parts = [
             session.turn(
@@ -188,7 +212,9 @@ class NexusMemoryProvider:
             ).strip()
         ]
         words = _words(query)
-        if words:
+        if words and not self._warmed.is_set():
+            logger.info("nexus: the search index is still opening; this turn goes without search hits")
+        elif words:
             found = self._searcher().submit(self._hits, words, PREFETCH_CHARS - len(parts[0]))
             try:
                 parts.append(found.result(timeout=SEARCH_WAIT))
@@ -219,6 +245,8 @@ class NexusMemoryProvider:
                 )
             except Exception as err:
                 logger.info("nexus: the search index could not be opened yet: %s", err)
+            finally:
+                self._warmed.set()
 
         self._searcher().submit(warm)
 
@@ -263,11 +291,10 @@ class NexusMemoryProvider:
             return
         summary = "turn: " + _one_line(user_content, 100)
         body = (assistant_content or "").strip()[:1500] or None
+        pool = self._background()
         with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-sync")
             self._pending = [f for f in self._pending if not f.done()]
-            self._pending.append(self._pool.submit(self._append, summary, body))
+            self._pending.append(pool.submit(self._append, summary, body))
 
     def _append(self, summary: str, body: str | None) -> None:
         from ..keys import identity
@@ -329,6 +356,7 @@ class NexusMemoryProvider:
 
         if self._vault is None or not self._writes:
             return ""
+        self._ready()
         cp = session.pre_compact(
             self._vault, self._agent, self._session_id, trigger="hermes", keys_home=self._keys_home
         )
@@ -344,6 +372,7 @@ class NexusMemoryProvider:
 
         if self._vault is None or not self._writes:
             return
+        self._ready()
         self.flush()
         session.end(self._vault, self._agent, self._session_id, trust=self._trust)
 
