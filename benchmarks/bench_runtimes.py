@@ -1,7 +1,7 @@
 """What nexus costs a person using a real agent runtime (Claude Code 2.1.332), measured in the
 end-to-end harness (tests/e2e/: the pinned runtime, a scripted Anthropic server on 127.0.0.1):
 
-    .venv/bin/python benchmarks/bench_runtimes.py [--runs 8] [--turns 4]
+    .venv/bin/python benchmarks/bench_runtimes.py [--runs 8] [--turns 4] [--baseline OTHER/.venv/bin/nexus]
 
 Side by side in one loop, interleaved so all see the same load:
 
@@ -23,7 +23,9 @@ Side by side in one loop, interleaved so all see the same load:
   it is wired) (target: at most 100 ms);
 - **MCP first answer**: `nexus mcp` spawned over pipes, time from spawn to its answer to Claude Code's
   opening `server/discover`, with the stdio front (the default) and with the SDK server alone
-  (`NEXUS_MCP_FRONT=sdk`).
+  (`NEXUS_MCP_FRONT=sdk`) (`bench_mcp_start.py` times it beside another install);
+- `--baseline`: the start also with another install's `nexus` wired (and its halves), interleaved;
+  `--turns 0` leaves out the sessions.
 
 Nothing is asserted. JSON goes to benchmarks/results/bench_runtimes.json.
 """
@@ -76,10 +78,10 @@ def first_request(project: Path, home: Path) -> tuple[float, float]:
         return posts[0] - start, children_cpu_ms() - cpu
 
 
-def halves(wired: Path, root: Path, home: Path) -> dict[str, Path]:
+def halves(wired: Path, root: Path, home: Path, suffix: str = "") -> dict[str, Path]:
     """Copies of the wired project with only its hooks, and with only its MCP server (each trusted
     and enabled as setup did the wired one)."""
-    hooks_only, mcp_only = root / "hooks-only", root / "mcp-only"
+    hooks_only, mcp_only = root / f"hooks-only{suffix}", root / f"mcp-only{suffix}"
     for folder in (hooks_only, mcp_only):
         shutil.copytree(wired, folder)
     (hooks_only / ".mcp.json").unlink()
@@ -92,7 +94,16 @@ def halves(wired: Path, root: Path, home: Path) -> dict[str, Path]:
     for folder in (hooks_only, mcp_only):
         config["projects"][str(folder)] = dict(config["projects"][str(wired)])
     user.write_text(json.dumps(config, indent=2))
-    return {"hooks only": hooks_only, "MCP server only": mcp_only}
+    return {f"hooks only{suffix}": hooks_only, f"MCP server only{suffix}": mcp_only}
+
+
+def wire(nexus: Path, project: Path, vault: Path, keys: Path, home: Path) -> None:
+    """`nexus setup claude-code` in ``project``, by the ``nexus`` program given."""
+    args = ["--vault", str(vault), "setup", "claude-code", "--agent", "ella", "--keys-home", str(keys)]
+    env = runtime_env(home)
+    env["PATH"] = f"{nexus.parent}:{env.get('PATH', '')}"
+    setup = subprocess.run([str(nexus), *args], cwd=project, env=env, capture_output=True, text=True)
+    assert setup.returncode == 0, setup.stderr
 
 
 def turns(project: Path, home: Path, n: int, debug: Path, tag: str = "") -> dict[str, list[float]]:
@@ -153,17 +164,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument(
+        "--baseline", type=Path, help="another install's `nexus` program, wired beside this one"
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))  # the servers' sockets (short paths)
     os.environ["XDG_RUNTIME_DIR"] = str(folder)
     try:
-        measure(args.runs, args.turns, folder)
+        measure(args.runs, args.turns, folder, args.baseline)
     finally:
         server_mode("cold", folder)  # (stops them)
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def measure(runs: int, n_turns: int, folder: Path) -> None:
+def measure(runs: int, n_turns: int, folder: Path, baseline: Path | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="nexus-bench-runtimes-") as tmp:
         root = Path(tmp)
         vault, _ = init(root / "vault")
@@ -182,24 +196,7 @@ def measure(runs: int, n_turns: int, folder: Path) -> None:
         for folder in (plain, wired, home):
             folder.mkdir()
             subprocess.run(["git", "init", "-q", str(folder)], check=True)
-        setup = subprocess.run(
-            [
-                str(BIN / "nexus"),
-                "--vault",
-                str(vault.root),
-                "setup",
-                "claude-code",
-                "--agent",
-                "ella",
-                "--keys-home",
-                str(keys),
-            ],
-            cwd=wired,
-            env=runtime_env(home),
-            capture_output=True,
-            text=True,
-        )
-        assert setup.returncode == 0, setup.stderr
+        wire(BIN / "nexus", wired, vault.root, keys, home)
         projects = {
             "without nexus": (plain, "off"),
             "with nexus": (wired, "off"),
@@ -207,6 +204,14 @@ def measure(runs: int, n_turns: int, folder: Path) -> None:
             "with nexus, hook server warm": (wired, "warm"),
             **{name: (path, "off") for name, path in halves(wired, root, home).items()},
         }
+        if baseline:  # another install wired the same way, the hooks in their own processes
+            other = root / "wired-baseline"
+            other.mkdir()
+            subprocess.run(["git", "init", "-q", str(other)], check=True)
+            wire(baseline, other, vault.root, keys, home)
+            projects["with nexus (baseline)"] = (other, "off")
+            for name, path in halves(other, root, home, "-baseline").items():
+                projects[name.replace("-baseline", " (baseline)")] = (path, "off")
         start: dict[str, list[float]] = {name: [] for name in projects}
         cpu: dict[str, list[float]] = {name: [] for name in projects}
         mcp: dict[str, list[float]] = {"front": [], "sdk": []}
@@ -225,7 +230,7 @@ def measure(runs: int, n_turns: int, folder: Path) -> None:
                 )  # (the server: no child of ours)
             mcp["front"].append(mcp_first_answer(vault.root, keys, "auto"))
             mcp["sdk"].append(mcp_first_answer(vault.root, keys, "sdk"))
-            for mode, tag in (("off", ""), ("warm", " [served]")):
+            for mode, tag in (("off", ""), ("warm", " [served]")) if n_turns else ():
                 server_mode(mode, folder)
                 debug = root / f"debug-{run}{mode}.txt"
                 for event, values in turns(wired, home, n_turns, debug, tag).items():

@@ -1,12 +1,15 @@
 """What nexus costs a Codex 0.171.0 user, measured on the real program driven by the scripted model
 on 127.0.0.1 (tests/e2e/), side by side in one run:
 
-    .venv/bin/python benchmarks/bench_runtimes_codex.py [--runs 10] [--turns 12]
+    .venv/bin/python benchmarks/bench_runtimes_codex.py [--runs 10] [--turns 12] [--baseline PYTHON]
 
 - **Start**: `codex exec PROMPT` from spawn to its first model request, without nexus (a bare home and
   project) and wired (`nexus setup codex`, project scope: a required MCP server, the SessionStart and
   UserPromptSubmit hooks before the first request), interleaved run by run; and on every wired run,
-  whether that first request already offers the nexus tools.
+  whether that first request already offers the nexus tools. Also two halves of the wiring, to tell
+  what the first request waits for: the hooks alone (no `[mcp_servers.nexus]`) and the MCP server
+  alone (no `hooks.json`); and with `--baseline`, another install's wiring and its MCP server alone
+  (the hooks in their own processes in all of these).
 - **The warm hook server**: the wired start with the hooks each in their own process
   (``NEXUS_HOOK_SERVER=off``) and warm (the server an untimed first session just started), both in
   one wired place reused run after run, and cold (a new place each run: SessionStart runs in process
@@ -49,7 +52,9 @@ BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def place(root: Path, wired: bool) -> tuple[Path, Path, Any]:
+def place(root: Path, wired: bool, half: str = "", python: Path | None = None) -> tuple[Path, Path, Any]:
+    """A home and a project; wired by ``python``'s install (default: this one), or half of it (``half``:
+    "hooks only", "MCP server only")."""
     home, project = root / "home", root / "project"
     home.mkdir(parents=True)
     project.mkdir()
@@ -59,9 +64,16 @@ def place(root: Path, wired: bool) -> tuple[Path, Path, Any]:
     for name in ("ella", "lyra"):
         identity.add(vault, keys, name)
     if wired:
-        env = {"HOME": str(home), "NEXUS_HOME": str(keys), "PATH": f"{BIN}:/usr/bin:/bin"}
+        python = python or Path(sys.executable)
+        env = {"HOME": str(home), "NEXUS_HOME": str(keys), "PATH": f"{python.parent}:/usr/bin:/bin"}
         args = ["--vault", str(vault.root), "setup", "codex", "--agent", "lyra"]
-        subprocess.run([sys.executable, "-m", "nexus", *args], cwd=project, env=env, check=True)
+        subprocess.run(
+            [str(python), "-m", "nexus", *args], cwd=project, env=env, check=True, capture_output=True
+        )
+        if half == "hooks only":  # the project's config without the server: hooks switched on
+            (project / ".codex" / "config.toml").write_text("[features]\nhooks = true\n")
+        elif half == "MCP server only":
+            (project / ".codex" / "hooks.json").unlink()
     else:  # the same trust a user gives their own project, without nexus
         (home / ".codex").mkdir()
         (home / ".codex" / "config.toml").write_text(f'[projects."{project}"]\ntrust_level = "trusted"\n')
@@ -122,26 +134,36 @@ def session(
     return hooks, walls
 
 
-STARTS = ("bare", "wired", "wired, hook server cold", "wired, hook server warm")
+STARTS = (
+    "bare",
+    "wired",
+    "wired, hook server cold",
+    "wired, hook server warm",
+    "hooks only",
+    "MCP server only",
+)
+BASELINE = ("wired (baseline)", "MCP server only (baseline)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--turns", type=int, default=12)
+    ap.add_argument("--baseline", type=Path, help="another install's python: its wiring beside this one's")
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))  # the servers' sockets (short paths)
     os.environ["XDG_RUNTIME_DIR"] = str(folder)
     try:
-        measure(args.runs, args.turns, folder)
+        measure(args.runs, args.turns, folder, args.baseline)
     finally:
         server_mode("cold", folder)  # (stops them)
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def measure(runs: int, turns: int, folder: Path) -> None:
-    starts: dict[str, list[float]] = {name: [] for name in STARTS}
-    cpu: dict[str, list[float]] = {name: [] for name in STARTS}
+def measure(runs: int, turns: int, folder: Path, baseline: Path | None = None) -> None:
+    names = (*STARTS, *(BASELINE if baseline else ()))
+    starts: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     tools: list[bool] = []
     hooks: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,7 +171,7 @@ def measure(runs: int, turns: int, folder: Path) -> None:
         server_mode("warm", folder)
         first_request(*warm[:2])  # a first session: its server is up for the first warm run
         for i in range(runs):
-            for name in STARTS:
+            for n, name in enumerate(names):
                 mode = {"wired, hook server cold": "cold", "wired, hook server warm": "warm"}.get(name, "off")
                 server_mode(mode, folder)
                 if name in ("wired", "wired, hook server warm"):  # (one place: the same vault and caches)
@@ -157,14 +179,16 @@ def measure(runs: int, turns: int, folder: Path) -> None:
                 if mode == "warm":  # a first session, untimed: the server up (a cold run stopped it)
                     first_request(home, project)
                 else:
-                    home, project, _ = place(Path(tmp) / f"{i}-{len(name)}", name != "bare")
+                    half = name.removesuffix(" (baseline)") if "only" in name else ""
+                    python = baseline if name.endswith("(baseline)") else None
+                    home, project, _ = place(Path(tmp) / f"{i}-{n}", name != "bare", half, python)
                 served = server_cpu_ms(folder)
                 seconds, has_tools, used = first_request(home, project)
                 starts[name].append(seconds * 1000)
                 cpu[name].append(
                     used + sum(server_cpu_ms(folder, served).values())
                 )  # (the server: no child of ours)
-                if name != "bare":
+                if name not in ("bare", "hooks only"):
                     tools.append(has_tools)
         floor: list[float] = []
         for mode, tag in (("off", ""), ("warm", " [served]")):

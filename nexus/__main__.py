@@ -1,5 +1,6 @@
-"""``python -m nexus`` runs the CLI."""
+"""``python -m nexus`` runs the ``nexus`` program (``surfaces/program.py``: ``nexus mcp``'s fast start,
+else the CLI)."""
 
-from .surfaces.cli import main
+from .surfaces.program import main
 
 raise SystemExit(main())

@@ -27,7 +27,7 @@ OTHERS = {
         "the session `nexus-hook` counts what is new for, when the runtime names none",
         "`default`",
     ),
-    "NEXUS_MCP_FRONT": ("how `nexus mcp` starts: `auto`, `lazy`, `front` or `sdk`", "`auto`"),
+    "NEXUS_MCP_FRONT": ("how `nexus mcp` starts: `lazy`, `auto`, `front` or `sdk`", "`lazy`"),
     "NEXUS_IN_SYNC": ("set by `nexus sync` for git's children while it merges (not for people)", "unset"),
     "NEXUS_CLAIMS_OVERRIDE": (
         "`1` lets one commit through the claims guard (`nexus git setup --guard`) and says so",

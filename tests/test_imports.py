@@ -30,7 +30,7 @@ LAYERS = (
 
 # (importer, imported): why it reaches up. Keep it short: a new entry needs a reason a reader accepts.
 ALLOWED_UP = {
-    ("nexus.__main__", "nexus.surfaces.cli"): "`python -m nexus` is the CLI",
+    ("nexus.__main__", "nexus.surfaces.program"): "`python -m nexus` is the `nexus` program",
     ("nexus.workspace", "nexus.storage.vault"): "an entry point's workspace opens the vault it names",
     ("nexus.ledger.log", "nexus.memory.scan"): "an append runs the safety scan on its body",
     ("nexus.search.verdicts", "nexus.memory.scan"): "an entry's hit is marked when the scan flags it",

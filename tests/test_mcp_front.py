@@ -537,7 +537,9 @@ def test_the_tool_data_is_shipped_with_the_package() -> None:
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert "mcp_tools.json" in config["package-data"]["nexus.surfaces"]
-    assert mcp_answers.DATA.is_file() and mcp_answers.DATA.parent == Path(mcp_tools.__file__).parent
+    assert (
+        Path(mcp_answers.DATA).is_file() and Path(mcp_answers.DATA).parent == Path(mcp_tools.__file__).parent
+    )
 
 
 def test_every_tool_count_and_size_in_the_docs_is_what_is_served() -> None:

@@ -17,18 +17,21 @@ from what the installed SDK serves.
 
 from __future__ import annotations
 
-import json
+import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from . import mcp_tools
-from .mcp_tools import Defer
+from . import mcp_json
+from .mcp_protocol import Defer, instructions, version
 
+TYPE_CHECKING = False  # (typing's own flag costs its import: ~3 ms before the first answer)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..operations import Operation
     from ..workspace import Workspace
 
-DATA = Path(__file__).with_name("mcp_tools.json")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_tools.json")
 LISTS = ("prompts/list", "resources/list", "resources/templates/list")
 _INIT_KEYS = frozenset({"protocolVersion", "capabilities", "clientInfo", "_meta"})
 _CLIENT_INFO_KEYS = frozenset({"name", "version", "title", "description", "websiteUrl"})
@@ -36,12 +39,14 @@ MODERN_LISTS = ("tools/list", *LISTS)
 # the 2026 envelope's keys in a request's _meta (what the SDK reads; any other key: the SDK decides)
 CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+LISTEN = "subscriptions/listen"
 LISTEN_ACK = "notifications/subscriptions/acknowledged"
 _LIST_CHANGES = frozenset({"toolsListChanged", "promptsListChanged", "resourcesListChanged"})
 
 
 def load_data() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    with open(DATA, encoding="utf-8") as file:
+        data: dict[str, Any] = mcp_json.loads(file.read())
     return data
 
 
@@ -100,10 +105,14 @@ class Answers:
     """The answers the front gives by itself: :meth:`take` a parsed message, get the response to
     write (None: nothing to write), or :class:`Defer` (the SDK answers it)."""
 
-    def __init__(self, ws: Workspace, agent: str, tools: str, data: dict[str, Any]) -> None:
-        self.ws, self.agent, self.data = ws, agent, data
-        self.ops = {op.tool: op for op in mcp_tools.served(tools) if op.tool}
-        listed = [t for t in data["tools"] if t["name"] in self.ops]
+    def __init__(
+        self, ws: Workspace | Callable[[], Workspace], agent: str, tools: str, data: dict[str, Any]
+    ) -> None:
+        self._ws, self.agent, self.tools, self.data = ws, agent, tools, data
+        self._ops: dict[str, Operation] | None = None  # the served operations, by tool (first call)
+        served = set(data["agent_tools"]) if tools == "agent" else None
+        listed = [t for t in data["tools"] if served is None or t["name"] in served]
+        self.names = [t["name"] for t in listed]
         self.listings: dict[str, Any] = {"tools/list": {"tools": listed}} | {m: data[m] for m in LISTS}
         self.initialize: dict[str, Any] | None = None  # the client's initialize request, once answered
         self.initialized = False  # notifications/initialized came (replayed to the SDK at hand-over)
@@ -189,7 +198,7 @@ class Answers:
         if method == "server/discover" and not rest:
             result = {
                 **data["modern"]["server/discover"],
-                "instructions": mcp_tools.instructions(self.agent),
+                "instructions": instructions(self.agent),
             }
         elif method in MODERN_LISTS and (not rest or set(rest) == {"cursor"}):
             result = {**data["modern"][method], **self.listings[method]}
@@ -225,7 +234,7 @@ class Answers:
 
     def _stamped(self, result: dict[str, Any]) -> dict[str, Any]:
         """A 2026 result's ``_meta``: the server's info, its version this nexus's."""
-        info = {**self.data["server_info"], "version": mcp_tools.version()}
+        info = {**self.data["server_info"], "version": version()}
         return {**result, "_meta": {**result.get("_meta", {}), self.data["server_info_key"]: info}}
 
     @staticmethod
@@ -248,19 +257,41 @@ class Answers:
     def _initialized(self, message: dict[str, Any]) -> dict[str, Any]:
         data = self.data
         requested = message["params"]["protocolVersion"]
-        version = requested if requested in data["handshake_versions"] else data["latest_handshake_version"]
-        if version not in data["front_versions"]:
+        known = requested in data["handshake_versions"]
+        negotiated = requested if known else data["latest_handshake_version"]
+        if negotiated not in data["front_versions"]:
             raise Defer
         self.initialize = message
         return {
             "capabilities": data["capabilities"],
-            "instructions": mcp_tools.instructions(self.agent),
-            "protocolVersion": version,
-            "serverInfo": {**data["server_info"], "version": mcp_tools.version()},
+            "instructions": instructions(self.agent),
+            "protocolVersion": negotiated,
+            "serverInfo": {**data["server_info"], "version": version()},
         }
 
+    @property
+    def resolved(self) -> bool:
+        return not callable(self._ws)
+
+    @property
+    def ws(self) -> Workspace:
+        """The workspace tool calls act in (given, or made when first needed: ``mcp_front`` answers
+        the opening requests before it resolves it)."""
+        if callable(self._ws):
+            self._ws = self._ws()
+        return self._ws
+
+    def ops(self, mcp_tools: Any) -> dict[str, Operation]:
+        """The served operations by tool name (the registry is imported only for a call)."""
+        if self._ops is None:
+            self._ops = {str(op.tool): op for op in mcp_tools.served(self.tools) if op.tool}
+        return self._ops
+
     def call(self, params: Any) -> dict[str, Any]:
-        """A ``tools/call`` result, as the SDK server gives it."""
+        """A ``tools/call`` result, as the SDK server gives it. Only a call needs the operations and
+        the workspace: they are loaded here, the first time (the listings come from the data)."""
+        from . import mcp_tools  # the registry and the operations' code: not before a call
+
         if not isinstance(params, dict) or not set(params) <= {"name", "arguments", "_meta"}:
             raise Defer
         name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
@@ -272,7 +303,8 @@ class Answers:
             or not _is_id(meta.get("progressToken", 0))
         ):
             raise Defer
-        op = self.ops.get(name)
+        ops = self.ops(mcp_tools)
+        op = ops.get(name)
         if op is None:
             return mcp_tools.failed(f"Unknown tool: {name}")
         try:
@@ -288,4 +320,4 @@ class Answers:
 
                 traceback.print_exc(file=sys.stderr)
                 return mcp_tools.failed(f"Error executing tool {name}")
-            return mcp_tools.failed(mcp_tools.refused_text(name, text, self.ops))
+            return mcp_tools.failed(mcp_tools.refused_text(name, text, ops))

@@ -182,8 +182,9 @@ def _converse(ws: Workspace, tools: str, methods: list[str], lines: list[str]) -
 
 
 def write() -> Path:
-    DATA.write_text(json.dumps(generate(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return DATA
+    data = Path(DATA)
+    data.write_text(json.dumps(generate(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return data
 
 
 if __name__ == "__main__":

@@ -1,14 +1,22 @@
 """``nexus mcp``'s stdio front: answers a session's requests without the MCP SDK, and hands the
 stream to the SDK server (``mcp_server.py``) only when a request needs it.
 
-What it buys, measured by ``benchmarks/bench_runtimes.py`` (spawn to the answer to Claude Code's
-opening ``server/discover``, both in one interleaved run on the 2-core test machine under a load
-average of about 14): 0.26 s p50 with the front against 3.16 s for the SDK server alone (importing
-``mcp.server`` builds every protocol version's pydantic models). Claude Code's discover probe gives
-up after about 3 s; with the SDK alone it fell back to ``initialize``, which the SDK had already
-refused for the era, and connected after 9 s. The front imports neither ``mcp`` nor ``pydantic``. It
-reads newline-delimited JSON-RPC and answers by itself (``mcp_answers.Answers``), exactly as the SDK
-server would, what it can be sure of, in both eras the SDK serves:
+A runtime sends its first model request only once the server has answered its opening request and
+``tools/list`` (Claude Code in ``-p`` mode; Codex, for a ``required`` server, before the thread
+starts). What the front buys there, measured by ``benchmarks/bench_mcp_start.py`` (spawned over pipes
+as a runtime spawns it, 20 interleaved runs on the 2-core test machine while its load average fell
+from 9 to 6, where a bare ``python -c pass`` took 18.8 ms p50, 10.9 ms at best): the answer to Claude
+Code's ``server/discover`` 20.6 ms p50 after spawn (11.0 at best), ``tools/list`` 20.9 ms, Codex's
+``initialize`` 20.8 ms; against 84.2 ms (42.3 at best) for the same front started through the CLI and
+the library, and 1,114 ms for the SDK server alone (importing ``mcp.server`` builds every protocol
+version's pydantic models). It gets there by importing nothing before its first answers but
+what answering needs: the ``nexus`` program starts it before the CLI's parser (``program.py``,
+``mcp_start.py``: the command line, vault, agent and tool set read with the standard library); the
+opening is answered in the main thread (:func:`opening`, no ``threading`` or ``queue``), its JSON read
+and written by CPython's C scanner and encoder (``mcp_json.py``); the tool lists come from
+``mcp_tools.json``; the operations, the settings machinery and the session's threads
+(``mcp_session.py``) are imported after it. It answers by itself (``mcp_answers.Answers``), exactly
+as the SDK server would, what it can be sure of, in both eras the SDK serves:
 
 - ``initialize`` (the same protocol-version negotiation, capabilities, server info, instructions)
   and ``ping``; or the 2026-07-28 envelope: ``server/discover``, a ``subscriptions/listen``
@@ -21,56 +29,50 @@ server would, what it can be sure of, in both eras the SDK serves:
 
 Everything else (reading a resource, a cancellation, a client's answer, an unknown method, a call
 whose arguments the SDK might coerce, anything before the opening request) is kept, in order, for the
-SDK, which is then imported in a background thread (``lazy``, the default; ``auto`` also imports it
-once the stream is idle for ``IDLE_SECONDS``). When it is loaded the front stops taking requests (each
-one it took is answered, its write durable, before the SDK sees the next) and the SDK's server takes
-the stream through its public ``run("stdio")`` (``mcp_server.serve_streams``): the opening request
-replayed under an id of the front's (its answer swallowed), the acknowledged listen streams (the
-SDK's second ack swallowed), ``notifications/initialized`` in the handshake era, then the kept lines,
-then the rest of stdin. stdout carries whole JSON-RPC lines only, written by one writer under a lock;
-fd 1 points at stderr meanwhile, as the SDK's transport does, so stray output misses the wire. SIGINT
-ends the process as soon as no tool call runs (runtimes send it first when they close a server).
+SDK, which the session (``mcp_session.py``) then imports in a background thread and hands the stream
+to. stdout carries whole JSON-RPC lines only, written by one writer under a lock; fd 1 points at
+stderr meanwhile, as the SDK's transport does, so stray output misses the wire. SIGINT ends the
+process as soon as no tool call runs (runtimes send it first when they close a server).
 
-If the SDK cannot be loaded the front answers what it can and every kept request gets a JSON-RPC
-error. ``NEXUS_MCP_FRONT`` (read by the command): ``lazy`` (the default), ``auto``, ``front`` (never
-loaded: tests compare the front's answers with the SDK's), ``sdk`` (no front: the SDK server from the
-first byte).
+``NEXUS_MCP_FRONT`` (read by the command): ``lazy`` (the default), ``auto`` (the SDK also loaded once
+the stream is idle), ``front`` (never loaded: tests compare the front's answers with the SDK's),
+``sdk`` (no front: the SDK server from the first byte).
 """
 
 from __future__ import annotations
 
-import json
+import _signal  # type: ignore[import-not-found]  # (``signal`` wraps it in enums: ~2 ms to import)
+import _thread  # (``threading`` imports functools and collections: ~3 ms before the first answer)
 import os
-import queue
-import signal
+import select
 import sys
-import threading
-import time
-from typing import TYPE_CHECKING, Any
 
-from . import mcp_tools
-from .mcp_answers import LISTEN_ACK, Answers, load_data
-from .mcp_tools import Defer
+from . import mcp_json
+from .mcp_answers import Answers, load_data
+from .mcp_protocol import Defer
 
+TYPE_CHECKING = False  # (typing's own flag costs its import: ~3 ms before the first answer)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..workspace import Workspace
+    from .mcp_start import Start
 
 MODES = ("auto", "lazy", "front", "sdk")
-IDLE_SECONDS = 0.05
+OPENING_SECONDS = 0.05  # the opening ends when no request comes for this long
 EXIT_WAIT_SECONDS = 10.0  # on SIGINT, how long a running tool call may take to finish
 INTERNAL_ERROR = -32603
-LISTEN = "subscriptions/listen"
 
 
 class Wire:
     """stdout's one writer: whole JSON-RPC lines under a lock."""
 
     def __init__(self, fd: int) -> None:
-        self.fd, self.lock = fd, threading.Lock()
+        self.fd, self.lock = fd, _thread.allocate_lock()
         self.closed = False  # the client closed its end: answers go nowhere, stdin's EOF ends the session
 
     def send(self, message: dict[str, Any]) -> None:
-        self.line(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+        self.line(mcp_json.dumps(message))
 
     def line(self, text: str) -> None:
         data = (text.rstrip("\n") + "\n").encode("utf-8", "surrogateescape")
@@ -88,250 +90,105 @@ class Wire:
             )
 
 
-class Session:
-    """One stdio session: the reader thread, the front, the SDK's loading and the hand-over."""
+class Opened:
+    """What the opening left for the session: the first line the front left to the SDK, the lines
+    after it, a line begun and not ended, and whether stdin has ended."""
 
-    def __init__(self, ws: Workspace, agent: str, tools: str, mode: str) -> None:
-        self.ws, self.agent, self.tools, self.mode = ws, agent, tools, mode
-        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self.front = Answers(ws, agent, tools, load_data())
-        self.pending: list[bytes] = []  # lines kept for the SDK, in order
-        self.loading = False
-        self.failed = ""  # why the SDK could not be loaded
+    __slots__ = ("deferred", "ended", "lines", "partial")
 
-    def run(self, source: int, wire: Wire) -> int:
-        threading.Thread(target=self._read, args=(source,), name="nexus-mcp-stdin", daemon=True).start()
-        while True:
-            idle = self.mode == "auto" and not self.loading
+    def __init__(self) -> None:
+        self.deferred = b""
+        self.lines: list[bytes] = []
+        self.partial = b""
+        self.ended = False
+
+
+def opening(front: Answers, source: int, wire: Wire) -> Opened:
+    """Answer what arrives at once, in this thread, before the session's threads and the SDK's
+    loading are imported: the opening request, the listings, a ping, a tool call whose arguments are
+    sure, until the first request the front defers, ``OPENING_SECONDS`` without a request, or EOF."""
+    opened = Opened()
+    buffer = b""
+    while select.select([source], [], [], OPENING_SECONDS)[0]:
+        chunk = os.read(source, 1 << 16)
+        if not chunk:
+            opened.ended = True
+            break
+        *lines, buffer = (buffer + chunk).split(b"\n")
+        for n, line in enumerate(lines):
             try:
-                kind, item = self.events.get(timeout=IDLE_SECONDS if idle else None)
-            except queue.Empty:
-                self._load()
-                continue
-            if kind == "line":
-                self._line(item, wire)
-            elif kind == "sdk" and isinstance(item, BaseException):
-                self._fail(f"{type(item).__name__}: {item}", wire)
-            elif kind == "sdk":
-                return self._hand_over(item, wire)
-            elif not self.pending or self.failed or not self.loading:  # EOF, nothing left for the SDK
-                return 0
-            else:  # EOF with lines for the SDK: hand them over once it is loaded, then the EOF
-                self.events.put((kind, item))
-                kind, item = self._next_sdk_event()
-                if isinstance(item, BaseException):
-                    self._fail(f"{type(item).__name__}: {item}", wire)
-                    return 0
-                return self._hand_over(item, wire)
-
-    def _next_sdk_event(self) -> tuple[str, Any]:
-        held: list[tuple[str, Any]] = []
-        while True:
-            kind, item = self.events.get()
-            if kind == "sdk":
-                for event in held:
-                    self.events.put(event)
-                return kind, item
-            held.append((kind, item))
-
-    def _read(self, source: int) -> None:
-        try:
-            with os.fdopen(source, "rb", closefd=False) as stream:
-                for line in stream:
-                    self.events.put(("line", line))
-        except OSError:
-            pass
-        self.events.put(("eof", None))
-
-    def _line(self, line: bytes, wire: Wire) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            message = None
-        try:
-            response = self.front.take(message)
-        except Defer:
-            if self.failed:
-                wire.error(message if isinstance(message, dict) else {}, self.failed)
-            else:
-                self.pending.append(line)
-                self._load()
-            return
-        if response is not None:
-            wire.send(response)
-
-    def _load(self) -> None:
-        """Start importing the SDK server in a background thread (once)."""
-        if self.loading:
-            return
-        self.loading = True
-        if self.mode == "front":
-            self.events.put(("sdk", RuntimeError("not loaded (NEXUS_MCP_FRONT=front)")))
-            return
-        threading.Thread(target=self._import, name="nexus-mcp-sdk", daemon=True).start()
-
-    def _import(self) -> None:
-        try:
-            from . import mcp_server
-
-            self.events.put(("sdk", mcp_server.make_server(self.ws, self.agent, self.tools)))
-        except BaseException as err:  # any failure leaves the front serving alone
-            self.events.put(("sdk", err))
-
-    def _fail(self, why: str, wire: Wire) -> None:
-        self.failed = f"nexus mcp: the MCP SDK could not be loaded ({why}); only tools are served"
-        sys.stderr.write(self.failed + "\n")
-        for line in self.pending:
-            try:
-                message = json.loads(line)
+                message = mcp_json.loads(line)
             except ValueError:
-                continue
-            if isinstance(message, dict):
-                wire.error(message, self.failed)
-        self.pending = []
-
-    def _hand_over(self, server: Any, wire: Wire) -> int:
-        from . import mcp_server  # loaded by now (it made ``server``)
-
-        handover_id = f"nexus-front-initialize-{os.urandom(6).hex()}"
-        replay: list[str] = []
-        if self.front.modern is not None:  # the era the session opened in: a discover, its answer swallowed
-            params = {"_meta": self.front.modern["params"]["_meta"]}
-            replay.append(
-                json.dumps(
-                    {"jsonrpc": "2.0", "id": handover_id, "method": "server/discover", "params": params}
-                )
-            )
-            replay += [json.dumps(m) for m in self.front.listening]  # the SDK's acks swallowed
-        elif self.front.initialize is not None:
-            replay.append(json.dumps({**self.front.initialize, "id": handover_id}))
-            if self.front.initialized:
-                replay.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        replay += [line.decode("utf-8", "replace") for line in self.pending]
-        self.pending = []
-        outstanding = Outstanding()
-        stdin, feed = mcp_server.pipe_reader()
-        threading.Thread(
-            target=self._feed, args=(feed, replay, outstanding), name="nexus-mcp-feed", daemon=True
-        ).start()
-        output = Output(wire, handover_id, outstanding, {json.dumps(m["id"]) for m in self.front.listening})
-        with stdin:
-            mcp_server.serve_streams(server, stdin, mcp_server.LineSink(output.line))
-        return 0
-
-    def _feed(self, fd: int, replay: list[str], outstanding: Outstanding) -> None:
-        """The SDK's stdin after the hand-over: the replayed lines, then the rest of the process's;
-        at EOF, held open until what the SDK was handed is answered."""
-        with os.fdopen(fd, "wb") as pipe:
+                message = None
             try:
-                for line in replay:
-                    outstanding.sent(line)
-                    pipe.write(line.rstrip("\n").encode("utf-8") + b"\n")
-                pipe.flush()
-                while True:
-                    kind, item = self.events.get()
-                    if kind == "eof":
-                        outstanding.drained()
-                        return
-                    if kind == "line":
-                        outstanding.sent(item.decode("utf-8", "replace"))
-                        pipe.write(item if item.endswith(b"\n") else item + b"\n")
-                        pipe.flush()
-            except BrokenPipeError:  # the SDK stopped reading: nothing more to hand it
-                return
-
-
-class Outstanding:
-    """The requests handed to the SDK and not answered yet. The SDK's transport drops what is in
-    flight when stdin closes, so at EOF its stdin is held open until they are answered (or
-    cancelled), for at most ``limit`` seconds: no request kept for the SDK is lost."""
-
-    def __init__(self, limit: float = 60.0) -> None:
-        self.ids: set[str] = set()
-        self.limit = limit
-
-    @staticmethod
-    def _parse(line: str) -> dict[str, Any]:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return {}
-        return message if isinstance(message, dict) else {}
-
-    def sent(self, line: str) -> None:
-        message = self._parse(line)
-        if "method" in message and "id" in message and message["method"] != LISTEN:
-            self.ids.add(json.dumps(message["id"]))  # (a listen stream is answered only when it ends)
-        elif message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
-            self.ids.discard(json.dumps(message["params"].get("requestId")))
-
-    def answered(self, line: str) -> None:
-        message = self._parse(line)
-        if "id" in message and "method" not in message:
-            self.ids.discard(json.dumps(message["id"]))
-
-    def drained(self) -> None:
-        deadline = time.monotonic() + self.limit
-        while self.ids and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-
-class Output:
-    """The SDK's stdout after the hand-over: whole lines to the wire, less the answer to the
-    replayed opening request and the SDK's second ack of a listen stream the front acknowledged."""
-
-    def __init__(self, wire: Wire, handover_id: str, outstanding: Outstanding, acked: set[str]) -> None:
-        self.wire, self.handover_id, self.outstanding = wire, handover_id, outstanding
-        self.acked = acked  # listen streams the front acknowledged: the SDK's own ack is swallowed, once
-
-    def line(self, line: str) -> None:
-        if line and not self._swallowed(line):
-            self.wire.line(line)
-        self.outstanding.answered(line)
-
-    def _swallowed(self, line: str) -> bool:
-        if self.acked and LISTEN_ACK in line:
-            message = json.loads(line)
-            if message.get("method") == LISTEN_ACK:
-                stream = json.dumps(next(iter(message.get("params", {}).get("_meta", {}).values()), None))
-                if stream in self.acked:
-                    self.acked.discard(stream)
-                    return True
-        if self.handover_id not in line:
-            return False
-        message = json.loads(line)
-        if message.get("id") != self.handover_id:
-            return False
-        if "error" in message:
-            sys.stderr.write(f"nexus mcp: the SDK refused the replayed opening request: {message['error']}\n")
-        return True
+                response = front.take(message)
+            except Defer:
+                opened.deferred = line + b"\n"
+                opened.lines = [x + b"\n" for x in lines[n + 1 :]]
+                opened.partial = buffer
+                return opened
+            if response is not None:
+                wire.send(response)
+    if buffer:  # (stdin ended in the middle of a line, or the line is still coming)
+        if opened.ended:
+            opened.lines.append(buffer)
+        else:
+            opened.partial = buffer
+    return opened
 
 
 def _exit_when_idle() -> None:
-    mcp_tools.CALLS.wait_idle(EXIT_WAIT_SECONDS)
+    tools = sys.modules.get(f"{__package__}.mcp_tools")  # not loaded: no tool call ever ran
+    if tools is not None:
+        tools.CALLS.wait_idle(EXIT_WAIT_SECONDS)
     os._exit(0)
 
 
 def _interrupted(signum: int, frame: object) -> None:
     """SIGINT (what a runtime sends first when it closes): exit as soon as no tool call is running.
     The SDK's loop would otherwise wait on its stdin reader thread, and the runtime on us."""
-    threading.Thread(target=_exit_when_idle, name="nexus-mcp-exit", daemon=True).start()
+    _thread.start_new_thread(_exit_when_idle, ())
 
 
 def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy") -> int:
-    """``nexus mcp``: check the agent, then serve stdio (``mode``: one of :data:`MODES`)."""
+    """``nexus mcp`` through the CLI: check the agent, then serve stdio (``mode``: one of :data:`MODES`)."""
     from ..errors import InputError
+    from . import mcp_tools
 
     tools = ws.settings.mcp_tools if tools is None else tools
     if mode not in MODES:
         raise InputError(f"unknown NEXUS_MCP_FRONT {mode!r}: use one of {', '.join(MODES)}")
     mcp_tools.check_agent(ws, agent, tools)
-    signal.signal(signal.SIGINT, _interrupted)
+    _signal.signal(_signal.SIGINT, _interrupted)
     if mode == "sdk":
         from . import mcp_server
 
         return mcp_server.run(ws, agent)
-    session = Session(ws, agent, tools, mode)
+    return _serve(Answers(ws, agent, tools, load_data()), mode)
+
+
+def start(begun: Start) -> int:
+    """``nexus mcp`` started by :func:`mcp_start.read` (the program's entry point): serve stdio at
+    once; the workspace is resolved by the library after the opening (:func:`mcp_start.workspace`),
+    and at the latest when the session ends, so that a setting the library refuses is still said."""
+    _signal.signal(_signal.SIGINT, _interrupted)
+    front = Answers(begun.workspace, begun.agent, begun.tools, load_data())
+    try:
+        code = _serve(front, begun.mode)
+        front.ws  # noqa: B018 (resolving it is the point)
+        return code
+    except Exception as err:  # what the CLI would have refused before serving: said as it says it
+        from ..errors import NexusError
+
+        if not isinstance(err, NexusError):
+            raise
+        sys.stderr.write(f"nexus: error: {err}\n")
+        return err.exit_code
+
+
+def _serve(front: Answers, mode: str) -> int:
+    """The opening, then the session (``mcp_session.py``, imported only now: its threads, the SDK's
+    loading and the hand-over are not needed for the first answers)."""
     # the wire on descriptors of its own; fd 1 -> stderr and fd 0 -> /dev/null meanwhile (the SDK's
     # stdio transport does the same): nothing a tool prints can tear a JSON-RPC line
     sys.stdout.flush()
@@ -342,7 +199,11 @@ def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy
     os.dup2(null, 0)
     os.close(null)
     try:
-        return session.run(source, Wire(wire_fd))
+        wire = Wire(wire_fd)
+        opened = opening(front, source, wire)
+        from .mcp_session import Session
+
+        return Session(front, mode).run(source, wire, opened)
     finally:
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 0)

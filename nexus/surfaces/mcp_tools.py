@@ -22,6 +22,11 @@ from typing import TYPE_CHECKING, Any
 from ..errors import NexusError, StaleEditError
 from ..operations import BY_COMMAND, MCP, OPERATIONS, Call, Operation, Param
 
+# shared with the front, which answers before the library loads (mcp_protocol imports nothing)
+from .mcp_protocol import Defer as Defer
+from .mcp_protocol import instructions as instructions
+from .mcp_protocol import version as version
+
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
@@ -35,10 +40,6 @@ PROOF_FIELDS = frozenset({"sig", "prev", "key", "public_key", "key_id", "seq", "
 FULL_DESCRIPTION = "true: include signatures, chain hashes and key ids."
 # pydantic Field keywords the front checks itself (any other: the SDK judges the call)
 _BOUNDS = {"ge": float.__ge__, "gt": float.__gt__, "le": float.__le__, "lt": float.__lt__}
-
-
-class Defer(Exception):
-    """The front cannot be sure to answer this exactly as the SDK would: the SDK answers it."""
 
 
 class InFlight:
@@ -64,26 +65,6 @@ class InFlight:
 
 
 CALLS = InFlight()
-
-
-def instructions(agent: str) -> str:
-    """The server's ``instructions`` (sent in the ``initialize`` answer)."""
-    return (
-        f"nexus: shared, durable memory for agents working together. You are {agent!r}. "
-        "Your brief (what the others wrote, what you owe, decisions in force, your checkpoint) "
-        "is injected into your context at session start and when something is new, where "
-        "`nexus setup` wired your runtime's hooks; only when your context holds no nexus brief, "
-        "call the `brief` tool at the start of a session and before you act on shared work. "
-        "After a meaningful turn record what you did with `log_append`; acknowledge what others "
-        "wrote with `acknowledge`; record decisions with `decide`; find anything with `search`; "
-        "save your working context with `checkpoint_save`."
-    )
-
-
-def version() -> str:
-    from .. import __version__
-
-    return str(__version__)
 
 
 def served(tools: str) -> list[Operation]:
