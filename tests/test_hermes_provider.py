@@ -273,3 +273,31 @@ def test_a_turn_never_waits_for_the_search_index_to_open(env: Env, monkeypatch: 
     finally:
         gate.set()
         provider.shutdown()
+
+
+def test_the_search_index_is_opened_after_the_first_prefetch_not_during_the_start(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening the search index (its meaning model: about a second of CPU) during the session's start
+    competed with the brief and with Hermes for the CPU: it begins once the first prefetch is answered."""
+    from nexus import search
+    from nexus.surfaces import hermes
+
+    monkeypatch.setenv("NEXUS_AGENT", "ella")
+    opened = threading.Event()
+    real = search.search
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        opened.set()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "search", counted)
+    provider = hermes.NexusMemoryProvider()
+    try:
+        provider.initialize("s1")
+        provider.system_prompt_block()
+        assert not opened.wait(0.5)  # (the start is over: nothing has opened the index)
+        provider.prefetch("choose the lexer generator")
+        assert opened.wait(30)
+    finally:
+        provider.shutdown()

@@ -13,7 +13,8 @@ the MCP tools call (``session``, ``log``, ``memory``, ``search``, ``decisions``,
 - ``system_prompt_block``: that session-start text, frozen for the session;
 - ``prefetch``: what is new and owed since the last turn (``session.turn``) and the top search hits
   for the query (approved facts first), within a budget; hits only once the search index is open
-  (opening it never holds up a turn);
+  (opened in the background after the first prefetch, so it never holds up the session's start or
+  a turn);
 - ``sync_turn``: appends a signed entry on a background thread (never blocks the turn);
 - ``on_memory_write``: mirrors Hermes' built-in memory writes into nexus memory, through the safety
   scan (a refused write is logged and left out);
@@ -90,6 +91,7 @@ class NexusMemoryProvider:
         self._frozen = ""
         self._started: Future[str] | None = None  # the session's start (the brief), begun by initialize
         self._warmed = threading.Event()  # the search index is open: a turn's search is quick
+        self._warming = False  # its opening has begun (after the first prefetch)
         self._settings: Any = None
         self._trust = NO_PINS  # what this machine trusts (the pins beside the keys), from initialize
         self._pool: ThreadPoolExecutor | None = None
@@ -159,7 +161,6 @@ class NexusMemoryProvider:
         self._session_id = session_id or "default"
         # cron, subagent and flush contexts read but never write (Hermes' own advice)
         self._writes = kwargs.get("agent_context", "primary") == "primary"
-        self._warm_search()
         resumed = session.record_path(self._vault, self._agent, self._session_id).is_file()
         self._started = self._background().submit(self._start, resumed)
 
@@ -220,6 +221,7 @@ class NexusMemoryProvider:
                 parts.append(found.result(timeout=SEARCH_WAIT))
             except TimeoutError:
                 logger.info("nexus: search hits not ready in %.1fs; this turn goes without them", SEARCH_WAIT)
+        self._warm_search()
         return "\n\n".join(p for p in parts if p)
 
     def _searcher(self) -> ThreadPoolExecutor:
@@ -229,9 +231,16 @@ class NexusMemoryProvider:
             return self._search
 
     def _warm_search(self) -> None:
-        """Open the search index in the background while Hermes finishes starting: the first prefetch
-        then finds it ready (opening it costs about a third of a second)."""
+        """Open the search index in the background, once, after the session's first prefetch: the
+        later turns find it ready. Not sooner: opening the index (its meaning model: about a second of
+        CPU) during the session's start took this process's interpreter from the brief's thread and a
+        core from Hermes while they made the first model request (``bench_hermes_openclaw.py``)."""
         from .. import search
+
+        with self._lock:
+            if self._warming:
+                return
+            self._warming = True
 
         def warm() -> None:
             try:
