@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import io
 import json
 import os
@@ -37,11 +38,14 @@ if "NEXUS_TEST_RUN" not in os.environ:
     os.environ["NEXUS_TEST_RUN"] = tempfile.mkdtemp(prefix="nx-run-", dir="/tmp")
 os.environ["XDG_RUNTIME_DIR"] = os.environ["NEXUS_TEST_RUN"]
 HOOK_SERVER = "nexus.surfaces.hook_server"
+# where pytest makes the tests' folders: a server this interpreter runs for a vault in there is one a
+# test started, even through a runtime that passed it none of the suite's environment
+PYTEST_TEMP = f"{Path(tempfile.gettempdir()).resolve()}/pytest-of-{getpass.getuser()}/".encode()
 
 
-def hook_servers(marked: str | None = None, folder: str | None = None) -> list[int]:
-    """The pids of live warm hook servers whose environment holds ``NEXUS_TEST_RUN=marked`` or whose
-    socket is in ``folder``."""
+def hook_servers(marked: str | None = None, folder: str | None = None, tests: bool = False) -> list[int]:
+    """The pids of live warm hook servers whose environment holds ``NEXUS_TEST_RUN=marked``, whose
+    socket is in ``folder``, or (``tests``) that this interpreter runs for a vault in a test's folder."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -54,9 +58,11 @@ def hook_servers(marked: str | None = None, folder: str | None = None) -> list[i
             continue
         if HOOK_SERVER.encode() not in cmdline or state == "Z":
             continue
+        args = cmdline.split(b"\0")
         ours = marked is not None and f"NEXUS_TEST_RUN={marked}".encode() in environ
-        inside = folder is not None and any(a.startswith(folder.encode()) for a in cmdline.split(b"\0"))
-        if ours or inside:
+        inside = folder is not None and any(a.startswith(folder.encode()) for a in args)
+        tested = tests and args[0] == sys.executable.encode() and any(a.startswith(PYTEST_TEMP) for a in args)
+        if ours or inside or tested:
             found.append(int(proc.name))
     return found
 
@@ -81,7 +87,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return  # (an xdist worker: the controller looks once every worker is done)
     run = os.environ["NEXUS_TEST_RUN"]
-    left = hook_servers(run, folder=run)
+    left = hook_servers(run, folder=run, tests=True)
     for pid in left:
         os.kill(pid, 9)
     shutil.rmtree(run, ignore_errors=True)

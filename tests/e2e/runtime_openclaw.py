@@ -19,6 +19,8 @@ from typing import Any
 import json5
 import pytest
 
+from .conftest import SUITE
+
 VERSION = "2026.9.6"
 RUNTIMES = Path(os.environ.get("NEXUS_RUNTIMES") or Path.home() / ".cache" / "nexus-runtimes")
 OPENCLAW = RUNTIMES / f"openclaw-{VERSION}" / "bin" / "openclaw"
@@ -86,7 +88,7 @@ class OpenClaw:
         return self.home / ".openclaw" / "openclaw.json"
 
     def env(self) -> dict[str, str]:
-        keep = ("LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "PATH")
+        keep = ("LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "PATH", *SUITE)
         env = {k: v for k, v in os.environ.items() if k in keep}
         env.update(HOME=str(self.home), TMPDIR=str(self.root / "tmp"), NO_COLOR="1")
         return env
