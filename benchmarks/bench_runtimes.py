@@ -51,7 +51,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 from e2e.conftest import BIN, runtime_env  # noqa: E402
 from e2e.model_anthropic import AnthropicModel, Text  # noqa: E402
 from e2e.runtime_claude import Session, claude, model_env  # noqa: E402
-from harness import children_cpu_ms, installed_env, pct, server_cpu_ms, server_mode  # noqa: E402
+from harness import (  # noqa: E402
+    children_cpu_ms,
+    hook_server_folder,
+    installed_env,
+    pct,
+    server_cpu_ms,
+    server_mode,
+)
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -168,13 +175,8 @@ def main() -> None:
         "--baseline", type=Path, help="another install's `nexus` program, wired beside this one"
     )
     args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))  # the servers' sockets (short paths)
-    os.environ["XDG_RUNTIME_DIR"] = str(folder)
-    try:
+    with hook_server_folder() as folder:
         measure(args.runs, args.turns, folder, args.baseline)
-    finally:
-        server_mode("cold", folder)  # (stops them)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def measure(runs: int, n_turns: int, folder: Path, baseline: Path | None = None) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from e2e.model_openai import OpenAIModel, Text  # noqa: E402
 from e2e.runtime_codex import VERSION, AppServer, codex_bin, environ, provider_args  # noqa: E402
-from harness import children_cpu_ms, installed_env, pct, server_cpu_ms, server_mode  # noqa: E402
+from harness import (  # noqa: E402
+    children_cpu_ms,
+    hook_server_folder,
+    installed_env,
+    pct,
+    server_cpu_ms,
+    server_mode,
+)
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
@@ -151,13 +157,8 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=12)
     ap.add_argument("--baseline", type=Path, help="another install's python: its wiring beside this one's")
     args = ap.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))  # the servers' sockets (short paths)
-    os.environ["XDG_RUNTIME_DIR"] = str(folder)
-    try:
+    with hook_server_folder() as folder:
         measure(args.runs, args.turns, folder, args.baseline)
-    finally:
-        server_mode("cold", folder)  # (stops them)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def measure(runs: int, turns: int, folder: Path, baseline: Path | None = None) -> None:

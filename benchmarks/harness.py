@@ -9,9 +9,12 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +103,17 @@ def server_mode(mode: str, folder: Path) -> None:
         deadline = time.monotonic() + 10
         while servers(folder) and time.monotonic() < deadline:
             time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def hook_server_folder() -> Iterator[Path]:
+    """A socket folder of this run's own for the warm hook servers the runtimes start (short paths:
+    a socket path holds about 107 bytes), as ``XDG_RUNTIME_DIR``; every server in it stopped and the
+    folder removed at the end."""
+    folder = Path(tempfile.mkdtemp(prefix="nx-", dir="/tmp"))
+    os.environ["XDG_RUNTIME_DIR"] = str(folder)
+    try:
+        yield folder
+    finally:
+        server_mode("cold", folder)  # (stops them)
+        shutil.rmtree(folder, ignore_errors=True)
