@@ -11,9 +11,10 @@ on 127.0.0.1 (tests/e2e/), side by side in one run:
   alone (no `hooks.json`); and with `--baseline`, another install's wiring and its MCP server alone
   (the hooks in their own processes in all of these).
 - **The warm hook server**: the wired start with the hooks each in their own process
-  (``NEXUS_HOOK_SERVER=off``) and warm (the server an untimed first session just started), both in
-  one wired place reused run after run, and cold (a new place each run: SessionStart runs in process
-  and starts the server).
+  (``NEXUS_HOOK_SERVER=off``), warm (the server an untimed first session just started) and cold (no
+  server: ``nexus mcp`` starts it after its first answer, and SessionStart waits for it), all in one
+  wired place reused run after run (the vault, key folder and Codex home a user has); and a first
+  session ever (a new place each run, just wired: a new vault, a new Codex home, no server).
 - **Per turn**: one app-server session of N turns, wired (the hooks in their own processes, then
   served by a warm server), every other turn with one new entry by another
   agent between prompts: the time Codex itself reports for nexus's hooks in each turn (`hook/completed`
@@ -140,11 +141,14 @@ def session(
     return hooks, walls
 
 
+FIRST = "wired, first session in a new place"
+MODES = {"wired, hook server cold": "cold", "wired, hook server warm": "warm"}  # (else: off; FIRST cold)
 STARTS = (
     "bare",
     "wired",
     "wired, hook server cold",
     "wired, hook server warm",
+    FIRST,
     "hooks only",
     "MCP server only",
 )
@@ -173,16 +177,16 @@ def measure(runs: int, turns: int, folder: Path, baseline: Path | None = None) -
         first_request(*warm[:2])  # a first session: its server is up for the first warm run
         for i in range(runs):
             for n, name in enumerate(names):
-                mode = {"wired, hook server cold": "cold", "wired, hook server warm": "warm"}.get(name, "off")
+                mode = "cold" if name == FIRST else MODES.get(name, "off")
                 server_mode(mode, folder)
-                if name in ("wired", "wired, hook server warm"):  # (one place: the same vault and caches)
+                if name in MODES or name == "wired":  # (one place: the same vault, keys and Codex home)
                     home, project, _ = warm
-                if mode == "warm":  # a first session, untimed: the server up (a cold run stopped it)
-                    first_request(home, project)
                 else:
                     half = name.removesuffix(" (baseline)") if "only" in name else ""
                     python = baseline if name.endswith("(baseline)") else None
                     home, project, _ = place(Path(tmp) / f"{i}-{n}", name != "bare", half, python)
+                if mode == "warm":  # a first session, untimed: the server up (a cold run stopped it)
+                    first_request(home, project)
                 served = server_cpu_ms(folder)
                 seconds, has_tools, used = first_request(home, project)
                 starts[name].append(seconds * 1000)

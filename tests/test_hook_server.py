@@ -177,9 +177,11 @@ def test_served_hooks_print_what_in_process_hooks_print_and_leave_the_same_vault
     assert mine == theirs
 
 
-def test_the_second_hook_is_served_by_the_server_the_first_started(env: Env, folder: Path) -> None:
+def test_the_first_hook_starts_the_server_and_waits_for_it_and_the_second_finds_it(
+    env: Env, folder: Path
+) -> None:
     first, was = hook(env, folder, "session-start", {"session_id": "a"})
-    assert not was and "hookSpecificOutput" in first.stdout  # no server yet: in its own process
+    assert was and "hookSpecificOutput" in first.stdout  # no server yet: it started one, and waited
     pid = server(folder)
     second, was = hook(env, folder, "session-start", {"session_id": "b"})
     assert was and "hookSpecificOutput" in second.stdout
@@ -213,11 +215,11 @@ def test_it_stops_on_sigterm_and_after_sigkill_the_next_hook_starts_another(env:
     assert gone(second, folder)
     assert list((folder / "nexus").glob("*.sock"))  # left behind: the next server replaces it
     proc, was = hook(env, folder, "session-start", {"session_id": "a"})
-    assert not was and "hookSpecificOutput" in proc.stdout
+    assert was and "hookSpecificOutput" in proc.stdout  # (by the server it started)
     third = server(folder)
     assert third not in (first, second)
     _, was = hook(env, folder, "session-start", {"session_id": "b"})
-    assert was
+    assert was and server(folder) == third
 
 
 def test_a_change_of_nexus_code_retires_the_server(env: Env, folder: Path, tmp_path: Path) -> None:
@@ -233,12 +235,12 @@ def test_a_change_of_nexus_code_retires_the_server(env: Env, folder: Path, tmp_p
     module = code / "nexus" / "team" / "brief.py"
     module.write_text(module.read_text() + "\n")
     proc, was = hook(env, folder, "session-start", {"session_id": "a"}, **path)
-    assert not was and "hookSpecificOutput" in proc.stdout
+    assert was and "hookSpecificOutput" in proc.stdout  # (by a server of the new code it started)
     assert gone(old, folder)
     new = server(folder)
     assert new != old
     _, was = hook(env, folder, "pre-tool", QUIET, **path)
-    assert was
+    assert was and server(folder) == new
 
 
 def test_clients_at_once_start_one_server(env: Env, folder: Path) -> None:
@@ -266,42 +268,160 @@ def test_a_socket_folder_others_can_enter_is_not_used(env: Env, folder: Path) ->
     assert hook_servers(folder=str(folder)) == [] and not list((folder / "nexus").iterdir())
 
 
-def test_a_writer_whose_server_dies_mid_call_says_so_and_a_prompt_runs_again(env: Env, folder: Path) -> None:
-    """The server stopped (SIGSTOP) while a client's request waits, then killed: a stop says it failed
-    (it is not run twice), a prompt is run again in the client's own process."""
+def _client(env: Env, folder: Path, event: str, *extra: str) -> subprocess.Popen[str]:
+    """``nexus-hook EVENT`` for session a, started (its event JSON sent and its input closed)."""
+    base = ["--agent", "ella", "--vault", str(env.vault.root), "--home", str(env.keys_home), *extra]
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "nexus-hook"), event, *base],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=environ(env, folder),
+        text=True,
+    )
+    proc.stdin.write(json.dumps({"session_id": "a"}))  # type: ignore[union-attr]
+    proc.stdin.close()  # type: ignore[union-attr]
+    return proc
+
+
+def _said(proc: subprocess.Popen[str]) -> Any:
+    with proc, proc.stdout:  # type: ignore[union-attr]
+        return json.loads(proc.stdout.read() or "null")  # type: ignore[union-attr]
+
+
+def _children(pid: int) -> list[int]:
+    found = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(x) for x in found.read_text().split()] if found.exists() else []
+
+
+def test_calls_a_server_never_took_are_run_by_the_next(env: Env, folder: Path) -> None:
+    """The server stopped (SIGSTOP) while two requests wait, unread, then killed: neither call was
+    taken, so both are run (by the next server), a writer included (it did nothing yet)."""
     hook(env, folder, "session-start", {"session_id": "a"})
     hook(env, folder, "pre-tool", QUIET)
     pid = server(folder)
     env.append("lyra", "the lexer is done")  # news for session a's next prompt
     os.kill(pid, signal.SIGSTOP)
-    run_env = environ(env, folder)
-    base = ["--agent", "ella", "--vault", str(env.vault.root), "--home", str(env.keys_home)]
-    hook_bin = str(Path(sys.executable).parent / "nexus-hook")
-    stop = subprocess.Popen(
-        [hook_bin, "stop", *base, "--retain"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=run_env,
-        text=True,
-    )
-    prompt = subprocess.Popen(
-        [hook_bin, "prompt", *base], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=run_env, text=True
-    )
-    stop.stdin.write(json.dumps({"session_id": "a"}))  # type: ignore[union-attr]
-    stop.stdin.close()  # type: ignore[union-attr]
-    prompt.stdin.write(json.dumps({"session_id": "a"}))  # type: ignore[union-attr]
-    prompt.stdin.close()  # type: ignore[union-attr]
+    stop, prompt = _client(env, folder, "stop", "--block-without-entry"), _client(env, folder, "prompt")
     time.sleep(3)  # both have connected and sent (the server, stopped, reads nothing)
     os.kill(pid, signal.SIGKILL)
-    said = []
-    for proc in (stop, prompt):
-        with proc, proc.stdout:  # type: ignore[union-attr]
-            said.append(json.loads(proc.stdout.read()))  # type: ignore[union-attr]
-    out, brief = said
-    assert out == {"systemMessage": "nexus: stop failed: the hook server stopped during the call"}
+    blocked, brief = _said(stop), _said(prompt)
+    assert blocked["decision"] == "block"  # (the writer's own answer: it ran)
     assert "the lexer is done" in brief["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_writer_whose_server_dies_mid_call_says_so_and_a_prompt_runs_again(env: Env, folder: Path) -> None:
+    """The server took a stop (its child blocked reading the session's record, a FIFO here) and was
+    killed with the child: the stop says it failed rather than risk running twice; a prompt the
+    server took and lost is run again in the client's own process."""
+    from nexus.team import session
+
+    hook(env, folder, "session-start", {"session_id": "a"})
+    pid = server(folder)
+    env.append("lyra", "the lexer is done")
+    record = session.record_path(env.vault, "ella", "a")
+    saved = record.read_bytes()
+    for event, extra in (("stop", ("--retain",)), ("prompt", ())):
+        record.unlink()
+        os.mkfifo(record)
+        proc = _client(env, folder, event, *extra)
+        deadline = time.monotonic() + 60
+        while not _children(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child = _children(pid)
+        assert child, "the server took no call"
+        record.unlink()
+        record.write_bytes(saved)
+        for victim in (*child, pid):
+            os.kill(victim, signal.SIGKILL)
+        said = _said(proc)
+        if event == "stop":
+            assert said == {"systemMessage": "nexus: stop failed: the hook server stopped during the call"}
+            assert gone(pid, folder)
+            hook(env, folder, "pre-tool", QUIET)  # (the next server)
+            pid = server(folder)
+        else:
+            assert "the lexer is done" in said["hookSpecificOutput"]["additionalContext"]
 
 
 def test_the_client_knows_every_hook_event() -> None:
     """The client, which imports nothing of nexus, names the same events as the hooks."""
     assert sorted(hook_client.EVENTS) == sorted(hooks.EVENTS)
+
+
+def test_nexus_mcp_starts_the_server_its_sessions_hooks_use(env: Env, folder: Path) -> None:
+    """``nexus mcp`` starts its vault's hook server after its first answer, before any hook runs; the
+    session's hooks are answered by that server."""
+    run_env = environ(env, folder, NEXUS_VAULT=str(env.vault.root), NEXUS_HOME=str(env.keys_home))
+    mcp = subprocess.Popen(
+        [str(Path(sys.executable).parent / "nexus"), "mcp", "--agent", "ella"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=run_env,
+        cwd=folder,
+    )
+    assert mcp.stdin is not None and mcp.stdout is not None
+    with mcp:
+        params = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        request = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+        mcp.stdin.write(json.dumps(request).encode() + b"\n")
+        mcp.stdin.flush()
+        assert json.loads(mcp.stdout.readline())["result"]["serverInfo"]
+        pid = server(folder)
+        proc, was = hook(env, folder, "session-start", {"session_id": "a"})
+        assert was and "hookSpecificOutput" in proc.stdout
+        assert hook_servers(folder=str(folder)) == [pid]
+        mcp.stdin.close()
+
+
+WARM_CHECK = """
+import atexit, json, sys
+from nexus.surfaces import hook_server, hooks
+vault, keys, cwd = sys.argv[1:4]
+hook_server.warm()
+before = set(sys.modules)
+for event, data, *extra in json.loads(sys.stdin.read()):
+    if event == "append":
+        from nexus.keys import identity
+        from nexus.ledger import log
+        from nexus.storage.vault import Vault
+
+        v = Vault(__import__("pathlib").Path(vault))
+        log.append(v, identity.load_signer(v, __import__("pathlib").Path(keys), "lyra"), **data)
+        before = set(sys.modules)
+        continue
+    argv = [event, "--agent", "ella", "--vault", vault, "--home", keys, *extra]
+    out, err = hooks.answer(argv, json.dumps({"session_id": "w", "cwd": cwd, **data}), {}, cwd)
+    assert not err, err
+    atexit._run_exitfuncs()
+print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith("nexus"))))
+"""
+
+
+def test_after_warm_no_hook_imports_anything_of_nexus(env: Env, tmp_path: Path) -> None:
+    """The server's ``warm`` imports what every hook imports as it runs (``hook_server.WARM``): a
+    whole session of hooks after it, in a fresh interpreter, imports no nexus module."""
+    session = [
+        ["session-start", {"source": "startup"}],
+        ["prompt", {"prompt": "go"}],
+        ["append", {"channel": "build", "type": "decision", "summary": "use the lexer"}],
+        ["prompt", {"prompt": "and now"}],
+        ["pre-tool", {"tool_name": "Edit", "tool_input": {"file_path": str(tmp_path / "a.py")}}],
+        ["stop", {}, "--retain"],
+        ["pre-compact", {"trigger": "auto"}],
+        ["session-start", {"source": "compact"}],
+        ["session-end", {}],
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_CHECK, str(env.vault.root), str(env.keys_home), str(tmp_path)],
+        input=json.dumps(session),
+        capture_output=True,
+        text=True,
+        env=env.environ,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(done.stdout) == []

@@ -11,14 +11,20 @@ session end 26 instead of 102 (``docs/performance.md``).
 When a vault is named (``--vault`` or ``NEXUS_VAULT``, an absolute path) and ``NEXUS_HOOK_SERVER`` is
 not ``off``, the hook is sent to the server of its (vault, key folder, nexus code, interpreter, HOME):
 argv, environment, working folder, the event JSON and the code's stamp. What comes back is printed
-exactly as the in-process hook (``hooks.py``) prints it. With no server to answer, the hook runs in
-this process as before, after starting a server (detached, in its own session, its standard streams
-on /dev/null) for the next hook. One server per key: the client that takes the key's lock file
-(``flock``) starts it and hands it the lock, which it holds while it lives.
+exactly as the in-process hook (``hooks.py``) prints it. With no server to answer, the client starts
+one (detached, in its own session, its standard streams on /dev/null) and waits for it: one server per
+key, started by the client that takes the key's lock file (``flock``), which hands it the lock it then
+holds while it lives. A server listens before it imports nexus (:func:`listen`), so a hook that comes while it
+starts waits for it rather than import nexus beside it on the same cores; only when none can start
+or none listens within ``STARTING_SECONDS`` does the hook run in this process. ``nexus mcp``, which
+every runtime but Hermes starts as a session opens, starts the server of its vault right after its
+first answer (:func:`prime`), so that a session's first hook finds it ready or nearly.
 
-If the server stops in the middle of a call, a session start or a prompt is run again here (they
-only move the session's cursors); a writer (stop, pre-compact, session-end, pre-tool) prints its one
-failure line instead of risking doing its work twice. It always exits 0, like ``hooks.py``.
+The server says it took a call (one byte, ``+``) before it runs it. If it stops before that, the hook
+is sent to the next server or run here; after it, a session start or a prompt is run again here
+(they only move the session's cursors) and a writer (stop, pre-compact, session-end, pre-tool)
+prints its one failure line instead of risking doing its work twice. It always exits 0, like
+``hooks.py``.
 
 The socket lives in a per-user folder (``$XDG_RUNTIME_DIR/nexus``, else ``$TMPDIR/nexus-UID``), made
 0700 and used only if it is ours with no group or other bits. This module imports only the standard
@@ -35,20 +41,27 @@ import marshal  # (built in; both ends are the same interpreter: json would impo
 import os
 import stat
 import sys
+import time
 from collections.abc import Mapping
 
 SWITCH = "NEXUS_HOOK_SERVER"  # "off": every hook runs in its own process
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # nexus's code, the server's too
 EVENTS = ("session-start", "prompt", "pre-tool", "pre-compact", "stop", "session-end")  # hooks.EVENTS
 REPLAYABLE = ("session-start", "prompt")  # safe to run again after a server failed mid-call
+STARTING_SECONDS = 5.0  # how long a hook waits for a server that is starting to listen
+POLL_SECONDS = 0.003  # between its tries
 TIMEOUT = 60.0  # seconds a served hook may take (the runtimes' own hook timeouts are about this)
 MAX_PATH = 100  # AF_UNIX socket paths hold about 107 bytes
 # the server's program: the nexus this client is (its folder first on the path, whatever the
-# environment or working folder would import), then hook_server.main(SOCKET, LOCK_FD, VAULT)
+# environment or working folder would import); listening at once, then hook_server.main(SOCKET,
+# LOCK_FD, VAULT, LISTENER_FD), which imports nexus
 SERVER = (
-    "import sys; sys.path.insert(0, sys.argv[1]); from nexus.surfaces.hook_server import main; "
-    "raise SystemExit(main(sys.argv[2:]))"
+    "import sys; sys.path.insert(0, sys.argv[1]); from nexus.surfaces import hook_client; "
+    "fd = hook_client.listen(sys.argv[2]); from nexus.surfaces.hook_server import main; "
+    "raise SystemExit(main([*sys.argv[2:], str(fd)]))"
 )
+TAKEN = b"+"  # the server's first byte once it runs a call (a marshal dict never starts with it)
+BACKLOG = 16
 
 
 def code_stamp() -> str:
@@ -124,38 +137,85 @@ def target(argv: list[str], env: Mapping[str, str]) -> tuple[str, str] | None:
     return (path, vault) if len(path.encode()) <= MAX_PATH else None
 
 
+def listen(path: str) -> int:
+    """The server's listening socket at ``path``, bound (0600) and listening before the server imports
+    nexus: a client that connects while it starts is answered once it is ready. Called by the server
+    (``SERVER``), which holds the key's lock: a socket left at ``path`` by a server that died is ours
+    to replace. Returns its descriptor."""
+    listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:  # noqa: SIM105 (contextlib is not among this module's few imports)
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    mask = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(mask)
+    listener.listen(BACKLOG)
+    return int(listener.detach())
+
+
 def ask(path: str, request: dict[str, str | list[str] | dict[str, str]]) -> dict[str, str] | None:
-    """The server's answer to ``request``; None when there is no server to ask (nothing was sent).
-    Raises OSError or ValueError when the request was sent but no whole answer came back."""
+    """The server's answer to ``request``; None when there is no server to ask, or it closed the
+    connection without taking the call (nothing was done). Raises OSError or ValueError when the
+    server took the call (or may yet: nothing came back within ``TIMEOUT``) but no whole answer came
+    back."""
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    taken = False
     try:
         try:
             conn.connect(path)
         except OSError:
-            return None
+            return None  # (no server listening)
         conn.settimeout(TIMEOUT)
-        conn.sendall(marshal.dumps(request))
-        conn.shutdown(_socket.SHUT_WR)
-        chunks = []
+        try:
+            conn.sendall(marshal.dumps(request))
+            conn.shutdown(_socket.SHUT_WR)
+            first = conn.recv(65536)
+        except TimeoutError:
+            raise  # (it may take the call yet: not to be run here too)
+        except OSError:
+            return None  # (it closed the connection unread: it stopped, say while it started)
+        if not first:
+            return None
+        taken = first[:1] == TAKEN
+        chunks = [first[1:] if taken else first]
         while chunk := conn.recv(65536):
             chunks.append(chunk)
         answer = marshal.loads(b"".join(chunks))
     finally:
         conn.close()
-    if not isinstance(answer, dict):
+    if not isinstance(answer, dict) or (not taken and "stale" not in answer):
         raise ValueError("not an answer")
     return answer  # (the server's own: a dict of str)
 
 
-def spawn(path: str, vault: str, env: Mapping[str, str]) -> None:
+def prime(vault: str, env: Mapping[str, str]) -> None:
+    """Start the hook server of ``vault`` (the key folder from ``NEXUS_HOME``) unless one runs or is
+    starting: ``nexus mcp`` calls it after its first answer, before the session's first hook."""
+    where = target(["session-start", "--vault", vault], env)
+    if where is not None:
+        spawn(*where, env)
+
+
+def spawn(path: str, vault: str, env: Mapping[str, str]) -> bool:
     """Start the server for ``path`` unless one holds its lock (running, or starting): detached, in a
-    session of its own, its standard streams on /dev/null, holding the lock it is handed."""
+    session of its own, its standard streams on /dev/null, holding the lock it is handed. True when a
+    server runs or is starting (started now, or holding the lock); False when none could start."""
     try:
         lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
-        return
+        return False
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        return True  # (held: a server runs or is starting)
+    except OSError:
+        os.close(lock)
+        return False
+    try:
         os.set_inheritable(lock, True)
         null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
         os.posix_spawn(
@@ -166,9 +226,37 @@ def spawn(path: str, vault: str, env: Mapping[str, str]) -> None:
             setsid=True,
         )
     except OSError:
-        pass  # (held: a server runs or is starting; or it could not start: the hooks run here)
+        return False  # (it could not start: the hooks run here)
     finally:
         os.close(lock)
+    return True
+
+
+def held(path: str) -> bool:
+    """Whether a server holds ``path``'s lock (it runs, or is starting)."""
+    try:
+        lock = os.open(path + ".lock", os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(lock)  # (closing it lets go of a lock taken here)
+    return False
+
+
+def when_listening(path: str, request: dict[str, str | list[str] | dict[str, str]]) -> dict[str, str] | None:
+    """``ask`` a server that is starting, once it listens (within ``STARTING_SECONDS``, while it holds
+    its lock); None when it stopped first or took longer."""
+    deadline = time.monotonic() + STARTING_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+        answer = ask(path, request)
+        if answer is not None or not held(path):
+            return answer
+    return None
 
 
 def failed(event: str, why: str) -> tuple[str, str]:
@@ -195,12 +283,13 @@ def served(argv: list[str], raw: str, env: Mapping[str, str]) -> tuple[str, str]
     event = argv[0] if argv else ""
     try:
         answer = ask(path, request)
-    except (OSError, ValueError, EOFError, TypeError):  # sent, and the server stopped before answering
+        if (answer is None or "stdout" not in answer) and spawn(path, vault, env):
+            answer = when_listening(path, request)  # (none answered, or it ran other code: "stale")
+    except (OSError, ValueError, EOFError, TypeError):  # taken, and the server stopped before answering
         spawn(path, vault, env)
         return None if event in REPLAYABLE else failed(event, "the hook server stopped during the call")
     if answer is not None and "stdout" in answer:
         return answer["stdout"], answer.get("stderr", "")
-    spawn(path, vault, env)  # none answered, or it ran other code ("stale": it has stopped)
     return None
 
 

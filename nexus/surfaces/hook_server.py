@@ -2,7 +2,7 @@
 and cryptography already imported, answering ``nexus-hook`` (``hook_client.py``) over a Unix socket,
 so a hook costs a bare Python start plus its work instead of also importing nexus each time.
 
-    hook_server.main([SOCKET, LOCK_FD, VAULT])     # started by the client only (hook_client.SERVER)
+    hook_server.main([SOCKET, LOCK_FD, VAULT, LISTENER_FD])   # started by hook_client.SERVER only
 
 Each call is ``hooks.answer`` with the client's argv, environment (settings and keys come from it),
 working folder and event JSON, run in a child forked from the warm process for that call (a few
@@ -42,14 +42,48 @@ from ..team import session
 from . import hook_client, hooks
 
 TICK = 2.0  # seconds between looks at the vault folder and the idle time
-BACKLOG = 16
+
+
+# what the hooks import as they run, below their operations' own modules (the brief's sections, the
+# coordination view, the memory snapshot, the checks of entries and claims): imported before the
+# first call, which would otherwise pay them (~35-60 ms) in its child. tests/test_hook_server.py
+# fails when a hook imports a nexus module this list and the operations leave out.
+WARM = (
+    "nexus.keys.checked",
+    "nexus.keys.roster",
+    "nexus.keys.trust",
+    "nexus.ledger.check",
+    "nexus.ledger.pairs",
+    "nexus.ledger.renames",
+    "nexus.memory.bank",
+    "nexus.memory.bounded",
+    "nexus.memory.facts",
+    "nexus.memory.scan",
+    "nexus.memory.scan_hints",
+    "nexus.memory.snapshot",
+    "nexus.project.checkpoints",
+    "nexus.project.decisions",
+    "nexus.records.memory",
+    "nexus.records.project",
+    "nexus.records.team",
+    "nexus.storage.markers",
+    "nexus.storage.properties",
+    "nexus.team.brief",
+    "nexus.team.claimlog",
+    "nexus.team.claims",
+    "nexus.team.coordination",
+    "nexus.team.coordination_state",
+    "nexus.team.heartbeat",
+)
 
 
 def warm() -> None:
-    """Import now what each hook operation imports when first called (cryptography included), so
-    the first call pays no import either."""
+    """Import now what each hook operation imports when first called (cryptography included) and
+    what the hooks import as they run (``WARM``), so the first call pays no import either."""
     for op in BY_HOOK.values():
         op.function()
+    for name in WARM:
+        importlib.import_module(name)
     assert signatures and session and edits and workspace  # (imported for their import cost)
 
 
@@ -69,20 +103,12 @@ def idle_seconds(vault: str, env: dict[str, str]) -> float:
 class Server:
     """The listening socket, its lock, and the loop answering one call at a time."""
 
-    def __init__(self, path: str, lock: int, vault: str, idle: float) -> None:
+    def __init__(self, path: str, lock: int, vault: str, idle: float, listener: int) -> None:
         self.path, self.lock, self.vault, self.idle = path, lock, vault, idle
         self.stamp = hook_client.code_stamp()
         self.busy = False
         self.stopping = False
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # (a socket left by a server that died: ours to replace, we hold the lock)
-        mask = os.umask(0o177)
-        try:
-            self.listener.bind(path)  # 0600
-        finally:
-            os.umask(mask)
-        self.listener.listen(BACKLOG)
+        self.listener = socket.socket(fileno=listener)  # (bound by hook_client.listen as we started)
         self.listener.settimeout(TICK)
         self.status = path + ".pid"
         temporary = f"{self.status}.{os.getpid()}"
@@ -120,6 +146,10 @@ class Server:
             argv, raw, env, cwd = request["argv"], request["stdin"], request["env"], request["cwd"]
         except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
             return  # (a client gone, or not one of ours: it runs its hook itself)
+        try:
+            conn.sendall(hook_client.TAKEN)  # (from here on, the client never runs a writer again)
+        except OSError:
+            return  # (the client is gone)
         self.busy = True
         try:
             reader, writer = os.pipe()
@@ -179,8 +209,8 @@ def learn(modules: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    path, lock, vault = argv
-    server = Server(path, int(lock), vault, idle_seconds(vault, dict(os.environ)))
+    path, lock, vault, listener = argv
+    server = Server(path, int(lock), vault, idle_seconds(vault, dict(os.environ)), int(listener))
     handler: Callable[[int, FrameType | None], None] = server.signalled
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)

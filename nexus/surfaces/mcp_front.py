@@ -103,10 +103,12 @@ class Opened:
         self.ended = False
 
 
-def opening(front: Answers, source: int, wire: Wire) -> Opened:
+def opening(front: Answers, source: int, wire: Wire, vault: str | None = None) -> Opened:
     """Answer what arrives at once, in this thread, before the session's threads and the SDK's
     loading are imported: the opening request, the listings, a ping, a tool call whose arguments are
-    sure, until the first request the front defers, ``OPENING_SECONDS`` without a request, or EOF."""
+    sure, until the first request the front defers, ``OPENING_SECONDS`` without a request, or EOF.
+    After the first answer, the warm hook server of ``vault`` is started (``hook_client.prime``): the
+    session's first hook comes next."""
     opened = Opened()
     buffer = b""
     while select.select([source], [], [], OPENING_SECONDS)[0]:
@@ -129,12 +131,24 @@ def opening(front: Answers, source: int, wire: Wire) -> Opened:
                 return opened
             if response is not None:
                 wire.send(response)
+                if vault is not None:
+                    _prime(vault)
+                    vault = None
     if buffer:  # (stdin ended in the middle of a line, or the line is still coming)
         if opened.ended:
             opened.lines.append(buffer)
         else:
             opened.partial = buffer
     return opened
+
+
+def _prime(vault: str) -> None:
+    from . import hook_client  # (after the first answer: hashlib and fcntl)
+
+    try:  # noqa: SIM105 (contextlib: an import the front does without)
+        hook_client.prime(vault, os.environ)
+    except Exception:  # (a hook starts its server itself: this only starts it sooner)
+        pass
 
 
 def _exit_when_idle() -> None:
@@ -164,7 +178,7 @@ def serve(ws: Workspace, agent: str, tools: str | None = None, mode: str = "lazy
         from . import mcp_server
 
         return mcp_server.run(ws, agent)
-    return _serve(Answers(ws, agent, tools, load_data()), mode)
+    return _serve(Answers(ws, agent, tools, load_data()), mode, str(ws.vault.root))
 
 
 def start(begun: Start) -> int:
@@ -174,7 +188,7 @@ def start(begun: Start) -> int:
     _signal.signal(_signal.SIGINT, _interrupted)
     front = Answers(begun.workspace, begun.agent, begun.tools, load_data())
     try:
-        code = _serve(front, begun.mode)
+        code = _serve(front, begun.mode, begun.vault)
         front.ws  # noqa: B018 (resolving it is the point)
         return code
     except Exception as err:  # what the CLI would have refused before serving: said as it says it
@@ -186,9 +200,10 @@ def start(begun: Start) -> int:
         return err.exit_code
 
 
-def _serve(front: Answers, mode: str) -> int:
+def _serve(front: Answers, mode: str, vault: str) -> int:
     """The opening, then the session (``mcp_session.py``, imported only now: its threads, the SDK's
-    loading and the hand-over are not needed for the first answers)."""
+    loading and the hand-over are not needed for the first answers); ``vault``'s hook server started
+    after the first answer."""
     # the wire on descriptors of its own; fd 1 -> stderr and fd 0 -> /dev/null meanwhile (the SDK's
     # stdio transport does the same): nothing a tool prints can tear a JSON-RPC line
     sys.stdout.flush()
@@ -200,7 +215,7 @@ def _serve(front: Answers, mode: str) -> int:
     os.close(null)
     try:
         wire = Wire(wire_fd)
-        opened = opening(front, source, wire)
+        opened = opening(front, source, wire, vault)
         from .mcp_session import Session
 
         return Session(front, mode).run(source, wire, opened)

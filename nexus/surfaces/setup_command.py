@@ -7,6 +7,7 @@ The handler imports what it needs inside itself, so other commands pay nothing f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,21 @@ def cmd_setup(args: argparse.Namespace) -> int:
             lines.append(f"created   {o.path} — {o.what}")
         else:
             lines.append(f"updated   {o.path} — {o.what} (backup: {o.backup})")
+    _prepare(vault, agent, keys)
     emit(args, {"files": data, "behalf": behalf}, "\n".join(lines + behalf))
     return 0
+
+
+def _prepare(vault: Any, agent: str, keys: Path) -> None:
+    """Build the agent's brief once, as a peek (no cursor moves, nothing shown): the derived state the
+    session's first hook reads (the settings, roster, decisions, coordination and memory caches in
+    ``.nexus/``) is then in place, and a first session in a new vault starts as fast as later ones."""
+    from .. import workspace
+    from ..operations import Call
+    from ..operations.log import brief
+
+    with contextlib.suppress(Exception):  # (else the first hook builds it, and says what is wrong)
+        brief(Call.of(workspace.for_vault(vault, os.environ, keys=keys), agent=agent), peek=True)
 
 
 def add_setup(groups: dict[str, Any]) -> None:

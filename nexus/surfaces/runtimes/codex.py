@@ -42,6 +42,9 @@ EVENTS = {
 }
 # Codex event -> the tool matcher of nexus's hook group there: Codex edits files with `apply_patch`
 MATCHERS: dict[str, str] = {"PreToolUse": "apply_patch"}
+# what Codex passes `nexus mcp` beyond its short default list (HOME, PATH, TMPDIR...): what places and
+# names the warm hook server its hooks use, so that the server it starts is theirs
+PASSED = ("XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "NEXUS_HOOK_SERVER")
 STARTUP_TIMEOUT_SEC = 20  # how long Codex waits for `nexus mcp` before the first turn (it is `required`)
 
 WHY = {
@@ -108,6 +111,7 @@ def _server_and_features(w: Wiring, doc: Any) -> None:
     env = tomlkit.inline_table()
     env.update(server["env"])  # type: ignore[call-overload]
     table["env"] = env
+    table["env_vars"] = list(PASSED)
     table["startup_timeout_sec"] = STARTUP_TIMEOUT_SEC
     table["required"] = True  # Codex waits for a required server before the first turn; else it does not
     current = servers.get("nexus")
