@@ -29,11 +29,12 @@ PLUGIN = """\
 // Written by `nexus setup opencode` (rewritten by each run): the nexus brief in the system prompt of
 // each session, what is new since the last prompt added to each prompt, the checkpoint saved before a
 // compaction, and the session's decisions retained when it goes idle. It runs `nexus-hook`.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 
 const HOOK = __HOOK__;
 const briefs = new Map();
 let latest = null;
+let pending = Promise.resolve(); // a hook whose answer is not used, still running
 
 function hook(event, data) {
   const [program, ...rest] = HOOK;
@@ -50,14 +51,31 @@ function hook(event, data) {
   }
 }
 
+// a hook whose answer nobody reads, run beside the model's request (the next hook waits for it)
+function hookBeside(event, data) {
+  const [program, ...rest] = HOOK;
+  pending = new Promise((done) => {
+    const child = spawn(program, [event, ...rest], { stdio: ["pipe", "ignore", "ignore"] });
+    const timer = setTimeout(() => child.kill(), 30000);
+    child.on("error", done);
+    child.on("close", () => {
+      clearTimeout(timer);
+      done();
+    });
+    child.stdin.end(JSON.stringify(data));
+  });
+}
+
 export const NexusPlugin = async ({ directory }) => ({
   "chat.message": async (input, output) => {
+    await pending;
     const sid = input.sessionID;
     latest = sid;
     const part = (output.parts || []).find((p) => p.type === "text");
     if (!briefs.has(sid)) {
       briefs.set(sid, hook("session-start", { session_id: sid, cwd: directory, source: "startup" }));
-      hook("prompt", { session_id: sid, cwd: directory, prompt: part ? part.text : "" });
+      // the first prompt's turn recorded (the brief just made holds everything new)
+      hookBeside("prompt", { session_id: sid, cwd: directory, prompt: part ? part.text : "" });
       return;
     }
     const text = hook("prompt", { session_id: sid, cwd: directory, prompt: part ? part.text : "" });
@@ -68,14 +86,17 @@ export const NexusPlugin = async ({ directory }) => ({
     if (text) output.system.push(text);
   },
   "experimental.session.compacting": async (input) => {
+    await pending;
     hook("pre-compact", { session_id: input.sessionID, cwd: directory, trigger: "auto" });
   },
   event: async ({ event }) => {
     const sid = event.properties && event.properties.sessionID;
     if (!sid) return;
     if (event.type === "session.compacted") {
+      await pending;
       briefs.set(sid, hook("session-start", { session_id: sid, cwd: directory, source: "compact" }));
     } else if (event.type === "session.idle") {
+      await pending;
       hook("session-end", { session_id: sid, cwd: directory });
     }
   },
