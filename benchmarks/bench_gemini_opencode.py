@@ -8,9 +8,11 @@ Side by side in one loop, interleaved so all see the same load:
 - **start**: time from spawning a one-prompt run (``gemini -p``; ``opencode run``) to the runtime's
   first model request for the turn (Gemini: ``streamGenerateContent``; opencode: the request with
   tools, not its side request for a title), in a project without nexus, in the same project wired by
-  ``nexus setup RUNTIME`` (project scope), and in the two halves of the wiring (the MCP server alone;
-  the hooks alone, for opencode its plugin alone); with the CPU of the whole run (the runtime and
-  every process it started: hooks, ``nexus mcp``), which load inflates far less than wall time;
+  ``nexus setup RUNTIME`` (project scope) with the warm hook server on (as a user has it: the run
+  before left it running) and off (``NEXUS_HOOK_SERVER=off``: each hook its own process), and in the
+  two halves of the wiring (the MCP server alone; the hooks alone, for opencode its plugin alone);
+  with the CPU of the whole run (the runtime and every process it started: hooks, ``nexus mcp``;
+  not the warm server's), which load inflates far less than wall time;
 - **per turn**: one session of ``--turns`` prompts in a copy of the wired project whose hook command
   is a wrapper timing each ``nexus-hook`` run (neither runtime logs a hook's duration): Gemini CLI in
   ACP mode (``gemini --acp``: BeforeAgent before each prompt), opencode as ``opencode serve`` over its
@@ -44,13 +46,14 @@ from e2e.runtime_gemini import Acp, environ, gemini_bin, prepare_home, run_headl
 from e2e.runtime_opencode import OpencodeModel, Server, opencode_bin  # noqa: E402
 from e2e.runtime_opencode import environ as oc_environ  # noqa: E402
 from e2e.runtime_opencode import prepare_home as oc_prepare_home  # noqa: E402
-from harness import children_cpu_ms, pct  # noqa: E402
+from harness import children_cpu_ms, hook_server_folder, pct, server_mode  # noqa: E402
 
 from nexus.keys import identity  # noqa: E402
 from nexus.ledger import log  # noqa: E402
 from nexus.storage.vault import Vault, init  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
+OWN = "with nexus, hooks in their own processes"  # (NEXUS_HOOK_SERVER=off; every other: the server on)
 HOOK = str(BIN / "nexus-hook")
 # each nexus-hook run timed from inside: EVENT and milliseconds, one line each, to $TIMED_LOG's file
 WRAPPER = """#!/bin/bash
@@ -132,27 +135,37 @@ def _summary(
         "first_request_ms": {
             k: {"p50": pct(v, 0.5) * 1000, "p90": pct(v, 0.9) * 1000} for k, v in start.items()
         },
-        "nexus_adds_to_start_ms_p50": (pct(start["with nexus"], 0.5) - pct(start["without nexus"], 0.5))
-        * 1000,
+        "nexus_adds_to_start_ms_p50": {
+            k: (pct(v, 0.5) - pct(start["without nexus"], 0.5)) * 1000
+            for k, v in start.items()
+            if k != "without nexus"
+        },
         "run_cpu_ms_p50": {k: pct(v, 0.5) for k, v in cpu.items()},
-        "nexus_adds_to_run_cpu_ms_p50": pct(cpu["with nexus"], 0.5) - pct(cpu["without nexus"], 0.5),
+        "nexus_adds_to_run_cpu_ms_p50": {
+            k: pct(v, 0.5) - pct(cpu["without nexus"], 0.5) for k, v in cpu.items() if k != "without nexus"
+        },
         "hook_ms": {k: {"p50": pct(v, 0.5), "p90": pct(v, 0.9), "n": len(v)} for k, v in hooks.items()},
         "hooks_per_turn_ms_p50": pct(per_turn, 0.5) if per_turn else None,
     }
 
 
 def _interleave(
-    projects: dict[str, Path], runs: int, first: Callable[[Path], tuple[float, float]]
+    projects: dict[str, Path], runs: int, first: Callable[[Path], tuple[float, float]], folder: Path
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each project's start, ``runs`` times, interleaved: "with nexus, hooks in their own processes"
+    with the warm hook server switched off, every other with it on (warm: the last run left it)."""
     start: dict[str, list[float]] = {name: [] for name in projects}
     cpu: dict[str, list[float]] = {name: [] for name in projects}
-    for project in projects.values():  # warm each once: the runtime's caches, a plugin's install
+    for name, project in projects.items():  # warm each once: the runtime's caches, a plugin's install
+        server_mode("off" if name == OWN else "warm", folder)
         first(project)
     for _ in range(runs):
         for name, project in projects.items():
+            server_mode("off" if name == OWN else "warm", folder)
             seconds, used = first(project)
             start[name].append(seconds)
             cpu[name].append(used)
+    server_mode("warm", folder)
     return start, cpu
 
 
@@ -178,7 +191,7 @@ def _gemini_clone(
     return new
 
 
-def gemini(root: Path, vault: Vault, keys: Path, runs: int, turns: int) -> dict[str, Any]:
+def gemini(root: Path, vault: Vault, keys: Path, runs: int, turns: int, folder: Path) -> dict[str, Any]:
     home = root / "home"
     prepare_home(home)
     plain, wired = _git_project(root / "plain"), _git_project(root / "wired")
@@ -191,6 +204,7 @@ def gemini(root: Path, vault: Vault, keys: Path, runs: int, turns: int) -> dict[
     projects = {
         "without nexus": plain,
         "with nexus": wired,
+        OWN: _gemini_clone(home, wired, root / "own", lambda s: None),
         "MCP server only": _gemini_clone(home, wired, root / "mcp-only", lambda s: s.pop("hooks")),
         "hooks only": _gemini_clone(home, wired, root / "hooks-only", lambda s: s.pop("mcpServers")),
     }
@@ -203,7 +217,7 @@ def gemini(root: Path, vault: Vault, keys: Path, runs: int, turns: int) -> dict[
             assert ran.returncode == 0, ran.stderr[-2000:]
             return model.turns()[0].at - t0, children_cpu_ms() - cpu
 
-    start, cpu = _interleave(projects, runs, first)
+    start, cpu = _interleave(projects, runs, first, folder)
     per_turn: list[float] = []
     hooks_all: dict[str, list[float]] = {}
     for _ in range(max(1, runs // 2)):
@@ -239,7 +253,7 @@ def _opencode_clone(wired: Path, new: Path, mcp: bool, plugin: bool, hook: str =
     return new
 
 
-def opencode(root: Path, vault: Vault, keys: Path, runs: int, turns: int) -> dict[str, Any]:
+def opencode(root: Path, vault: Vault, keys: Path, runs: int, turns: int, folder: Path) -> dict[str, Any]:
     home = root / "home"
     home.mkdir(parents=True)
     plain, wired = _git_project(root / "plain"), _git_project(root / "wired")
@@ -248,6 +262,7 @@ def opencode(root: Path, vault: Vault, keys: Path, runs: int, turns: int) -> dic
     projects = {
         "without nexus": plain,
         "with nexus": wired,
+        OWN: _opencode_clone(wired, root / "own", mcp=True, plugin=True),
         "MCP server only": _opencode_clone(wired, root / "mcp-only", mcp=True, plugin=False),
         "plugin only": _opencode_clone(wired, root / "plugin-only", mcp=False, plugin=True),
     }
@@ -269,7 +284,7 @@ def opencode(root: Path, vault: Vault, keys: Path, runs: int, turns: int) -> dic
             asked = [r.at for r in model.requests if isinstance(r.body, dict) and r.body.get("tools")]
             return asked[0] - t0, children_cpu_ms() - cpu
 
-    start, cpu = _interleave(projects, runs, first)
+    start, cpu = _interleave(projects, runs, first, folder)
     per_turn: list[float] = []
     hooks_all: dict[str, list[float]] = {}
     for _ in range(max(1, runs // 2)):
@@ -294,14 +309,14 @@ def main() -> None:
     parser.add_argument("--only", choices=["gemini", "opencode"])
     args = parser.parse_args()
     results: dict[str, Any] = {"load_average_before": os.getloadavg()}
-    with tempfile.TemporaryDirectory(prefix="nexus-bench-go-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="nexus-bench-go-") as tmp, hook_server_folder() as folder:
         root = Path(tmp)
         vault, keys = _vault(root)
         if args.only in (None, "gemini"):
-            results["gemini_cli"] = gemini(root / "gemini", vault, keys, args.runs, args.turns)
+            results["gemini_cli"] = gemini(root / "gemini", vault, keys, args.runs, args.turns, folder)
             print(json.dumps({"gemini_cli": results["gemini_cli"]}, indent=1), flush=True)
         if args.only in (None, "opencode"):
-            results["opencode"] = opencode(root / "opencode", vault, keys, args.runs, args.turns)
+            results["opencode"] = opencode(root / "opencode", vault, keys, args.runs, args.turns, folder)
             print(json.dumps({"opencode": results["opencode"]}, indent=1), flush=True)
     results["load_average_after"] = os.getloadavg()
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -14,11 +14,11 @@ argv, environment, working folder, the event JSON and the code's stamp. What com
 exactly as the in-process hook (``hooks.py``) prints it. With no server to answer, the client starts
 one (detached, in its own session, its standard streams on /dev/null) and waits for it: one server per
 key, started by the client that takes the key's lock file (``flock``), which hands it the lock it then
-holds while it lives. A server listens before it imports nexus (:func:`listen`), so a hook that comes while it
-starts waits for it rather than import nexus beside it on the same cores; only when none can start
-or none listens within ``STARTING_SECONDS`` does the hook run in this process. ``nexus mcp``, which
-every runtime but Hermes starts as a session opens, starts the server of its vault right after its
-first answer (:func:`prime`), so that a session's first hook finds it ready or nearly.
+holds while it lives. A server listens before it imports nexus (:func:`listen`), so a hook that comes
+while it starts waits for it rather than import nexus beside it on the same cores; only when none can
+start or none listens within ``STARTING_SECONDS`` does the hook run in this process. ``nexus mcp``,
+which every runtime but Hermes starts as a session opens, starts the server of its vault right after
+its first answer (:func:`prime`), so that a session's first hook finds it ready or nearly.
 
 The server says it took a call (one byte, ``+``) before it runs it. If it stops before that, the hook
 is sent to the next server or run here; after it, a session start or a prompt is run again here
@@ -193,7 +193,12 @@ def ask(path: str, request: dict[str, str | list[str] | dict[str, str]]) -> dict
 
 def prime(vault: str, env: Mapping[str, str]) -> None:
     """Start the hook server of ``vault`` (the key folder from ``NEXUS_HOME``) unless one runs or is
-    starting: ``nexus mcp`` calls it after its first answer, before the session's first hook."""
+    starting: ``nexus mcp`` calls it after its first answer, before the session's first hook. Not when
+    the environment names no socket folder (neither ``XDG_RUNTIME_DIR`` nor ``TMPDIR``): a runtime cut
+    it down for its MCP server (the MCP SDK's client passes six variables), and its hooks, which get
+    the whole environment, would use a server in another folder."""
+    if not (env.get("XDG_RUNTIME_DIR") or env.get("TMPDIR")):
+        return
     where = target(["session-start", "--vault", vault], env)
     if where is not None:
         spawn(*where, env)

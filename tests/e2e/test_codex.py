@@ -119,8 +119,14 @@ def test_a_whole_codex_session_uses_nexus(
             mark = len(model.turns())
             server.turn(tid, "Go on.")
             after = model.turns()[mark]
-            if sockets is not None:  # (while the session runs: one server, started by its hooks)
-                assert len(list(sockets.glob("*.pid"))) == 1, "the session's hooks started no hook server"
+            if sockets is not None:  # (while the session runs: one server, which nexus mcp started)
+                pids = list(sockets.glob("*.pid"))
+                assert len(pids) == 1, "no hook server for the session's hooks"
+                started = Path(f"/proc/{int(pids[0].read_text())}/environ").read_bytes().split(b"\0")
+                # its environment is what Codex passes an MCP server (env_vars included), not a hook's
+                assert b"SCRIPTED_API_KEY=dummy" not in started and any(
+                    v.startswith(b"XDG_RUNTIME_DIR=") for v in started
+                )
             assert "continue from your checkpoint" in injected(after) and saved.task in injected(after)
 
         # the session's end (Stop retains): the decision waits in lyra's bank for a person
