@@ -488,3 +488,19 @@ def test_setup_refuses_a_keys_folder_without_the_agents_key_naming_where_it_is(
     assert rc == 0, err
     assert out.splitlines()[-1] == "dry run: 4 files would change; nothing written"
     assert (snapshot(home) | snapshot(home.parent / "project")) == before
+
+
+def test_setup_prepares_the_agents_derived_state_and_moves_no_cursor(
+    env: Env, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nexus setup`` builds the agent's brief once, as a peek: the caches a session's first hook
+    reads are in ``.nexus/`` before any session, and the agent still has its unread entries."""
+    env.append("lyra", "the lexer is done")
+    cache = env.vault.root / ".nexus" / "cache"
+    wanted = ("roster.json", "decisions.json", "memory-snapshot-ella.json")
+    for name in wanted:
+        (cache / name).unlink(missing_ok=True)
+    rc, _, err = setup(env, capsys, "claude-code", "--agent", "ella")
+    assert rc == 0, err
+    assert all((cache / name).is_file() for name in wanted)
+    assert "the lexer is done" in env.run("brief", "--agent", "ella").stdout
