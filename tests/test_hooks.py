@@ -186,6 +186,22 @@ def test_two_sessions_are_told_separately(env: Env, tmp_path: Path) -> None:
     assert log.read_cursor(env.vault, "lyra").seen is not None
 
 
+def test_a_prompt_in_a_session_nexus_saw_no_start_of_is_its_start(env: Env) -> None:
+    """A runtime wired without session-start for a new session (Gemini CLI: one hook fewer before the
+    first model request) gets the whole brief from the first prompt; the next, nothing new, is quiet."""
+    env.append("ella", "the lexer is done")
+    first = _hook(env, "prompt", "--agent", "lyra", stdin=json.dumps({"session_id": "g", "prompt": "go"}))
+    got = _parse("claude-code", "prompt", first)
+    assert got["context"].startswith("# nexus brief for lyra") and "the lexer is done" in got["context"]
+    again = _hook(env, "prompt", "--agent", "lyra", stdin=json.dumps({"session_id": "g", "prompt": "on"}))
+    assert again.returncode == 0 and again.stdout == ""
+    env.append("ella", "the parser is next")
+    news = _parse(
+        "claude-code", "prompt", _hook(env, "prompt", "--agent", "lyra", stdin=json.dumps({"session_id": "g"}))
+    )
+    assert news["context"].startswith("# nexus: new since your last turn") and "parser" in news["context"]
+
+
 def test_the_agent_can_come_from_the_environment_and_the_budget_is_kept(env: Env) -> None:
     for i in range(60):
         env.append("ella", f"progress report number {i} " + "x" * 150)

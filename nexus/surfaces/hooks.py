@@ -28,7 +28,9 @@ unless ``--block-without-entry`` is given, and then at most once per turn (``sto
 does too, without a server). Hot path: the standard library, the operations' declarations and nexus's
 own small modules; the work is in ``session.py``. A prompt with nothing new since the last injection
 is answered before settings or keys are read, and so is a pre-tool event for anything but an edit of
-a file another agent claimed (``edits.quiet``).
+a file another agent claimed (``edits.quiet``). A prompt in a session that had no session-start (a
+runtime wired without it for a new session, as Gemini CLI is: one hook fewer before its first model
+request) is that session's start: the whole brief.
 """
 
 from __future__ import annotations
@@ -139,6 +141,12 @@ def run(
 
         if session.quiet(vault, opts["agent"], sid, prompt=kwargs.get("prompt")):
             return None  # nothing moved since the last injection: the fastest answer is none
+        if not session.known(vault, opts["agent"], sid):  # a session nexus saw no start of: this is it
+            op = BY_HOOK["session-start"]
+            kwargs = {p.name: _value(p, opts, data) for p in op.params_for(HOOK)}
+            text = op.function()(_call(op, vault, opts, env), session_id=sid, **kwargs).text()
+            session.quiet(vault, opts["agent"], sid, prompt=data.get("prompt"))  # (the turn recorded)
+            return {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
     elif event == "pre-tool":
         from ..operations import edits
 

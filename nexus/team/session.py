@@ -94,6 +94,11 @@ def stamp(vault: Vault) -> list[Any]:
     return out
 
 
+def known(vault: Vault, agent: str, session_id: str) -> bool:
+    """Whether this session has a record: it started (or had a prompt) with nexus. Reads one file."""
+    return _load(vault, agent, session_id) is not None
+
+
 def quiet(vault: Vault, agent: str, session_id: str, *, prompt: str | None = None) -> bool:
     """True (and the turn recorded) when nothing changed since this session's last injection: the
     per-turn hook then says nothing without loading the brief's machinery."""

@@ -110,25 +110,26 @@ def exact(content: str) -> Callable[[str | None], str]:
     return lambda _old: content
 
 
-def hook_groups(current: Any, command: str, marker: str, extra: dict[str, Any] | None = None) -> list[Any]:
-    """A Claude-style hook list for one event with nexus's command in it exactly once: groups holding a
-    command with ``marker`` (an earlier nexus wiring for the same agent and event) are replaced; every
-    other group is kept as it was."""
+def hook_groups(
+    current: Any, command: str, marker: str, extra: dict[str, Any] | list[dict[str, Any]] | None = None
+) -> list[Any]:
+    """A Claude-style hook list for one event with nexus's command in it exactly once (once per group
+    when ``extra`` is a list: one group for each, a matcher apiece): groups holding a command with
+    ``marker`` (an earlier nexus wiring for the same agent and event) are replaced; every other group
+    is kept as it was."""
     groups: list[Any] = list(current) if isinstance(current, list) else []
-    ours = {"hooks": [{"type": "command", "command": command, "timeout": 30}], **(extra or {})}
-    if ours in groups:
-        return groups
-    kept = [
-        g
-        for g in groups
-        if not (
-            isinstance(g, dict)
-            and any(
-                isinstance(h, dict) and marker in str(h.get("command", "")) for h in g.get("hooks", []) or []
-            )
+    hook = {"type": "command", "command": command, "timeout": 30}
+    extras = extra if isinstance(extra, list) else [extra or {}]
+    ours = [{"hooks": [dict(hook)], **x} for x in extras]
+
+    def nexus_group(g: Any) -> bool:
+        return isinstance(g, dict) and any(
+            isinstance(h, dict) and marker in str(h.get("command", "")) for h in g.get("hooks", []) or []
         )
-    ]
-    return [*kept, ours]
+
+    if [g for g in groups if nexus_group(g)] == ours:
+        return groups  # (as it is: the user's groups keep their places around ours)
+    return [*(g for g in groups if not nexus_group(g)), *ours]
 
 
 def table(data: dict[str, Any], key: str) -> dict[str, Any]:

@@ -25,13 +25,17 @@ from .wiring import Change, Finding, Wired, Wiring, wired_from_server
 
 VERSION = "0.61.0"  # the version these files were checked against, end to end
 
-# Gemini CLI event -> nexus-hook event (and a matcher). Gemini 0.61 fires PreCompress before it decides
-# whether to compress, before every model call, so only a manual compression (`/compress`) is wired.
-EVENTS = {
-    "SessionStart": ("session-start", None),
-    "BeforeAgent": ("prompt", None),
-    "PreCompress": ("pre-compact", "manual"),
-    "SessionEnd": ("session-end", None),
+# Gemini CLI event -> nexus-hook event (and its matchers: Gemini compares a SessionStart or PreCompress
+# matcher with the source or trigger as an equal string). Gemini 0.61 fires PreCompress before it
+# decides whether to compress, before every model call, so only a manual compression (`/compress`) is
+# wired. SessionStart is wired for a resumed or cleared session only: a new one's brief comes with its
+# first prompt (BeforeAgent), each hook Gemini runs before the first model request costing it about
+# 75-125 ms whatever the hook does.
+EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "SessionStart": ("session-start", ("resume", "clear")),
+    "BeforeAgent": ("prompt", ()),
+    "PreCompress": ("pre-compact", ("manual",)),
+    "SessionEnd": ("session-end", ()),
 }
 TIMEOUT_MS = 30_000
 
@@ -54,12 +58,12 @@ def _edit_settings(w: Wiring) -> Edit:
             server["trust"] = True  # written on the user's behalf (tool-trust): kept
         servers["nexus"] = server
         hooks = table(data, "hooks")
-        for name, (event, matcher) in EVENTS.items():
+        for name, (event, matchers) in EVENTS.items():
             groups = hook_groups(
                 hooks.get(name),
                 w.hook_command(event),
                 w.hook_marker(event),
-                {"matcher": matcher} if matcher else None,
+                [{"matcher": m} for m in matchers] or None,
             )
             for group in groups:  # Gemini's timeouts are in milliseconds
                 for hook in group.get("hooks", []) if isinstance(group, dict) else []:
