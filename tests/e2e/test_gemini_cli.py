@@ -1,9 +1,10 @@
 """Gemini CLI 0.61.0, end to end: `nexus setup gemini-cli`, then the real program driven by a scripted
 model on 127.0.0.1 (Gemini API, streamed), in project and in user scope.
 
-Headless runs (`gemini -p`) show the start (SessionStart's brief), tool calls through MCP and the end
-(SessionEnd retains); an ACP session (`gemini --acp`, several prompts in one session) shows what is
-new reaching the next prompt only (BeforeAgent); a resumed session (`--resume latest`) brings the brief
+Headless runs (`gemini -p`) show the start (the brief, with the first prompt: BeforeAgent in a new
+session), tool calls through MCP and the end (SessionEnd retains); an ACP session (`gemini --acp`,
+several prompts in one session) shows the brief with its first prompt and what is new reaching the
+next prompt only (BeforeAgent); a resumed session (`--resume latest`) brings the brief
 back with the checkpoint. Gemini CLI 0.61 fires PreCompress before every model call, whether it
 compresses or not, and compresses by hand only in its interactive `/compress`: nexus wires the manual
 one only, and the checkpoint the agent saved is what the resumed brief carries."""
@@ -80,7 +81,9 @@ def test_a_gemini_cli_session_uses_nexus(env: Env, tmp_path: Path, scope: str) -
         ]
         with Acp(project, gemini_env) as acp:
             session = acp.request("session/new", {"cwd": str(project), "mcpServers": []})["sessionId"]
-            acp.prompt(session, "First.")
+            mark = len(model.turns())
+            acp.prompt(session, "First.")  # (no SessionStart in ACP mode: the first prompt is the start)
+            assert "# nexus brief for lyra" in last_user_text(model.turns()[mark])
             env.append("ella", "quokka migration finished", channel="db")
             mark = len(model.turns())
             acp.prompt(session, "Anything new?")
