@@ -197,7 +197,9 @@ def test_a_prompt_in_a_session_nexus_saw_no_start_of_is_its_start(env: Env) -> N
     assert again.returncode == 0 and again.stdout == ""
     env.append("ella", "the parser is next")
     news = _parse(
-        "claude-code", "prompt", _hook(env, "prompt", "--agent", "lyra", stdin=json.dumps({"session_id": "g"}))
+        "claude-code",
+        "prompt",
+        _hook(env, "prompt", "--agent", "lyra", stdin=json.dumps({"session_id": "g"})),
     )
     assert news["context"].startswith("# nexus: new since your last turn") and "parser" in news["context"]
 
